@@ -1,0 +1,404 @@
+"""Configuration: static settings, traced knobs, presets and validation.
+
+A run is described by one :class:`Config`. Its fields fall in two halves:
+
+* **static** fields (:class:`Static`) fix array shapes or program structure
+  (task, batch sizes, epochs, iterations, network widths). They are part of
+  the compile key: changing one recompiles.
+* **knobs** (:class:`Knobs`) are traced scalars, one per agent. Every
+  code-level optimization of IM §3, the PPO ratio clip, both learning rates,
+  γ, λ and the entropy coefficient are knobs, so a sweep over any of them is
+  one compiled program (vmapped over agents).
+
+``Config.replace(**changes)`` routes each name to its half and validates the
+result; every error names the bad value and what is allowed, and is raised
+before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any, Callable, Iterable, Mapping
+
+import jax.numpy as jnp
+import numpy as np
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, of the wrong type, or out of range."""
+
+
+# --------------------------------------------------------------------------
+# Knobs: traced per-agent scalars.
+# --------------------------------------------------------------------------
+
+def _knob(default, doc: str, check: Callable[[Any], bool] | None = None,
+          allowed: str = ""):
+    return dataclasses.field(
+        default=default,
+        metadata={"doc": doc, "check": check, "allowed": allowed})
+
+
+_positive = (lambda v: v > 0, "a number > 0")
+_unit_open_closed = (lambda v: 0 < v <= 1, "a number in (0, 1]")
+_unit_closed = (lambda v: 0 <= v <= 1, "a number in [0, 1]")
+_any_real = (lambda v: True, "any finite number")
+
+
+@dataclasses.dataclass(frozen=True)
+class Knobs:
+    """Traced settings: one scalar per agent, sweepable without recompiling.
+
+    The first nine boolean fields are the code-level optimizations of IM §3
+    (``implementation-matters-ppo-trpo.txt``); semantics follow the original
+    code (reference/original-code.md §2, §6). Values here are plain Python
+    scalars; :meth:`as_arrays` turns them into the JAX pytree the compiled
+    program consumes.
+    """
+
+    # --- the nine code-level optimizations (IM §3) ---
+    value_clipping: bool = _knob(
+        True, "IM opt. 1: clipped value loss, max of the two squared errors (ref §2.4).")
+    reward_scaling: bool = _knob(
+        True, "IM opt. 2: divide rewards by the std of a running discounted return (ref §2.3).")
+    orthogonal_init: bool = _knob(
+        True, "IM opt. 3: orthogonal init with layer scaling (gains √2 / 0.01 / 1); off = xavier-uniform (ref §2.6).")
+    lr_annealing: bool = _knob(
+        True, "IM opt. 4: both Adam learning rates decay linearly to 0 over the run (ref §2.5).")
+    reward_clipping: bool = _knob(
+        True, "IM opt. 5: clip the scaled reward to ±reward_clip; acts only with reward_scaling on (ref §2.3).")
+    obs_normalization: bool = _knob(
+        True, "IM opt. 6: running mean/std observation normalization (ref §2.2).")
+    obs_clipping: bool = _knob(
+        True, "IM opt. 7: clip the normalized observation to ±obs_clip; acts only with obs_normalization on (ref §2.2).")
+    tanh_activations: bool = _knob(
+        True, "IM opt. 8: tanh hidden activations; off = ReLU.")
+    grad_clipping: bool = _knob(
+        False, "IM opt. 9: clip the global L2 norm of the policy gradient to max_grad_norm (ref §2.5).")
+
+    # --- ranges of the clipping optimizations ---
+    value_clip_eps: float = _knob(0.2, "Value clipping range ε_v.", *_positive)
+    reward_clip: float = _knob(10.0, "Reward clipping range.", *_positive)
+    obs_clip: float = _knob(10.0, "Observation clipping range.", *_positive)
+    max_grad_norm: float = _knob(0.5, "Global gradient-norm bound.", *_positive)
+
+    # --- algorithm hyperparameters ---
+    clip_eps: float = _knob(
+        0.2, "PPO ratio clip ε; float('inf') (or 1e32) disables it: PPO-NoClip.", *_positive)
+    lr_policy: float = _knob(3e-4, "Policy Adam learning rate.", *_positive)
+    lr_value: float = _knob(1.5e-4, "Value Adam learning rate.", *_positive)
+    adam_eps: float = _knob(1e-5, "Adam ε of both optimizers.", *_positive)
+    gamma: float = _knob(0.99, "Discount γ (GAE, returns and the reward scaler).", *_unit_open_closed)
+    gae_lambda: float = _knob(0.95, "GAE λ.", *_unit_closed)
+    entropy_coef: float = _knob(
+        0.0, "Entropy coefficient; the loss adds −coef·H, so negative values penalize entropy.", *_any_real)
+
+    # --- reference behaviours reachable on purpose ---
+    reference_batch_end: bool = _knob(
+        False, "Bootstrap the batch's last step from V(s_{T-1}) as the original code did "
+               "(ref §2.1 step 3, §8 B4) instead of from V(s_T).")
+
+    def as_arrays(self) -> "dict[str, jnp.ndarray]":
+        """The pytree the compiled program consumes: bools as jnp.bool_, the rest float32."""
+        return {name: jnp.asarray(getattr(self, name),
+                                  dtype=jnp.bool_ if name in BOOL_KNOBS else jnp.float32)
+                for name in KNOB_NAMES}
+
+
+KNOB_FIELDS = {f.name: f for f in dataclasses.fields(Knobs)}
+KNOB_NAMES = tuple(KNOB_FIELDS)
+BOOL_KNOBS = frozenset(n for n, f in KNOB_FIELDS.items() if isinstance(f.default, bool))
+
+#: The nine code-level optimizations of IM §3, in the paper's order.
+OPTIMIZATIONS = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing",
+                 "reward_clipping", "obs_normalization", "obs_clipping",
+                 "tanh_activations", "grad_clipping")
+
+
+def stack_knobs(knobs: Iterable[Knobs]) -> "dict[str, jnp.ndarray]":
+    """Stack per-agent knobs into arrays with a leading agent axis."""
+    knobs = list(knobs)
+    return {name: jnp.asarray(np.array([getattr(k, name) for k in knobs]),
+                              dtype=jnp.bool_ if name in BOOL_KNOBS else jnp.float32)
+            for name in KNOB_NAMES}
+
+
+# --------------------------------------------------------------------------
+# Static settings: shapes and program structure.
+# --------------------------------------------------------------------------
+
+def _static(default, doc: str):
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    """Settings that shape the compiled program (part of the compile key)."""
+
+    task: str = _static("hopper", "Task name (see `pg-diag tasks`).")
+    algorithm: str = _static("ppo", "Update rule: 'ppo'.")
+    num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")
+    steps_per_env: int = _static(2048, "Steps collected per environment per iteration; batch = num_envs × steps_per_env.")
+    num_iterations: int = _static(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).")
+    ppo_epochs: int = _static(10, "Passes over the batch in the policy update.")
+    value_epochs: int = _static(10, "Passes over the batch in the value update.")
+    num_minibatches: int = _static(32, "Minibatches per epoch, for both updates.")
+    policy_hidden: tuple = _static((64, 64), "Hidden layer widths of the policy MLP.")
+    value_hidden: tuple = _static((64, 64), "Hidden layer widths of the value MLP.")
+    reset_every_iteration: bool = _static(
+        True, "Reset every environment at the start of each iteration, dropping partial episodes (ref §2.1).")
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.steps_per_env
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def total_env_steps(self) -> int:
+        return self.batch_size * self.num_iterations
+
+
+STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static)}
+STATIC_NAMES = tuple(STATIC_FIELDS)
+ALGORITHMS = ("ppo",)
+
+
+# --------------------------------------------------------------------------
+# Config = Static + Knobs, with validation.
+# --------------------------------------------------------------------------
+
+def _is_bool(v) -> bool:
+    return isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not _is_bool(v)
+
+
+def check_knob(name: str, value) -> Any:
+    """Validate one knob value; return it normalized (bool or float)."""
+    if name not in KNOB_FIELDS:
+        raise ConfigError(f"unknown knob {name!r}; knobs are: {', '.join(KNOB_NAMES)}")
+    if name in BOOL_KNOBS:
+        if not _is_bool(value):
+            raise ConfigError(f"knob {name!r} must be True or False, got {value!r} ({type(value).__name__})")
+        return bool(value)
+    meta = KNOB_FIELDS[name].metadata
+    if not _is_real(value):
+        raise ConfigError(f"knob {name!r} must be {meta['allowed']}, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and name != "clip_eps"):
+        raise ConfigError(f"knob {name!r} must be {meta['allowed']}, got {value!r}")
+    if not meta["check"](value):
+        raise ConfigError(f"knob {name!r} must be {meta['allowed']}, got {value!r}")
+    return value
+
+
+def check_static(name: str, value) -> Any:
+    """Validate one static setting; return it normalized."""
+    from pg_diag.envs import TASKS  # late import: envs import config-free modules only
+
+    if name not in STATIC_FIELDS:
+        raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
+                          f"knobs are: {', '.join(KNOB_NAMES)}")
+    if name == "task":
+        if not isinstance(value, str) or value not in TASKS:
+            raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(TASKS))}")
+        return value
+    if name == "algorithm":
+        if value not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {value!r}; algorithms are: {', '.join(ALGORITHMS)}")
+        return value
+    if name in ("policy_hidden", "value_hidden"):
+        if (not isinstance(value, (tuple, list)) or len(value) == 0
+                or not all(isinstance(h, numbers.Integral) and not _is_bool(h) and h > 0 for h in value)):
+            raise ConfigError(f"{name} must be a non-empty tuple of positive ints, got {value!r}")
+        return tuple(int(h) for h in value)
+    if name == "reset_every_iteration":
+        if not _is_bool(value):
+            raise ConfigError(f"{name} must be True or False, got {value!r}")
+        return bool(value)
+    if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 1:
+        raise ConfigError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A full run description: ``static`` settings plus traced ``knobs``.
+
+    Build one with :func:`preset` or ``Config().replace(...)``; read any field
+    directly (``cfg.lr_policy``, ``cfg.num_envs``).
+    """
+
+    static: Static = dataclasses.field(default_factory=Static)
+    knobs: Knobs = dataclasses.field(default_factory=Knobs)
+    name: str = "custom"
+
+    def __post_init__(self):
+        validate(self)
+
+    def __getattr__(self, item):
+        # Only called when normal lookup fails: delegate to the two halves.
+        if item in STATIC_FIELDS:
+            return getattr(self.static, item)
+        if item in KNOB_FIELDS:
+            return getattr(self.knobs, item)
+        raise AttributeError(item)
+
+    def replace(self, **changes) -> "Config":
+        """A copy with the named static settings and knobs changed (validated)."""
+        static, knobs = {}, {}
+        for key, value in changes.items():
+            if key in KNOB_FIELDS:
+                knobs[key] = check_knob(key, value)
+            elif key in STATIC_FIELDS:
+                static[key] = check_static(key, value)
+            elif key == "name":
+                continue
+            else:
+                raise ConfigError(f"unknown setting {key!r}; static settings are: {', '.join(STATIC_NAMES)}; "
+                                  f"knobs are: {', '.join(KNOB_NAMES)}")
+        return Config(static=dataclasses.replace(self.static, **static),
+                      knobs=dataclasses.replace(self.knobs, **knobs),
+                      name=changes.get("name", self.name))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name,
+                "static": dataclasses.asdict(self.static),
+                "knobs": dataclasses.asdict(self.knobs)}
+
+    @staticmethod
+    def from_dict(d: Mapping) -> "Config":
+        static = {k: tuple(v) if isinstance(v, list) else v for k, v in d["static"].items()}
+        return Config(name=d.get("name", "custom")).replace(**static, **d["knobs"])
+
+
+def validate(cfg: Config) -> None:
+    """Check every field and the cross-field constraints; raise ConfigError."""
+    for name in STATIC_NAMES:
+        check_static(name, getattr(cfg.static, name))
+    for name in KNOB_NAMES:
+        check_knob(name, getattr(cfg.knobs, name))
+    s = cfg.static
+    if s.batch_size % s.num_minibatches:
+        raise ConfigError(
+            f"batch of num_envs × steps_per_env = {s.num_envs} × {s.steps_per_env} = {s.batch_size} "
+            f"samples does not divide into num_minibatches = {s.num_minibatches}; choose num_minibatches "
+            f"among the divisors of {s.batch_size}")
+    if s.minibatch_size < 2:
+        raise ConfigError(
+            f"minibatches of {s.minibatch_size} sample(s) are too small: per-minibatch advantage "
+            f"normalization needs at least 2 (batch {s.batch_size}, num_minibatches {s.num_minibatches})")
+
+
+# --------------------------------------------------------------------------
+# Presets: the papers' hyperparameters (reference/original-code.md §3).
+# --------------------------------------------------------------------------
+
+_PAPER_COMMON = dict(num_envs=1, steps_per_env=2048, num_iterations=488, ppo_epochs=10,
+                     value_epochs=10, num_minibatches=32, reset_every_iteration=True,
+                     gamma=0.99, gae_lambda=0.95, clip_eps=0.2, value_clip_eps=0.2,
+                     entropy_coef=0.0, adam_eps=1e-5, obs_normalization=True,
+                     tanh_activations=True, grad_clipping=False)
+
+# PPO with its code-level optimizations: reward scaling ±10, obs clip ±10,
+# orthogonal init, LR annealing (ref §3 "What each variant means").
+_PPO = dict(algorithm="ppo", reward_scaling=True, reward_clipping=True, reward_clip=10.0,
+            obs_clipping=True, obs_clip=10.0, orthogonal_init=True, lr_annealing=True)
+# PPO-M: the same core without the optimizations; observation normalization
+# stays on, as in the original code.
+_PPO_M = dict(algorithm="ppo", reward_scaling=False, reward_clipping=False, obs_clipping=False,
+              orthogonal_init=False, lr_annealing=False, value_clipping=False)
+
+#: (algorithm, task) -> (overrides, description). Values from the released
+#: code [M] `configs/*.py` (ref §3); the Closer Look table's differing values
+#: are noted in the description.
+PRESETS: dict[tuple[str, str], tuple[dict, str]] = {
+    ("ppo", "hopper"): (
+        dict(_PPO, value_clipping=False, lr_policy=3e-4, lr_value=2.5e-4),
+        "PPO on Hopper, [M] hopper_ppo. Value clipping off as in the released config. "
+        "CL Table 1 lists policy LR 4.5e-4 and value LR 2e-4."),
+    ("ppo-m", "hopper"): (
+        dict(_PPO_M, lr_policy=1.7e-4, lr_value=4e-4),
+        "PPO-M on Hopper, [M] hopper_ppom (observation normalization on, as in the original)."),
+    ("ppo", "walker2d"): (
+        dict(_PPO, value_clipping=True, lr_policy=4e-4, lr_value=3e-4),
+        "PPO on Walker2d, [M] walker_ppo (CL Table 1 agrees)."),
+    ("ppo-m", "walker2d"): (
+        dict(_PPO_M, lr_policy=1e-4, lr_value=2e-4),
+        "PPO-M on Walker2d, [M] walker_ppom."),
+    ("ppo", "humanoid"): (
+        dict(_PPO, value_clipping=True, lr_policy=1.5e-4, lr_value=1e-4),
+        "PPO on Humanoid, [M] humanoid_ppo. CL Table 1 lists policy LR 2.5e-4."),
+    ("ppo-m", "humanoid"): (
+        dict(_PPO_M, lr_policy=9e-5, lr_value=4e-4),
+        "PPO-M on Humanoid, [M] humanoid_ppom."),
+}
+
+# Cheap pure-JAX tasks: the same algorithm definitions at CPU-friendly scale.
+_SMOKE = dict(num_envs=4, steps_per_env=256, num_iterations=60, ppo_epochs=10, value_epochs=10,
+              num_minibatches=16, reset_every_iteration=False)
+for _task in ("pendulum", "point_mass"):
+    PRESETS[("ppo", _task)] = (
+        dict(_PAPER_COMMON, **_SMOKE, **_PPO, value_clipping=True, lr_policy=3e-4, lr_value=3e-4),
+        f"PPO with all its code-level optimizations on the pure-JAX {_task} task (CPU scale).")
+    PRESETS[("ppo-m", _task)] = (
+        dict(_PAPER_COMMON, **_SMOKE, **_PPO_M, lr_policy=3e-4, lr_value=3e-4),
+        f"PPO-M on the pure-JAX {_task} task (CPU scale).")
+for _key in list(PRESETS):
+    if _key[1] in ("hopper", "walker2d", "humanoid"):
+        _over, _desc = PRESETS[_key]
+        PRESETS[_key] = (dict(_PAPER_COMMON, **_over), _desc)
+
+
+def preset_names() -> list[str]:
+    return sorted({a for a, _ in PRESETS})
+
+
+def preset(algorithm: str, task: str, **overrides) -> Config:
+    """The papers' configuration of ``algorithm`` on ``task``, with overrides."""
+    key = (algorithm.lower(), task.lower())
+    if key not in PRESETS:
+        algos = sorted({a for a, _ in PRESETS})
+        tasks = sorted({t for a, t in PRESETS if a == key[0]}) or sorted({t for _, t in PRESETS})
+        if key[0] not in algos:
+            raise ConfigError(f"unknown preset algorithm {algorithm!r}; presets exist for: {', '.join(algos)}")
+        raise ConfigError(f"no preset for {algorithm!r} on task {task!r}; tasks with that preset: {', '.join(tasks)}")
+    values, _ = PRESETS[key]
+    return Config(name=f"{key[0]}/{key[1]}").replace(task=key[1], **{**values, **overrides})
+
+
+def parse_value(name: str, text: str):
+    """Parse a command-line value for a knob or static setting by its declared type."""
+    if name in BOOL_KNOBS or name == "reset_every_iteration":
+        low = text.strip().lower()
+        if low in ("1", "true", "on", "yes"):
+            return True
+        if low in ("0", "false", "off", "no"):
+            return False
+        raise ConfigError(f"{name} takes true/false (or on/off, 1/0), got {text!r}")
+    if name in KNOB_FIELDS:
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"knob {name!r} takes a number, got {text!r}") from None
+    if name in ("policy_hidden", "value_hidden"):
+        try:
+            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(f"{name} takes widths like 64,64 or 64x64, got {text!r}") from None
+    if name in ("task", "algorithm"):
+        return text
+    if name in STATIC_FIELDS:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{name} takes a positive integer, got {text!r}") from None
+    raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
+                      f"knobs are: {', '.join(KNOB_NAMES)}")

@@ -1,0 +1,100 @@
+"""Policy and value MLPs; initialization and activation chosen by knobs.
+
+Parameters are plain pytrees: ``{"layers": [{"w", "b"}, ...]}`` plus, for the
+policy, a state-independent ``log_std`` vector initialized to 0 (σ = 1, ref
+§1 "Standard deviation"). Both initializations are computed from the same key
+and one is selected with ``jnp.where``, so the init scheme is a traced knob.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+HIDDEN_GAIN = math.sqrt(2.0)
+POLICY_HEAD_GAIN = 0.01
+VALUE_HEAD_GAIN = 1.0
+
+
+def _layer_sizes(in_size: int, hidden: tuple, out_size: int):
+    sizes = (in_size,) + tuple(hidden) + (out_size,)
+    return list(zip(sizes[:-1], sizes[1:]))
+
+
+# --- IM opt. 3: orthogonal initialization with layer scaling -------------------
+
+def orthogonal_or_xavier(key, fan_in: int, fan_out: int, gain: float, use_orthogonal) -> jax.Array:
+    """IM opt. 3 (ref §2.6): orthogonal weights scaled by ``gain`` (√2 hidden,
+    0.01 policy head, 1 value head) when on; xavier-uniform with gain 1 on
+    every layer, output layers included, when off. Biases are always 0."""
+    ortho = jax.nn.initializers.orthogonal(scale=gain)(key, (fan_in, fan_out), jnp.float32)
+    xavier = jax.nn.initializers.glorot_uniform()(key, (fan_in, fan_out), jnp.float32)
+    return jnp.where(use_orthogonal, ortho, xavier)
+
+
+def init_mlp(key, in_size: int, hidden: tuple, out_size: int, head_gain: float, use_orthogonal):
+    layers = []
+    sizes = _layer_sizes(in_size, hidden, out_size)
+    keys = jax.random.split(key, len(sizes))
+    for i, ((fi, fo), k) in enumerate(zip(sizes, keys)):
+        gain = head_gain if i == len(sizes) - 1 else HIDDEN_GAIN
+        layers.append({"w": orthogonal_or_xavier(k, fi, fo, gain, use_orthogonal),
+                       "b": jnp.zeros((fo,), jnp.float32)})
+    return {"layers": layers}
+
+
+# --- IM opt. 8: tanh activations ---------------------------------------------
+
+def activation(x: jax.Array, use_tanh) -> jax.Array:
+    """IM opt. 8: tanh when on, ReLU when off."""
+    return jnp.where(use_tanh, jnp.tanh(x), jax.nn.relu(x))
+
+
+def mlp_apply(params, x: jax.Array, use_tanh) -> jax.Array:
+    layers = params["layers"]
+    for layer in layers[:-1]:
+        x = activation(x @ layer["w"] + layer["b"], use_tanh)
+    return x @ layers[-1]["w"] + layers[-1]["b"]
+
+
+def init_policy(key, obs_size: int, action_size: int, hidden: tuple, knobs):
+    params = init_mlp(key, obs_size, hidden, action_size, POLICY_HEAD_GAIN, knobs["orthogonal_init"])
+    params["log_std"] = jnp.zeros((action_size,), jnp.float32)
+    return params
+
+
+def init_value(key, obs_size: int, hidden: tuple, knobs):
+    return init_mlp(key, obs_size, hidden, 1, VALUE_HEAD_GAIN, knobs["orthogonal_init"])
+
+
+def policy_apply(params, obs: jax.Array, knobs):
+    """Mean and log-std of the diagonal Gaussian policy at ``obs`` ([..., obs])."""
+    mean = mlp_apply(params, obs, knobs["tanh_activations"])
+    return mean, jnp.broadcast_to(params["log_std"], mean.shape)
+
+
+def value_apply(params, obs: jax.Array, knobs) -> jax.Array:
+    return mlp_apply(params, obs, knobs["tanh_activations"])[..., 0]
+
+
+# --- Diagonal Gaussian (ref §1 "Actions", §2.7 KL formula) -----------------------
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+def gaussian_log_prob(mean, log_std, action):
+    z = (action - mean) * jnp.exp(-log_std)
+    return jnp.sum(-0.5 * jnp.square(z) - log_std - 0.5 * LOG_2PI, axis=-1)
+
+
+def gaussian_entropy(log_std):
+    return jnp.sum(log_std + 0.5 * (1.0 + LOG_2PI), axis=-1)
+
+
+def gaussian_kl(mean_p, log_std_p, mean_q, log_std_q):
+    """KL(p ‖ q) per state, summed over action dimensions."""
+    var_p, var_q = jnp.exp(2 * log_std_p), jnp.exp(2 * log_std_q)
+    return jnp.sum(log_std_q - log_std_p + (var_p + jnp.square(mean_p - mean_q)) / (2 * var_q) - 0.5,
+                   axis=-1)

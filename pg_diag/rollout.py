@@ -1,0 +1,156 @@
+"""Trajectory collection (``lax.scan``), GAE and discounted returns.
+
+One agent collects ``steps_per_env`` steps from each of its ``num_envs``
+environments per iteration (ref §2.1). Per step, in the original's order:
+
+1. the policy samples ``a = μ + σ·ε`` at the filtered observation (no
+   clipping or squashing; tasks clip or rescale themselves);
+2. the environment steps; ``done = terminated | truncated``;
+3. the raw reward goes through the reward scaler and clipper; the scaler's
+   return restarts at 0 where ``done``;
+4. the next raw observation is pushed into the observation statistics; finished
+   environments are reset and their reset observations pushed too; the
+   observation the policy sees next is filtered with the updated statistics.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from pg_diag import networks
+from pg_diag.envs.base import Env, EnvState
+from pg_diag.normalize import (RunningStat, clip_reward, observation_filter, push,
+                               scale_reward)
+
+
+@struct.dataclass
+class EnvCarry:
+    """An agent's environments between steps (leading axis: num_envs)."""
+
+    state: EnvState
+    obs: jax.Array         # [N, obs] filtered observation the policy sees next
+    ret: jax.Array         # [N] reward scaler's discounted return
+    ep_return: jax.Array   # [N] raw return of the running episode
+    ep_length: jax.Array   # [N] int32
+
+
+@struct.dataclass
+class Filters:
+    """Running statistics of the observation and reward filters (one per agent)."""
+
+    obs: RunningStat
+    ret: RunningStat
+
+
+@struct.dataclass
+class Transitions:
+    """A rollout, time-major: every field is [T, N, ...]."""
+
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    reward: jax.Array      # after reward scaling/clipping: what the learner sees
+    raw_reward: jax.Array
+    done: jax.Array        # terminated | truncated (ref §2.1: time limits count as terminal)
+    terminated: jax.Array
+    truncated: jax.Array
+    finished_return: jax.Array  # raw return of an episode ending at this step, else 0
+    finished_length: jax.Array
+
+
+def reset_envs(env: Env, key, num_envs: int, filters: Filters, knobs):
+    """Reset every environment and push the reset observations (ref §2.1)."""
+    state = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+    obs_stat = push(filters.obs, state.obs)
+    carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs),
+                     ret=jnp.zeros(num_envs, jnp.float32),
+                     ep_return=jnp.zeros(num_envs, jnp.float32),
+                     ep_length=jnp.zeros(num_envs, jnp.int32))
+    return carry, filters.replace(obs=obs_stat)
+
+
+def _select(mask, a, b):
+    """Per-environment ``where`` over two pytrees with a leading env axis."""
+    def sel(x, y):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y)
+    return jax.tree.map(sel, a, b)
+
+
+def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
+            num_steps: int, freeze_actions=False):
+    """Run ``num_steps`` steps in every environment. Returns the new carry and
+    filters and the :class:`Transitions`. ``freeze_actions`` (bool []) replaces
+    actions by zeros, so a diverged agent cannot feed NaNs to the physics."""
+    num_envs = carry.obs.shape[0]
+
+    def step(c, k):
+        carry, filters = c
+        k_act, k_reset = jax.random.split(k)
+        mean, log_std = networks.policy_apply(policy_params, carry.obs, knobs)
+        action = mean + jnp.exp(log_std) * jax.random.normal(k_act, mean.shape)
+        action = jnp.where(freeze_actions | ~jnp.isfinite(action), 0.0, action)
+        log_prob = networks.gaussian_log_prob(mean, log_std, action)
+
+        nxt = jax.vmap(env.step)(carry.state, action)
+        done = nxt.terminated | nxt.truncated
+
+        ret, ret_stat, reward = scale_reward(filters.ret, carry.ret, nxt.reward, knobs)
+        reward = clip_reward(reward, knobs)
+        ret = jnp.where(done, 0.0, ret)
+
+        obs_stat = push(filters.obs, nxt.obs)  # the terminal observation is pushed too
+        fresh = jax.vmap(env.reset)(jax.random.split(k_reset, num_envs))
+        state = _select(done, fresh, nxt)
+        obs_stat = push(obs_stat, fresh.obs, mask=done)
+
+        ep_return = carry.ep_return + nxt.reward
+        ep_length = carry.ep_length + 1
+        transition = Transitions(
+            obs=carry.obs, action=action, log_prob=log_prob, reward=reward, raw_reward=nxt.reward,
+            done=done, terminated=nxt.terminated, truncated=nxt.truncated,
+            finished_return=jnp.where(done, ep_return, 0.0),
+            finished_length=jnp.where(done, ep_length, 0))
+        carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs), ret=ret,
+                         ep_return=jnp.where(done, 0.0, ep_return),
+                         ep_length=jnp.where(done, 0, ep_length))
+        return (carry, Filters(obs=obs_stat, ret=ret_stat)), transition
+
+    (carry, filters), transitions = jax.lax.scan(step, (carry, filters),
+                                                 jax.random.split(key, num_steps))
+    return carry, filters, transitions
+
+
+def gae_advantages(rewards, values, last_value, dones, gamma, lam):
+    """Generalized advantage estimation (Schulman et al. 2016; ref §2.1 step 3).
+
+    Time-major arrays [T, ...]. ``last_value`` bootstraps the final step;
+    ``done`` steps neither bootstrap nor carry the trace across the boundary:
+    δ_t = r_t + γ·V_{t+1}·(1 − d_t) − V_t,  Â_t = δ_t + γλ·(1 − d_t)·Â_{t+1}.
+    """
+    not_done = 1.0 - dones.astype(jnp.float32)
+    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    deltas = rewards + gamma * next_values * not_done - values
+
+    def back(adv_next, x):
+        delta, nd = x
+        adv = delta + gamma * lam * nd * adv_next
+        return adv, adv
+
+    _, adv = jax.lax.scan(back, jnp.zeros_like(last_value), (deltas, not_done), reverse=True)
+    return adv
+
+
+def discounted_returns(rewards, dones, gamma):
+    """Discounted return inside each episode segment, not bootstrapped at the
+    batch end (ref §2.1 step 3)."""
+    not_done = 1.0 - dones.astype(jnp.float32)
+
+    def back(ret_next, x):
+        r, nd = x
+        ret = r + gamma * nd * ret_next
+        return ret, ret
+
+    _, ret = jax.lax.scan(back, jnp.zeros_like(rewards[0]), (rewards, not_done), reverse=True)
+    return ret

@@ -1,0 +1,170 @@
+"""``make_train(static) -> Trainer``: one agent's training as pure functions.
+
+``Trainer.train(key, knobs)`` runs the whole training and returns the final
+:class:`AgentState` and per-iteration metrics; ``Trainer.init`` and
+``Trainer.run(state, knobs, n)`` split it into chunks so a host loop can
+report progress between compiled pieces. All of them act on ONE agent;
+:mod:`pg_diag.sweep` vmaps them over agents. Every knob is traced, so one
+compiled program serves any knob values.
+
+One iteration (ref §2.1): [reset the environments] → collect T steps →
+values, GAE and targets → value update → policy update → trust-region and
+training metrics. LR annealing is a function of the iteration counter.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from pg_diag import envs, networks, ppo
+from pg_diag.config import Static
+from pg_diag.normalize import RunningStat
+from pg_diag.optim import adam, annealed_learning_rate
+from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, gae_advantages, reset_envs
+
+
+@struct.dataclass
+class AgentState:
+    """Everything one agent carries from iteration to iteration."""
+
+    policy: dict
+    value: dict
+    policy_opt: object
+    value_opt: object
+    filters: Filters
+    envs: EnvCarry
+    iteration: jax.Array   # int32 []: iterations completed
+    key: jax.Array
+    diverged: jax.Array    # bool []: parameters or losses became non-finite (sticky)
+
+
+#: Per-iteration metrics, each a scalar per agent and iteration.
+METRICS = {
+    "mean_return": "mean raw undiscounted return of the episodes that finished this iteration (NaN if none)",
+    "episodes": "number of episodes that finished this iteration",
+    "mean_length": "mean length of those episodes",
+    "mean_kl": "mean over training states of KL(π_before ‖ π_after) across the update",
+    "max_kl": "max over training states of the same KL",
+    "max_ratio": "max over the training batch of π_after(a|s)/π_before(a|s)",
+    "policy_std": "mean policy standard deviation after the update",
+    "entropy": "policy entropy after the update",
+    "value_loss": "value loss, mean over the last value epoch's minibatches",
+    "policy_loss": "clipped surrogate loss, mean over the last policy epoch's minibatches",
+    "clip_fraction": "fraction of samples with |r − 1| > ε, mean over the last policy epoch",
+    "grad_norm": "policy gradient global norm before clipping, mean over all minibatches",
+    "lr_policy": "policy learning rate used this iteration",
+    "lr_value": "value learning rate used this iteration",
+    "diverged": "the agent's parameters or losses became non-finite (sticky)",
+}
+
+
+def _all_finite(tree) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+class Trainer(NamedTuple):
+    static: Static
+    env: envs.Env
+    init: object        # (key, knobs) -> AgentState
+    iteration: object   # (state, knobs) -> (state, metrics)
+    run: object         # (state, knobs, num_iterations: static) -> (state, metrics [n])
+    train: object       # (key, knobs) -> (state, metrics [num_iterations])
+
+
+def make_train(static: Static) -> Trainer:
+    """Build the pure training functions for one static configuration."""
+    env = envs.make(static.task)
+    n_envs, n_steps = static.num_envs, static.steps_per_env
+
+    def init(key, knobs) -> AgentState:
+        k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
+        policy = networks.init_policy(k_pi, env.obs_size, env.action_size, static.policy_hidden, knobs)
+        value = networks.init_value(k_v, env.obs_size, static.value_hidden, knobs)
+        filters = Filters(obs=RunningStat.zeros((env.obs_size,)), ret=RunningStat.zeros())
+        carry, pushed = reset_envs(env, k_env, n_envs, filters, knobs)
+        if not static.reset_every_iteration:
+            filters = pushed  # these observations are seen: count them once, now
+        return AgentState(policy=policy, value=value, policy_opt=adam(knobs["adam_eps"]).init(policy),
+                          value_opt=adam(knobs["adam_eps"]).init(value), filters=filters, envs=carry,
+                          iteration=jnp.int32(0), key=k_next, diverged=jnp.bool_(False))
+
+    def iteration(state: AgentState, knobs):
+        key, k_reset, k_roll, k_val, k_pol = jax.random.split(state.key, 5)
+        carry, filters = state.envs, state.filters
+        if static.reset_every_iteration:
+            carry, filters = reset_envs(env, k_reset, n_envs, filters, knobs)
+
+        carry, filters, tr = collect(env, state.policy, carry, filters, k_roll, knobs, n_steps,
+                                     freeze_actions=state.diverged)
+
+        # Values and advantages from the pre-update value network (ref §2.1 step 2–3).
+        values = networks.value_apply(state.value, tr.obs, knobs)              # [T, N]
+        final_value = networks.value_apply(state.value, carry.obs, knobs)       # [N], V(s_T)
+        last_value = jnp.where(knobs["reference_batch_end"], values[-1], final_value)
+        adv = gae_advantages(tr.reward, values, last_value, tr.done, knobs["gamma"], knobs["gae_lambda"])
+
+        flat = lambda x: x.reshape((n_envs * n_steps,) + x.shape[2:])
+        batch = ppo.UpdateBatch(obs=flat(tr.obs), action=flat(tr.action), old_log_prob=flat(tr.log_prob),
+                                advantages=flat(adv), old_values=flat(values),
+                                value_targets=flat(values + adv), value_mask=flat(~tr.done))
+
+        lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
+        lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
+        value, value_opt, v_losses = ppo.value_update(
+            state.value, state.value_opt, batch, lr_v, knobs, k_val, static.value_epochs, static.num_minibatches)
+        policy, policy_opt, pi_info = ppo.policy_update(
+            state.policy, state.policy_opt, batch, lr_pi, knobs, k_pol, static.ppo_epochs, static.num_minibatches)
+
+        # Trust-region metrics between the policies before and after the update.
+        mean_old, log_std_old = networks.policy_apply(state.policy, batch.obs, knobs)
+        mean_new, log_std_new = networks.policy_apply(policy, batch.obs, knobs)
+        kl = networks.gaussian_kl(mean_old, log_std_old, mean_new, log_std_new)
+        log_ratio = networks.gaussian_log_prob(mean_new, log_std_new, batch.action) - batch.old_log_prob
+
+        n_finished = jnp.sum(tr.done)
+        diverged = state.diverged | ~_all_finite((policy, value)) | ~jnp.all(jnp.isfinite(v_losses))
+        metrics = {
+            "mean_return": jnp.where(n_finished > 0, jnp.sum(tr.finished_return) / jnp.maximum(n_finished, 1),
+                                     jnp.nan),
+            "episodes": n_finished.astype(jnp.int32),
+            "mean_length": jnp.where(n_finished > 0, jnp.sum(tr.finished_length) / jnp.maximum(n_finished, 1),
+                                     jnp.nan),
+            "mean_kl": jnp.mean(kl),
+            "max_kl": jnp.max(kl),
+            "max_ratio": jnp.exp(jnp.max(log_ratio)),
+            "policy_std": jnp.mean(jnp.exp(policy["log_std"])),
+            "entropy": networks.gaussian_entropy(policy["log_std"]),
+            "value_loss": jnp.mean(v_losses[-1]),
+            "policy_loss": jnp.mean(pi_info.loss[-1]),
+            "clip_fraction": jnp.mean(pi_info.clip_fraction[-1]),
+            "grad_norm": jnp.mean(pi_info.grad_norm),
+            "lr_policy": lr_pi,
+            "lr_value": lr_v,
+            "diverged": diverged,
+        }
+        new_state = AgentState(policy=policy, value=value, policy_opt=policy_opt, value_opt=value_opt,
+                               filters=filters, envs=carry, iteration=state.iteration + 1, key=key,
+                               diverged=diverged)
+        return new_state, metrics
+
+    def run(state, knobs, num_iterations: int):
+        return jax.lax.scan(lambda s, _: iteration(s, knobs), state, None, length=num_iterations)
+
+    def train(key, knobs):
+        return run(init(key, knobs), knobs, static.num_iterations)
+
+    return Trainer(static=static, env=env, init=init, iteration=iteration, run=run, train=train)
+
+
+def seed_key(seed: int) -> jax.Array:
+    """The PRNG key of one agent: a function of its seed only, so an agent gets
+    the same randomness alone or inside any sweep."""
+    return jax.random.PRNGKey(seed)
+
+
+
+
