@@ -363,8 +363,9 @@ def preset_names() -> list[str]:
 
 def preset(algorithm: str, task: str, **overrides) -> Config:
     """The papers' configuration of ``algorithm`` on ``task``, with overrides."""
-    key = (algorithm.lower(), task.lower())
+    key = (str(algorithm).lower(), str(task).lower())
     if key not in PRESETS:
+        check_static("task", task)  # an unknown task is named as such
         algos = sorted({a for a, _ in PRESETS})
         tasks = sorted({t for a, t in PRESETS if a == key[0]}) or sorted({t for _, t in PRESETS})
         if key[0] not in algos:

@@ -25,11 +25,51 @@ def _layer_sizes(in_size: int, hidden: tuple, out_size: int):
 
 # --- IM opt. 3: orthogonal initialization with layer scaling -------------------
 
+def _householder_qr(a: jax.Array):
+    """Thin QR of ``a`` [m, n], m ≥ n, by Householder reflections in plain JAX ops.
+
+    Returns Q [m, n] and diag(R). Written out rather than calling
+    ``jnp.linalg.qr`` because several concurrent LAPACK custom calls in one
+    vmapped CPU program can wedge XLA's CPU runtime; this version has none.
+    """
+    m, n = a.shape
+    rows = jnp.arange(m)
+
+    def reflect(j, carry):
+        r, vs = carry
+        x = jnp.where(rows >= j, r[:, j], 0.0)
+        xj = x[j]
+        alpha = -jnp.where(xj >= 0, 1.0, -1.0) * jnp.linalg.norm(x)
+        v = x - alpha * (rows == j)
+        v = v / jnp.maximum(jnp.linalg.norm(v), 1e-30)
+        r = r - 2.0 * jnp.outer(v, v @ r)
+        return r, vs.at[:, j].set(v)
+
+    r, vs = jax.lax.fori_loop(0, n, reflect, (a, jnp.zeros((m, n), a.dtype)))
+
+    def apply(i, q):  # Q = H_0 H_1 ... H_{n-1} [I_n; 0]
+        v = vs[:, n - 1 - i]
+        return q - 2.0 * jnp.outer(v, v @ q)
+
+    q = jax.lax.fori_loop(0, n, apply, jnp.eye(m, n, dtype=a.dtype))
+    return q, jnp.diagonal(r)
+
+
+def orthogonal_matrix(key, rows: int, cols: int) -> jax.Array:
+    """A Haar-distributed matrix with orthonormal rows or columns: the Q factor
+    of a Gaussian matrix's QR with R's diagonal made positive (the construction
+    of torch's ``orthogonal_`` and ``jax.nn.initializers.orthogonal``)."""
+    big, small = max(rows, cols), min(rows, cols)
+    q, diag_r = _householder_qr(jax.random.normal(key, (big, small), jnp.float32))
+    q = q * jnp.where(diag_r >= 0, 1.0, -1.0)
+    return q if rows >= cols else q.T
+
+
 def orthogonal_or_xavier(key, fan_in: int, fan_out: int, gain: float, use_orthogonal) -> jax.Array:
     """IM opt. 3 (ref §2.6): orthogonal weights scaled by ``gain`` (√2 hidden,
     0.01 policy head, 1 value head) when on; xavier-uniform with gain 1 on
     every layer, output layers included, when off. Biases are always 0."""
-    ortho = jax.nn.initializers.orthogonal(scale=gain)(key, (fan_in, fan_out), jnp.float32)
+    ortho = gain * orthogonal_matrix(key, fan_in, fan_out)
     xavier = jax.nn.initializers.glorot_uniform()(key, (fan_in, fan_out), jnp.float32)
     return jnp.where(use_orthogonal, ortho, xavier)
 

@@ -20,7 +20,7 @@ def adam(eps) -> optax.GradientTransformation:
 def annealed_learning_rate(lr0, iteration, num_iterations: int, knobs):
     """IM opt. 4 (ref §2.5): iteration k (0-indexed) uses lr0·(1 − k/K) when on,
     lr0 when off; the same factor applies to the policy and the value Adam."""
-    frac = 1.0 - iteration.astype(jnp.float32) / num_iterations
+    frac = (num_iterations - iteration).astype(jnp.float32) / num_iterations
     return lr0 * jnp.where(knobs["lr_annealing"], frac, 1.0)
 
 

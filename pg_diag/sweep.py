@@ -22,6 +22,7 @@ points (common random numbers, which sharpen paired comparisons).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -367,29 +368,73 @@ def _save_checkpoint(out: str, state, num_agents: int) -> str | None:
     return os.path.join(CHECKPOINT_DIR, "final")
 
 
-def _shard(tree, n_agents: int):
-    """Put the agent axis across devices (padding with copies of the last agent)."""
-    n_dev = jax.device_count()
-    if n_dev == 1:
+def _agent_sharding():
+    """Sharding of the agent axis across all devices (None on one device)."""
+    if jax.device_count() == 1:
+        return None
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("agents",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("agents"))
+
+
+def _pad_and_shard(tree, n_agents: int):
+    """Pad the agent axis to a multiple of the device count (copies of the last
+    agent, dropped afterwards) and place it across the devices."""
+    sharding = _agent_sharding()
+    if sharding is None:
         return tree, n_agents
+    n_dev = jax.device_count()
     padded = math.ceil(n_agents / n_dev) * n_dev
     if padded != n_agents:
         tree = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded - n_agents, 0)]), tree)
-    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("agents",))
-    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("agents"))
     return jax.device_put(tree, sharding), padded
+
+
+#: How agents share a compiled program. "vmap" batches them (the fast path,
+#: and the only sensible one on accelerators); "map" loops over them inside the
+#: program, so each agent's arithmetic is exactly that of a run alone.
+AGENT_BATCHING = ("vmap", "map")
+
+
+def _over_agents(fn, batching: str):
+    if batching == "vmap":
+        return jax.vmap(fn)
+    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
+
+
+@functools.lru_cache(maxsize=32)
+def compiled_programs(static, n_agents: int, chunk: int, batching: str = "vmap"):
+    """The two compiled programs of a sweep: ``init`` and a chunk of ``chunk``
+    iterations, over ``n_agents`` agents. Cached, so repeating a sweep of the
+    same shape (in a notebook, say) does not compile again."""
+    trainer = make_train(static)
+    sharding = _agent_sharding()
+    keys = jax.ShapeDtypeStruct((n_agents,) + seed_key(0).shape, seed_key(0).dtype, sharding=sharding)
+    knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if name in BOOL_KNOBS else jnp.float32,
+                                        sharding=sharding) for name in KNOB_NAMES}
+    init_fn = jax.jit(_over_agents(trainer.init, batching))
+    chunk_fn = jax.jit(_over_agents(lambda s, k: trainer.run(s, k, chunk), batching), donate_argnums=0)
+    init_c = init_fn.lower(keys, knobs).compile()
+    chunk_c = chunk_fn.lower(jax.eval_shape(init_fn, keys, knobs), knobs).compile()
+    return init_c, chunk_c
 
 
 def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
           seeds: int | Sequence[int] = 1, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False,
-          label: str | None = None) -> RunResult:
+          label: str | None = None, batching: str = "vmap") -> RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
     Returns a :class:`RunResult`; with ``out`` it also writes the run
     directory (``manifest.json``, ``metrics.parquet`` and, with
     ``save_checkpoint``, an orbax checkpoint of the final agent states),
     refreshed after every chunk so an interrupted run keeps what it computed.
+
+    ``batching="vmap"`` (default) vectorizes the agents; each agent's numbers
+    then equal a run alone up to float32 rounding, because XLA may pick
+    different kernels for different batch sizes. ``batching="map"`` loops
+    over agents inside the same compiled program: every agent is bitwise
+    identical to the same configuration and seed run alone (with "map"),
+    at some cost in speed.
     """
     p = plan(base, grid, seeds)
     static = base.static
@@ -400,6 +445,8 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
     chunk_iterations = min(chunk_iterations, static.num_iterations)
     if save_checkpoint and out is None:
         raise ConfigError("save_checkpoint=True needs an output directory (out=...)")
+    if batching not in AGENT_BATCHING:
+        raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
     if progress is None:
         progress = sys.stderr.isatty()
 
@@ -422,20 +469,16 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "chunk_iterations": chunk_iterations,
+        "batching": batching,
     }
 
-    trainer = make_train(static)
     knobs = stack_knobs(knob_list)
-    keys = jnp.stack([seed_key(s) for _, _, s in p.agents()])
-    (keys, knobs), n_padded = _shard((keys, knobs), p.num_agents)
+    keys = jnp.asarray(np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()]))
+    (keys, knobs), n_padded = _pad_and_shard((keys, knobs), p.num_agents)
 
     t_start = time.perf_counter()
     with CompileCounter() as counter:
-        init_fn = jax.jit(jax.vmap(trainer.init))
-        chunk_fn = jax.jit(jax.vmap(lambda s, k: trainer.run(s, k, chunk_iterations)), donate_argnums=0)
-        init_c = init_fn.lower(keys, knobs).compile()
-        state_shape = jax.eval_shape(init_fn, keys, knobs)
-        chunk_c = chunk_fn.lower(state_shape, knobs).compile()
+        init_c, chunk_c = compiled_programs(static, n_padded, chunk_iterations, batching)
         t_compiled = time.perf_counter()
         state = init_c(keys, knobs)
 
@@ -448,7 +491,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
                 if n == chunk_iterations:
                     state, metrics = chunk_c(state, knobs)
                 else:  # a shorter final chunk compiles once more
-                    state, metrics = jax.jit(jax.vmap(lambda s, k: trainer.run(s, k, n)))(state, knobs)
+                    state, metrics = compiled_programs(static, n_padded, n, batching)[1](state, knobs)
                 chunks.append(jax.device_get(metrics))
                 done += n
                 ret = np.nanmean(chunks[-1]["mean_return"][:p.num_agents, -1]) \

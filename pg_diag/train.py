@@ -56,8 +56,8 @@ METRICS = {
     "policy_loss": "clipped surrogate loss, mean over the last policy epoch's minibatches",
     "clip_fraction": "fraction of samples with |r − 1| > ε, mean over the last policy epoch",
     "grad_norm": "policy gradient global norm before clipping, mean over all minibatches",
-    "lr_policy": "policy learning rate used this iteration",
-    "lr_value": "value learning rate used this iteration",
+    "lr_policy_used": "policy learning rate used this iteration (after annealing)",
+    "lr_value_used": "value learning rate used this iteration (after annealing)",
     "diverged": "the agent's parameters or losses became non-finite (sticky)",
 }
 
@@ -142,8 +142,8 @@ def make_train(static: Static) -> Trainer:
             "policy_loss": jnp.mean(pi_info.loss[-1]),
             "clip_fraction": jnp.mean(pi_info.clip_fraction[-1]),
             "grad_norm": jnp.mean(pi_info.grad_norm),
-            "lr_policy": lr_pi,
-            "lr_value": lr_v,
+            "lr_policy_used": lr_pi,
+            "lr_value_used": lr_v,
             "diverged": diverged,
         }
         new_state = AgentState(policy=policy, value=value, policy_opt=policy_opt, value_opt=value_opt,

@@ -1,0 +1,219 @@
+"""The ``pg-diag`` command line.
+
+    pg-diag tasks | knobs | presets
+    pg-diag train --preset ppo --task hopper --set lr_policy=1e-4 --out runs/one
+    pg-diag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
+                  --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
+    pg-diag show runs/sweep
+    pg-diag fig-ablation [--scale smoke|paper]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
+                            ConfigError, parse_value, preset)
+
+
+def _parse_assignments(items, what: str) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"{what} expects name=value, got {item!r}")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        out[name] = parse_value(name, text.strip())
+    return out
+
+
+def _parse_grid(items) -> dict:
+    grid = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        if name in STATIC_FIELDS:
+            raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
+                              f"use --set {name}=... instead")
+        values = [v for v in text.split(",") if v.strip()]
+        if not values:
+            raise ConfigError(f"grid axis {name!r} has no values")
+        grid[name] = [parse_value(name, v.strip()) for v in values]
+    return grid
+
+
+def _config_from_args(args) -> Config:
+    overrides = _parse_assignments(args.set, "--set")
+    if args.preset:
+        return preset(args.preset, args.task, **overrides)
+    return Config().replace(task=args.task, **overrides)
+
+
+def _add_run_args(p, sweep: bool):
+    p.add_argument("--preset", default="ppo", help="algorithm preset (see `pg-diag presets`); default ppo")
+    p.add_argument("--task", default="hopper", help="task (see `pg-diag tasks`); default hopper")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a knob or static setting (repeatable), e.g. --set lr_policy=1e-4")
+    p.add_argument("--out", default=None, help="run directory to write (manifest + metrics)")
+    p.add_argument("--checkpoint", action="store_true", help="also save the final agent states (orbax)")
+    p.add_argument("--chunk", type=int, default=None, help="iterations per compiled chunk (progress granularity)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    p.add_argument("--batching", default="vmap", choices=["vmap", "map"],
+                   help="vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone")
+    if sweep:
+        p.add_argument("--grid", action="append", metavar="KNOB=V1,V2,...",
+                       help="a grid axis (repeatable); the sweep runs the Cartesian product")
+        p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (0..n-1)")
+    else:
+        p.add_argument("--seed", type=int, default=0, help="agent seed")
+
+
+def _summary(result) -> str:
+    m = result.metrics
+    if m.empty:
+        return "no iterations completed"
+    last = m[m.iteration == m.iteration.max()]
+    axes = result.manifest["grid_axes"]
+    lines = [f"run: {result.manifest['label']}  agents: {result.num_agents}  "
+             f"iterations: {result.manifest['iterations_done']}  status: {result.manifest['status']}"]
+    t = result.manifest.get("timings", {})
+    if t:
+        lines.append(f"compile {t['compile_s']:.1f}s  run {t['run_s']:.1f}s  "
+                     f"{t['env_steps_per_s']:.0f} env steps/s  compiles {t['compiles']}")
+    score = m.groupby("agent")["mean_return"].max()
+    table = last.set_index("agent")[axes + ["seed"]].assign(final_return=last.set_index("agent")["mean_return"],
+                                                            best_return=score)
+    if axes:
+        summary = table.groupby(axes)[["final_return", "best_return"]].agg(["mean", "std"])
+        lines.append(summary.to_string())
+    else:
+        lines.append(table[["seed", "final_return", "best_return"]].to_string())
+    if result.diverged_agents:
+        lines.append(f"diverged agents: {result.diverged_agents}")
+    return "\n".join(lines)
+
+
+def cmd_tasks(args):
+    from pg_diag.envs import TASKS
+    for name, (kind, desc) in TASKS.items():
+        print(f"{name:12s} {kind:7s} {desc}")
+
+
+def cmd_knobs(args):
+    print("Traced knobs (sweepable in one compiled program):")
+    for name in KNOB_NAMES:
+        f = KNOB_FIELDS[name]
+        print(f"  {name:22s} default {f.default!s:8s} {f.metadata['doc']}")
+    print("\nStatic settings (shape the program; one compile per value):")
+    for name in STATIC_NAMES:
+        f = STATIC_FIELDS[name]
+        print(f"  {name:22s} default {f.default!s:8s} {f.metadata['doc']}")
+
+
+def cmd_presets(args):
+    for (algo, task), (values, desc) in sorted(PRESETS.items()):
+        if args.algorithm and algo != args.algorithm or args.task and task != args.task:
+            continue
+        cfg = preset(algo, task)
+        print(f"== {algo} / {task}: {desc}")
+        if args.full:
+            for half in (cfg.static, cfg.knobs):
+                for f in dataclasses.fields(half):
+                    print(f"    {f.name:22s} {getattr(half, f.name)!s}")
+        else:
+            print("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
+
+
+def cmd_train(args):
+    from pg_diag.sweep import train
+    cfg = _config_from_args(args)
+    result = train(cfg, seed=args.seed, out=args.out, progress=args.progress, chunk_iterations=args.chunk,
+                   save_checkpoint=args.checkpoint, batching=args.batching)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_sweep(args):
+    from pg_diag.sweep import sweep
+    cfg = _config_from_args(args)
+    grid = _parse_grid(args.grid)
+    result = sweep(cfg, grid, seeds=args.seeds, out=args.out, progress=args.progress,
+                   chunk_iterations=args.chunk, save_checkpoint=args.checkpoint, batching=args.batching)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_show(args):
+    from pg_diag.sweep import load_run
+    print(_summary(load_run(args.run)))
+
+
+def cmd_fig_ablation(args):
+    from pg_diag.experiments import ablation
+    overrides = _parse_assignments(args.set, "--set")
+    tasks = tuple(args.task) if args.task else None
+    out = ablation.run(args.scale, out=args.out, tasks=tasks, seeds=args.seeds, progress=args.progress,
+                       **overrides)
+    for task, (best, effects) in out["tables"].items():
+        print(f"== {task}: best learning rate per toggle combination")
+        print(best.to_string(index=False))
+        print(effects.to_string(index=False))
+    print(f"wrote {out['figure']}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pg-diag", description="Experiments on deep policy-gradient algorithms.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
+    sub.add_parser("knobs", help="list traced knobs and static settings").set_defaults(func=cmd_knobs)
+    p = sub.add_parser("presets", help="list algorithm presets (the papers' hyperparameters)")
+    p.add_argument("--algorithm", default=None)
+    p.add_argument("--task", default=None)
+    p.add_argument("--full", action="store_true", help="print every setting, not just the preset's own")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("train", help="train one agent")
+    _add_run_args(p, sweep=False)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sweep", help="train a grid of knob values × seeds as one compiled program")
+    _add_run_args(p, sweep=True)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("show", help="summarize a run directory")
+    p.add_argument("run")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("fig-ablation", help="CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds")
+    p.add_argument("--scale", default="smoke", choices=["smoke", "paper"])
+    p.add_argument("--out", default="results/fig-ablation")
+    p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: the scale's)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a static setting or knob")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.set_defaults(func=cmd_fig_ablation)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except ConfigError as err:
+        print(f"pg-diag: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""One compiled sweep: compile count, member-equals-alone, determinism, isolation, run directories."""
+
+import jax
+import numpy as np
+import pytest
+
+from pg_diag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
+from pg_diag.config import KNOB_NAMES
+from pg_diag.experiments.ablation import TOGGLES
+from pg_diag.sweep import CompileCounter, compiled_programs
+from pg_diag.train import METRICS
+
+SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
+FLOAT_METRICS = [m for m in METRICS if m not in ("episodes", "diverged")]
+
+
+@pytest.fixture(scope="module")
+def base():
+    return preset("ppo", "point_mass", **SMALL)
+
+
+@pytest.fixture(scope="module")
+def toggle_sweep(base):
+    sweep(base, None, seeds=[0], chunk_iterations=1)  # warm up one-time compiles of small helper ops
+    grid = {t: [False, True] for t in TOGGLES}
+    compiled_programs.cache_clear()
+    with CompileCounter() as counter:
+        run = sweep(base, grid, seeds=[0, 1], chunk_iterations=SMALL["num_iterations"])
+    return run, counter.count
+
+
+def curves(run, agent):
+    m = run.metrics[run.metrics.agent == agent].sort_values("iteration")
+    return {k: m[k].to_numpy() for k in METRICS}
+
+
+def test_toggle_sweep_is_one_program(toggle_sweep, base):
+    run, compiles = toggle_sweep
+    assert run.num_agents == 32
+    # training compiles one program for initialization and one for the chunk of iterations
+    assert run.manifest["timings"]["compiles"] == 2
+    # and the whole call compiles as much as a sweep of two agents over one knob
+    compiled_programs.cache_clear()
+    with CompileCounter() as counter:
+        small = sweep(base, {"value_clipping": [False, True]}, seeds=[0], chunk_iterations=SMALL["num_iterations"])
+    assert small.manifest["timings"]["compiles"] == 2
+    assert compiles == counter.count
+
+
+def test_sweep_member_equals_the_same_config_run_alone(toggle_sweep, base):
+    run, _ = toggle_sweep
+    for agent in (5, 22):
+        cfg, seed = run.config(agent), int(run.agents.seed[agent])
+        alone = train(cfg, seed=seed, chunk_iterations=1)  # also a different chunking
+        a, b = curves(run, agent), curves(alone, 0)
+        for k in FLOAT_METRICS:
+            np.testing.assert_allclose(a[k], b[k], rtol=2e-4, atol=1e-6, err_msg=k)
+        np.testing.assert_array_equal(a["episodes"], b["episodes"])
+
+
+def test_looped_agents_are_bitwise_identical_to_runs_alone(base):
+    run = sweep(base, {"value_clipping": [False, True], "orthogonal_init": [False, True]}, seeds=[7],
+                batching="map")
+    for agent in (0, 3):
+        alone = train(run.config(agent), seed=7, batching="map")
+        a, b = curves(run, agent), curves(alone, 0)
+        for k in METRICS:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_agents_differ_by_their_knobs(toggle_sweep):
+    run, _ = toggle_sweep
+    finals = run.metrics[run.metrics.iteration == 2].set_index("agent")
+    # same seed, different toggles -> different training; same toggles, different seed -> different
+    assert finals.loc[0, "value_loss"] != finals.loc[2, "value_loss"]
+    assert finals.loc[0, "value_loss"] != finals.loc[1, "value_loss"]
+
+
+def test_same_seed_same_result(base):
+    grid = {"lr_policy": [1e-4, 1e-3]}
+    a = sweep(base, grid, seeds=[3])
+    b = sweep(base, grid, seeds=[3])
+    for k in METRICS:
+        np.testing.assert_array_equal(a.metrics[k].to_numpy(), b.metrics[k].to_numpy())
+
+
+def test_train_function_equals_chunked_sweep(base):
+    trainer = make_train(base.static)
+    _, metrics = jax.jit(trainer.train)(seed_key(4), base.knobs.as_arrays())
+    run = train(base, seed=4, chunk_iterations=1)
+    for k in FLOAT_METRICS:
+        np.testing.assert_allclose(np.asarray(metrics[k]), curves(run, 0)[k], rtol=2e-4, atol=1e-6, err_msg=k)
+
+
+def test_diverging_agent_is_flagged_and_does_not_poison_others(base):
+    run = sweep(base, {"lr_policy": [3e-4, 1e38]}, seeds=[0])
+    assert run.diverged_agents == [1]
+    assert run.metrics[run.metrics.agent == 1].diverged.iloc[-1]
+    alone = train(base.replace(lr_policy=3e-4), seed=0)
+    a, b = curves(run, 0), curves(alone, 0)
+    for k in FLOAT_METRICS:
+        np.testing.assert_allclose(a[k], b[k], rtol=2e-4, atol=1e-6, err_msg=k)
+    assert not a["diverged"].any()
+
+
+def test_run_directory_round_trip(base, tmp_path):
+    out = tmp_path / "run"
+    run = sweep(base, {"value_clipping": [False, True]}, seeds=[0], out=str(out), save_checkpoint=True)
+    loaded = load_run(str(out))
+    assert loaded.manifest["status"] == "complete"
+    assert loaded.manifest["grid_axes"] == ["value_clipping"]
+    assert loaded.manifest["seeds"] == [0]
+    assert loaded.manifest["base_config"]["static"]["task"] == "point_mass"
+    assert {"jax", "mujoco", "flax"} <= set(loaded.manifest["versions"])
+    assert {"compile_s", "run_s", "compiles"} <= set(loaded.manifest["timings"])
+    assert loaded.manifest["device"]["backend"] == jax.default_backend()
+    for k in ["agent", "seed", "iteration", "value_clipping", *METRICS]:
+        np.testing.assert_array_equal(loaded.metrics[k].to_numpy(), run.metrics[k].to_numpy())
+    assert loaded.config(1).value_clipping is True and loaded.config(0).value_clipping is False
+    restored = load_checkpoint(loaded)
+    for x, y in zip(jax.tree.leaves(restored), jax.tree.leaves(run.final_state)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert loaded.curve("mean_return").shape == (2, SMALL["num_iterations"])
+
+
+def test_knob_names_do_not_collide_with_metric_columns():
+    reserved = {"agent", "point", "seed", "iteration", "env_steps"}
+    assert not (set(KNOB_NAMES) & (set(METRICS) | reserved))
