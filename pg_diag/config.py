@@ -119,9 +119,12 @@ OPTIMIZATIONS = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_anne
 
 def stack_knobs(knobs: Iterable[Knobs]) -> "dict[str, jnp.ndarray]":
     """Stack per-agent knobs into arrays with a leading agent axis."""
+    import jax
+
     knobs = list(knobs)
-    return {name: jnp.asarray(np.array([getattr(k, name) for k in knobs]),
-                              dtype=jnp.bool_ if name in BOOL_KNOBS else jnp.float32)
+    # built in numpy and transferred as is: no device-side conversion to compile
+    return {name: jax.device_put(np.array([getattr(k, name) for k in knobs],
+                                          dtype=np.bool_ if name in BOOL_KNOBS else np.float32))
             for name in KNOB_NAMES}
 
 

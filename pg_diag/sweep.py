@@ -358,7 +358,8 @@ def _save_checkpoint(out: str, state, num_agents: int) -> str | None:
 
     ckpt = os.path.abspath(os.path.join(out, CHECKPOINT_DIR, "final"))
     try:
-        trimmed = jax.tree.map(lambda x: x[:num_agents], state)
+        trimmed = jax.tree.map(lambda x: x[:num_agents], state) if len(jax.tree.leaves(state)[0]) != num_agents \
+            else state
         checkpointer = ocp.StandardCheckpointer()
         checkpointer.save(ckpt, trimmed, force=True)
         checkpointer.wait_until_finished()
@@ -473,7 +474,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
     }
 
     knobs = stack_knobs(knob_list)
-    keys = jnp.asarray(np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()]))
+    keys = jax.device_put(np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()]))
     (keys, knobs), n_padded = _pad_and_shard((keys, knobs), p.num_agents)
 
     t_start = time.perf_counter()
@@ -524,7 +525,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
     if diverged:
         sys.stderr.write(f"warning: {len(diverged)} of {p.num_agents} agents diverged (non-finite parameters "
                          f"or losses): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
-    final = jax.tree.map(lambda x: x[:p.num_agents], state)
+    final = state if n_padded == p.num_agents else jax.tree.map(lambda x: x[:p.num_agents], state)
     return RunResult(manifest=manifest, metrics=frame, path=out, final_state=final)
 
 

@@ -30,6 +30,16 @@ from pg_diag.envs.base import Env, EnvState, time_limit
 MAX_EPISODE_STEPS = 1000
 
 
+def import_mjx():
+    """``mujoco.mjx``, imported without its notice about the optional Warp backend."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        from mujoco import mjx
+    return mjx
+
+
 def brax_asset(filename: str) -> str:
     """Path of one of Brax's MJCF assets."""
     import importlib.util
@@ -177,8 +187,7 @@ def make_mjx_env(task: MujocoTask, max_episode_steps: int = MAX_EPISODE_STEPS) -
     runs ``n_frames`` substeps and, when the task needs derived fields,
     one ``mjx.forward`` so those fields match the new positions.
     """
-    from mujoco import mjx
-
+    mjx = import_mjx()
     model = load_model(task, "mjx")
     mx = mjx.put_model(model)
     info = _model_info(task, model)

@@ -1,0 +1,72 @@
+"""fig-ablation: the analysis (best LR by seed average) on synthetic scores, and a tiny end-to-end run."""
+
+import itertools
+import os
+
+import numpy as np
+import pandas as pd
+
+from pg_diag.experiments import ablation
+from pg_diag.experiments.ablation import TOGGLES
+
+
+def synthetic_metrics():
+    """Two LRs × two seeds × 2^4 combos × 3 iterations, with known per-agent maxima."""
+    rows, agent = [], 0
+    for combo in itertools.product([False, True], repeat=4):
+        code = sum(int(b) << i for i, b in enumerate(combo))
+        for lr in (1e-4, 3e-4):
+            for seed in (0, 1):
+                # max over iterations = 10·code + (lr-dependent part) + seed
+                peak = 10 * code + (5 if (lr == 3e-4) == (code % 2 == 0) else 0) + seed
+                for it, frac in enumerate([0.2, 1.0, 0.5]):
+                    rows.append({"agent": agent, "seed": seed, "iteration": it, "lr_policy": lr,
+                                 "mean_return": peak * frac, **dict(zip(TOGGLES, combo))})
+                agent += 1
+    return pd.DataFrame(rows)
+
+
+def test_scores_are_max_over_iterations_and_best_lr_by_seed_average():
+    scores = ablation.agent_scores(synthetic_metrics())
+    assert len(scores) == 64
+    best = ablation.best_learning_rates(scores)
+    assert len(best) == 16
+    for _, row in best.iterrows():
+        code = sum(int(row[t]) << i for i, t in enumerate(TOGGLES))
+        expected_lr = 3e-4 if code % 2 == 0 else 1e-4  # the +5 goes to this LR
+        assert row.lr_policy == expected_lr
+        assert row.mean_score == 10 * code + 5 + 0.5  # seeds add 0 and 1
+    selected = ablation.agents_at_best_lr(scores)
+    assert len(selected) == 32  # 2 seeds × 16 combinations
+    effects = ablation.toggle_effects(selected).set_index("toggle")
+    # value_clipping is bit 0 of the code: on adds 10 to every score
+    assert effects.loc["value_clipping", "difference"] == 10.0
+    assert effects.loc["lr_annealing", "difference"] == 80.0
+
+
+def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
+    out = ablation.run("smoke", out=str(tmp_path), seeds=1, num_envs=2, steps_per_env=32, num_iterations=2,
+                       num_minibatches=4, ppo_epochs=2, value_epochs=2)
+    assert os.path.getsize(out["figure"]) > 10_000
+    result = out["runs"]["point_mass"]
+    assert result.num_agents == 16 * 4
+    assert result.manifest["timings"]["compiles"] == 2
+    best, effects = out["tables"]["point_mass"]
+    assert len(best) == 16 and set(effects.toggle) == set(TOGGLES)
+    assert os.path.exists(tmp_path / "point_mass" / "metrics.parquet")
+    assert np.isfinite(best.mean_score).all()
+
+
+def test_paper_scale_matches_the_original_grid():
+    """ref §3: Humanoid and Walker2d; LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}; 5 seeds; 320 agents per task."""
+    from pg_diag.sweep import plan
+
+    scale = ablation.SCALES["paper"]
+    assert scale.tasks == ("humanoid", "walker2d")
+    for task in scale.tasks:
+        p = plan(ablation.base_config(task, scale), ablation.grid(scale), seeds=scale.seeds)
+        assert p.num_agents == 320
+        cfg = p.configs[0]
+        assert (cfg.steps_per_env, cfg.num_envs, cfg.num_minibatches, cfg.ppo_epochs) == (2048, 1, 32, 10)
+        assert cfg.lr_value == 1e-4 and cfg.clip_eps == 0.2 and cfg.reset_every_iteration
+        assert sorted({c.lr_policy for c in p.configs}) == [1e-5, 8e-5, 1.5e-4, 2.2e-4]

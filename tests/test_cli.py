@@ -1,0 +1,52 @@
+"""The pg-diag command line, in process."""
+
+import json
+
+import pytest
+
+from pg_diag import load_run
+from pg_diag.cli import main
+
+SMALL = ["--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=3",
+         "--set", "num_minibatches=4", "--set", "ppo_epochs=2", "--set", "value_epochs=2"]
+
+
+def test_help_and_listings(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    for sub in ("train", "sweep", "fig-ablation"):
+        with pytest.raises(SystemExit):
+            main([sub, "--help"])
+    out = capsys.readouterr().out
+    assert "--grid" in out and "--set" in out and "--scale" in out
+
+    assert main(["tasks"]) == 0
+    assert "hopper" in capsys.readouterr().out
+    assert main(["knobs"]) == 0
+    out = capsys.readouterr().out
+    assert "value_clipping" in out and "num_envs" in out
+    assert main(["presets", "--task", "humanoid", "--full"]) == 0
+    out = capsys.readouterr().out
+    assert "ppo / humanoid" in out and "ppo-m / humanoid" in out and "lr_policy" in out
+
+
+def test_train_and_sweep_write_run_directories(tmp_path, capsys):
+    one = tmp_path / "one"
+    assert main(["train", *SMALL, "--set", "lr_policy=1e-4", "--seed", "3", "--out", str(one)]) == 0
+    run = load_run(str(one))
+    assert run.manifest["seeds"] == [3] and run.config(0).lr_policy == 1e-4
+    assert run.manifest["status"] == "complete"
+
+    many = tmp_path / "many"
+    assert main(["sweep", *SMALL, "--grid", "value_clipping=off,on", "--grid", "lr_policy=1e-4,3e-4",
+                 "--seeds", "2", "--out", str(many), "--no-progress"]) == 0
+    run = load_run(str(many))
+    assert run.num_agents == 8
+    assert run.manifest["grid_axes"] == ["value_clipping", "lr_policy"]
+    assert sorted(run.metrics.lr_policy.unique()) == [1e-4, 3e-4]
+    capsys.readouterr()
+    assert main(["show", str(many)]) == 0
+    out = capsys.readouterr().out
+    assert "agents: 8" in out and "final_return" in out
+    json.loads((many / "manifest.json").read_text())
