@@ -116,3 +116,15 @@ def test_mjx_training_smoke(hopper):
     assert np.isfinite(m[finite].to_numpy()).all()
     # a random-ish policy falls quickly: mean return is ~ (episode length) × (1 alive bonus ± velocity)
     assert (m.mean_return < 200).all() and (m.mean_return > 0).all()
+
+
+@pytest.mark.parametrize("name", sorted(envs.TASKS))
+def test_declared_sizes_match_traced_shapes(name):
+    """Shapes by abstract evaluation (no compile): reset/step give obs_size observations."""
+    env = envs.make(name)
+    state = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    assert state.obs.shape == (env.obs_size,)
+    nxt = jax.eval_shape(env.step, state, jax.ShapeDtypeStruct((env.action_size,), jnp.float32))
+    assert nxt.obs.shape == (env.obs_size,) and nxt.obs.dtype == jnp.float32
+    assert nxt.terminated.dtype == jnp.bool_ and nxt.truncated.dtype == jnp.bool_
+    assert env.max_episode_steps == (1000 if envs.TASKS[name][0] == "mujoco" else 200)

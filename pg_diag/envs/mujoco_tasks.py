@@ -194,9 +194,14 @@ def make_mjx_env(task: MujocoTask, max_episode_steps: int = MAX_EPISODE_STEPS) -
     qpos0 = jnp.asarray(model.qpos0, jnp.float32)
     nq, nv = model.nq, model.nv
 
+    def field(d, name):
+        # MJX moved some derived quantities (e.g. cinert) to the backend-specific part.
+        impl = getattr(d, "_impl", None)
+        return getattr(impl, name) if impl is not None and hasattr(impl, name) else getattr(d, name)
+
     def extract(d):
         fields = {"qpos": d.qpos, "qvel": d.qvel, "qacc_warmstart": d.qacc_warmstart}
-        fields.update({name: getattr(d, name) for name in task.derived_fields})
+        fields.update({name: field(d, name) for name in task.derived_fields})
         return fields
 
     def reset(key):
