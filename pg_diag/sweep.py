@@ -96,10 +96,9 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         axes = []
         for name, values in grid.items():
             _check_grid_name(name)
-            if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-                values = list(values) if hasattr(values, "__iter__") and not isinstance(values, (str, bytes)) \
-                    else None
-            if values is None or len(values) == 0:
+            iterable = hasattr(values, "__iter__") and not isinstance(values, (str, bytes, Mapping))
+            values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
+            if not values:
                 raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
             axes.append((name, [check_knob(name, v.item() if hasattr(v, "item") else v) for v in values]))
         names = tuple(n for n, _ in axes)
