@@ -86,17 +86,23 @@ def observation_filter(stat: RunningStat, obs: jax.Array, knobs) -> jax.Array:
 
 # --- IM opt. 2 and 5: reward scaling and clipping --------------------------------
 
-def scale_reward(ret_stat: RunningStat, ret: jax.Array, reward: jax.Array, knobs):
+def scale_reward(ret_stat: RunningStat, rew_stat: RunningStat, ret: jax.Array, reward: jax.Array, knobs):
     """IM opt. 2 (ref §2.3): update the discounted return, push it, divide.
 
-    ``ret`` and ``reward`` are per environment ([B]). Returns the new return
-    accumulators, the new statistics and the scaled reward (the raw reward
-    when reward scaling is off; the statistics are kept either way).
+    ``ret`` and ``reward`` are per environment ([B]). With
+    ``reward_scaling_uses_rewards`` the original's other filter applies
+    instead (norm_rewards='rewards'): push the raw reward and output
+    (r − μ)/(σ + 1e-8) + μ. Returns the new return accumulators, both
+    statistics and the scaled reward (the raw reward when reward scaling is
+    off; the statistics are kept either way).
     """
     ret = knobs["gamma"] * ret + reward
     ret_stat = push(ret_stat, ret)
-    scaled = reward / (ret_stat.std + NORM_EPS)
-    return ret, ret_stat, jnp.where(knobs["reward_scaling"], scaled, reward)
+    rew_stat = push(rew_stat, reward)
+    by_returns = reward / (ret_stat.std + NORM_EPS)
+    by_rewards = (reward - rew_stat.mean) / (rew_stat.std + NORM_EPS) + rew_stat.mean
+    scaled = jnp.where(knobs["reward_scaling_uses_rewards"], by_rewards, by_returns)
+    return ret, ret_stat, rew_stat, jnp.where(knobs["reward_scaling"], scaled, reward)
 
 
 def clip_reward(reward: jax.Array, knobs) -> jax.Array:

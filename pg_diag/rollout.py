@@ -41,7 +41,12 @@ class Filters:
     """Running statistics of the observation and reward filters (one per agent)."""
 
     obs: RunningStat
-    ret: RunningStat
+    ret: RunningStat   # discounted returns (reward scaling)
+    rew: RunningStat   # raw rewards (the 'rewards' reward filter)
+
+    @staticmethod
+    def zeros(obs_size: int) -> "Filters":
+        return Filters(obs=RunningStat.zeros((obs_size,)), ret=RunningStat.zeros(), rew=RunningStat.zeros())
 
 
 @struct.dataclass
@@ -96,7 +101,7 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
         nxt = jax.vmap(env.step)(carry.state, action)
         done = nxt.terminated | nxt.truncated
 
-        ret, ret_stat, reward = scale_reward(filters.ret, carry.ret, nxt.reward, knobs)
+        ret, ret_stat, rew_stat, reward = scale_reward(filters.ret, filters.rew, carry.ret, nxt.reward, knobs)
         reward = clip_reward(reward, knobs)
         ret = jnp.where(done, 0.0, ret)
 
@@ -115,7 +120,7 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
         carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs), ret=ret,
                          ep_return=jnp.where(done, 0.0, ep_return),
                          ep_length=jnp.where(done, 0, ep_length))
-        return (carry, Filters(obs=obs_stat, ret=ret_stat)), transition
+        return (carry, Filters(obs=obs_stat, ret=ret_stat, rew=rew_stat)), transition
 
     (carry, filters), transitions = jax.lax.scan(step, (carry, filters),
                                                  jax.random.split(key, num_steps))

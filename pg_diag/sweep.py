@@ -412,7 +412,7 @@ def compiled_programs(static, n_agents: int, chunk: int, batching: str = "vmap")
     knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if name in BOOL_KNOBS else jnp.float32,
                                         sharding=sharding) for name in KNOB_NAMES}
     init_fn = jax.jit(_over_agents(trainer.init, batching))
-    chunk_fn = jax.jit(_over_agents(lambda s, k: trainer.run(s, k, chunk), batching), donate_argnums=0)
+    chunk_fn = jax.jit(lambda s, k: trainer.run_agents(s, k, chunk, batching), donate_argnums=0)
     init_c = init_fn.lower(keys, knobs).compile()
     chunk_c = chunk_fn.lower(jax.eval_shape(init_fn, keys, knobs), knobs).compile()
     return init_c, chunk_c
@@ -492,7 +492,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
                     state, metrics = chunk_c(state, knobs)
                 else:  # a shorter final chunk compiles once more
                     state, metrics = compiled_programs(static, n_padded, n, batching)[1](state, knobs)
-                chunks.append(jax.device_get(metrics))
+                chunks.append({k: v.T for k, v in jax.device_get(metrics).items()})  # -> [agents, iterations]
                 done += n
                 ret = np.nanmean(chunks[-1]["mean_return"][:p.num_agents, -1]) \
                     if np.isfinite(chunks[-1]["mean_return"][:p.num_agents, -1]).any() else float("nan")

@@ -83,9 +83,9 @@ def test_reward_scaling_sequence_with_reset():
     ret 1 → std |1| = 1 → 1;   ret 2.5 → std of {1, 2.5} = 1.0607 → 2/1.0607 = 1.8856;
     reset; ret 3 → std of {1, 2.5, 3} = 1.0408 → 3/1.0408 = 2.8823."""
     k = knobs(reward_scaling=True, reward_clipping=False, gamma=0.5)
-    stat, ret, outs = RunningStat.zeros(), jnp.zeros(1), []
+    stat, rew_stat, ret, outs = RunningStat.zeros(), RunningStat.zeros(), jnp.zeros(1), []
     for r, done in [(1.0, False), (2.0, True), (3.0, False)]:
-        ret, stat, out = scale_reward(stat, ret, jnp.array([r]), k)
+        ret, stat, rew_stat, out = scale_reward(stat, rew_stat, ret, jnp.array([r]), k)
         outs.append(float(out[0]))
         ret = jnp.where(done, 0.0, ret)
     assert outs == pytest.approx([1.0, 2 / math.sqrt(1.125), 3 / math.sqrt(13 / 12)], rel=1e-5)
@@ -93,7 +93,7 @@ def test_reward_scaling_sequence_with_reset():
 
 def test_reward_scaling_off_passes_raw_and_clipping_needs_scaling():
     stat = RunningStat.zeros()
-    _, _, out = scale_reward(stat, jnp.zeros(1), jnp.array([7.0]), knobs(reward_scaling=False))
+    *_, out = scale_reward(stat, stat, jnp.zeros(1), jnp.array([7.0]), knobs(reward_scaling=False))
     assert float(out[0]) == 7.0
     r = jnp.array([-30.0, 4.0, 30.0])
     np.testing.assert_array_equal(clip_reward(r, knobs(reward_scaling=True, reward_clipping=True, reward_clip=10.0)),
@@ -101,3 +101,14 @@ def test_reward_scaling_off_passes_raw_and_clipping_needs_scaling():
     # ref §2.3: the clip acts on normalized rewards only
     np.testing.assert_array_equal(clip_reward(r, knobs(reward_scaling=False, reward_clipping=True)), r)
     np.testing.assert_array_equal(clip_reward(r, knobs(reward_scaling=True, reward_clipping=False)), r)
+
+
+def test_rewards_filter_scales_deviations_and_adds_the_mean_back():
+    """The original's norm_rewards='rewards' (ZFilter without centering): rewards 2, 4, 9 →
+    2 → (2−2)/2 + 2 = 2;  4 → (4−3)/√2 + 3;  9 → (9−5)/√13 + 5."""
+    k = knobs(reward_scaling=True, reward_scaling_uses_rewards=True, reward_clipping=False)
+    ret_stat, rew_stat, ret, outs = RunningStat.zeros(), RunningStat.zeros(), jnp.zeros(1), []
+    for r in (2.0, 4.0, 9.0):
+        ret, ret_stat, rew_stat, out = scale_reward(ret_stat, rew_stat, ret, jnp.array([r]), k)
+        outs.append(float(out[0]))
+    assert outs == pytest.approx([2.0, 1 / math.sqrt(2) + 3, 4 / math.sqrt(13) + 5], rel=1e-6)

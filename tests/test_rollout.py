@@ -10,7 +10,6 @@ import pytest
 from pg_diag import networks
 from pg_diag.config import Knobs
 from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.normalize import RunningStat
 from pg_diag.rollout import Filters, collect, discounted_returns, gae_advantages, reset_envs
 
 # T = 4, one environment, an episode boundary after step 1.
@@ -68,7 +67,7 @@ def _collect(num_steps=4, **kw):
     env = scripted_env()
     k = Knobs(**kw).as_arrays()
     params = networks.init_policy(jax.random.PRNGKey(0), 1, 1, (4,), k)
-    filters = Filters(obs=RunningStat.zeros((1,)), ret=RunningStat.zeros())
+    filters = Filters.zeros(1)
     carry, filters = reset_envs(env, jax.random.PRNGKey(1), 1, filters, k)
     return collect(env, params, carry, filters, jax.random.PRNGKey(2), k, num_steps)
 

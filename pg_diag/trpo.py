@@ -1,0 +1,114 @@
+"""The TRPO policy step (ref §2.7), pure and vmappable.
+
+1. Surrogate L(θ) = mean(r_θ·Â) over the whole batch, advantages normalized
+   over the batch; g = ∇L at θ_old.
+2. Fisher-vector products: the Hessian of the mean KL(π_old ‖ π_θ) on a
+   fixed-size random subset of the batch, plus damping: (F + λI)v.
+3. Conjugate gradient, a fixed number of iterations from 0: s ≈ (F + λI)⁻¹g.
+4. Full step Δ = β·s with β = √(2δ / sᵀ(F + λI)s).
+5. Backtracking line search over the scales 2^0 … 2^-(K-1), evaluated for all
+   candidates at once and the first acceptable one taken (no data-dependent
+   Python control flow): accept when the surrogate improves, the mean KL over
+   the whole batch is ≤ δ, and actual / expected improvement > accept_ratio
+   (expected = scale·g·Δ). If none is acceptable the policy is unchanged.
+
+The value network is trained as in PPO (:func:`pg_diag.ppo.value_update`).
+The entropy coefficient and gradient clipping do not act here: the original
+TRPO step has no entropy term, and rescaling g leaves the natural-gradient
+step unchanged (ref §8 B2).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import networks
+from pg_diag.ppo import UpdateBatch, normalize_advantages
+
+TINY = 1e-30
+
+
+def conjugate_gradient(matvec, b: jax.Array, iterations: int) -> jax.Array:
+    """Solve A x = b for symmetric positive-definite A, given x ↦ A x, with a
+    fixed number of CG iterations from x₀ = 0 (no early stopping, ref §2.7).
+    A converged residual stays at zero instead of dividing by it."""
+
+    def body(_, carry):
+        x, r, p, rr = carry
+        ap = matvec(p)
+        alpha = rr / jnp.maximum(p @ ap, TINY)
+        x = x + alpha * p
+        r = r - alpha * ap
+        rr_new = r @ r
+        p = r + (rr_new / jnp.maximum(rr, TINY)) * p
+        return x, r, p, rr_new
+
+    x0 = jnp.zeros_like(b)
+    return jax.lax.fori_loop(0, iterations, body, (x0, b, b, b @ b))[0]
+
+
+def mean_kl(params, obs, old_mean, old_log_std, knobs) -> jax.Array:
+    """Mean over ``obs`` of KL(π_old ‖ π_params), π_old given by its outputs."""
+    mean, log_std = networks.policy_apply(params, obs, knobs)
+    return jnp.mean(networks.gaussian_kl(old_mean, old_log_std, mean, log_std))
+
+
+def fisher_vector_product(params, obs, knobs, damping):
+    """v ↦ (F + λI)v for flat vectors v, F the Hessian of the mean KL at
+    ``params`` on ``obs`` (forward-over-reverse differentiation; ref §2.7 step 2)."""
+    flat, unravel = ravel_pytree(params)
+    old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, obs, knobs))
+    kl_grad = jax.grad(lambda th: mean_kl(unravel(th), obs, old_mean, old_log_std, knobs))
+    return lambda v: jax.jvp(kl_grad, (flat,), (v,))[1] + damping * v
+
+
+@struct.dataclass
+class TRPOInfo:
+    surrogate_before: jax.Array
+    surrogate_after: jax.Array
+    step_scale: jax.Array       # accepted 2^-i, or 0 when the line search failed
+    expected_improvement: jax.Array  # g·Δ for the full step
+    grad_norm: jax.Array
+
+
+def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, line_search_steps: int,
+              fisher_size: int):
+    """One TRPO policy update on ``batch``. Returns the new parameters and a :class:`TRPOInfo`."""
+    flat, unravel = ravel_pytree(params)
+    adv = normalize_advantages(batch.advantages)  # over the whole batch (ref §6)
+    old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))
+
+    def surrogate(theta):
+        mean, log_std = networks.policy_apply(unravel(theta), batch.obs, knobs)
+        ratio = jnp.exp(networks.gaussian_log_prob(mean, log_std, batch.action) - batch.old_log_prob)
+        return jnp.mean(ratio * adv)
+
+    loss0, g = jax.value_and_grad(surrogate)(flat)
+
+    subset = jax.random.permutation(key, batch.obs.shape[0])[:fisher_size]
+    fvp = fisher_vector_product(params, batch.obs[subset], knobs, knobs["damping"])
+    s = conjugate_gradient(fvp, g, cg_iterations)
+    shs = s @ fvp(s)
+    full_step = jnp.sqrt(2.0 * knobs["kl_bound"] / jnp.maximum(shs, TINY)) * s
+    expected = g @ full_step
+
+    scales = 0.5 ** jnp.arange(line_search_steps, dtype=jnp.float32)
+
+    def try_scale(scale):
+        theta = flat + scale * full_step
+        return surrogate(theta), mean_kl(unravel(theta), batch.obs, old_mean, old_log_std, knobs)
+
+    losses, kls = jax.vmap(try_scale)(scales)
+    improvement = losses - loss0
+    ok = ((improvement > 0) & (kls <= knobs["kl_bound"])
+          & (improvement > knobs["accept_ratio"] * scales * expected))
+    accepted = jnp.any(ok)
+    first = jnp.argmax(ok)
+    scale = jnp.where(accepted, scales[first], 0.0)
+    new_flat = jnp.where(accepted, flat + scale * full_step, flat)
+    info = TRPOInfo(surrogate_before=loss0, surrogate_after=jnp.where(accepted, losses[first], loss0),
+                    step_scale=scale, expected_improvement=expected, grad_norm=jnp.linalg.norm(g))
+    return unravel(new_flat), info
