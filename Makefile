@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SCALE  ?= smoke
 OUT    ?= results
 
-.PHONY: setup test fig-ablation bench clean
+.PHONY: setup test fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -21,6 +21,24 @@ test: setup
 
 fig-ablation: setup
 	$(VENV)/bin/pg-diag fig-ablation --scale $(SCALE) --out $(OUT)/fig-ablation-$(SCALE) --progress
+
+fig-trust-region: setup
+	$(VENV)/bin/pg-diag fig-trust-region --scale $(SCALE) --out $(OUT)/fig-trust-region-$(SCALE) --progress
+
+# fig-rewards, table-2 and table-3 share one training study (reused from disk when it matches).
+fig-rewards: setup
+	$(VENV)/bin/pg-diag fig-rewards --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+
+table-2: setup
+	$(VENV)/bin/pg-diag table-2 --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+
+table-3: setup
+	$(VENV)/bin/pg-diag table-3 --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+
+fig-theorem: setup
+	$(VENV)/bin/pg-diag fig-theorem --scale $(SCALE) --out $(OUT)/fig-theorem-$(SCALE)
+
+figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem
 
 bench: setup
 	$(PY) benchmarks/bench_throughput.py

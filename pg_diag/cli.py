@@ -5,7 +5,7 @@
     pg-diag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
     pg-diag show runs/sweep
-    pg-diag fig-ablation [--scale smoke|paper]
+    pg-diag fig-ablation | fig-trust-region | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
 """
 
 from __future__ import annotations
@@ -157,15 +157,62 @@ def cmd_show(args):
 
 def cmd_fig_ablation(args):
     from pg_diag.experiments import ablation
-    overrides = _parse_assignments(args.set, "--set")
-    tasks = tuple(args.task) if args.task else None
-    out = ablation.run(args.scale, out=args.out, tasks=tasks, seeds=args.seeds, progress=args.progress,
-                       **overrides)
+    out = ablation.run(args.scale, out=args.out, **_experiment_args(args))
     for task, (best, effects) in out["tables"].items():
         print(f"== {task}: best learning rate per toggle combination")
         print(best.to_string(index=False))
         print(effects.to_string(index=False))
     print(f"wrote {out['figure']}")
+
+
+def _experiment_args(args) -> dict:
+    return dict(tasks=tuple(args.task) if args.task else None, seeds=args.seeds, progress=args.progress,
+                **_parse_assignments(args.set, "--set"))
+
+
+def cmd_fig_trust_region(args):
+    from pg_diag.experiments import trust_region
+    out = trust_region.run(args.scale, out=args.out, **_experiment_args(args))
+    print(out["summary"].to_string(index=False))
+    print(f"wrote {out['figure']}")
+
+
+def cmd_fig_rewards(args):
+    from pg_diag.experiments import algorithms
+    out = algorithms.fig_rewards(args.scale, out=args.out, **_experiment_args(args))
+    print(f"wrote {out['figure']}")
+
+
+def cmd_table(args):
+    from pg_diag.experiments import algorithms
+    fn = algorithms.table_2 if args.command == "table-2" else algorithms.table_3
+    out = fn(args.scale, out=args.out, statistic=args.statistic, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['markdown']} and {out['csv']}")
+
+
+def cmd_fig_theorem(args):
+    from pg_diag.experiments import theorem
+    out = theorem.run(args.scale, out=args.out, steps=args.steps)
+    print(f"first step: |grad L^C - grad L| / |grad L| = {out['first_step_relative_difference']:.2e}")
+    print(out["summary"].to_string())
+    print(f"wrote {out['figure']}")
+
+
+def _add_experiment(sub, name, help_, func, default_out, extra=None):
+    p = sub.add_parser(name, help=help_)
+    p.add_argument("--scale", default="smoke", choices=["smoke", "paper"],
+                   help="smoke: minutes on a CPU (default); paper: the papers' setting, for accelerators")
+    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
+    p.add_argument("--seeds", type=int, default=None, help="agents per configuration (default: the scale's)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a static setting or knob")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    if extra:
+        extra(p)
+    p.set_defaults(func=func)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,15 +239,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("fig-ablation", help="CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds")
+    _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
+                    cmd_fig_ablation, "results/fig-ablation")
+    _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
+                    cmd_fig_trust_region, "results/fig-trust-region")
+    _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
+                    "results/algorithms")
+    statistic = lambda p: p.add_argument(  # noqa: E731
+        "--statistic", default="final", choices=["final", "max"],
+        help="per-agent score: mean of the last 5 iterations (final) or max over training (max)")
+    _add_experiment(sub, "table-2", "IM Table 2: PPO, PPO-M, TRPO, TRPO+ with bootstrap CIs, AAI, ACLI",
+                    cmd_table, "results/algorithms", statistic)
+    _add_experiment(sub, "table-3", "IM Table 3: PPO vs PPO-NoClip with bootstrap CIs", cmd_table,
+                    "results/algorithms", statistic)
+    p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
     p.add_argument("--scale", default="smoke", choices=["smoke", "paper"])
-    p.add_argument("--out", default="results/fig-ablation")
-    p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: the scale's)")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a static setting or knob")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None)
-    p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.set_defaults(func=cmd_fig_ablation)
+    p.add_argument("--out", default="results/fig-theorem")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
+    p.set_defaults(func=cmd_fig_theorem)
     return parser
 
 

@@ -59,6 +59,7 @@ class Plan:
     points: tuple               # tuple of dicts: knob overrides per grid point
     seeds: tuple                # seeds, each run at every grid point
     configs: tuple              # Config per grid point
+    labels: tuple = ()          # optional name per grid point (e.g. the algorithm preset)
 
     @property
     def num_agents(self) -> int:
@@ -81,12 +82,13 @@ def _check_grid_name(name):
 
 
 def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
-         seeds: int | Sequence[int] = 1) -> Plan:
+         seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Plan:
     """Validate a sweep and list its agents.
 
     ``grid`` is either a mapping knob -> values (the Cartesian product is
     swept) or a sequence of mappings knob -> value (exactly those points).
     ``seeds`` is a count (seeds 0..n-1) or an explicit sequence of ints.
+    ``labels`` optionally names each grid point (a ``label`` column in the metrics).
     """
     if not isinstance(base, Config):
         raise ConfigError(f"base must be a pg_diag Config, got {type(base).__name__}")
@@ -135,7 +137,11 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
             raise ConfigError(f"seeds contain duplicates: {seeds!r}")
         seeds = tuple(int(s) for s in seeds)
     configs = tuple(base.replace(**p) for p in points)
-    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs)
+    if labels is not None:
+        labels = tuple(str(x) for x in labels)
+        if len(labels) != len(points):
+            raise ConfigError(f"labels name the grid points: got {len(labels)} labels for {len(points)} points")
+    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())
 
 
 # --------------------------------------------------------------------------
@@ -283,6 +289,7 @@ def _metrics_frame(plan_: Plan, chunks: list[dict], iterations_done: int):
     point_of = np.array([p for _, p, _ in plan_.agents()])
     seed_of = np.array([s for _, _, s in plan_.agents()])
     data = {"agent": agent_ids, "point": point_of[agent_ids], "seed": seed_of[agent_ids],
+            **({"label": np.array(plan_.labels)[point_of[agent_ids]]} if plan_.labels else {}),
             "iteration": np.tile(iters, n_agents),
             "env_steps": np.tile((iters + 1) * plan_.base.static.batch_size, n_agents)}
     for axis in plan_.grid_axes:
@@ -421,7 +428,7 @@ def compiled_programs(static, n_agents: int, chunk: int, batching: str = "vmap")
 def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
           seeds: int | Sequence[int] = 1, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False,
-          label: str | None = None, batching: str = "vmap") -> RunResult:
+          label: str | None = None, batching: str = "vmap", labels: Sequence[str] | None = None) -> RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
     Returns a :class:`RunResult`; with ``out`` it also writes the run
@@ -436,7 +443,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
     identical to the same configuration and seed run alone (with "map"),
     at some cost in speed.
     """
-    p = plan(base, grid, seeds)
+    p = plan(base, grid, seeds, labels)
     static = base.static
     if chunk_iterations is None:
         chunk_iterations = default_chunk(static.num_iterations)
@@ -451,7 +458,8 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
         progress = sys.stderr.isatty()
 
     knob_list = [cfg.knobs for cfg in p.configs for _ in p.seeds]
-    agents_table = [{"agent": a, "point": pi, "seed": s, "knobs": p.points[pi]} for a, pi, s in p.agents()]
+    agents_table = [{"agent": a, "point": pi, "seed": s, "knobs": p.points[pi],
+                     **({"label": p.labels[pi]} if p.labels else {})} for a, pi, s in p.agents()]
     manifest = {
         "format": "pg_diag.run/1",
         "label": label or base.name,
@@ -459,6 +467,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
         "base_config": base.to_dict(),
         "grid_axes": list(p.grid_axes),
         "grid_points": list(p.points),
+        "labels": list(p.labels),
         "seeds": list(p.seeds),
         "agents": agents_table,
         "num_agents": p.num_agents,

@@ -77,6 +77,7 @@ class Trainer(NamedTuple):
     run: object         # (state, knobs, num_iterations: static) -> (state, metrics [n])
     run_agents: object  # (states, knobs, num_iterations, batching) -> (states, metrics [n, agents])
     train: object       # (key, knobs) -> (state, metrics [num_iterations])
+    collect_batch: object  # (state, carry, filters, knobs, key) -> (carry, filters, transitions, batch)
 
 
 def make_train(static: Static) -> Trainer:
@@ -106,6 +107,22 @@ def make_train(static: Static) -> Trainer:
         carry, filters = reset_envs(env, k_reset, n_envs, state.filters, knobs)
         _, _, tr = collect(env, state.policy, carry, filters, k_roll, knobs, n_steps, freeze_actions=state.diverged)
         return flat(tr.obs), flat(tr.action), flat(tr.log_prob)
+
+    def collect_batch(state: AgentState, carry, filters, knobs, key):
+        """Collect T steps from ``carry`` with the agent's policy and build the
+        update batch: values and GAE advantages from the pre-update value network
+        (ref §2.1 steps 1–3). Returns the new carry and filters, the
+        transitions and the flattened :class:`ppo.UpdateBatch`."""
+        carry, filters, tr = collect(env, state.policy, carry, filters, key, knobs, n_steps,
+                                     freeze_actions=state.diverged)
+        values = networks.value_apply(state.value, tr.obs, knobs)              # [T, N]
+        final_value = networks.value_apply(state.value, carry.obs, knobs)       # [N], V(s_T)
+        last_value = jnp.where(knobs["reference_batch_end"], values[-1], final_value)
+        adv = gae_advantages(tr.reward, values, last_value, tr.done, knobs["gamma"], knobs["gae_lambda"])
+        batch = ppo.UpdateBatch(obs=flat(tr.obs), action=flat(tr.action), old_log_prob=flat(tr.log_prob),
+                                advantages=flat(adv), old_values=flat(values),
+                                value_targets=flat(values + adv), value_mask=flat(~tr.done))
+        return carry, filters, tr, batch
 
     def trust_region(before, after, obs, action, rollout_log_prob, knobs):
         """Mean and max KL(π_before ‖ π_after) over ``obs``, and the max probability ratio."""
@@ -145,17 +162,7 @@ def make_train(static: Static) -> Trainer:
             held = jax.lax.cond(heldout_now, lambda: heldout_batch(state, knobs, k_held),
                                 lambda: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))
 
-        carry, filters, tr = collect(env, state.policy, carry, filters, k_roll, knobs, n_steps,
-                                     freeze_actions=state.diverged)
-
-        # Values and advantages from the pre-update value network (ref §2.1 step 2–3).
-        values = networks.value_apply(state.value, tr.obs, knobs)              # [T, N]
-        final_value = networks.value_apply(state.value, carry.obs, knobs)       # [N], V(s_T)
-        last_value = jnp.where(knobs["reference_batch_end"], values[-1], final_value)
-        adv = gae_advantages(tr.reward, values, last_value, tr.done, knobs["gamma"], knobs["gae_lambda"])
-        batch = ppo.UpdateBatch(obs=flat(tr.obs), action=flat(tr.action), old_log_prob=flat(tr.log_prob),
-                                advantages=flat(adv), old_values=flat(values),
-                                value_targets=flat(values + adv), value_mask=flat(~tr.done))
+        carry, filters, tr, batch = collect_batch(state, carry, filters, knobs, k_roll)
 
         lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
         lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
@@ -228,7 +235,7 @@ def make_train(static: Static) -> Trainer:
         return run(init(key, knobs), knobs, static.num_iterations)
 
     return Trainer(static=static, env=env, init=init, iteration=iteration, run=run, run_agents=run_agents,
-                   train=train)
+                   train=train, collect_batch=collect_batch)
 
 
 def seed_key(seed: int) -> jax.Array:

@@ -124,5 +124,5 @@ def test_run_directory_round_trip(base, tmp_path):
 
 
 def test_knob_names_do_not_collide_with_metric_columns():
-    reserved = {"agent", "point", "seed", "iteration", "env_steps"}
+    reserved = {"agent", "point", "seed", "iteration", "env_steps", "label", "algorithm", "task"}
     assert not (set(KNOB_NAMES) & (set(METRICS) | reserved))

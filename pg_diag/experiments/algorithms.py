@@ -1,0 +1,271 @@
+"""The five algorithms side by side: fig-rewards, table-2 and table-3.
+
+* ``fig-rewards`` (CL Fig. 10): mean episodic reward over training for PPO,
+  PPO-M, PPO-NoClip, TRPO and TRPO+ on each task.
+* ``table-2`` (IM Table 2): PPO, PPO-M, TRPO, TRPO+ per task, mean agent
+  reward with a 95% bootstrap CI over agents (1000 resamples), AAI and ACLI,
+  next to the published values.
+* ``table-3`` (IM Table 3): PPO vs PPO-NoClip, the same statistics.
+
+All three read one training study: every algorithm preset on every task.
+Presets that share their static settings (PPO, PPO-M and PPO-NoClip; TRPO and
+TRPO+) train together as one compiled sweep whose grid points are the
+presets. A study already on disk with the same configuration is reused, so
+the three targets train once between them.
+
+The per-agent score is the mean of the last five iterations' mean reward
+(what the original stored as ``5_rewards`` at the end of each run); the tables
+can use the max over training instead (``statistic="max"``, the original
+notebooks' choice). Which one the published tables used is not recorded
+(ref §4.2 item 10).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from pg_diag.config import ALGORITHM_PRESETS, KNOB_NAMES, preset
+from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
+
+LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+"}
+COLORS = {"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
+          "trpo+": "tab:red"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    tasks: tuple
+    seeds: int
+    overrides: dict
+    description: str
+
+
+SCALES = {
+    "paper": Scale(tasks=("hopper", "walker2d", "humanoid"), seeds=80, overrides={},
+                   description="Hopper, Walker2d, Humanoid with the papers' presets (2048 × 488 steps per agent); "
+                               "80 agents per algorithm and task (IM Tables 2–3: at least 80)."),
+    "smoke": Scale(tasks=("point_mass",), seeds=8, overrides={"num_iterations": 30},
+                   description="point_mass (pure JAX), the Hopper presets' knobs at CPU scale, 30 iterations of "
+                               "1,024 steps, 8 agents per algorithm."),
+}
+
+
+def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
+    """Group the presets by static settings: each group is one compiled sweep.
+
+    Returns ``[(base_config, [(algorithm, knob_overrides), ...]), ...]``;
+    the overrides hold only the knobs in which a preset differs from the
+    group's first.
+    """
+    groups: dict = {}
+    for algo in algorithms:
+        cfg = preset(algo, task, **overrides)
+        groups.setdefault(cfg.static, []).append((algo, cfg))
+    out = []
+    for members in groups.values():
+        base = members[0][1]
+        points = []
+        for algo, cfg in members:
+            diff = {k: getattr(cfg.knobs, k) for k in KNOB_NAMES if getattr(cfg.knobs, k) != getattr(base.knobs, k)}
+            points.append((algo, diff))
+        out.append((base.replace(name=f"{task}/{base.static.algorithm}-family"), points))
+    return out
+
+
+def _matches(run_dir: str, manifest: dict) -> bool:
+    """An existing complete run directory with the same configuration, grid and seeds."""
+    path = os.path.join(run_dir, "manifest.json")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        old = json.load(f)
+    keys = ("base_config", "grid_points", "seeds", "labels")
+    return old.get("status") == "complete" and all(
+        json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
+
+
+def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
+                **overrides):
+    """Train every preset in ``algorithms`` on ``task``; returns one metrics
+    DataFrame with an ``algorithm`` column (reusing matching runs on disk)."""
+    import pandas as pd
+
+    from pg_diag.sweep import load_run, plan, sweep
+
+    frames = []
+    for base, points in programs(task, algorithms, **overrides):
+        run_dir = os.path.join(out, f"{task}-{base.static.algorithm}")
+        labels = [a for a, _ in points]
+        grid = [p for _, p in points]
+        p = plan(base, grid, seeds, labels)
+        wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "seeds": list(p.seeds),
+                  "labels": list(p.labels)}
+        if reuse and _matches(run_dir, wanted):
+            metrics = load_run(run_dir).metrics
+        else:
+            metrics = sweep(base, grid, seeds, out=run_dir, progress=progress, labels=labels,
+                            label=f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
+        frames.append(metrics.assign(algorithm=metrics["label"], task=task))
+    cols = ["task", "algorithm", "agent", "seed", "iteration", "env_steps", "mean_return"]
+    return pd.concat([f[cols + [c for c in f.columns if c not in cols]] for f in frames], ignore_index=True)
+
+
+# --- per-agent scores and the tables ------------------------------------------------
+
+def agent_scores(metrics, statistic: str = "final"):
+    """One score per (task, algorithm, agent): the mean of the last five iterations'
+    mean reward (``final``) or the max over training (``max``)."""
+    if statistic not in ("final", "max"):
+        raise ValueError(f"unknown statistic {statistic!r}; choose 'final' or 'max'")
+    keys = ["task", "algorithm", "agent"]
+    if statistic == "max":
+        return metrics.groupby(keys)["mean_return"].max().rename("score").reset_index()
+    last = metrics.iteration.max()
+    tail = metrics[metrics.iteration > last - 5]
+    return tail.groupby(keys)["mean_return"].mean().rename("score").reset_index()
+
+
+def summarize(scores, resamples: int = 1000):
+    """Mean and 95% bootstrap CI per (task, algorithm)."""
+    import pandas as pd
+
+    rows = []
+    for (task, algo), group in scores.groupby(["task", "algorithm"]):
+        mean, low, high = bootstrap_mean_ci(group.score.to_numpy(), resamples=resamples)
+        rows.append({"task": task, "algorithm": algo, "agents": int(group.score.notna().sum()),
+                     "mean": mean, "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows)
+
+
+def _fmt(mean, low, high):
+    if not np.isfinite(mean):
+        return "—"
+    return f"{mean:.0f} [{low:.0f}, {high:.0f}]" if np.isfinite(low) else f"{mean:.0f}"
+
+
+def table(summary, algorithms, with_aai: bool):
+    """The table as a DataFrame (one row per algorithm, one column per task) with
+    the published values in parallel columns."""
+    import pandas as pd
+
+    tasks = list(dict.fromkeys(summary.task))
+    by = {(r.task, r.algorithm): r for r in summary.itertuples()}
+    rows = []
+    for algo in algorithms:
+        row = {"algorithm": LABELS[algo]}
+        for task in tasks:
+            r = by.get((task, algo))
+            row[task] = _fmt(r.mean, r.ci_low, r.ci_high) if r is not None else "—"
+            pub = PUBLISHED.get(task, {}).get(algo)
+            row[f"{task} (published)"] = _fmt(*pub) if pub else "—"
+        rows.append(row)
+    if with_aai:
+        for name, fn in (("AAI", aai), ("ACLI", acli)):
+            row = {"algorithm": name}
+            for task in tasks:
+                means = {a: by[(task, a)].mean for a in ("ppo", "ppo-m", "trpo", "trpo+") if (task, a) in by}
+                row[task] = f"{fn(means):.0f}" if len(means) == 4 else "—"
+                pub = PUBLISHED.get(task, {}).get(name.lower())
+                row[f"{task} (published)"] = f"{pub}" if pub is not None else "—"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_table(df, path_stem: str, title: str, note: str) -> tuple[str, str]:
+    os.makedirs(os.path.dirname(os.path.abspath(path_stem)), exist_ok=True)
+    df.to_csv(path_stem + ".csv", index=False)
+    cols = list(df.columns)
+    lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    lines += ["", note, ""]
+    with open(path_stem + ".md", "w") as f:
+        f.write("\n".join(lines))
+    return path_stem + ".md", path_stem + ".csv"
+
+
+# --- the figure -----------------------------------------------------------------------
+
+def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> str:
+    """Mean episodic reward over training per algorithm, with a 95% bootstrap band over agents."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(metrics.task))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        m = metrics[metrics.task == task]
+        for algo in ALGORITHM_PRESETS:
+            a = m[m.algorithm == algo]
+            if a.empty:
+                continue
+            curves = a.pivot(index="agent", columns="iteration", values="mean_return")
+            steps = a.groupby("iteration").env_steps.first().reindex(curves.columns).to_numpy()
+            stats = np.array([bootstrap_mean_ci(curves[c].to_numpy(), resamples=resamples) for c in curves.columns])
+            ax.plot(steps, stats[:, 0], color=COLORS[algo], label=f"{LABELS[algo]} (n={len(curves)})")
+            ax.fill_between(steps, stats[:, 1], stats[:, 2], color=COLORS[algo], alpha=0.2, linewidth=0)
+        ax.set_title(task)
+        ax.set_xlabel("environment steps per agent")
+        ax.set_ylabel("mean episodic reward")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --- entry points -----------------------------------------------------------------------
+
+def _study(scale: str, out: str, tasks, seeds, progress, algorithms, overrides):
+    import pandas as pd
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    tasks = tuple(tasks or sc.tasks)
+    over = {**sc.overrides, **overrides}
+    for task in tasks:  # validate every configuration before training anything
+        for algo in algorithms:
+            preset(algo, task, **over)
+    runs = os.path.join(out, "runs")
+    return pd.concat([train_study(t, seeds or sc.seeds, runs, algorithms, progress, **over) for t in tasks],
+                     ignore_index=True)
+
+
+def fig_rewards(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):
+    metrics = _study(scale, out, tasks, seeds, progress, ALGORITHM_PRESETS, overrides)
+    path = plot_rewards(metrics, os.path.join(out, "fig-rewards.png"),
+                        title=f"Mean episodic reward over training ({scale} scale)")
+    return {"figure": path, "metrics": metrics}
+
+
+def _table_target(kind, scale, out, tasks, seeds, progress, statistic, overrides):
+    algorithms = ("ppo", "ppo-m", "trpo", "trpo+") if kind == "table-2" else ("ppo", "ppo-noclip")
+    metrics = _study(scale, out, tasks, seeds, progress, ALGORITHM_PRESETS, overrides)
+    metrics = metrics[metrics.algorithm.isin(algorithms)]
+    summary = summarize(agent_scores(metrics, statistic))
+    df = table(summary, algorithms, with_aai=(kind == "table-2"))
+    title = ("IM Table 2: step choice × code-level optimizations" if kind == "table-2"
+             else "IM Table 3: PPO vs PPO-NoClip")
+    note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
+            f" of the per-iteration mean episodic reward) with a 95% percentile-bootstrap CI over agents "
+            f"(1000 resamples); {scale} scale. Published values: Engstrom et al. (ref §5).")
+    md, csv = write_table(df, os.path.join(out, kind), title, note)
+    return {"markdown": md, "csv": csv, "table": df, "summary": summary}
+
+
+def table_2(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
+            **overrides):
+    return _table_target("table-2", scale, out, tasks, seeds, progress, statistic, overrides)
+
+
+def table_3(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
+            **overrides):
+    return _table_target("table-3", scale, out, tasks, seeds, progress, statistic, overrides)

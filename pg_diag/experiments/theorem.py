@@ -1,0 +1,160 @@
+"""fig-theorem — a numerical illustration of CL Theorem 5.1 (and IM §4).
+
+On ONE fixed batch, maximize PPO's clipped surrogate
+L^C(θ) = mean(min(r_θ·Â, clip(r_θ, 1−ε, 1+ε)·Â)) from the same starting
+policy with several optimizers and learning rates, full batch, many steps.
+
+What the theorem and the gradient formula that follows it predict:
+
+* at θ_old every ratio is 1, inside the clip range, so the first gradient of
+  L^C equals the gradient of the unclipped surrogate L — the first step is an
+  unclipped step;
+* once a sample's ratio leaves [1−ε, 1+ε] in its advantage's direction it
+  stops contributing gradient, so L^C flattens out, yet the parameters keep
+  moving (other samples, momentum) and the max ratio drifts arbitrarily far
+  past 1 + ε: the clipped objective has many optima outside the trust region,
+  and which one is reached depends on the optimizer, not on the objective.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from pg_diag import networks
+from pg_diag.config import preset
+from pg_diag.ppo import normalize_advantages
+from pg_diag.train import make_train, seed_key
+
+OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4), ("Adam", "adam", 3e-3),
+              ("Adam", "adam", 3e-2), ("SGD+momentum", "momentum", 0.1))
+SCALES = {"smoke": {"task": "point_mass", "steps": 600}, "paper": {"task": "humanoid", "steps": 2000}}
+
+
+def surrogates(params, batch, knobs, eps):
+    """Clipped and unclipped surrogates on the whole batch (advantages normalized over it),
+    with the ratios."""
+    mean, log_std = networks.policy_apply(params, batch.obs, knobs)
+    ratio = jnp.exp(networks.gaussian_log_prob(mean, log_std, batch.action) - batch.old_log_prob)
+    adv = normalize_advantages(batch.advantages)
+    clipped = jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps, 1 + eps) * adv))
+    return clipped, jnp.mean(ratio * adv), ratio
+
+
+def fixed_batch(task: str, seed: int = 0):
+    """The PPO preset's initial agent on ``task`` and one training batch from it."""
+    cfg = preset("ppo", task)
+    trainer = make_train(cfg.static)
+    knobs = cfg.knobs.as_arrays()
+    state = trainer.init(seed_key(seed), knobs)
+    _, _, _, batch = jax.jit(trainer.collect_batch)(state, state.envs, state.filters, knobs, seed_key(seed + 1))
+    return cfg, state.policy, batch, knobs
+
+
+def _optimizer(kind: str, lr: float):
+    return {"sgd": optax.sgd(lr), "adam": optax.adam(lr, eps=1e-5), "momentum": optax.sgd(lr, momentum=0.9)}[kind]
+
+
+def optimize(params, batch, knobs, eps, optimizer, steps: int):
+    """Gradient ascent on L^C; per step: L^C, L, max and min ratio, mean KL to the
+    start, and the fraction of samples whose ratio is outside [1−ε, 1+ε]."""
+    old_mean, old_log_std = networks.policy_apply(params, batch.obs, knobs)
+
+    def record(p):
+        lc, lu, ratio = surrogates(p, batch, knobs, eps)
+        mean, log_std = networks.policy_apply(p, batch.obs, knobs)
+        kl = jnp.mean(networks.gaussian_kl(old_mean, old_log_std, mean, log_std))
+        outside = jnp.mean((ratio < 1 - eps) | (ratio > 1 + eps))
+        return jnp.stack([lc, lu, jnp.max(ratio), jnp.min(ratio), kl, outside])
+
+    def step(carry, _):
+        p, s = carry
+        grads = jax.grad(lambda q: -surrogates(q, batch, knobs, eps)[0])(p)
+        updates, s = optimizer.update(grads, s, p)
+        p = optax.apply_updates(p, updates)
+        return (p, s), record(p)
+
+    _, trace = jax.lax.scan(step, (params, optimizer.init(params)), None, length=steps)
+    return jnp.concatenate([record(params)[None], trace])  # row 0 = the start
+
+
+def clipped_ceiling(batch, eps) -> float:
+    """The supremum of L^C over all ratios: every sample at the clip boundary in its
+    advantage's direction, mean(where(Â > 0, (1+ε)Â, (1−ε)Â))."""
+    adv = normalize_advantages(batch.advantages)
+    return float(jnp.mean(jnp.where(adv > 0, (1 + eps) * adv, (1 - eps) * adv)))
+
+
+def first_step_check(params, batch, knobs, eps):
+    """Relative difference between the gradients of L^C and L at θ_old (0 by the theorem)."""
+    g_clip = jax.grad(lambda p: surrogates(p, batch, knobs, eps)[0])(params)
+    g_plain = jax.grad(lambda p: surrogates(p, batch, knobs, eps)[1])(params)
+    a = jnp.concatenate([x.ravel() for x in jax.tree.leaves(g_clip)])
+    b = jnp.concatenate([x.ravel() for x in jax.tree.leaves(g_plain)])
+    return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
+
+
+COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio", "mean_kl", "fraction_outside")
+
+
+def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    task, steps = SCALES[scale]["task"], steps or SCALES[scale]["steps"]
+    cfg, params, batch, knobs = fixed_batch(task, seed)
+    eps = cfg.clip_eps
+    rel = first_step_check(params, batch, knobs, eps)
+    ceiling = clipped_ceiling(batch, eps)
+    frames = []
+    for name, kind, lr in OPTIMIZERS:
+        trace = np.asarray(jax.jit(optimize, static_argnums=(4, 5))(params, batch, knobs, eps,
+                                                                   _optimizer(kind, lr), steps))
+        frame = pd.DataFrame(trace, columns=COLUMNS).assign(optimizer=f"{name} lr={lr:g}", step=np.arange(len(trace)))
+        frames.append(frame)
+    data = pd.concat(frames, ignore_index=True)
+    os.makedirs(out, exist_ok=True)
+    data.to_csv(os.path.join(out, "fig-theorem.csv"), index=False)
+
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    for opt, d in data.groupby("optimizer", sort=False):
+        axes[0].plot(d.step, d.clipped_objective / ceiling, label=opt)
+        axes[1].plot(d.step, d.max_ratio, label=opt)
+        axes[2].plot(d.step, d.mean_kl + 1e-12, label=opt)
+        axes[3].plot(d.step, d.fraction_outside, label=opt)
+    axes[0].axhline(1.0, color="k", ls=":", label="ceiling: every ratio at its clip")
+    axes[0].set_title("clipped surrogate L^C / its supremum")
+    axes[1].axhline(1 + eps, color="k", ls=":", label=f"1 + ε = {1 + eps:g}")
+    axes[1].set_yscale("log")
+    axes[1].set_title("max ratio π_θ/π_old on the batch")
+    axes[2].set_yscale("log")
+    axes[2].set_title("mean KL(π_old ‖ π_θ)")
+    axes[3].set_title("fraction of samples outside [1−ε, 1+ε]")
+    for ax in axes:
+        ax.set_xlabel("optimizer step on the same batch")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"CL Theorem 5.1 on one {task} batch of {batch.obs.shape[0]} samples: the objective flattens while "
+                 f"the ratios leave the trust region; first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}", fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(out, "fig-theorem.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+    final = data[data.step == steps].set_index("optimizer")
+    half = data[data.step == steps // 2].set_index("optimizer")
+    summary = pd.DataFrame({
+        "L^C / supremum at half": half.clipped_objective / ceiling,
+        "L^C / supremum at end": final.clipped_objective / ceiling,
+        "max ratio at half": half.max_ratio, "max ratio at end": final.max_ratio,
+        "mean KL at end": final.mean_kl})
+    summary.to_csv(os.path.join(out, "summary.csv"))
+    return {"figure": path, "first_step_relative_difference": rel, "ceiling": ceiling, "trace": data,
+            "summary": summary}

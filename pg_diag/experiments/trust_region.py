@@ -1,0 +1,126 @@
+"""fig-trust-region — CL Fig. 9/28/29, IM Fig. 2–4: do PPO, PPO-M and TRPO keep a trust region?
+
+Per iteration and agent: mean reward, the max probability ratio (with the
+1 + ε line PPO's clipping aims at), the mean KL between successive policies,
+and max KL against mean KL — on the training batch every iteration, and on a
+held-out batch from the pre-update policy every ``heldout_every`` iterations
+(ref §4.1; the held-out batch here leaves the training run untouched).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from pg_diag.config import preset
+from pg_diag.experiments.algorithms import COLORS, LABELS, train_study
+
+ALGORITHMS = ("ppo", "ppo-m", "trpo")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    tasks: tuple
+    seeds: int
+    overrides: dict
+    description: str
+
+
+SCALES = {
+    "paper": Scale(tasks=("humanoid", "walker2d", "hopper"), seeds=5, overrides={"heldout_every": 10},
+                   description="PPO, PPO-M, TRPO presets on Humanoid, Walker2d, Hopper; 5 agents each; held-out "
+                               "batch every 10 iterations (the original's log_every)."),
+    "smoke": Scale(tasks=("point_mass",), seeds=4, overrides={"num_iterations": 30, "heldout_every": 3},
+                   description="point_mass at CPU scale, 30 iterations, held-out batch every 3."),
+}
+
+
+def plot(metrics, path: str, title: str = "") -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(metrics.task))
+    fig, axes = plt.subplots(2 * len(tasks), 4, figsize=(18, 7.2 * len(tasks)), squeeze=False)
+    for t, task in enumerate(tasks):
+        m = metrics[metrics.task == task]
+        eps = {a: preset(a, task).clip_eps for a in ALGORITHMS}
+        delta = preset("trpo", task).kl_bound
+        for row, (prefix, where) in enumerate((("", "training batch"), ("heldout_", "held-out batch"))):
+            ax_r, ax_ratio, ax_kl, ax_mm = axes[2 * t + row]
+            for algo in ALGORITHMS:
+                a = m[m.algorithm == algo]
+                a = a if not prefix else a[np.isfinite(a["heldout_mean_kl"])]
+                for i, (_, agent) in enumerate(a.groupby("agent")):
+                    kw = dict(color=COLORS[algo], alpha=0.6, lw=1, label=LABELS[algo] if i == 0 else None)
+                    ax_r.plot(agent.iteration, agent.mean_return, **kw)
+                    ax_ratio.plot(agent.iteration, agent[prefix + "max_ratio"], **kw)
+                    ax_kl.plot(agent.iteration, agent[prefix + "mean_kl"], **kw)
+                    ax_mm.scatter(agent[prefix + "mean_kl"], agent[prefix + "max_kl"], s=8, color=COLORS[algo],
+                                  alpha=0.6, label=LABELS[algo] if i == 0 else None)
+            ax_ratio.axhline(1 + eps["ppo"], color="k", ls=":", lw=1, label=f"1 + ε = {1 + eps['ppo']:g}")
+            ax_kl.axhline(delta, color="tab:green", ls=":", lw=1, label=f"TRPO δ = {delta:g}")
+            ax_r.set_title(f"{task}: mean reward" + (" (iterations with a held-out batch)" if prefix else ""))
+            ax_ratio.set_title(f"max ratio, {where}")
+            ax_kl.set_title(f"mean KL, {where}")
+            ax_mm.set_title(f"max KL vs mean KL, {where}")
+            ax_ratio.set_yscale("log")
+            ax_kl.set_yscale("log")
+            ax_mm.set_xscale("log")
+            ax_mm.set_yscale("log")
+            lim = [min(ax_mm.get_xlim()[0], ax_mm.get_ylim()[0]), max(ax_mm.get_xlim()[1], ax_mm.get_ylim()[1])]
+            ax_mm.plot(lim, lim, color="grey", lw=0.8, ls="--", label="max = mean")
+            for ax in (ax_r, ax_ratio, ax_kl):
+                ax.set_xlabel("iteration")
+            ax_mm.set_xlabel("mean KL")
+            ax_mm.set_ylabel("max KL")
+            for ax in (ax_r, ax_ratio, ax_kl, ax_mm):
+                ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def summary(metrics):
+    """Per task and algorithm: how often the max ratio leaves 1 + ε, and the KLs."""
+    import pandas as pd
+
+    rows = []
+    for (task, algo), m in metrics.groupby(["task", "algorithm"]):
+        eps = preset(algo, task).clip_eps if algo != "trpo" else preset("ppo", task).clip_eps
+        held = m[np.isfinite(m.heldout_mean_kl)]
+        rows.append({"task": task, "algorithm": LABELS[algo], "agents": m.agent.nunique(),
+                     "iterations with max ratio > 1+ε (train)": float(np.mean(m.max_ratio > 1 + eps)),
+                     "median max ratio (train)": float(np.median(m.max_ratio)),
+                     "median mean KL (train)": float(np.median(m.mean_kl)),
+                     "median max KL / mean KL (train)": float(np.median(m.max_kl / m.mean_kl)),
+                     "median max ratio (held-out)": float(np.median(held.heldout_max_ratio)) if len(held) else np.nan,
+                     "median mean KL (held-out)": float(np.median(held.heldout_mean_kl)) if len(held) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, **overrides):
+    import pandas as pd
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    tasks = tuple(tasks or sc.tasks)
+    over = {**sc.overrides, **overrides}
+    for task in tasks:
+        for algo in ALGORITHMS:
+            preset(algo, task, **over)
+    metrics = pd.concat([train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
+                         for t in tasks], ignore_index=True)
+    table = summary(metrics)
+    table.to_csv(os.path.join(out, "summary.csv"), index=False)
+    path = plot(metrics, os.path.join(out, "fig-trust-region.png"),
+                title=f"Trust regions of PPO, PPO-M and TRPO ({scale} scale): training batch (upper rows) and "
+                      f"held-out batch (lower rows)")
+    return {"figure": path, "summary": table, "metrics": metrics}

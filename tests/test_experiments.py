@@ -1,0 +1,120 @@
+"""The algorithm study (fig-rewards, table-2, table-3), fig-trust-region and fig-theorem."""
+
+import os
+
+import jax
+import numpy as np
+import optax
+import pandas as pd
+import pytest
+
+from pg_diag import preset, sweep
+from pg_diag.experiments import algorithms, theorem, trust_region
+from pg_diag.sweep import CompileCounter
+
+TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
+
+
+@pytest.mark.parametrize("task", ["hopper", "walker2d", "humanoid"])
+def test_presets_group_into_two_programs(task):
+    groups = algorithms.programs(task)
+    assert [[a for a, _ in pts] for _, pts in groups] == [["ppo", "ppo-m", "ppo-noclip"], ["trpo", "trpo+"]]
+    for base, points in groups:
+        for algo, diff in points:
+            # the grid point recreates the preset exactly
+            assert base.replace(**diff).knobs == preset(algo, task).knobs
+    (_, ppo_points), (_, trpo_points) = groups
+    assert dict(ppo_points)["ppo-noclip"]["clip_eps"] == 1e32
+    assert dict(trpo_points)["trpo+"]["reward_scaling"] is True
+
+
+def test_final_and_max_scores_by_hand():
+    rows = [{"task": "t", "algorithm": "ppo", "agent": a, "iteration": i, "mean_return": float(10 * a + i)}
+            for a in range(2) for i in range(8)]
+    m = pd.DataFrame(rows)
+    final = algorithms.agent_scores(m, "final").set_index("agent").score
+    assert final[0] == np.mean([3, 4, 5, 6, 7]) and final[1] == 10 + np.mean([3, 4, 5, 6, 7])
+    best = algorithms.agent_scores(m, "max").set_index("agent").score
+    assert best[0] == 7 and best[1] == 17
+
+
+def test_table_2_lays_out_means_cis_aai_acli():
+    summary = pd.DataFrame([{"task": "hopper", "algorithm": a, "agents": 5, "mean": m, "ci_low": m - 10,
+                             "ci_high": m + 10}
+                            for a, m in [("ppo", 2500), ("ppo-m", 2100), ("trpo", 2000), ("trpo+", 2450)]])
+    df = algorithms.table(summary, ("ppo", "ppo-m", "trpo", "trpo+"), with_aai=True).set_index("algorithm")
+    assert df.loc["PPO", "hopper"] == "2500 [2490, 2510]"
+    assert df.loc["PPO", "hopper (published)"] == "2513 [2391, 2632]"
+    assert df.loc["AAI", "hopper"] == "100"      # max(|2500−2450|, |2100−2000|)
+    assert df.loc["ACLI", "hopper"] == "450"     # max(|2500−2100|, |2450−2000|)
+    assert df.loc["ACLI", "hopper (published)"] == "421"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("study"))
+    metrics = algorithms.train_study("point_mass", 2, out, **TINY)
+    return out, metrics
+
+
+def test_study_trains_every_preset_and_reuses_itself(study):
+    out, metrics = study
+    assert set(metrics.algorithm) == set(algorithms.ALGORITHM_PRESETS)
+    assert metrics.groupby("algorithm").agent.nunique().eq(2).all()
+    assert sorted(os.listdir(out)) == ["point_mass-ppo", "point_mass-trpo"]
+    with CompileCounter() as counter:
+        again = algorithms.train_study("point_mass", 2, out, **TINY)
+    assert counter.count == 0  # read back from disk
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), metrics.reset_index(drop=True))
+    # the TRPO line search keeps the mean KL of every accepted step within δ
+    trpo = metrics[metrics.algorithm == "trpo"]
+    assert (trpo.mean_kl <= preset("trpo", "point_mass").kl_bound * (1 + 1e-4)).all()
+    assert np.isnan(trpo.clip_fraction).all() and np.isnan(metrics[metrics.algorithm == "ppo"].step_scale).all()
+
+
+def test_tables_and_reward_figure_from_the_study(study, tmp_path):
+    out, _ = study
+    target = str(tmp_path)
+    os.symlink(out, os.path.join(target, "runs"))
+    t2 = algorithms.table_2("smoke", out=target, seeds=2, **TINY)
+    assert list(t2["table"].algorithm) == ["PPO", "PPO-M", "TRPO", "TRPO+", "AAI", "ACLI"]
+    assert os.path.exists(t2["markdown"]) and os.path.exists(t2["csv"])
+    assert "95% percentile-bootstrap CI" in open(t2["markdown"]).read()
+    t3 = algorithms.table_3("smoke", out=target, seeds=2, **TINY)
+    assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
+    fig = algorithms.fig_rewards("smoke", out=target, seeds=2, **TINY)
+    assert os.path.getsize(fig["figure"]) > 10_000
+
+
+def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
+    cfg = preset("ppo", "point_mass", **TINY)
+    plain = sweep(cfg, seeds=[0]).metrics
+    held = sweep(cfg.replace(heldout_every=4), seeds=[0]).metrics
+    measured = np.isfinite(held.heldout_mean_kl.to_numpy())
+    np.testing.assert_array_equal(measured, [True, False, False, False, True, False])
+    assert np.isnan(plain.heldout_mean_kl).all()
+    for k in ("mean_return", "mean_kl", "max_ratio", "value_loss"):
+        np.testing.assert_allclose(held[k], plain[k], rtol=1e-5, err_msg=k)
+    assert (held.heldout_max_ratio[measured] >= 1.0).all()
+
+
+def test_trust_region_target_end_to_end(tmp_path):
+    out = trust_region.run("smoke", out=str(tmp_path), seeds=2, **{**TINY, "heldout_every": 3})
+    assert os.path.getsize(out["figure"]) > 10_000
+    s = out["summary"].set_index("algorithm")
+    assert set(s.index) == {"PPO", "PPO-M", "TRPO"}
+    assert os.path.exists(tmp_path / "summary.csv")
+
+
+def test_theorem_first_step_is_unclipped_and_ratios_escape_while_objective_saturates():
+    cfg, params, batch, knobs = theorem.fixed_batch("point_mass")
+    eps = cfg.clip_eps
+    assert theorem.first_step_check(params, batch, knobs, eps) == 0.0
+    trace = np.asarray(jax.jit(theorem.optimize, static_argnums=(4, 5))(
+        params, batch, knobs, eps, optax.adam(3e-2, eps=1e-5), 600))
+    ceiling = theorem.clipped_ceiling(batch, eps)
+    objective, max_ratio = trace[:, 0] / ceiling, trace[:, 2]
+    assert trace[0, 2] == pytest.approx(1.0, abs=1e-5)         # starts at ratio 1
+    assert objective[-1] > 0.8 and objective[-1] <= 1.0 + 1e-6   # near its supremum, never above
+    assert max_ratio[-1] > 3 * (1 + eps)                        # far outside the trust region
+    assert abs(objective[-1] - objective[300]) < 0.05           # while the objective has flattened out
