@@ -29,6 +29,9 @@ def test_help_and_listings(capsys):
     assert main(["presets", "--task", "humanoid", "--full"]) == 0
     out = capsys.readouterr().out
     assert "ppo / humanoid" in out and "ppo-m / humanoid" in out and "lr_policy" in out
+    for algo in ("ppo-noclip", "trpo", "trpo+"):
+        assert f"{algo} / humanoid" in out
+    assert "kl_bound" in out and "never applied" in out  # TRPO+ says what it does with B1/B2
 
 
 def test_train_and_sweep_write_run_directories(tmp_path, capsys):
@@ -50,3 +53,12 @@ def test_train_and_sweep_write_run_directories(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agents: 8" in out and "final_return" in out
     json.loads((many / "manifest.json").read_text())
+
+
+def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
+    for algo in ("trpo", "trpo+", "ppo-noclip"):
+        out = tmp_path / algo
+        assert main(["train", "--preset", algo, *SMALL, "--out", str(out)]) == 0
+        run = load_run(str(out))
+        assert run.config(0).static.algorithm == ("trpo" if algo.startswith("trpo") else "ppo")
+        assert not run.metrics.diverged.any()
