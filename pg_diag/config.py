@@ -153,6 +153,10 @@ class Static:
     """Settings that shape the compiled program (part of the compile key)."""
 
     task: str = _static("hopper", "Task name (see `pg-diag tasks`).")
+    physics: str = _static("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library through a host "
+                                   "callback, multithreaded), 'mjx' (pure JAX) or 'auto' (native on a CPU, MJX on "
+                                   "an accelerator). Pure-JAX tasks take only 'auto'.")
+    physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
     algorithm: str = _static("ppo", "Update rule: 'ppo' (clipped surrogate, minibatch Adam) or 'trpo' "
                                     "(natural gradient + line search, ref §2.7).")
     num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")
@@ -246,6 +250,15 @@ def check_static(name: str, value) -> Any:
                 or not all(isinstance(h, numbers.Integral) and not _is_bool(h) and h > 0 for h in value)):
             raise ConfigError(f"{name} must be a non-empty tuple of positive ints, got {value!r}")
         return tuple(int(h) for h in value)
+    if name == "physics":
+        from pg_diag.envs import PHYSICS
+        if value not in PHYSICS:
+            raise ConfigError(f"unknown physics backend {value!r}; choose one of: {', '.join(PHYSICS)}")
+        return value
+    if name == "physics_threads":
+        if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:
+            raise ConfigError(f"physics_threads must be an int >= 0 (0 = every core), got {value!r}")
+        return int(value)
     if name == "fisher_fraction":
         if not _is_real(value) or not 0 < value <= 1:
             raise ConfigError(f"fisher_fraction must be a number in (0, 1], got {value!r}")
@@ -314,6 +327,11 @@ class Config:
         return Config(name=d.get("name", "custom")).replace(**static, **d["knobs"])
 
 
+def task_kind(task: str) -> str:
+    from pg_diag.envs import TASKS
+    return TASKS[task][0]
+
+
 def validate(cfg: Config) -> None:
     """Check every field and the cross-field constraints; raise ConfigError."""
     for name in STATIC_NAMES:
@@ -321,6 +339,10 @@ def validate(cfg: Config) -> None:
     for name in KNOB_NAMES:
         check_knob(name, getattr(cfg.knobs, name))
     s = cfg.static
+    if task_kind(s.task) == "jax" and s.physics != "auto":
+        raise ConfigError(f"task {s.task!r} is written in pure JAX and has no physics backend; physics must be "
+                          f"'auto', got {s.physics!r} (mjx and native run the MuJoCo tasks: hopper, walker2d, "
+                          f"humanoid)")
     if s.batch_size % s.num_minibatches:
         raise ConfigError(
             f"batch of num_envs × steps_per_env = {s.num_envs} × {s.steps_per_env} = {s.batch_size} "
@@ -484,7 +506,7 @@ def parse_value(name: str, text: str):
             return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
         except ValueError:
             raise ConfigError(f"{name} takes widths like 64,64 or 64x64, got {text!r}") from None
-    if name in ("task", "algorithm"):
+    if name in ("task", "algorithm", "physics"):
         return text
     if name == "fisher_fraction":
         try:

@@ -269,6 +269,21 @@ def _git_revision() -> str | None:
         return None
 
 
+def _physics_info(static) -> dict:
+    """The physics backend a run actually used (``auto`` resolved), with its thread count."""
+    from importlib import metadata
+
+    from pg_diag.envs import resolve_physics
+
+    backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
+    info = {"requested": static.physics, "backend": backend}
+    if backend == "native":
+        info.update(threads=threads, mujoco=metadata.version("mujoco"))
+    elif backend == "mjx":
+        info.update(mujoco_mjx=metadata.version("mujoco-mjx"))
+    return info
+
+
 def _device_info() -> dict:
     devices = jax.devices()
     return {"backend": jax.default_backend(), "count": len(devices),
@@ -479,6 +494,7 @@ def sweep(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None 
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "chunk_iterations": chunk_iterations,
         "batching": batching,
+        "physics": _physics_info(static),
     }
 
     knobs = stack_knobs(knob_list)

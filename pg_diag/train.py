@@ -82,7 +82,7 @@ class Trainer(NamedTuple):
 
 def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration."""
-    env = envs.make(static.task)
+    env = envs.make(static.task, static.physics, static.physics_threads)
     n_envs, n_steps = static.num_envs, static.steps_per_env
     flat = lambda x: x.reshape((n_envs * n_steps,) + x.shape[2:])
 

@@ -1,4 +1,4 @@
-"""Tasks: dynamics by hand, terminated vs truncated, vmap batching, and one MJX smoke test."""
+"""Tasks: dynamics by hand, terminated vs truncated, vmap batching, the Hopper definition, an MJX training smoke test."""
 
 import math
 
@@ -66,7 +66,7 @@ def test_unknown_task_is_rejected():
         envs.make("ant")
 
 
-# --- MJX -------------------------------------------------------------------------
+# --- MuJoCo tasks (the default backend: native MuJoCo on a CPU) -------------------
 
 ACTION = jnp.array([0.5, -0.5, 0.5])
 
@@ -76,7 +76,7 @@ def hopper():
     return envs.make("hopper")
 
 
-def test_hopper_mjx_reward_and_termination_follow_the_definition(hopper):
+def test_hopper_reward_and_termination_follow_the_definition(hopper):
     """Under constant torques the hopper falls over. Check reward = Δx/dt + 1 −
     1e-3·|a|², the observation layout and the termination rule, step by step."""
     state = hopper.reset(jax.random.PRNGKey(1))
@@ -105,9 +105,9 @@ def test_hopper_mjx_reward_and_termination_follow_the_definition(hopper):
     assert not terminated[:5].any()  # but not at once
 
 
-def test_mjx_training_smoke(hopper):
-    cfg = preset("ppo", "hopper", num_envs=2, steps_per_env=64, num_iterations=2, num_minibatches=4,
-                 ppo_epochs=2, value_epochs=2)
+def test_mjx_training_smoke():
+    cfg = preset("ppo", "hopper", physics="mjx", num_envs=2, steps_per_env=64, num_iterations=2,
+                 num_minibatches=4, ppo_epochs=2, value_epochs=2)
     run = sweep(cfg, {"value_clipping": [False, True]}, seeds=[0])
     m = run.metrics
     assert len(m) == 4 and not m.diverged.any()

@@ -1,34 +1,68 @@
-"""Task registry: ``make(name)`` returns an :class:`Env` (pure reset/step)."""
+"""Task registry: ``make(name, physics, threads)`` returns an :class:`Env` (pure reset/step).
+
+MuJoCo tasks run on one of two physics backends: ``mjx`` (pure JAX; the
+backend for GPUs and TPUs) or ``native`` (MuJoCo's C library, multithreaded,
+called from the compiled program through a host callback; the fast backend
+on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
+and MJX otherwise. Pure-JAX tasks have no physics backend.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 
 from pg_diag.envs.base import Env, EnvState, time_limit
 
-#: name -> (kind, one-line description). MuJoCo tasks import MJX lazily.
+#: name -> (kind, one-line description). MuJoCo tasks import MuJoCo lazily.
 TASKS = {
-    "hopper": ("mujoco", "Hopper (MJX physics, Brax MJCF), 11-d obs, 3-d action, 1000-step episodes."),
-    "walker2d": ("mujoco", "Walker2d (MJX physics, Brax MJCF), 17-d obs, 6-d action, 1000-step episodes."),
-    "humanoid": ("mujoco", "Humanoid (MJX physics, Brax MJCF), 276-d obs, 17-d action, 1000-step episodes."),
+    "hopper": ("mujoco", "Hopper (Brax MJCF), 11-d obs, 3-d action, 1000-step episodes."),
+    "walker2d": ("mujoco", "Walker2d (Brax MJCF), 17-d obs, 6-d action, 1000-step episodes."),
+    "humanoid": ("mujoco", "Humanoid (Brax MJCF and solver settings), 276-d obs, 17-d action, 1000-step episodes."),
     "pendulum": ("jax", "Pendulum swing-up in pure JAX, 3-d obs, 1-d action, 200-step episodes."),
     "point_mass": ("jax", "2-D point mass in pure JAX with termination, 4-d obs, 2-d action, 200-step episodes."),
 }
+PHYSICS = ("auto", "mjx", "native")
+
+
+def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple[str, int]:
+    """The backend and thread count a task actually runs with: ("jax", 0) for
+    pure-JAX tasks; for MuJoCo tasks ``auto`` means native MuJoCo on a CPU and
+    MJX on an accelerator, and 0 threads means every core."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
+    if physics not in PHYSICS:
+        raise ValueError(f"unknown physics backend {physics!r}; choose one of: {', '.join(PHYSICS)}")
+    if TASKS[task][0] == "jax":
+        if physics != "auto":
+            raise ValueError(f"task {task!r} is written in pure JAX and has no physics backend; physics must be "
+                             f"'auto', got {physics!r} (the mjx and native backends run the MuJoCo tasks: "
+                             f"{', '.join(t for t, (k, _) in TASKS.items() if k == 'mujoco')})")
+        return "jax", 0
+    if physics == "auto":
+        import jax
+        physics = "native" if jax.default_backend() == "cpu" else "mjx"
+    if physics == "native":
+        return "native", threads or (os.cpu_count() or 1)
+    return "mjx", 0
 
 
 @functools.lru_cache(maxsize=None)
-def make(name: str) -> Env:
-    """Build the named task (cached: one Env object per name)."""
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; tasks are: {', '.join(sorted(TASKS))}")
+def _make(name: str, physics: str, threads: int) -> Env:
     if name == "pendulum":
         from pg_diag.envs.classic import make_pendulum
         return make_pendulum()
     if name == "point_mass":
         from pg_diag.envs.classic import make_point_mass
         return make_point_mass()
-    from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mjx_env
-    return make_mjx_env(MUJOCO_TASKS[name])
+    from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
+    return make_mujoco_env(MUJOCO_TASKS[name], physics, threads)
 
 
-__all__ = ["Env", "EnvState", "TASKS", "make", "time_limit"]
+def make(name: str, physics: str = "auto", threads: int = 0) -> Env:
+    """Build the named task on a physics backend (cached per resolved backend)."""
+    backend, threads = resolve_physics(name, physics, threads)
+    return _make(name, backend, threads)
+
+
+__all__ = ["Env", "EnvState", "PHYSICS", "TASKS", "make", "resolve_physics", "time_limit"]

@@ -68,7 +68,7 @@ class MujocoTask:
     observe: Callable
     reward_terminated: Callable
     ctrl_from_action: Callable
-    mjx_options: dict = dataclasses.field(default_factory=dict)
+    solver_options: dict = dataclasses.field(default_factory=dict)  # solver settings, used by both backends
     description: str = ""
 
 
@@ -142,31 +142,36 @@ HUMANOID = MujocoTask(
     name="humanoid", xml="humanoid.xml", n_frames=5, reset_noise=1e-2, obs_size=22 + 23 + 130 + 78 + 23,
     derived_fields=("subtree_com", "cinert", "cvel", "qfrc_actuator"),
     observe=_humanoid_observe, reward_terminated=_humanoid_reward, ctrl_from_action=_humanoid_ctrl,
-    # Brax's MJX settings for this model (brax.envs.humanoid).
-    mjx_options=dict(solver="NEWTON", iterations=1, ls_iterations=4, disable_eulerdamp=True),
+    # Newton with the model's own 8 iterations (Brax uses 1 for MJX speed: contacts are then left
+    # unconverged and the two backends disagree from the first contact on), 10 line-search steps,
+    # and Brax's disabled Euler damping; the same on both backends.
+    solver_options=dict(solver="NEWTON", iterations=8, ls_iterations=10, disable_eulerdamp=True),
     description="Humanoid (Brax MJCF, Brax reward): 1.25·COM x-velocity + 5 alive − 0.1|ctrl|²; "
                 "terminates unless 1 ≤ torso z ≤ 2.")
 
 MUJOCO_TASKS = {t.name: t for t in (HOPPER, WALKER2D, HUMANOID)}
 
 
-# --- MJX physics backend ------------------------------------------------------
+# --- physics backends ----------------------------------------------------------
 
-def load_model(task: MujocoTask, backend: str = "mjx"):
-    """The task's MjModel with the backend's solver options applied."""
+PHYSICS_BACKENDS = ("mjx", "native")
+
+
+def load_model(task: MujocoTask):
+    """The task's MjModel with its solver options, shared by both backends so that
+    they integrate the same equations."""
     import mujoco
 
     model = mujoco.MjModel.from_xml_path(brax_asset(task.xml))
-    if backend == "mjx":
-        opts = task.mjx_options
-        if "solver" in opts:
-            model.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{opts['solver']}")
-        if "iterations" in opts:
-            model.opt.iterations = opts["iterations"]
-        if "ls_iterations" in opts:
-            model.opt.ls_iterations = opts["ls_iterations"]
-        if opts.get("disable_eulerdamp"):
-            model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP
+    opts = task.solver_options
+    if "solver" in opts:
+        model.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{opts['solver']}")
+    if "iterations" in opts:
+        model.opt.iterations = opts["iterations"]
+    if "ls_iterations" in opts:
+        model.opt.ls_iterations = opts["ls_iterations"]
+    if opts.get("disable_eulerdamp"):
+        model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP
     return model
 
 
@@ -179,60 +184,162 @@ def _model_info(task: MujocoTask, model) -> dict:
             "ctrl_lo": ctrl_lo, "ctrl_hi": ctrl_hi}
 
 
-def make_mjx_env(task: MujocoTask, max_episode_steps: int = MAX_EPISODE_STEPS) -> Env:
-    """The task stepped by MJX (pure JAX; the backend for GPUs and TPUs).
+def actuator_to_joint_forces(model) -> np.ndarray:
+    """The constant matrix A [nv, nu] with qfrc_actuator = A·ctrl, for models whose
+    actuators are plain motors on joints (force = gear·ctrl, fixed moment arm).
+    Built column by column with MuJoCo itself; other actuator types are refused."""
+    import mujoco
 
-    The carried physics state is ``qpos``, ``qvel``, the solver warm start and
-    the task's derived fields; each step rebuilds an ``mjx.Data`` from them,
-    runs ``n_frames`` substeps and, when the task needs derived fields,
-    one ``mjx.forward`` so those fields match the new positions.
-    """
+    ok = (np.all(model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
+          and np.all(model.actuator_dyntype == mujoco.mjtDyn.mjDYN_NONE)
+          and np.all(model.actuator_gaintype == mujoco.mjtGain.mjGAIN_FIXED)
+          and np.all(model.actuator_biastype == mujoco.mjtBias.mjBIAS_NONE))
+    if not ok:
+        raise ValueError("qfrc_actuator as a derived field needs motor actuators on joints")
+    data = mujoco.MjData(model)
+    cols = []
+    for i in range(model.nu):
+        # a control inside the range (MuJoCo clamps to ctrlrange), divided out again
+        c = 0.5 * model.actuator_ctrlrange[i, 1] if model.actuator_ctrllimited[i] else 1.0
+        data.ctrl[:] = 0.0
+        data.ctrl[i] = c
+        mujoco.mj_forward(model, data)
+        cols.append(np.array(data.qfrc_actuator) / c)
+    return np.stack(cols, axis=1).astype(np.float32)
+
+
+def make_derived_fields(task: MujocoTask, model):
+    """(qpos, qvel, ctrl) -> the task's derived fields, in JAX, shared by both
+    backends: forward kinematics, composite inertias and COM velocities
+    (MJX's kinematics, com_pos and com_vel, no contact or constraint work) and
+    the actuator forces of the clipped control."""
+    if not task.derived_fields:
+        return lambda qpos, qvel, ctrl: {}
     mjx = import_mjx()
-    model = load_model(task, "mjx")
     mx = mjx.put_model(model)
-    info = _model_info(task, model)
-    qpos0 = jnp.asarray(model.qpos0, jnp.float32)
-    nq, nv = model.nq, model.nv
+    act = jnp.asarray(actuator_to_joint_forces(model)) if "qfrc_actuator" in task.derived_fields else None
 
-    def field(d, name):
-        # MJX moved some derived quantities (e.g. cinert) to the backend-specific part.
+    def impl_field(d, name):
+        # MJX keeps some derived quantities (e.g. cinert) in its backend-specific part.
         impl = getattr(d, "_impl", None)
         return getattr(impl, name) if impl is not None and hasattr(impl, name) else getattr(d, name)
 
-    def extract(d):
-        fields = {"qpos": d.qpos, "qvel": d.qvel, "qacc_warmstart": d.qacc_warmstart}
-        fields.update({name: field(d, name) for name in task.derived_fields})
+    def derived(qpos, qvel, ctrl):
+        d = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel)
+        d = mjx.com_vel(mx, mjx.com_pos(mx, mjx.kinematics(mx, d)))
+        fields = {}
+        for name in task.derived_fields:
+            fields[name] = act @ ctrl if name == "qfrc_actuator" else impl_field(d, name)
         return fields
+
+    return derived
+
+
+def mjx_advance(task: MujocoTask, model):
+    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MJX steps (pure JAX)."""
+    mjx = import_mjx()
+    mx = mjx.put_model(model)
+
+    def advance(qpos, qvel, ctrl):
+        d = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)  # solver warm start: zero
+        d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
+        return d.qpos, d.qvel
+
+    return advance
+
+
+class NativeStepper:
+    """Advances a whole batch of environments with MuJoCo's C ``rollout``, on a
+    persistent pool of ``threads`` threads. Called from compiled code through
+    ``jax.pure_callback``: every environment of every agent in one call.
+
+    Each environment is independent and integrated in float64, so results do
+    not depend on the thread count; the state crosses back into the compiled
+    program as float32."""
+
+    def __init__(self, model, n_frames: int, threads: int):
+        import threading
+
+        import mujoco
+        from mujoco import rollout
+
+        self.model, self.n_frames, self.threads = model, n_frames, threads
+        self.nq, self.nv = model.nq, model.nv
+        self.nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        self._datas = [mujoco.MjData(model) for _ in range(threads)]
+        self._rollout = rollout.Rollout(nthread=threads)
+        self._lock = threading.Lock()
+
+    def __call__(self, qpos, qvel, ctrl):
+        qpos, qvel, ctrl = np.asarray(qpos), np.asarray(qvel), np.asarray(ctrl)  # host copies, no device ops
+        lead = qpos.shape[:-1]
+        batch = int(np.prod(lead, dtype=np.int64))
+        state = np.zeros((batch, self.nstate))
+        state[:, 1:1 + self.nq] = qpos.reshape(batch, self.nq)          # layout: time, qpos, qvel, ...
+        state[:, 1 + self.nq:1 + self.nq + self.nv] = qvel.reshape(batch, self.nv)
+        control = np.repeat(np.asarray(ctrl, np.float64).reshape(batch, 1, -1), self.n_frames, axis=1)
+        with self._lock:
+            out, _ = self._rollout.rollout(self.model, self._datas, state, control,
+                                           initial_warmstart=np.zeros((batch, self.nv)))
+        final = out[:, -1]
+        return (final[:, 1:1 + self.nq].astype(np.float32).reshape(lead + (self.nq,)),
+                final[:, 1 + self.nq:1 + self.nq + self.nv].astype(np.float32).reshape(lead + (self.nv,)))
+
+
+def native_advance(task: MujocoTask, model, threads: int):
+    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` native MuJoCo steps, as a
+    host callback inside the compiled program (vectorized: one call per batch)."""
+    stepper = NativeStepper(model, task.n_frames, threads)
+
+    def advance(qpos, qvel, ctrl):
+        shapes = (jax.ShapeDtypeStruct(qpos.shape, jnp.float32), jax.ShapeDtypeStruct(qvel.shape, jnp.float32))
+        return jax.pure_callback(stepper, shapes, qpos, qvel, ctrl, vmap_method="broadcast_all")
+
+    return advance
+
+
+def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
+                    max_episode_steps: int = MAX_EPISODE_STEPS) -> Env:
+    """The task on one physics backend.
+
+    The carried physics state is ``qpos``, ``qvel`` and the task's derived
+    fields. Each step clips the control to the actuators' range, advances
+    ``n_frames`` substeps (the solver starting from a zero warm start on both
+    backends, as MuJoCo's rollout does), recomputes the derived fields from
+    the new positions and velocities, and evaluates the task's observation,
+    reward and termination — the same JAX code on either backend.
+    """
+    if physics not in PHYSICS_BACKENDS:
+        raise ValueError(f"unknown physics backend {physics!r}; backends are: {', '.join(PHYSICS_BACKENDS)}")
+    model = load_model(task)
+    info = _model_info(task, model)
+    derived = make_derived_fields(task, model)
+    advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
+    qpos0 = np.asarray(model.qpos0, np.float32)
+    nq, nv, nu = model.nq, model.nv, model.nu
 
     def reset(key):
         k1, k2 = jax.random.split(key)
         noise = task.reset_noise
         qpos = qpos0 + jax.random.uniform(k1, (nq,), minval=-noise, maxval=noise)
         qvel = jax.random.uniform(k2, (nv,), minval=-noise, maxval=noise)
-        d = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel)
-        if task.derived_fields:
-            d = mjx.forward(mx, d)
-        physics = extract(d)
-        obs = task.observe(physics, info).astype(jnp.float32)
-        return EnvState(physics=physics, obs=obs, reward=jnp.float32(0), terminated=jnp.bool_(False),
-                        truncated=jnp.bool_(False), t=jnp.int32(0))
+        physics_state = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, jnp.zeros(nu, jnp.float32))}
+        return EnvState(physics=physics_state, obs=task.observe(physics_state, info).astype(jnp.float32),
+                        reward=jnp.float32(0), terminated=jnp.bool_(False), truncated=jnp.bool_(False),
+                        t=jnp.int32(0))
 
     def step(state, action):
         before = state.physics
         ctrl = task.ctrl_from_action(action, info)
-        d = mjx.make_data(mx).replace(qpos=before["qpos"], qvel=before["qvel"],
-                                      qacc_warmstart=before["qacc_warmstart"],
-                                      ctrl=jnp.clip(ctrl, info["ctrl_lo"], info["ctrl_hi"]))
-        d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
-        if task.derived_fields:
-            d = mjx.forward(mx, d)
-        after = extract(d)
+        clipped = jnp.clip(ctrl, info["ctrl_lo"], info["ctrl_hi"])
+        qpos, qvel = advance(before["qpos"], before["qvel"], clipped)
+        after = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, clipped)}
         reward, terminated = task.reward_terminated(before, after, ctrl, action, info)
         t = state.t + 1
         return EnvState(physics=after, obs=task.observe(after, info).astype(jnp.float32),
                         reward=reward.astype(jnp.float32), terminated=terminated,
                         truncated=time_limit(t, terminated, max_episode_steps), t=t)
 
-    return Env(name=task.name, obs_size=task.obs_size, action_size=model.nu,
-               max_episode_steps=max_episode_steps, reset=reset, step=step,
-               description=task.description + " Physics: MJX.")
+    label = "MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads)"
+    return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
+               reset=reset, step=step, description=f"{task.description} Physics: {label}.")
