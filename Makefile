@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SCALE  ?= smoke
 OUT    ?= results
 
-.PHONY: setup test fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench clean
+.PHONY: setup test fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -41,8 +41,13 @@ fig-theorem: setup
 figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem
 
 bench: setup
+	$(PY) benchmarks/bench_physics.py
 	$(PY) benchmarks/bench_throughput.py
 	$(PY) benchmarks/bench_sweep.py
+
+# One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
+hopper-1m: setup
+	$(VENV)/bin/pg-diag train --preset ppo --task hopper --out $(OUT)/hopper-1m --progress
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -458,8 +458,13 @@ for _key in list(PRESETS):
     _over, _desc = PRESETS[_key]
     PRESETS[_key] = (dict(_PAPER_COMMON, **_over), _desc)
 
+#: Static settings that make a study fit a 2-core CPU: 4 environments × 256 steps
+#: per iteration (1,024 samples, minibatches of 64 as in the papers), episodes
+#: continuing across iterations. The smoke scale of every figure uses them.
+CPU_SCALE = dict(num_envs=4, steps_per_env=256, num_minibatches=16, reset_every_iteration=False)
+
 # Cheap pure-JAX tasks: each algorithm with its Hopper knobs at CPU scale.
-_SMOKE = dict(num_envs=4, steps_per_env=256, num_iterations=60, num_minibatches=16, reset_every_iteration=False)
+_SMOKE = dict(CPU_SCALE, num_iterations=60)
 for _task in ("pendulum", "point_mass"):
     for _algo in ALGORITHM_PRESETS:
         _over, _ = PRESETS[(_algo, "hopper")]

@@ -45,8 +45,8 @@ def test_scores_are_max_over_iterations_and_best_lr_by_seed_average():
 
 
 def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
-    out = ablation.run("smoke", out=str(tmp_path), seeds=1, num_envs=2, steps_per_env=32, num_iterations=2,
-                       num_minibatches=4, ppo_epochs=2, value_epochs=2)
+    out = ablation.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1, num_envs=2, steps_per_env=32,
+                       num_iterations=2, num_minibatches=4, ppo_epochs=2, value_epochs=2)
     assert os.path.getsize(out["figure"]) > 10_000
     result = out["runs"]["point_mass"]
     assert result.num_agents == 16 * 4

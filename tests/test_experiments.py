@@ -76,13 +76,13 @@ def test_tables_and_reward_figure_from_the_study(study, tmp_path):
     out, _ = study
     target = str(tmp_path)
     os.symlink(out, os.path.join(target, "runs"))
-    t2 = algorithms.table_2("smoke", out=target, seeds=2, **TINY)
+    t2 = algorithms.table_2("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
     assert list(t2["table"].algorithm) == ["PPO", "PPO-M", "TRPO", "TRPO+", "AAI", "ACLI"]
     assert os.path.exists(t2["markdown"]) and os.path.exists(t2["csv"])
     assert "95% percentile-bootstrap CI" in open(t2["markdown"]).read()
-    t3 = algorithms.table_3("smoke", out=target, seeds=2, **TINY)
+    t3 = algorithms.table_3("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
     assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
-    fig = algorithms.fig_rewards("smoke", out=target, seeds=2, **TINY)
+    fig = algorithms.fig_rewards("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
     assert os.path.getsize(fig["figure"]) > 10_000
 
 
@@ -99,7 +99,7 @@ def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
 
 
 def test_trust_region_target_end_to_end(tmp_path):
-    out = trust_region.run("smoke", out=str(tmp_path), seeds=2, **{**TINY, "heldout_every": 3})
+    out = trust_region.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=2, **{**TINY, "heldout_every": 3})
     assert os.path.getsize(out["figure"]) > 10_000
     s = out["summary"].set_index("algorithm")
     assert set(s.index) == {"PPO", "PPO-M", "TRPO"}

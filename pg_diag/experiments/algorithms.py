@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import ALGORITHM_PRESETS, KNOB_NAMES, preset
+from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, preset
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
 
 LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+"}
@@ -48,9 +48,9 @@ SCALES = {
     "paper": Scale(tasks=("hopper", "walker2d", "humanoid"), seeds=80, overrides={},
                    description="Hopper, Walker2d, Humanoid with the papers' presets (2048 × 488 steps per agent); "
                                "80 agents per algorithm and task (IM Tables 2–3: at least 80)."),
-    "smoke": Scale(tasks=("point_mass",), seeds=8, overrides={"num_iterations": 30},
-                   description="point_mass (pure JAX), the Hopper presets' knobs at CPU scale, 30 iterations of "
-                               "1,024 steps, 8 agents per algorithm."),
+    "smoke": Scale(tasks=("hopper",), seeds=8, overrides={**CPU_SCALE, "num_iterations": 30},
+                   description="Hopper (native MuJoCo on a CPU), the papers' presets at CPU scale: 30 iterations of "
+                               "4 × 256 steps, 8 agents per algorithm."),
 }
 
 

@@ -32,7 +32,7 @@ from pg_diag.train import make_train, seed_key
 
 OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4), ("Adam", "adam", 3e-3),
               ("Adam", "adam", 3e-2), ("SGD+momentum", "momentum", 0.1))
-SCALES = {"smoke": {"task": "point_mass", "steps": 600}, "paper": {"task": "humanoid", "steps": 2000}}
+SCALES = {"smoke": {"task": "hopper", "steps": 600}, "paper": {"task": "humanoid", "steps": 2000}}
 
 
 def surrogates(params, batch, knobs, eps):

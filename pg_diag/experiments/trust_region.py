@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import preset
+from pg_diag.config import CPU_SCALE, preset
 from pg_diag.experiments.algorithms import COLORS, LABELS, train_study
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
@@ -32,8 +32,9 @@ SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper"), seeds=5, overrides={"heldout_every": 10},
                    description="PPO, PPO-M, TRPO presets on Humanoid, Walker2d, Hopper; 5 agents each; held-out "
                                "batch every 10 iterations (the original's log_every)."),
-    "smoke": Scale(tasks=("point_mass",), seeds=4, overrides={"num_iterations": 30, "heldout_every": 3},
-                   description="point_mass at CPU scale, 30 iterations, held-out batch every 3."),
+    "smoke": Scale(tasks=("hopper",), seeds=4, overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 3},
+                   description="Hopper (native MuJoCo on a CPU) at CPU scale: 30 iterations of 4 × 256 steps, "
+                               "4 agents per algorithm, held-out batch every 3 iterations."),
 }
 
 
