@@ -98,13 +98,19 @@ def main():
             for batch in args.batches:
                 cmd = [sys.executable, __file__, "--one", task, physics, str(batch), "--budget", str(args.budget),
                        "--samples", str(args.samples)] + (["--no-training"] if args.no_training else [])
+                failure = None
                 try:
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-                    phys, train = json.loads(out.stdout.strip().splitlines()[-1])
+                    if out.returncode != 0:
+                        failure = "failed: " + (out.stderr.strip().splitlines() or ["no output"])[-1]
+                    else:
+                        phys, train = json.loads(out.stdout.strip().splitlines()[-1])
                 except subprocess.TimeoutExpired:
+                    failure = f"> {args.timeout:.0f} s to compile and measure"
+                if failure:
                     phys = train = None
-                rows.append((task, physics, batch, phys, train))
-                shown = "timed out" if phys is None else f"{phys:,.0f} physics, {train:,.0f} training steps/s"
+                rows.append((task, physics, batch, phys, train, failure))
+                shown = failure or f"{phys:,.0f} physics, {train:,.0f} training steps/s"
                 print(f"  {task} {physics} {batch}: {shown}", flush=True)
 
     threads = resolve_physics("hopper", "native")[1]
@@ -113,9 +119,9 @@ def main():
           f"a measurement allowed {args.timeout:.0f} s\n")
     print("| task | physics | batch | physics steps/s | training steps/s | training / physics |")
     print("|---|---|---|---|---|---|")
-    for task, physics, batch, phys, train in rows:
-        if phys is None:
-            print(f"| {task} | {physics} | {batch} | (> {args.timeout:.0f} s to compile and measure) | | |")
+    for task, physics, batch, phys, train, failure in rows:
+        if failure:
+            print(f"| {task} | {physics} | {batch} | ({failure}) | | |")
         else:
             print(f"| {task} | {physics} | {batch} | {phys:,.0f} | {train:,.0f} | {train / phys:.2f} |")
 

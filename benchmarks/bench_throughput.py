@@ -25,6 +25,7 @@ import numpy as np
 
 from pg_diag import envs, make_train, preset, seed_key, sweep
 from pg_diag.config import stack_knobs
+from pg_diag.envs import resolve_physics
 from pg_diag.rollout import collect
 
 
@@ -93,12 +94,12 @@ def main():
         phys = physics_rate(task, batch, args.steps)
         roll = rollout_rate(cfg, args.agents)
         train, _ = training_rate(cfg, args.agents)
-        rows.append((task, batch, phys, roll, train))
+        rows.append((f"{task} ({resolve_physics(task)[0]})", batch, phys, roll, train))
         print(f"  measured {task}", flush=True)
 
     print(f"\nbackend: {jax.default_backend()} ({jax.device_count()} device(s)); "
           f"{args.agents} agents × {args.envs} envs; PPO preset epochs/minibatches\n")
-    print("| task | batch (agents × envs) | physics steps/s | rollout steps/s | training steps/s "
+    print("| task (physics) | batch (agents × envs) | physics steps/s | rollout steps/s | training steps/s "
           "| rollout / physics | training / physics |")
     print("|---|---|---|---|---|---|---|")
     for task, batch, phys, roll, train in rows:

@@ -105,6 +105,7 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     tasks = list(selected_by_task)
     fig, axes = plt.subplots(len(tasks), len(TOGGLES), figsize=(4 * len(TOGGLES), 3.2 * len(tasks)),
@@ -124,6 +125,7 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
                         else f"{'on' if value else 'off'} (n=0)")
             ax.set_title(f"{task}: {toggle.replace('_', ' ')}", fontsize=10)
             ax.set_xlabel("agent score (max mean return)")
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # agent counts
             if col == 0:
                 ax.set_ylabel("agents")
             ax.legend(fontsize=8)
