@@ -21,7 +21,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from pg_diag import envs, make_train, preset, seed_key, sweep
 from pg_diag.config import stack_knobs

@@ -23,7 +23,7 @@ from flax import struct
 from pg_diag import envs, networks, ppo, trpo
 from pg_diag.config import Static
 from pg_diag.optim import adam, annealed_learning_rate
-from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, gae_advantages, reset_envs
+from pg_diag.rollout import EnvCarry, Filters, collect, gae_advantages, reset_envs
 
 
 @struct.dataclass

@@ -5,7 +5,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from pg_diag import networks
 from pg_diag.config import Knobs

@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, Config
+from pg_diag.experiments import figures
 
 TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
@@ -102,9 +103,7 @@ def toggle_effects(selected):
 
 def plot(selected_by_task: dict, path: str, title: str = "") -> str:
     """Histograms of best-LR agents' scores split by each toggle (one row per task)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     tasks = list(selected_by_task)
@@ -129,13 +128,7 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
             if col == 0:
                 ax.set_ylabel("agents")
             ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save(fig, path, title, dpi=110)
 
 
 def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,

@@ -29,6 +29,7 @@ import os
 import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, preset
+from pg_diag.experiments import figures
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
 
 LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+"}
@@ -191,9 +192,7 @@ def write_table(df, path_stem: str, title: str, note: str) -> tuple[str, str]:
 
 def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> str:
     """Mean episodic reward over training per algorithm, with a 95% bootstrap band over agents."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
 
     tasks = list(dict.fromkeys(metrics.task))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
@@ -212,13 +211,7 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
         ax.set_xlabel("environment steps per agent")
         ax.set_ylabel("mean episodic reward")
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save(fig, path, title, dpi=110)
 
 
 # --- entry points -----------------------------------------------------------------------

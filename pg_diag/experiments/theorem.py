@@ -29,6 +29,7 @@ from pg_diag import networks
 from pg_diag.config import preset
 from pg_diag.ppo import normalize_advantages
 from pg_diag.train import make_train, seed_key
+from pg_diag.experiments import figures
 
 OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4), ("Adam", "adam", 3e-3),
               ("Adam", "adam", 3e-2), ("SGD+momentum", "momentum", 0.1))
@@ -102,9 +103,7 @@ COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio",
 
 
 def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
     import pandas as pd
 
     if scale not in SCALES:
@@ -141,12 +140,10 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
     for ax in axes:
         ax.set_xlabel("optimizer step on the same batch")
         ax.legend(fontsize=7)
-    fig.suptitle(f"CL Theorem 5.1 on one {task} batch of {batch.obs.shape[0]} samples: the objective flattens while "
-                 f"the ratios leave the trust region; first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}", fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(out, "fig-theorem.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = figures.save(fig, os.path.join(out, "fig-theorem.png"),
+                        f"CL Theorem 5.1 on one {task} batch of {batch.obs.shape[0]} samples: the objective flattens "
+                        f"while the ratios leave the trust region; first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}",
+                        dpi=100, title_size=10)
 
     final = data[data.step == steps].set_index("optimizer")
     half = data[data.step == steps // 2].set_index("optimizer")

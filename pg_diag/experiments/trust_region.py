@@ -9,23 +9,15 @@ held-out batch from the pre-update policy every ``heldout_every`` iterations
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, preset
-from pg_diag.experiments.algorithms import COLORS, LABELS, train_study
+from pg_diag.experiments import figures
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, train_study
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
-
-
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: tuple
-    seeds: int
-    overrides: dict
-    description: str
 
 
 SCALES = {
@@ -39,9 +31,7 @@ SCALES = {
 
 
 def plot(metrics, path: str, title: str = "") -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
 
     tasks = list(dict.fromkeys(metrics.task))
     fig, axes = plt.subplots(2 * len(tasks), 4, figsize=(18, 7.2 * len(tasks)), squeeze=False)
@@ -79,13 +69,7 @@ def plot(metrics, path: str, title: str = "") -> str:
             ax_mm.set_ylabel("max KL")
             for ax in (ax_r, ax_ratio, ax_kl, ax_mm):
                 ax.legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return figures.save(fig, path, title, dpi=100)
 
 
 def summary(metrics):
