@@ -24,7 +24,7 @@ import jax
 
 from pg_diag import preset, sweep, train
 from pg_diag.experiments.ablation import TOGGLES
-from pg_diag.sweep import CompileCounter, compiled_programs
+from pg_diag.run import CompileCounter, clear_compiled
 
 
 def main():
@@ -40,14 +40,14 @@ def main():
     combos = [dict(zip(TOGGLES, c)) for c in itertools.product([False, True], repeat=len(TOGGLES))]
     rows = []
 
-    compiled_programs.cache_clear()
+    clear_compiled()
     with CompileCounter() as c:
         t = time.perf_counter()
         run = sweep(cfg, grid, seeds=[0])
         rows.append(("one compiled sweep (16 agents)", time.perf_counter() - t, c.count,
                      run.manifest["timings"]["compile_s"]))
 
-    compiled_programs.cache_clear()
+    clear_compiled()
     with CompileCounter() as c:
         t = time.perf_counter()
         compile_s = 0.0
@@ -59,7 +59,7 @@ def main():
         t = time.perf_counter()
         compile_s = 0.0
         for combo in combos:
-            compiled_programs.cache_clear()
+            clear_compiled()
             compile_s += train(cfg.replace(**combo), seed=0).manifest["timings"]["compile_s"]
         rows.append(("16 runs, recompiling each (static toggles)", time.perf_counter() - t, c.count, compile_s))
 

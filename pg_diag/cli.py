@@ -5,6 +5,7 @@
     pg-diag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
     pg-diag show runs/sweep
+    pg-diag resume runs/sweep
     pg-diag fig-ablation | fig-trust-region | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
 """
 
@@ -15,39 +16,11 @@ import dataclasses
 import sys
 
 from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
-                            ConfigError, parse_value, preset)
-
-
-def _parse_assignments(items, what: str) -> dict:
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ConfigError(f"{what} expects name=value, got {item!r}")
-        name, text = item.split("=", 1)
-        name = name.strip()
-        out[name] = parse_value(name, text.strip())
-    return out
-
-
-def _parse_grid(items) -> dict:
-    grid = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
-        name, text = item.split("=", 1)
-        name = name.strip()
-        if name in STATIC_FIELDS:
-            raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
-                              f"use --set {name}=... instead")
-        values = [v for v in text.split(",") if v.strip()]
-        if not values:
-            raise ConfigError(f"grid axis {name!r} has no values")
-        grid[name] = [parse_value(name, v.strip()) for v in values]
-    return grid
+                            ConfigError, parse_assignments, parse_grid, preset)
 
 
 def _config_from_args(args) -> Config:
-    overrides = _parse_assignments(args.set, "--set")
+    overrides = parse_assignments(args.set, "--set")
     if args.preset:
         return preset(args.preset, args.task, **overrides)
     return Config().replace(task=args.task, **overrides)
@@ -59,7 +32,8 @@ def _add_run_args(p, sweep: bool):
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a knob or static setting (repeatable), e.g. --set lr_policy=1e-4")
     p.add_argument("--out", default=None, help="run directory to write (manifest + metrics)")
-    p.add_argument("--checkpoint", action="store_true", help="also save the final agent states (orbax)")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="keep the final agent states (orbax); --set checkpoint_at=0,150,300 keeps others")
     p.add_argument("--chunk", type=int, default=None, help="iterations per compiled chunk (progress granularity)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
@@ -130,7 +104,7 @@ def cmd_presets(args):
 
 
 def cmd_train(args):
-    from pg_diag.sweep import train
+    from pg_diag.run import train
     cfg = _config_from_args(args)
     result = train(cfg, seed=args.seed, out=args.out, progress=args.progress, chunk_iterations=args.chunk,
                    save_checkpoint=args.checkpoint, batching=args.batching)
@@ -140,9 +114,9 @@ def cmd_train(args):
 
 
 def cmd_sweep(args):
-    from pg_diag.sweep import sweep
+    from pg_diag.run import sweep
     cfg = _config_from_args(args)
-    grid = _parse_grid(args.grid)
+    grid = parse_grid(args.grid)
     result = sweep(cfg, grid, seeds=args.seeds, out=args.out, progress=args.progress,
                    chunk_iterations=args.chunk, save_checkpoint=args.checkpoint, batching=args.batching)
     print(_summary(result))
@@ -151,8 +125,21 @@ def cmd_sweep(args):
 
 
 def cmd_show(args):
-    from pg_diag.sweep import load_run
-    print(_summary(load_run(args.run)))
+    from pg_diag.run import load_run
+    try:
+        run = load_run(args.run)
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from None
+    print(_summary(run))
+    if run.checkpoints:
+        print(f"checkpoints after iterations: {', '.join(map(str, run.checkpoints))}")
+
+
+def cmd_resume(args):
+    from pg_diag.run import resume
+    result = resume(args.run, progress=args.progress)
+    print(_summary(result))
+    print(f"wrote {args.run}")
 
 
 def cmd_fig_ablation(args):
@@ -167,7 +154,7 @@ def cmd_fig_ablation(args):
 
 def _experiment_args(args) -> dict:
     return dict(tasks=tuple(args.task) if args.task else None, seeds=args.seeds, progress=args.progress,
-                **_parse_assignments(args.set, "--set"))
+                **parse_assignments(args.set, "--set"))
 
 
 def cmd_fig_trust_region(args):
@@ -239,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.set_defaults(func=cmd_show)
 
+    p = sub.add_parser("resume", help="continue an interrupted run from its last saved state")
+    p.add_argument("run", help="the run directory (the one given to --out)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    p.set_defaults(func=cmd_resume)
+
     _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
                     cmd_fig_ablation, "results/fig-ablation")
     _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
@@ -268,6 +261,8 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"pg-diag: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the run directory is consistent and says how to resume
+        return 130
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Trajectory collection (``lax.scan``), GAE and discounted returns.
+"""Trajectory collection (``lax.scan``), GAE, discounted returns and the update batch.
 
 One agent collects ``steps_per_env`` steps from each of its ``num_envs``
 environments per iteration (ref §2.1). Per step, in the original's order:
@@ -11,6 +11,10 @@ environments per iteration (ref §2.1). Per step, in the original's order:
 4. the next raw observation is pushed into the observation statistics; finished
    environments are reset and their reset observations pushed too; the
    observation the policy sees next is filtered with the updated statistics.
+
+With ``frozen=True`` nothing is pushed: the observation normalizer and the
+reward scaler use the statistics they were given, so a fixed policy is
+sampled as the fixed policy it is (the diagnostics' setting).
 """
 
 from __future__ import annotations
@@ -65,10 +69,10 @@ class Transitions:
     finished_length: jax.Array
 
 
-def reset_envs(env: Env, key, num_envs: int, filters: Filters, knobs):
-    """Reset every environment and push the reset observations (ref §2.1)."""
+def reset_envs(env: Env, key, num_envs: int, filters: Filters, knobs, frozen: bool = False):
+    """Reset every environment and push the reset observations (ref §2.1; not when ``frozen``)."""
     state = jax.vmap(env.reset)(jax.random.split(key, num_envs))
-    obs_stat = push(filters.obs, state.obs)
+    obs_stat = filters.obs if frozen else push(filters.obs, state.obs)
     carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs),
                      ret=jnp.zeros(num_envs, jnp.float32),
                      ep_return=jnp.zeros(num_envs, jnp.float32),
@@ -84,10 +88,11 @@ def _select(mask, a, b):
 
 
 def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
-            num_steps: int, freeze_actions=False):
+            num_steps: int, freeze_actions=False, frozen: bool = False):
     """Run ``num_steps`` steps in every environment. Returns the new carry and
     filters and the :class:`Transitions`. ``freeze_actions`` (bool []) replaces
-    actions by zeros, so a diverged agent cannot feed NaNs to the physics."""
+    actions by zeros, so a diverged agent cannot feed NaNs to the physics;
+    ``frozen`` (static) keeps the filters' statistics as given."""
     num_envs = carry.obs.shape[0]
 
     def step(c, k):
@@ -101,14 +106,17 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
         nxt = jax.vmap(env.step)(carry.state, action)
         done = nxt.terminated | nxt.truncated
 
-        ret, ret_stat, rew_stat, reward = scale_reward(filters.ret, filters.rew, carry.ret, nxt.reward, knobs)
+        ret, ret_stat, rew_stat, reward = scale_reward(filters.ret, filters.rew, carry.ret, nxt.reward, knobs,
+                                                       update=not frozen)
         reward = clip_reward(reward, knobs)
         ret = jnp.where(done, 0.0, ret)
 
-        obs_stat = push(filters.obs, nxt.obs)  # the terminal observation is pushed too
         fresh = jax.vmap(env.reset)(jax.random.split(k_reset, num_envs))
         state = _select(done, fresh, nxt)
-        obs_stat = push(obs_stat, fresh.obs, mask=done)
+        obs_stat = filters.obs
+        if not frozen:
+            obs_stat = push(obs_stat, nxt.obs)  # the terminal observation is pushed too
+            obs_stat = push(obs_stat, fresh.obs, mask=done)
 
         ep_return = carry.ep_return + nxt.reward
         ep_length = carry.ep_length + 1
@@ -159,3 +167,34 @@ def discounted_returns(rewards, dones, gamma):
 
     _, ret = jax.lax.scan(back, jnp.zeros_like(rewards[0]), (rewards, not_done), reverse=True)
     return ret
+
+
+@struct.dataclass
+class UpdateBatch:
+    """A flattened batch for the updates: every field is [B, ...] (B = T·N)."""
+
+    obs: jax.Array
+    action: jax.Array
+    old_log_prob: jax.Array
+    advantages: jax.Array     # GAE Â, not normalized (each algorithm normalizes its own way)
+    old_values: jax.Array     # V_old(s) of the pre-update value network
+    value_targets: jax.Array  # V_old + Â
+    value_mask: jax.Array     # False on done steps, which the value loss leaves out (ref §2.4)
+
+
+def build_batch(value_params, transitions: Transitions, next_obs, knobs) -> UpdateBatch:
+    """Values, GAE advantages and value targets from the pre-update value
+    network (ref §2.1 steps 2–3), flattened into an :class:`UpdateBatch`.
+
+    ``next_obs`` [N, obs] is the filtered observation after the last step,
+    whose value bootstraps the batch end; with ``reference_batch_end`` the
+    last step bootstraps from V(s_{T−1}) as the original did (ref §8 B4)."""
+    values = networks.value_apply(value_params, transitions.obs, knobs)       # [T, N]
+    final_value = networks.value_apply(value_params, next_obs, knobs)         # [N], V(s_T)
+    last_value = jnp.where(knobs["reference_batch_end"], values[-1], final_value)
+    adv = gae_advantages(transitions.reward, values, last_value, transitions.done, knobs["gamma"],
+                         knobs["gae_lambda"])
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731 - [T, N, ...] -> [T·N, ...]
+    return UpdateBatch(obs=flat(transitions.obs), action=flat(transitions.action),
+                       old_log_prob=flat(transitions.log_prob), advantages=flat(adv), old_values=flat(values),
+                       value_targets=flat(values + adv), value_mask=flat(~transitions.done))

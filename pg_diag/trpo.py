@@ -12,7 +12,8 @@
    the whole batch is ≤ δ, and actual / expected improvement > accept_ratio
    (expected = scale·g·Δ). If none is acceptable the policy is unchanged.
 
-The value network is trained as in PPO (:func:`pg_diag.ppo.value_update`).
+The value network is trained as in PPO (:func:`pg_diag.ppo.value_update`). The step
+is returned, never applied: the caller keeps it or not.
 The entropy coefficient and gradient clipping do not act here: the original
 TRPO step has no entropy term, and rescaling g leaves the natural-gradient
 step unchanged (ref §8 B2).
@@ -26,7 +27,8 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
-from pg_diag.ppo import UpdateBatch, normalize_advantages
+from pg_diag.objectives import kl_stats, normalize_advantages, probability_ratio, surrogate
+from pg_diag.rollout import UpdateBatch
 
 TINY = 1e-30
 
@@ -52,8 +54,7 @@ def conjugate_gradient(matvec, b: jax.Array, iterations: int) -> jax.Array:
 
 def mean_kl(params, obs, old_mean, old_log_std, knobs) -> jax.Array:
     """Mean over ``obs`` of KL(π_old ‖ π_params), π_old given by its outputs."""
-    mean, log_std = networks.policy_apply(params, obs, knobs)
-    return jnp.mean(networks.gaussian_kl(old_mean, old_log_std, mean, log_std))
+    return kl_stats(old_mean, old_log_std, *networks.policy_apply(params, obs, knobs)).mean_kl
 
 
 def fisher_vector_product(params, obs, knobs, damping):
@@ -67,11 +68,9 @@ def fisher_vector_product(params, obs, knobs, damping):
 
 @struct.dataclass
 class TRPOInfo:
-    surrogate_before: jax.Array
-    surrogate_after: jax.Array
+    surrogate_after: jax.Array  # L at the accepted parameters (L at θ_old when none was accepted)
     step_scale: jax.Array       # accepted 2^-i, or 0 when the line search failed
-    expected_improvement: jax.Array  # g·Δ for the full step
-    grad_norm: jax.Array
+    grad_norm: jax.Array        # |g|
 
 
 def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, line_search_steps: int,
@@ -81,12 +80,12 @@ def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, lin
     adv = normalize_advantages(batch.advantages)  # over the whole batch (ref §6)
     old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))
 
-    def surrogate(theta):
+    def objective(theta):
         mean, log_std = networks.policy_apply(unravel(theta), batch.obs, knobs)
-        ratio = jnp.exp(networks.gaussian_log_prob(mean, log_std, batch.action) - batch.old_log_prob)
-        return jnp.mean(ratio * adv)
+        return surrogate(probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action),
+                                           batch.old_log_prob), adv)
 
-    loss0, g = jax.value_and_grad(surrogate)(flat)
+    loss0, g = jax.value_and_grad(objective)(flat)
 
     subset = jax.random.permutation(key, batch.obs.shape[0])[:fisher_size]
     fvp = fisher_vector_product(params, batch.obs[subset], knobs, knobs["damping"])
@@ -99,7 +98,7 @@ def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, lin
 
     def try_scale(scale):
         theta = flat + scale * full_step
-        return surrogate(theta), mean_kl(unravel(theta), batch.obs, old_mean, old_log_std, knobs)
+        return objective(theta), mean_kl(unravel(theta), batch.obs, old_mean, old_log_std, knobs)
 
     losses, kls = jax.vmap(try_scale)(scales)
     improvement = losses - loss0
@@ -109,6 +108,6 @@ def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, lin
     first = jnp.argmax(ok)
     scale = jnp.where(accepted, scales[first], 0.0)
     new_flat = jnp.where(accepted, flat + scale * full_step, flat)
-    info = TRPOInfo(surrogate_before=loss0, surrogate_after=jnp.where(accepted, losses[first], loss0),
-                    step_scale=scale, expected_improvement=expected, grad_norm=jnp.linalg.norm(g))
+    info = TRPOInfo(surrogate_after=jnp.where(accepted, losses[first], loss0), step_scale=scale,
+                    grad_norm=jnp.linalg.norm(g))
     return unravel(new_flat), info

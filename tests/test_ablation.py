@@ -59,7 +59,7 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
 
 def test_paper_scale_matches_the_original_grid():
     """ref §3: Humanoid and Walker2d; LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}; 5 seeds; 320 agents per task."""
-    from pg_diag.sweep import plan
+    from pg_diag.run import plan
 
     scale = ablation.SCALES["paper"]
     assert scale.tasks == ("humanoid", "walker2d")

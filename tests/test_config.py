@@ -4,7 +4,7 @@ import pytest
 
 from pg_diag import Config, ConfigError, plan, preset, sweep
 from pg_diag.cli import main as cli_main
-from pg_diag.sweep import CompileCounter
+from pg_diag.run import CompileCounter
 
 
 @pytest.fixture

@@ -119,3 +119,26 @@ def test_rollout_log_prob_matches_policy_density():
     sigma = np.exp(np.asarray(log_std))
     dens = np.exp(-0.5 * ((np.asarray(tr.action) - np.asarray(mean)) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
     np.testing.assert_allclose(np.exp(tr.log_prob), dens[..., 0], rtol=1e-5)
+
+
+def test_frozen_collection_keeps_the_statistics_and_filters_with_them():
+    """With ``frozen`` the filters come back unchanged, every observation is normalized
+    with the given statistics, and rewards are divided by the given return std.
+    Statistics: observations {1, 2, 4} (mean 7/3, unbiased var 7/3), discounted
+    returns {1, 3} (std √2). The scripted episode observes 1, 2, 4 (terminal), 1, ...
+    and pays 1, 2 | 1, 2."""
+    from pg_diag.normalize import RunningStat, push
+
+    env = scripted_env()
+    k = Knobs(obs_normalization=True, obs_clipping=False, reward_scaling=True, reward_clipping=False).as_arrays()
+    params = networks.init_policy(jax.random.PRNGKey(0), 1, 1, (4,), k)
+    filters = Filters(obs=push(RunningStat.zeros((1,)), jnp.array([[1.0], [2.0], [4.0]])),
+                      ret=push(RunningStat.zeros(), jnp.array([1.0, 3.0])), rew=RunningStat.zeros())
+    carry, same = reset_envs(env, jax.random.PRNGKey(1), 1, filters, k, frozen=True)
+    _, after, tr = collect(env, params, carry, filters, jax.random.PRNGKey(2), k, 4, frozen=True)
+    for a, b, c in zip(jax.tree.leaves(filters), jax.tree.leaves(after), jax.tree.leaves(same)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    mean, std = 7 / 3, math.sqrt(7 / 3)
+    np.testing.assert_allclose(tr.obs[:, 0, 0], [(x - mean) / std for x in (1.0, 2.0, 1.0, 2.0)], rtol=1e-5)
+    np.testing.assert_allclose(tr.reward[:, 0], [r / math.sqrt(2) for r in (1.0, 2.0, 1.0, 2.0)], rtol=1e-5)

@@ -7,8 +7,8 @@ import pytest
 from pg_diag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
 from pg_diag.config import KNOB_NAMES
 from pg_diag.experiments.ablation import TOGGLES
-from pg_diag.sweep import CompileCounter, compiled_programs
-from pg_diag.train import METRICS
+from pg_diag.run import CompileCounter, clear_compiled
+from pg_diag.trainer import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 FLOAT_METRICS = [m for m in METRICS if m not in ("episodes", "diverged")]
@@ -23,7 +23,7 @@ def base():
 def toggle_sweep(base):
     sweep(base, None, seeds=[0], chunk_iterations=1)  # warm up one-time compiles of small helper ops
     grid = {t: [False, True] for t in TOGGLES}
-    compiled_programs.cache_clear()
+    clear_compiled()
     with CompileCounter() as counter:
         run = sweep(base, grid, seeds=[0, 1], chunk_iterations=SMALL["num_iterations"])
     return run, counter.count
@@ -41,7 +41,7 @@ def test_toggle_sweep_is_one_program(toggle_sweep, base):
     assert compiles == 2
     assert run.manifest["timings"]["compiles"] == 2
     # exactly as many as a sweep of two agents over one knob
-    compiled_programs.cache_clear()
+    clear_compiled()
     with CompileCounter() as counter:
         sweep(base, {"value_clipping": [False, True]}, seeds=[0], chunk_iterations=SMALL["num_iterations"])
     assert counter.count == 2

@@ -8,7 +8,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
 from pg_diag.config import Knobs
-from pg_diag.ppo import UpdateBatch
+from pg_diag.rollout import UpdateBatch
 from pg_diag.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
 
 OBS, ACT, HIDDEN = 3, 2, (5,)

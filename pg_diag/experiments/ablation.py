@@ -138,7 +138,7 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
     Writes ``<out>/<task>/`` run directories, ``<out>/best_lr_<task>.csv``,
     ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
     """
-    from pg_diag.sweep import sweep
+    from pg_diag.run import sweep
 
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")

@@ -95,7 +95,7 @@ def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, p
     DataFrame with an ``algorithm`` column (reusing matching runs on disk)."""
     import pandas as pd
 
-    from pg_diag.sweep import load_run, plan, sweep
+    from pg_diag.run import load_run, plan, sweep
 
     frames = []
     for base, points in programs(task, algorithms, **overrides):

@@ -25,11 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from pg_diag import networks
+from pg_diag import networks, stages
 from pg_diag.config import preset
-from pg_diag.ppo import normalize_advantages
-from pg_diag.train import make_train, seed_key
 from pg_diag.experiments import figures
+from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate
+from pg_diag.trainer import make_train, seed_key
 
 OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4), ("Adam", "adam", 3e-3),
               ("Adam", "adam", 3e-2), ("SGD+momentum", "momentum", 0.1))
@@ -40,10 +40,9 @@ def surrogates(params, batch, knobs, eps):
     """Clipped and unclipped surrogates on the whole batch (advantages normalized over it),
     with the ratios."""
     mean, log_std = networks.policy_apply(params, batch.obs, knobs)
-    ratio = jnp.exp(networks.gaussian_log_prob(mean, log_std, batch.action) - batch.old_log_prob)
+    ratio = probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action), batch.old_log_prob)
     adv = normalize_advantages(batch.advantages)
-    clipped = jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps, 1 + eps) * adv))
-    return clipped, jnp.mean(ratio * adv), ratio
+    return clipped_surrogate(ratio, adv, eps)[0], surrogate(ratio, adv), ratio
 
 
 def fixed_batch(task: str, seed: int = 0):
@@ -52,8 +51,9 @@ def fixed_batch(task: str, seed: int = 0):
     trainer = make_train(cfg.static)
     knobs = cfg.knobs.as_arrays()
     state = trainer.init(seed_key(seed), knobs)
-    _, _, _, batch = jax.jit(trainer.collect_batch)(state, state.envs, state.filters, knobs, seed_key(seed + 1))
-    return cfg, state.policy, batch, knobs
+    data = jax.jit(lambda s, k, key: stages.collect_batch(trainer.env, s.policy, s.value, s.envs, s.filters, k, key,
+                                                          cfg.steps_per_env))(state, knobs, seed_key(seed + 1))
+    return cfg, state.policy, data.batch, knobs
 
 
 def _optimizer(kind: str, lr: float):
@@ -67,8 +67,7 @@ def optimize(params, batch, knobs, eps, optimizer, steps: int):
 
     def record(p):
         lc, lu, ratio = surrogates(p, batch, knobs, eps)
-        mean, log_std = networks.policy_apply(p, batch.obs, knobs)
-        kl = jnp.mean(networks.gaussian_kl(old_mean, old_log_std, mean, log_std))
+        kl = kl_stats(old_mean, old_log_std, *networks.policy_apply(p, batch.obs, knobs)).mean_kl
         outside = jnp.mean((ratio < 1 - eps) | (ratio > 1 + eps))
         return jnp.stack([lc, lu, jnp.max(ratio), jnp.min(ratio), kl, outside])
 

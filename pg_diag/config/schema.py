@@ -1,4 +1,4 @@
-"""Configuration: static settings, traced knobs, presets and validation.
+"""Configuration schema: static settings, traced knobs and their validation.
 
 A run is described by one :class:`Config`. Its fields fall in two halves:
 
@@ -176,6 +176,21 @@ class Static:
     heldout_every: int = _static(
         0, "Every this many iterations (0 = never), also collect a held-out batch with the pre-update policy "
            "and report the trust-region metrics on it (ref §4.1).")
+    checkpoint_at: tuple = _static(
+        (), "Save every agent's full state after these iterations (0 = before training; e.g. 0,150,300,450), "
+            "kept in the run directory's checkpoints/. Needs an output directory; does not change the program.")
+    checkpoint_every: int = _static(
+        0, "Also save a checkpoint every this many iterations (0 = never). Does not change the program.")
+
+    def checkpoint_iterations(self) -> tuple:
+        """The iterations after which a checkpoint is kept, sorted (0 = the initial state)."""
+        every = range(self.checkpoint_every, self.num_iterations + 1, self.checkpoint_every) \
+            if self.checkpoint_every else ()
+        return tuple(sorted(set(self.checkpoint_at) | set(every)))
+
+    def program(self) -> "Static":
+        """These settings less those that do not shape the compiled program (the compile key)."""
+        return dataclasses.replace(self, checkpoint_at=(), checkpoint_every=0)
 
     @property
     def batch_size(self) -> int:
@@ -263,9 +278,15 @@ def check_static(name: str, value) -> Any:
         if not _is_real(value) or not 0 < value <= 1:
             raise ConfigError(f"fisher_fraction must be a number in (0, 1], got {value!r}")
         return float(value)
-    if name == "heldout_every":
+    if name == "checkpoint_at":
+        items = value if isinstance(value, (tuple, list)) else None
+        if items is None or not all(isinstance(i, numbers.Integral) and not _is_bool(i) and i >= 0 for i in items):
+            raise ConfigError(f"checkpoint_at must be a list of iterations (ints >= 0; 0 = before training), "
+                              f"got {value!r}")
+        return tuple(sorted({int(i) for i in items}))
+    if name in ("heldout_every", "checkpoint_every"):
         if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:
-            raise ConfigError(f"heldout_every must be an int >= 0 (0 = never), got {value!r}")
+            raise ConfigError(f"{name} must be an int >= 0 (0 = never), got {value!r}")
         return int(value)
     if name == "reset_every_iteration":
         if not _is_bool(value):
@@ -343,6 +364,13 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"task {s.task!r} is written in pure JAX and has no physics backend; physics must be "
                           f"'auto', got {s.physics!r} (mjx and native run the MuJoCo tasks: hopper, walker2d, "
                           f"humanoid)")
+    late = [i for i in s.checkpoint_at if i > s.num_iterations]
+    if late:
+        raise ConfigError(f"checkpoint_at {late} lies beyond the run's num_iterations = {s.num_iterations}; "
+                          f"checkpoints can be taken after iterations 0 … {s.num_iterations}")
+    if s.checkpoint_every > s.num_iterations:
+        raise ConfigError(f"checkpoint_every = {s.checkpoint_every} exceeds num_iterations = {s.num_iterations}: "
+                          f"no checkpoint would be taken; use a value in 1 … {s.num_iterations} (0 = never)")
     if s.batch_size % s.num_minibatches:
         raise ConfigError(
             f"batch of num_envs × steps_per_env = {s.num_envs} × {s.steps_per_env} = {s.batch_size} "
@@ -352,176 +380,3 @@ def validate(cfg: Config) -> None:
         raise ConfigError(
             f"minibatches of {s.minibatch_size} sample(s) are too small: per-minibatch advantage "
             f"normalization needs at least 2 (batch {s.batch_size}, num_minibatches {s.num_minibatches})")
-
-
-# --------------------------------------------------------------------------
-# Presets: the papers' hyperparameters (reference/original-code.md §3).
-# --------------------------------------------------------------------------
-
-_PAPER_COMMON = dict(num_envs=1, steps_per_env=2048, num_iterations=488, ppo_epochs=10,
-                     value_epochs=10, num_minibatches=32, reset_every_iteration=True,
-                     gamma=0.99, gae_lambda=0.95, clip_eps=0.2, value_clip_eps=0.2,
-                     entropy_coef=0.0, adam_eps=1e-5, obs_normalization=True,
-                     tanh_activations=True, grad_clipping=False)
-
-# PPO with its code-level optimizations: reward scaling ±10, obs clip ±10,
-# orthogonal init, LR annealing (ref §3 "What each variant means").
-_PPO = dict(algorithm="ppo", reward_scaling=True, reward_clipping=True, reward_clip=10.0,
-            obs_clipping=True, obs_clip=10.0, orthogonal_init=True, lr_annealing=True)
-# PPO-M: the same core without the optimizations; observation normalization
-# stays on, as in the original code.
-_PPO_M = dict(algorithm="ppo", reward_scaling=False, reward_clipping=False, obs_clipping=False,
-              orthogonal_init=False, lr_annealing=False, value_clipping=False)
-# PPO-NoClip: PPO with ε = 1e32 and per-task grid-searched settings.
-_NOCLIP = dict(algorithm="ppo", clip_eps=1e32, reward_scaling=True, reward_clipping=True, obs_clipping=True,
-               obs_clip=10.0, grad_clipping=True)
-# TRPO as in the TRPO paper / baselines: no reward scaling or clipping, xavier
-# init, observation normalization on (unclipped).
-_TRPO = dict(algorithm="trpo", reward_scaling=False, reward_clipping=False, obs_clipping=False,
-             orthogonal_init=False, lr_annealing=False, value_clipping=False)
-# TRPO+: TRPO with PPO's optimizations. The original configs also set a
-# gradient-norm clip and a KL schedule that its code never applied (ref §8
-# B1, B2); the presets keep what the published numbers were produced with:
-# a constant δ and no gradient clipping.
-_TRPO_PLUS = dict(algorithm="trpo", reward_scaling=True, reward_clipping=True, reward_clip=10.0,
-                  obs_clipping=True, obs_clip=10.0, lr_annealing=False, grad_clipping=False)
-_TRPO_PLUS_NOTE = (" The original config also sets clip_grad_norm {clip} and max_kl_final {final}, which its code "
-                   "never applied (ref §8 B1, B2): the preset uses the constant δ and no gradient clipping, as the "
-                   "published numbers were produced. (Rescaling g leaves the natural-gradient step unchanged, so "
-                   "in TRPO a gradient clip could only alter the line search's acceptance test.)")
-
-#: (algorithm, task) -> (overrides, description). Values from the released
-#: code [M] `configs/*.py` (ref §3); where the Closer Look table differs, the
-#: description says so.
-PRESETS: dict[tuple[str, str], tuple[dict, str]] = {
-    ("ppo", "hopper"): (
-        dict(_PPO, value_clipping=False, lr_policy=3e-4, lr_value=2.5e-4),
-        "PPO on Hopper, [M] hopper_ppo. Value clipping off as in the released config. "
-        "CL Table 1 lists policy LR 4.5e-4 and value LR 2e-4."),
-    ("ppo-m", "hopper"): (
-        dict(_PPO_M, lr_policy=1.7e-4, lr_value=4e-4),
-        "PPO-M on Hopper, [M] hopper_ppom (observation normalization on, as in the original)."),
-    ("ppo-noclip", "hopper"): (
-        dict(_NOCLIP, reward_scaling_uses_rewards=True, reward_clip=2.5, orthogonal_init=True, lr_annealing=True,
-             value_clipping=False, lr_policy=6e-5, lr_value=4e-4, gae_lambda=0.925, entropy_coef=-0.005,
-             max_grad_norm=4.0),
-        "PPO-NoClip on Hopper, [M] hopper_ppo_noclip: ε = 1e32, the 'rewards' reward filter clipped at 2.5, "
-        "λ 0.925, entropy coefficient −0.005 (an entropy penalty), gradient clip 4."),
-    ("trpo", "hopper"): (
-        dict(_TRPO, lr_value=2e-4, kl_bound=0.13),
-        "TRPO on Hopper, [M] hopper_trpo (CL Table 1 agrees): δ = 0.13."),
-    ("trpo+", "hopper"): (
-        dict(_TRPO_PLUS, orthogonal_init=True, value_clipping=False, lr_value=2e-4, kl_bound=0.04),
-        "TRPO+ on Hopper, [M] hopper_trpo_plus: δ = 0.04." + _TRPO_PLUS_NOTE.format(clip=1.0, final=0.07)),
-
-    ("ppo", "walker2d"): (
-        dict(_PPO, value_clipping=True, lr_policy=4e-4, lr_value=3e-4),
-        "PPO on Walker2d, [M] walker_ppo (CL Table 1 agrees)."),
-    ("ppo-m", "walker2d"): (
-        dict(_PPO_M, lr_policy=1e-4, lr_value=2e-4),
-        "PPO-M on Walker2d, [M] walker_ppom."),
-    ("ppo-noclip", "walker2d"): (
-        dict(_NOCLIP, reward_scaling_uses_rewards=True, reward_clip=30.0, obs_clipping=False, orthogonal_init=True,
-             lr_annealing=True, value_clipping=False, lr_policy=7.25e-5, lr_value=6e-4, gae_lambda=0.85,
-             entropy_coef=-0.01, max_grad_norm=0.1),
-        "PPO-NoClip on Walker2d, [M] walker_ppo_noclip: ε = 1e32, the 'rewards' reward filter clipped at 30, "
-        "no observation clipping, λ 0.85, entropy coefficient −0.01, gradient clip 0.1."),
-    ("trpo", "walker2d"): (
-        dict(_TRPO, lr_value=3e-4, kl_bound=0.04),
-        "TRPO on Walker2d, [M] walker_trpo (CL Table 1 agrees): δ = 0.04."),
-    ("trpo+", "walker2d"): (
-        dict(_TRPO_PLUS, orthogonal_init=True, value_clipping=False, lr_value=1e-4, kl_bound=0.07),
-        "TRPO+ on Walker2d, [M] walker_trpo_plus: δ = 0.07." + _TRPO_PLUS_NOTE.format(clip=1.0, final=0.04)),
-
-    ("ppo", "humanoid"): (
-        dict(_PPO, value_clipping=True, lr_policy=1.5e-4, lr_value=1e-4),
-        "PPO on Humanoid, [M] humanoid_ppo. CL Table 1 lists policy LR 2.5e-4."),
-    ("ppo-m", "humanoid"): (
-        dict(_PPO_M, lr_policy=9e-5, lr_value=4e-4),
-        "PPO-M on Humanoid, [M] humanoid_ppom."),
-    ("ppo-noclip", "humanoid"): (
-        dict(_NOCLIP, reward_clip=10.0, orthogonal_init=False, lr_annealing=False, value_clipping=True,
-             lr_policy=2e-5, lr_value=5e-5, gae_lambda=0.85, entropy_coef=0.005, max_grad_norm=0.5),
-        "PPO-NoClip on Humanoid, [M] humanoid_ppo_noclip: ε = 1e32, return-based reward scaling, xavier init, "
-        "no LR annealing, value clipping, λ 0.85, entropy bonus 0.005, gradient clip 0.5."),
-    ("trpo", "humanoid"): (
-        dict(_TRPO, lr_value=3e-4, kl_bound=0.07),
-        "TRPO on Humanoid, [M] humanoid_trpo (CL Table 1 agrees): δ = 0.07."),
-    ("trpo+", "humanoid"): (
-        dict(_TRPO_PLUS, orthogonal_init=False, value_clipping=True, lr_value=5e-5, gae_lambda=0.85, kl_bound=0.1),
-        "TRPO+ on Humanoid, [M] humanoid_trpo_plus: δ = 0.1, xavier init, value clipping, λ 0.85."
-        + _TRPO_PLUS_NOTE.format(clip=0.5, final=0.05)),
-}
-PAPER_TASKS = ("hopper", "walker2d", "humanoid")
-ALGORITHM_PRESETS = ("ppo", "ppo-m", "ppo-noclip", "trpo", "trpo+")
-for _key in list(PRESETS):
-    _over, _desc = PRESETS[_key]
-    PRESETS[_key] = (dict(_PAPER_COMMON, **_over), _desc)
-
-#: Static settings that make a study fit a 2-core CPU: 4 environments × 256 steps
-#: per iteration (1,024 samples, minibatches of 64 as in the papers), episodes
-#: continuing across iterations. The smoke scale of every figure uses them.
-CPU_SCALE = dict(num_envs=4, steps_per_env=256, num_minibatches=16, reset_every_iteration=False)
-
-# Cheap pure-JAX tasks: each algorithm with its Hopper knobs at CPU scale.
-_SMOKE = dict(CPU_SCALE, num_iterations=60)
-for _task in ("pendulum", "point_mass"):
-    for _algo in ALGORITHM_PRESETS:
-        _over, _ = PRESETS[(_algo, "hopper")]
-        PRESETS[(_algo, _task)] = (
-            dict(_over, **_SMOKE),
-            f"{_algo.upper()} on the pure-JAX {_task} task: the Hopper preset's knobs at CPU scale "
-            f"(4 envs × 256 steps per iteration, 16 minibatches, environments not reset between iterations).")
-
-
-def preset_names() -> list[str]:
-    return sorted({a for a, _ in PRESETS})
-
-
-def preset(algorithm: str, task: str, **overrides) -> Config:
-    """The papers' configuration of ``algorithm`` on ``task``, with overrides."""
-    key = (str(algorithm).lower(), str(task).lower())
-    if key not in PRESETS:
-        check_static("task", task)  # an unknown task is named as such
-        algos = sorted({a for a, _ in PRESETS})
-        tasks = sorted({t for a, t in PRESETS if a == key[0]}) or sorted({t for _, t in PRESETS})
-        if key[0] not in algos:
-            raise ConfigError(f"unknown preset algorithm {algorithm!r}; presets exist for: {', '.join(algos)}")
-        raise ConfigError(f"no preset for {algorithm!r} on task {task!r}; tasks with that preset: {', '.join(tasks)}")
-    values, _ = PRESETS[key]
-    return Config(name=f"{key[0]}/{key[1]}").replace(task=key[1], **{**values, **overrides})
-
-
-def parse_value(name: str, text: str):
-    """Parse a command-line value for a knob or static setting by its declared type."""
-    if name in BOOL_KNOBS or name == "reset_every_iteration":
-        low = text.strip().lower()
-        if low in ("1", "true", "on", "yes"):
-            return True
-        if low in ("0", "false", "off", "no"):
-            return False
-        raise ConfigError(f"{name} takes true/false (or on/off, 1/0), got {text!r}")
-    if name in KNOB_FIELDS:
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(f"knob {name!r} takes a number, got {text!r}") from None
-    if name in ("policy_hidden", "value_hidden"):
-        try:
-            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
-        except ValueError:
-            raise ConfigError(f"{name} takes widths like 64,64 or 64x64, got {text!r}") from None
-    if name in ("task", "algorithm", "physics"):
-        return text
-    if name == "fisher_fraction":
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(f"{name} takes a number in (0, 1], got {text!r}") from None
-    if name in STATIC_FIELDS:
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigError(f"{name} takes a positive integer, got {text!r}") from None
-    raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
-                      f"knobs are: {', '.join(KNOB_NAMES)}")

@@ -1,0 +1,75 @@
+"""Values from the command line: ``NAME=VALUE`` settings and ``KNOB=V1,V2`` grid axes, parsed by declared type."""
+
+from __future__ import annotations
+
+from pg_diag.config.schema import BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, STATIC_FIELDS, STATIC_NAMES, ConfigError
+
+
+def parse_value(name: str, text: str):
+    """Parse a command-line value for a knob or static setting by its declared type."""
+    if name in BOOL_KNOBS or name == "reset_every_iteration":
+        low = text.strip().lower()
+        if low in ("1", "true", "on", "yes"):
+            return True
+        if low in ("0", "false", "off", "no"):
+            return False
+        raise ConfigError(f"{name} takes true/false (or on/off, 1/0), got {text!r}")
+    if name in KNOB_FIELDS:
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"knob {name!r} takes a number, got {text!r}") from None
+    if name == "checkpoint_at":
+        try:
+            return tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(f"{name} takes iterations like 0,150,300,450, got {text!r}") from None
+    if name in ("policy_hidden", "value_hidden"):
+        try:
+            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(f"{name} takes widths like 64,64 or 64x64, got {text!r}") from None
+    if name in ("task", "algorithm", "physics"):
+        return text
+    if name == "fisher_fraction":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"{name} takes a number in (0, 1], got {text!r}") from None
+    if name in STATIC_FIELDS:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{name} takes a positive integer, got {text!r}") from None
+    raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
+                      f"knobs are: {', '.join(KNOB_NAMES)}")
+
+
+def parse_assignments(items, what: str) -> dict:
+    """``["name=value", ...]`` (``--set``) -> {name: parsed value}."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"{what} expects name=value, got {item!r}")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        out[name] = parse_value(name, text.strip())
+    return out
+
+
+def parse_grid(items) -> dict:
+    """``["knob=v1,v2", ...]`` (``--grid``) -> {knob: [values]}; static settings are refused."""
+    grid = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        if name in STATIC_FIELDS:
+            raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
+                              f"use --set {name}=... instead")
+        values = [v for v in text.split(",") if v.strip()]
+        if not values:
+            raise ConfigError(f"grid axis {name!r} has no values")
+        grid[name] = [parse_value(name, v.strip()) for v in values]
+    return grid

@@ -1,0 +1,99 @@
+"""Every objective the algorithms, the training metrics and the diagnostics use, each defined once.
+
+* :func:`probability_ratio` — r = π_θ(a|s) / π_old(a|s) from log-probabilities;
+* :func:`surrogate` — CL eq. 15's surrogate reward mean(r·Â) (TRPO's objective);
+* :func:`clipped_surrogate` — PPO's mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)) (CL eq. 13);
+* :func:`value_loss` — squared error to V_old + Â, with IM opt. 1 (value clipping);
+* :func:`kl` / :func:`kl_stats` — KL(π_old ‖ π_new) per state, and its mean and max;
+* :func:`entropy` — the Gaussian policy's entropy;
+* :func:`normalize_advantages` — Â standardized as the original does (per PPO minibatch, per TRPO batch).
+
+Objectives are written as quantities to **maximize** (surrogates) or
+**minimize** (the value loss) and return ``(value, info)`` where there is
+something to report beside the value.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from pg_diag import networks
+
+ADV_EPS = 1e-8
+
+
+def normalize_advantages(adv: jax.Array) -> jax.Array:
+    """(Â − mean)/(std + 1e-8) with the unbiased std, as torch computes it (ref §6)."""
+    n = adv.shape[0]
+    mean = jnp.mean(adv)
+    std = jnp.sqrt(jnp.sum(jnp.square(adv - mean)) / (n - 1))
+    return (adv - mean) / (std + ADV_EPS)
+
+
+def probability_ratio(log_prob: jax.Array, old_log_prob: jax.Array) -> jax.Array:
+    """r = π_θ(a|s)/π_old(a|s) = exp(log π_θ − log π_old), per sample."""
+    return jnp.exp(log_prob - old_log_prob)
+
+
+def surrogate(ratio: jax.Array, adv: jax.Array) -> jax.Array:
+    """The surrogate reward L(θ) = mean(r·Â) (CL eq. 15; TRPO's objective)."""
+    return jnp.mean(ratio * adv)
+
+
+@struct.dataclass
+class ClipInfo:
+    clip_fraction: jax.Array  # fraction of samples with |r − 1| > ε
+
+
+def clipped_surrogate(ratio: jax.Array, adv: jax.Array, clip_eps) -> tuple[jax.Array, ClipInfo]:
+    """PPO's clipped surrogate L^C(θ) = mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)) (CL eq. 13 / PPO eq. 7).
+
+    A huge ε (PPO-NoClip) leaves r unclipped and L^C = L."""
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    value = jnp.mean(jnp.minimum(ratio * adv, clipped * adv))
+    fraction = jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32))
+    return value, ClipInfo(clip_fraction=fraction)
+
+
+# --- IM opt. 1: value function clipping ------------------------------------------
+
+def value_loss(values, old_values, targets, mask, knobs) -> jax.Array:
+    """Value regression to V_old + Â over non-terminal samples (ref §2.4).
+
+    With IM opt. 1 on, the per-sample loss is the **max** of the unclipped and
+    the clipped squared error, V_old + clip(V − V_old, ±ε_v) (ref §2.4, §8 B8;
+    the IM paper's text writes min). Samples with ``mask`` 0 (done steps) are
+    excluded, as in the original.
+    """
+    unclipped = jnp.square(values - targets)
+    eps_v = knobs["value_clip_eps"]
+    clipped = jnp.square(old_values + jnp.clip(values - old_values, -eps_v, eps_v) - targets)
+    per_sample = jnp.where(knobs["value_clipping"], jnp.maximum(unclipped, clipped), unclipped)
+    mask = mask.astype(jnp.float32)
+    return jnp.sum(per_sample * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+# --- KL and entropy (ref §2.7, §4.1) ------------------------------------------------
+
+def kl(old_mean, old_log_std, mean, log_std) -> jax.Array:
+    """KL(π_old ‖ π_new) per state, the old policy given by its outputs."""
+    return networks.gaussian_kl(old_mean, old_log_std, mean, log_std)
+
+
+@struct.dataclass
+class KLStats:
+    mean_kl: jax.Array
+    max_kl: jax.Array
+
+
+def kl_stats(old_mean, old_log_std, mean, log_std) -> KLStats:
+    """Mean and max over states of KL(π_old ‖ π_new) (ref §4.1: the trust-region metrics)."""
+    per_state = kl(old_mean, old_log_std, mean, log_std)
+    return KLStats(mean_kl=jnp.mean(per_state), max_kl=jnp.max(per_state))
+
+
+def entropy(log_std) -> jax.Array:
+    """Entropy of the state-independent diagonal Gaussian (one value per ``log_std`` row)."""
+    return networks.gaussian_entropy(log_std)

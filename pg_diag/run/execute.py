@@ -1,0 +1,321 @@
+"""Running a sweep: every agent of a plan as ONE compiled program, in chunks, resumable.
+
+    from pg_diag import preset, sweep
+    run = sweep(preset("ppo", "pendulum"),
+                grid={"value_clipping": [False, True], "lr_policy": [1e-4, 3e-4]},
+                seeds=5, out="runs/demo")
+    run.metrics.groupby(["value_clipping", "lr_policy"]).mean_return.max()
+
+Every agent (one grid point × one seed) is a row of a stacked knob pytree;
+the training step is ``vmap``-ed over that leading agent axis and compiled
+once, so the number of compiles does not depend on how many knobs or values
+are swept. Training runs in chunks of iterations; between chunks the host
+draws a progress bar and writes the metrics and every agent's state to the
+run directory, so an interrupted run (Ctrl-C, SIGTERM, or a killed process,
+which loses at most the chunk in flight) continues with
+``sweep(resume=RUN_DIR)`` / ``pg-diag resume RUN_DIR``. On several devices
+the agent axis is sharded across them.
+
+An agent's randomness depends only on its seed, so a configuration inside a
+sweep gives the same numbers as the same configuration run alone, and agents
+with the same seed share initial weights and environment noise across grid
+points (common random numbers, which sharpen paired comparisons).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pg_diag.config import BOOL_KNOBS, KNOB_NAMES, Config, ConfigError, stack_knobs
+from pg_diag.run import store
+from pg_diag.run.plan import Plan, plan
+from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk
+from pg_diag.run.shard import agent_sharding, pad_and_shard
+from pg_diag.trainer import METRICS, make_train, seed_key
+
+#: How agents share a compiled program. "vmap" batches them (the fast path,
+#: and the only sensible one on accelerators); "map" loops over them inside the
+#: program, so each agent's arithmetic is exactly that of a run alone.
+AGENT_BATCHING = ("vmap", "map")
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run was stopped by SIGTERM (Ctrl-C raises KeyboardInterrupt itself)."""
+
+
+# --- compiled programs ---------------------------------------------------------------
+
+@functools.lru_cache(maxsize=8)
+def _trainer(static):
+    return make_train(static)
+
+
+def _over_agents(fn, batching: str):
+    if batching == "vmap":
+        return jax.vmap(fn)
+    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
+
+
+def _abstract_inputs(n_agents: int):
+    sharding = agent_sharding()
+    keys = jax.ShapeDtypeStruct((n_agents,) + seed_key(0).shape, seed_key(0).dtype, sharding=sharding)
+    knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if name in BOOL_KNOBS else jnp.float32,
+                                        sharding=sharding) for name in KNOB_NAMES}
+    return keys, knobs
+
+
+@functools.lru_cache(maxsize=32)
+def init_program(static, n_agents: int, batching: str = "vmap"):
+    """The compiled initialization of ``n_agents`` agents (cached: a notebook
+    repeating a sweep of the same shape does not compile again)."""
+    return jax.jit(_over_agents(_trainer(static).init, batching)).lower(*_abstract_inputs(n_agents)).compile()
+
+
+@functools.lru_cache(maxsize=32)
+def chunk_program(static, n_agents: int, length: int, batching: str = "vmap"):
+    """The compiled chunk of ``length`` iterations of ``n_agents`` agents (cached)."""
+    trainer = _trainer(static)
+    keys, knobs = _abstract_inputs(n_agents)
+    states = jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs)
+    fn = jax.jit(lambda s, k: trainer.run_agents(s, k, length, batching), donate_argnums=0)
+    return fn.lower(states, knobs).compile()
+
+
+def clear_compiled() -> None:
+    """Forget the compiled programs (the next sweep compiles afresh)."""
+    init_program.cache_clear()
+    chunk_program.cache_clear()
+
+
+# --- waiting, responsive to signals ------------------------------------------------------
+
+def _wait(tree) -> None:
+    """Block until ``tree`` is computed, polling so that Ctrl-C and SIGTERM are
+    handled at once rather than when a long compiled chunk returns."""
+    delay = 1e-4
+    for x in jax.tree.leaves(tree):
+        while not x.is_ready():
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """Turn SIGTERM into :class:`Interrupted` for the duration of a run (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        raise Interrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --- the public entry points -----------------------------------------------------------------
+
+def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
+          seeds: int | Sequence[int] = 1, out: str | None = None, *, progress: bool | None = None,
+          chunk_iterations: int | None = None, save_checkpoint: bool = False, label: str | None = None,
+          batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None) -> store.RunResult:
+    """Train every (grid point × seed) agent of ``base`` as one compiled program.
+
+    Returns a :class:`~pg_diag.run.store.RunResult`; with ``out`` it also
+    writes the run directory (``manifest.json``, ``metrics.parquet`` and
+    ``checkpoints/``), refreshed after every chunk. The agents' states after
+    the iterations in ``base.checkpoint_at`` / ``checkpoint_every`` are kept,
+    and with ``save_checkpoint`` the final one.
+
+    ``resume=RUN_DIR`` continues an interrupted run from its last saved state
+    with the configuration recorded in it (``base``, ``grid`` and ``seeds``
+    may be omitted; given, they must match).
+
+    ``batching="vmap"`` (default) vectorizes the agents; each agent's numbers
+    then equal a run alone up to float32 rounding, because XLA may pick
+    different kernels for different batch sizes. ``batching="map"`` loops
+    over agents inside the same compiled program: every agent is bitwise
+    identical to the same configuration and seed run alone (with "map"),
+    at some cost in speed.
+    """
+    if resume is not None:
+        return _resume(resume, base, grid, seeds, labels, progress)
+    p = plan(base, grid, seeds, labels)
+    static = base.static
+    if chunk_iterations is None:
+        chunk_iterations = default_chunk(static.num_iterations)
+    if isinstance(chunk_iterations, bool) or not isinstance(chunk_iterations, int) or chunk_iterations < 1:
+        raise ConfigError(f"chunk_iterations must be a positive int, got {chunk_iterations!r}")
+    chunk_iterations = min(chunk_iterations, static.num_iterations)
+    if out is None and (save_checkpoint or static.checkpoint_iterations()):
+        what = "save_checkpoint=True" if save_checkpoint else f"checkpoints at {list(static.checkpoint_iterations())}"
+        raise ConfigError(f"{what} needs an output directory (out=...)")
+    if batching not in AGENT_BATCHING:
+        raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
+    manifest = {
+        "format": store.FORMAT,
+        "label": label or base.name,
+        "status": "compiling",
+        "base_config": base.to_dict(),
+        "grid_axes": list(p.grid_axes),
+        "grid_points": list(p.points),
+        "labels": list(p.labels),
+        "seeds": list(p.seeds),
+        "agents": [{"agent": a, "point": pi, "seed": s, "knobs": p.points[pi],
+                    **({"label": p.labels[pi]} if p.labels else {})} for a, pi, s in p.agents()],
+        "num_agents": p.num_agents,
+        "metrics": METRICS,
+        "versions": store.versions(),
+        "git_revision": store.git_revision(),
+        "device": store.device_info(),
+        "command": " ".join(sys.argv),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "chunk_iterations": chunk_iterations,
+        "batching": batching,
+        "save_checkpoint": bool(save_checkpoint),
+        "physics": store.physics_info(static),
+        "iterations_done": 0,
+    }
+    return _execute(p, manifest, out, progress)
+
+
+def train(config: Config, seed: int = 0, out: str | None = None, **kwargs) -> store.RunResult:
+    """Train one agent: a sweep of one configuration and one seed."""
+    return sweep(config, None, seeds=[seed], out=out, **kwargs)
+
+
+def resume(run_dir: str, progress: bool | None = None) -> store.RunResult:
+    """Continue the interrupted run in ``run_dir`` from its last saved state."""
+    return sweep(resume=run_dir, progress=progress)
+
+
+def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
+    try:
+        manifest = store.read_manifest(run_dir)
+    except FileNotFoundError:
+        raise ConfigError(f"cannot resume {run_dir!r}: it is not a pg_diag run directory (no "
+                          f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
+    if "base_config" not in manifest or "grid_points" not in manifest:
+        raise ConfigError(f"cannot resume {run_dir!r}: its {store.MANIFEST} is not a training run's "
+                          f"(format {manifest.get('format')!r})")
+    p = store.plan_from_manifest(manifest)
+    if base is not None:
+        given = plan(base, grid, seeds, labels)
+        for what, mine, theirs in (("base configuration", base.to_dict(), manifest["base_config"]),
+                                   ("grid", list(given.points), manifest["grid_points"]),
+                                   ("seeds", list(given.seeds), manifest["seeds"])):
+            if json.loads(json.dumps(mine, default=list)) != theirs:
+                raise ConfigError(f"cannot resume {run_dir!r} with another {what}: the run has {theirs!r}, "
+                                  f"got {mine!r}; omit it to use the run's own")
+    if manifest["status"] == "complete":
+        sys.stderr.write(f"{run_dir}: the run is already complete ({manifest['iterations_done']} iterations)\n")
+        return store.load_run(run_dir)
+    return _execute(p, manifest, run_dir, progress, resume=True)
+
+
+# --- the run loop ---------------------------------------------------------------------
+
+def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool = False):
+    static, n = p.base.static, p.num_agents
+    program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
+    kept = set(static.checkpoint_iterations()) | ({static.num_iterations} if manifest["save_checkpoint"] else set())
+    if progress is None:
+        progress = sys.stderr.isatty()
+    knobs = stack_knobs([cfg.knobs for cfg in p.configs for _ in p.seeds])
+    keys = jax.device_put(np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()]))
+    (keys, knobs), n_padded = pad_and_shard((keys, knobs), n)
+    resume_cmd = f"pg-diag resume {out}" if out else None
+    manifest.update(resume_command=resume_cmd,
+                    checkpoints={"kept": sorted(kept), "saved": store.saved_iterations(out) if out else []})
+
+    t_start = time.perf_counter()
+    compile_s = 0.0
+
+    def get(fn, *args):
+        nonlocal compile_s
+        t = time.perf_counter()
+        prog = fn(program, n_padded, *args)
+        compile_s += time.perf_counter() - t
+        return prog
+
+    done, history, state, latest = 0, {}, None, None
+    status, bar = "interrupted", None
+    with CompileCounter() as counter, _sigterm_interrupts():
+        try:
+            saved = store.saved_iterations(out) if resume else []
+            if saved:
+                latest = done = saved[-1]
+                state, _ = pad_and_shard(store.restore_states(out, done, p.base, n), n)
+                history = store.history_from_frame(store.load_run(out).metrics, n, done) if done else {}
+            else:
+                state = get(init_program, batching)(keys, knobs)
+            lengths = chunk_lengths(done, static.num_iterations, chunk, kept)
+            if lengths:
+                get(chunk_program, lengths[0], batching)  # compile the main chunk before the clock starts
+            manifest["status"] = "running"
+            bar = Progress(static.num_iterations, manifest["label"], progress)
+            if out is not None and done == 0 and 0 in kept:
+                store.save_states(out, 0, state, n)
+            for length in lengths:
+                state, metrics = get(chunk_program, length, batching)(state, knobs)
+                _wait((state, metrics))
+                chunk_metrics = {k: np.asarray(v).T[:n] for k, v in jax.device_get(metrics).items()}
+                history = {k: np.concatenate([history[k], v], axis=1) if history else v
+                           for k, v in chunk_metrics.items()}
+                done += length
+                ret = chunk_metrics["mean_return"][:, -1]
+                bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
+                if out is not None:
+                    store.write_metrics(out, store.metrics_frame(p, history))
+                    store.save_states(out, done, state, n)
+                    if latest is not None and latest not in kept:
+                        store.drop_checkpoint(out, latest)
+                    latest = done
+                    store.write_manifest(out, _progress_manifest(manifest, done, out, history, counter))
+            if out is not None and latest is not None and latest not in kept:
+                store.drop_checkpoint(out, latest)
+            status = "complete"
+        finally:
+            if bar is not None:
+                bar.close()
+            t_end = time.perf_counter()
+            manifest.update(_progress_manifest(manifest, done, out, history, counter))
+            manifest.update(status=status, timings={
+                "compile_s": compile_s, "run_s": t_end - t_start - compile_s, "total_s": t_end - t_start,
+                "compiles": counter.count, "compile_backend_s": counter.seconds,
+                "env_steps": done * static.batch_size * n,
+                "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
+            if out is not None:
+                store.write_metrics(out, store.metrics_frame(p, history))
+                store.write_manifest(out, manifest)
+            if status != "complete":
+                where = f"; resume with: {resume_cmd}" if resume_cmd else ""
+                sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
+                                 f"{static.num_iterations}{where}\n")
+    diverged = manifest["diverged_agents"]
+    if diverged:
+        sys.stderr.write(f"warning: {len(diverged)} of {n} agents diverged (non-finite parameters "
+                         f"or losses): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
+    final = jax.tree.map(lambda x: x[:n], state) if n_padded != n else state
+    return store.RunResult(manifest=manifest, metrics=store.metrics_frame(p, history), path=out, final_state=final)
+
+
+def _progress_manifest(manifest: dict, done: int, out, history: dict, counter) -> dict:
+    flag = history.get("diverged")
+    diverged = [int(a) for a in np.nonzero(flag.any(axis=1))[0]] if flag is not None else []
+    return {**manifest, "iterations_done": done, "diverged_agents": diverged,
+            "checkpoints": {**manifest["checkpoints"], "saved": store.saved_iterations(out) if out else []}}

@@ -1,0 +1,108 @@
+"""Planning a sweep: a base config × a knob grid × seeds -> the validated list of agents.
+
+All validation of a sweep happens here, before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from pg_diag.config import KNOB_FIELDS, KNOB_NAMES, STATIC_FIELDS, Config, ConfigError, check_knob
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The validated agent list of a sweep."""
+
+    base: Config
+    grid_axes: tuple            # knob names that vary, in order
+    points: tuple               # tuple of dicts: knob overrides per grid point
+    seeds: tuple                # seeds, each run at every grid point
+    configs: tuple              # Config per grid point
+    labels: tuple = ()          # optional name per grid point (e.g. the algorithm preset)
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.points) * len(self.seeds)
+
+    def agents(self):
+        """(agent index, point index, seed) in the order of the stacked axis (seed fastest)."""
+        for p in range(len(self.points)):
+            for s, seed in enumerate(self.seeds):
+                yield p * len(self.seeds) + s, p, seed
+
+
+def _check_grid_name(name):
+    if name in STATIC_FIELDS:
+        raise ConfigError(
+            f"{name!r} is a static setting (it changes array shapes or program structure), so it cannot be "
+            f"a grid axis of one compiled sweep; set it on the base config. Sweepable knobs: {', '.join(KNOB_NAMES)}")
+    if name not in KNOB_FIELDS:
+        raise ConfigError(f"unknown knob {name!r} in grid; sweepable knobs: {', '.join(KNOB_NAMES)}")
+
+
+def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
+         seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Plan:
+    """Validate a sweep and list its agents.
+
+    ``grid`` is either a mapping knob -> values (the Cartesian product is
+    swept) or a sequence of mappings knob -> value (exactly those points).
+    ``seeds`` is a count (seeds 0..n-1) or an explicit sequence of ints.
+    ``labels`` optionally names each grid point (a ``label`` column in the metrics).
+    """
+    if not isinstance(base, Config):
+        raise ConfigError(f"base must be a pg_diag Config, got {type(base).__name__}")
+    if grid is None:
+        grid = {}
+    if isinstance(grid, Mapping):
+        axes = []
+        for name, values in grid.items():
+            _check_grid_name(name)
+            iterable = hasattr(values, "__iter__") and not isinstance(values, (str, bytes, Mapping))
+            values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
+            if not values:
+                raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
+            axes.append((name, [check_knob(name, v.item() if hasattr(v, "item") else v) for v in values]))
+        names = tuple(n for n, _ in axes)
+        points = tuple(dict(zip(names, combo)) for combo in itertools.product(*[v for _, v in axes]))
+    else:
+        points_list = list(grid)
+        if not points_list:
+            raise ConfigError("grid is an empty list of points; give at least one mapping of knob -> value")
+        names_seen: list[str] = []
+        checked = []
+        for point in points_list:
+            if not isinstance(point, Mapping):
+                raise ConfigError(f"grid points must be mappings knob -> value, got {point!r}")
+            for name, value in point.items():
+                _check_grid_name(name)
+                if name not in names_seen:
+                    names_seen.append(name)
+            checked.append({n: check_knob(n, v) for n, v in point.items()})
+        names = tuple(names_seen)
+        points = tuple(checked)
+
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, Sequence)):
+        raise ConfigError(f"seeds must be a positive count or a list of ints, got {seeds!r}")
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"seeds must be a positive count or a list of ints, got {seeds!r}")
+        seeds = tuple(range(seeds))
+    else:
+        seeds = tuple(seeds)
+        if not seeds or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
+                                for s in seeds):
+            raise ConfigError(f"seeds must be a positive count or a non-empty list of ints >= 0, got {seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ConfigError(f"seeds contain duplicates: {seeds!r}")
+        seeds = tuple(int(s) for s in seeds)
+    configs = tuple(base.replace(**p) for p in points)
+    if labels is not None:
+        labels = tuple(str(x) for x in labels)
+        if len(labels) != len(points):
+            raise ConfigError(f"labels name the grid points: got {len(labels)} labels for {len(points)} points")
+    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())

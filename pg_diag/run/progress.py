@@ -1,0 +1,78 @@
+"""Compile accounting, the progress bar, and how a run is cut into compiled chunks."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import jax
+
+
+class CompileCounter:
+    """Counts XLA backend compiles (and their seconds) while active."""
+
+    _installed = False
+    _active: list["CompileCounter"] = []
+
+    def __init__(self):
+        self.count = 0
+        self.seconds = 0.0
+
+    @classmethod
+    def _listener(cls, name, duration, **_):
+        if name == "/jax/core/compile/backend_compile_duration":
+            for c in cls._active:
+                c.count += 1
+                c.seconds += duration
+
+    def __enter__(self):
+        if not CompileCounter._installed:
+            jax.monitoring.register_event_duration_secs_listener(CompileCounter._listener)
+            CompileCounter._installed = True
+        CompileCounter._active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        CompileCounter._active.remove(self)
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn between compiled chunks."""
+
+    def __init__(self, total: int, label: str, enabled: bool):
+        self.total, self.label, self.enabled = total, label, enabled
+        self.start = time.perf_counter()
+
+    def update(self, done: int, extra: str = ""):
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.start
+        frac = done / max(self.total, 1)
+        eta = elapsed / frac - elapsed if frac > 0 else float("nan")
+        bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
+        sys.stderr.write(f"\r{self.label} [{bar}] {done}/{self.total} it  {elapsed:6.1f}s"
+                         f"  eta {eta:6.1f}s {extra}")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def default_chunk(num_iterations: int, target_chunks: int = 20) -> int:
+    """The largest divisor of ``num_iterations`` giving at least ``target_chunks``
+    chunks (fewer when the number has no suitable divisor)."""
+    limit = max(1, num_iterations // target_chunks)
+    return max(d for d in range(1, limit + 1) if num_iterations % d == 0)
+
+
+def chunk_lengths(start: int, num_iterations: int, chunk: int, stops=()) -> list[int]:
+    """The lengths of the compiled chunks that take a run from iteration ``start``
+    to ``num_iterations``: cut at the multiples of ``chunk`` and at every
+    iteration in ``stops`` (checkpoints), so each checkpoint falls between two
+    chunks. The cuts depend on absolute iterations only, so a resumed run is cut
+    exactly as the uninterrupted one."""
+    cuts = set(range(chunk, num_iterations, chunk)) | {i for i in stops if 0 < i < num_iterations}
+    cuts = sorted(c for c in cuts | {num_iterations} if c > start)
+    return [b - a for a, b in zip([start] + cuts[:-1], cuts)]

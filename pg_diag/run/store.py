@@ -1,0 +1,290 @@
+"""The run directory: manifest, metrics table, checkpoints, and reading them back.
+
+    RUN_DIR/manifest.json        configuration, grid, seeds, agents, versions, device, timings, status
+    RUN_DIR/metrics.parquet      one row per (agent, iteration)
+    RUN_DIR/checkpoints/<k>/     every agent's full state after iteration k (orbax)
+
+Every file is written whole and renamed into place (orbax does the same for
+its directories), so a crash never leaves a half-written manifest, table or
+checkpoint. The manifest is written last: it is the record of what the
+directory holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import subprocess
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pg_diag.config import Config, stack_knobs
+from pg_diag.run.plan import Plan
+from pg_diag.trainer import METRICS, make_train, seed_key
+
+MANIFEST = "manifest.json"
+METRICS_FILE = "metrics.parquet"
+CHECKPOINTS = "checkpoints"
+FORMAT = "pg_diag.run/2"
+
+
+@dataclasses.dataclass
+class RunResult:
+    """A finished (or interrupted) sweep: manifest, per-agent metrics, states."""
+
+    manifest: dict
+    metrics: Any                     # pandas DataFrame, one row per (agent, iteration)
+    path: str | None = None
+    final_state: Any = None          # stacked AgentState (leading agent axis), when in memory
+
+    @property
+    def agents(self):
+        import pandas as pd
+        return pd.DataFrame(self.manifest["agents"])
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.manifest["agents"])
+
+    def curve(self, metric: str) -> np.ndarray:
+        """``metric`` as an array [agents, iterations]."""
+        if metric not in self.metrics:
+            raise KeyError(f"unknown metric {metric!r}; metrics: {', '.join(METRICS)}")
+        table = self.metrics.pivot(index="agent", columns="iteration", values=metric)
+        return table.to_numpy()
+
+    def config(self, agent: int) -> Config:
+        """The full configuration of one agent."""
+        row = self.manifest["agents"][agent]
+        return Config.from_dict(self.manifest["base_config"]).replace(**row["knobs"])
+
+    @property
+    def diverged_agents(self) -> list[int]:
+        return list(self.manifest.get("diverged_agents", []))
+
+    @property
+    def checkpoints(self) -> list[int]:
+        """Iterations with a saved checkpoint (the kept ones and the latest)."""
+        return saved_iterations(self.path) if self.path else []
+
+
+# --- the manifest ------------------------------------------------------------------
+
+def versions() -> dict:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for pkg in ("pg_diag", "jax", "jaxlib", "flax", "optax", "chex", "numpy", "mujoco", "mujoco-mjx", "brax",
+                "orbax-checkpoint", "pandas", "pyarrow"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def git_revision() -> str | None:
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return rev.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def physics_info(static) -> dict:
+    """The physics backend a run actually used (``auto`` resolved), with its thread count."""
+    from importlib import metadata
+
+    from pg_diag.envs import resolve_physics
+
+    backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
+    info = {"requested": static.physics, "backend": backend}
+    if backend == "native":
+        info.update(threads=threads, mujoco=metadata.version("mujoco"))
+    elif backend == "mjx":
+        info.update(mujoco_mjx=metadata.version("mujoco-mjx"))
+    return info
+
+
+def device_info() -> dict:
+    devices = jax.devices()
+    return {"backend": jax.default_backend(), "count": len(devices),
+            "kinds": sorted({d.device_kind for d in devices}), "host": platform.node(),
+            "cpu_count": os.cpu_count()}
+
+
+def read_manifest(path: str) -> dict:
+    manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.isfile(manifest_path):
+        raise FileNotFoundError(f"{path!r} is not a pg_diag run directory: it has no {MANIFEST}")
+    with open(manifest_path) as f:
+        return json.load(f)
+
+
+def plan_from_manifest(manifest: dict) -> Plan:
+    """The :class:`Plan` a run directory was made from."""
+    from pg_diag.run.plan import plan
+
+    base = Config.from_dict(manifest["base_config"])
+    return plan(base, manifest["grid_points"] or None, manifest["seeds"], manifest.get("labels") or None)
+
+
+# --- metrics --------------------------------------------------------------------------
+
+def metrics_frame(plan_: Plan, history: dict):
+    """The tidy metrics table from ``history`` ({metric: [agents, iterations]})."""
+    import pandas as pd
+
+    done = history["mean_return"].shape[1] if history else 0
+    if not done:
+        return pd.DataFrame(columns=["agent", "point", "seed", "iteration", "env_steps", *plan_.grid_axes, *METRICS])
+    n_agents = plan_.num_agents
+    iters = np.arange(done)
+    agent_ids = np.repeat(np.arange(n_agents), done)
+    point_of = np.array([p for _, p, _ in plan_.agents()])
+    seed_of = np.array([s for _, _, s in plan_.agents()])
+    data = {"agent": agent_ids, "point": point_of[agent_ids], "seed": seed_of[agent_ids],
+            **({"label": np.array(plan_.labels)[point_of[agent_ids]]} if plan_.labels else {}),
+            "iteration": np.tile(iters, n_agents),
+            "env_steps": np.tile((iters + 1) * plan_.base.static.batch_size, n_agents)}
+    for axis in plan_.grid_axes:
+        col = np.array([plan_.points[p].get(axis, getattr(plan_.base.knobs, axis)) for p in point_of])
+        data[axis] = col[agent_ids]
+    for name in METRICS:
+        data[name] = history[name].reshape(-1)
+    return pd.DataFrame(data)
+
+
+def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
+    """The inverse of :func:`metrics_frame` for the first ``iterations`` iterations."""
+    frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])
+    return {name: frame[name].to_numpy().reshape(num_agents, iterations) for name in METRICS}
+
+
+def _atomic_write(path: str, write) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _json_default(x):
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, tuple):
+        return list(x)
+    raise TypeError(type(x))
+
+
+def write_metrics(path: str, frame) -> None:
+    os.makedirs(path, exist_ok=True)
+    _atomic_write(os.path.join(path, METRICS_FILE), lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_manifest(path: str, manifest: dict) -> None:
+    os.makedirs(path, exist_ok=True)
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            json.dump(manifest, f, indent=2, default=_json_default)
+
+    _atomic_write(os.path.join(path, MANIFEST), write)
+
+
+def load_run(path: str) -> RunResult:
+    """Load a run directory written by :func:`pg_diag.sweep`."""
+    import pandas as pd
+
+    manifest = read_manifest(path)
+    metrics_path = os.path.join(path, METRICS_FILE)
+    if os.path.exists(metrics_path):
+        metrics = pd.read_parquet(metrics_path)
+        metrics = metrics[metrics.iteration < manifest.get("iterations_done", len(metrics))].reset_index(drop=True)
+    else:
+        metrics = metrics_frame(plan_from_manifest(manifest), {})
+    return RunResult(manifest=manifest, metrics=metrics, path=path)
+
+
+# --- checkpoints ------------------------------------------------------------------------
+
+def checkpoint_dir(path: str, iteration: int) -> str:
+    return os.path.abspath(os.path.join(path, CHECKPOINTS, str(int(iteration))))
+
+
+def saved_iterations(path: str) -> list[int]:
+    """Iterations with a complete checkpoint (orbax's temporary directories excluded)."""
+    root = os.path.join(path, CHECKPOINTS)
+    if not os.path.isdir(root):
+        return []
+    return sorted(int(d) for d in os.listdir(root) if d.isdigit() and os.path.isdir(os.path.join(root, d)))
+
+
+def save_states(path: str, iteration: int, states, num_agents: int) -> None:
+    """Save the stacked agent states (padding agents dropped) after ``iteration``."""
+    import orbax.checkpoint as ocp
+
+    if jax.tree.leaves(states)[0].shape[0] != num_agents:
+        states = jax.tree.map(lambda x: x[:num_agents], states)
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(checkpoint_dir(path, iteration), states, force=True)
+    checkpointer.wait_until_finished()
+
+
+def drop_checkpoint(path: str, iteration: int) -> None:
+    shutil.rmtree(checkpoint_dir(path, iteration), ignore_errors=True)
+
+
+def abstract_states(base: Config, num_agents: int):
+    """Shapes and dtypes of the stacked states of ``num_agents`` agents of ``base``."""
+    trainer = make_train(base.static)
+    knobs = stack_knobs([base.knobs] * num_agents)
+    keys = jnp.stack([seed_key(0)] * num_agents)
+    return jax.eval_shape(jax.vmap(trainer.init), keys, knobs)
+
+
+def restore_states(path: str, iteration: int, base: Config, num_agents: int):
+    import orbax.checkpoint as ocp
+
+    return ocp.StandardCheckpointer().restore(checkpoint_dir(path, iteration), abstract_states(base, num_agents))
+
+
+def load_checkpoint(run: RunResult | str, iteration: int | None = None):
+    """The stacked :class:`~pg_diag.trainer.AgentState` of every agent saved after
+    ``iteration`` (default: the last checkpoint of the run)."""
+    run = load_run(run) if isinstance(run, str) else run
+    if run.path is None:
+        raise ValueError("this run has no directory")
+    saved = saved_iterations(run.path)
+    if not saved:
+        raise FileNotFoundError(f"no checkpoint in {run.path!r}: run with checkpoint_at/checkpoint_every or "
+                                f"--checkpoint (an interrupted run keeps its latest state)")
+    if iteration is None:
+        iteration = saved[-1]
+    if iteration not in saved:
+        raise ValueError(f"no checkpoint after iteration {iteration!r} in {run.path!r}; saved iterations: {saved}")
+    return restore_states(run.path, iteration, Config.from_dict(run.manifest["base_config"]), run.num_agents)
+
+
+def load_policy(run: RunResult | str, iteration: int | None = None, agent: int = 0):
+    """Agent ``agent``'s policy after ``iteration`` as a :class:`~pg_diag.policy.FrozenPolicy`:
+    its parameters with its observation normalizer frozen, ready to evaluate or sample."""
+    from pg_diag.policy import FrozenPolicy
+
+    run = load_run(run) if isinstance(run, str) else run
+    if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < run.num_agents:
+        raise ValueError(f"agent must be an index in 0 … {run.num_agents - 1}, got {agent!r}")
+    states = load_checkpoint(run, iteration)
+    state = jax.tree.map(lambda x: x[int(agent)], states)
+    cfg = run.config(int(agent))
+    return FrozenPolicy(params=state.policy, obs_stat=state.filters.obs, knobs=cfg.knobs.as_arrays(),
+                        iteration=state.iteration)

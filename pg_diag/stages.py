@@ -1,0 +1,142 @@
+"""The stages of a training iteration as pure functions (ref §2.1), shared by training and diagnostics.
+
+    collect_batch  T steps with a policy (statistics updating, or frozen) → transitions + update batch
+    value_step     the value network's epochs of minibatch Adam
+    policy_step    PPO's or TRPO's step, computed and returned, never applied
+    trust_region   mean/max KL and max ratio between two policies on a batch
+    heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched
+    episode_stats  returns and lengths of the episodes that ended in a batch
+
+Each takes named inputs and returns a named record; none of them reads or
+writes an agent, so a diagnostic can call the very code that trains (the
+step an algorithm *would* take from a checkpoint, a batch from a frozen
+policy) and measure exactly what the algorithm uses.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from pg_diag import networks, ppo, trpo
+from pg_diag.config import Static
+from pg_diag.envs.base import Env
+from pg_diag.objectives import kl_stats, probability_ratio
+from pg_diag.rollout import EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, reset_envs
+
+
+@struct.dataclass
+class Collected:
+    carry: EnvCarry           # the environments after the last step
+    filters: Filters          # the statistics after the batch (unchanged when frozen)
+    transitions: Transitions  # [T, N, ...]
+    batch: UpdateBatch        # [T·N, ...]
+
+
+def collect_batch(env: Env, policy, value, carry: EnvCarry, filters: Filters, knobs, key, num_steps: int, *,
+                  frozen: bool = False, freeze_actions=False) -> Collected:
+    """Collect ``num_steps`` steps from ``carry`` with ``policy`` and build the
+    update batch with ``value`` (ref §2.1 steps 1–3). With ``frozen`` the
+    observation normalizer and reward scaler keep their statistics."""
+    carry, filters, tr = collect(env, policy, carry, filters, key, knobs, num_steps,
+                                 freeze_actions=freeze_actions, frozen=frozen)
+    return Collected(carry=carry, filters=filters, transitions=tr, batch=build_batch(value, tr, carry.obs, knobs))
+
+
+@struct.dataclass
+class ValueStep:
+    params: dict
+    opt_state: object
+    losses: jax.Array  # [epochs, minibatches]
+
+
+def value_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs, key) -> ValueStep:
+    """The value network's update (ref §2.4), the same for PPO and TRPO."""
+    params, opt_state, losses = ppo.value_update(params, opt_state, batch, lr, knobs, key, static.value_epochs,
+                                                 static.num_minibatches)
+    return ValueStep(params=params, opt_state=opt_state, losses=losses)
+
+
+@struct.dataclass
+class StepInfo:
+    policy_loss: jax.Array    # PPO: −L^C, mean over the last epoch's minibatches; TRPO: −L after the step
+    clip_fraction: jax.Array  # PPO: mean over the last epoch; TRPO: NaN
+    grad_norm: jax.Array      # PPO: mean over minibatches, before clipping; TRPO: |g|
+    step_scale: jax.Array     # TRPO: the accepted 2^-i, 0 if none; PPO: NaN
+
+
+@struct.dataclass
+class PolicyStep:
+    params: dict       # the policy after the step
+    opt_state: object  # PPO: the Adam state after it; TRPO: None (its step keeps no optimizer state)
+    info: StepInfo
+
+
+def policy_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs, key) -> PolicyStep:
+    """The algorithm's policy step from ``params`` on ``batch`` (PPO ref §2.5,
+    TRPO ref §2.7), returned without being applied to any agent."""
+    if static.algorithm == "trpo":
+        new, info = trpo.trpo_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
+                                   line_search_steps=static.line_search_steps, fisher_size=static.fisher_size)
+        return PolicyStep(params=new, opt_state=opt_state,
+                          info=StepInfo(policy_loss=-info.surrogate_after, clip_fraction=jnp.float32(jnp.nan),
+                                        grad_norm=info.grad_norm, step_scale=info.step_scale))
+    new, opt_state, info = ppo.ppo_step(params, opt_state, batch, lr, knobs, key, static.ppo_epochs,
+                                        static.num_minibatches)
+    return PolicyStep(params=new, opt_state=opt_state,
+                      info=StepInfo(policy_loss=jnp.mean(info.loss[-1]), clip_fraction=jnp.mean(info.clip_fraction[-1]),
+                                    grad_norm=jnp.mean(info.grad_norm), step_scale=jnp.float32(jnp.nan)))
+
+
+@struct.dataclass
+class TrustRegion:
+    mean_kl: jax.Array    # mean over states of KL(π_before ‖ π_after)
+    max_kl: jax.Array     # max over states of the same KL
+    max_ratio: jax.Array  # max over samples of π_after(a|s) / π_rollout(a|s)
+
+
+def trust_region(before, after, obs, action, rollout_log_prob, knobs) -> TrustRegion:
+    """The trust-region metrics of a step (ref §4.1) on the states ``obs`` and
+    the actions taken there with log-probabilities ``rollout_log_prob``."""
+    mean_old, log_std_old = networks.policy_apply(before, obs, knobs)
+    mean_new, log_std_new = networks.policy_apply(after, obs, knobs)
+    kls = kl_stats(mean_old, log_std_old, mean_new, log_std_new)
+    ratio = probability_ratio(networks.gaussian_log_prob(mean_new, log_std_new, action), rollout_log_prob)
+    return TrustRegion(mean_kl=kls.mean_kl, max_kl=kls.max_kl, max_ratio=jnp.max(ratio))
+
+
+@struct.dataclass
+class HeldOut:
+    obs: jax.Array       # [B, obs]
+    action: jax.Array    # [B, act]
+    log_prob: jax.Array  # [B]
+
+
+def heldout_batch(env: Env, policy, filters: Filters, knobs, key, num_envs: int, num_steps: int,
+                  freeze_actions=False) -> HeldOut:
+    """A batch from fresh environments with the pre-update policy (ref §4.1).
+
+    Unlike the original (§8 B6) it works on copies: the training run's
+    environments and normalizer statistics are not touched."""
+    k_reset, k_roll = jax.random.split(key)
+    carry, filters = reset_envs(env, k_reset, num_envs, filters, knobs)
+    _, _, tr = collect(env, policy, carry, filters, k_roll, knobs, num_steps, freeze_actions=freeze_actions)
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+    return HeldOut(obs=flat(tr.obs), action=flat(tr.action), log_prob=flat(tr.log_prob))
+
+
+@struct.dataclass
+class EpisodeStats:
+    mean_return: jax.Array  # mean raw return of the episodes that ended (NaN if none)
+    episodes: jax.Array     # how many ended
+    mean_length: jax.Array
+
+
+def episode_stats(tr: Transitions) -> EpisodeStats:
+    """Raw returns and lengths of the episodes that ended in the batch."""
+    n = jnp.sum(tr.done)
+    safe = jnp.maximum(n, 1)
+    return EpisodeStats(mean_return=jnp.where(n > 0, jnp.sum(tr.finished_return) / safe, jnp.nan),
+                        episodes=n.astype(jnp.int32),
+                        mean_length=jnp.where(n > 0, jnp.sum(tr.finished_length) / safe, jnp.nan))

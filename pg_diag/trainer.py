@@ -1,0 +1,193 @@
+"""``make_train(static) -> Trainer``: one agent's training as pure functions.
+
+``Trainer.train(key, knobs)`` runs the whole training and returns the final
+:class:`AgentState` and per-iteration metrics; ``Trainer.init`` and
+``Trainer.run(state, knobs, n)`` split it into chunks so a host loop can
+report progress and save checkpoints between compiled pieces. All of them act
+on ONE agent; :mod:`pg_diag.run` vmaps them over agents. Every knob is
+traced, so one compiled program serves any knob values.
+
+One iteration (ref §2.1), each stage a function of :mod:`pg_diag.stages`:
+[reset the environments] → collect T steps and build the batch → value step →
+policy step → trust-region and training metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from pg_diag import envs, networks, stages
+from pg_diag.config import Static
+from pg_diag.objectives import entropy
+from pg_diag.optim import adam, annealed_learning_rate
+from pg_diag.rollout import EnvCarry, Filters, reset_envs
+
+
+@struct.dataclass
+class AgentState:
+    """Everything one agent carries from iteration to iteration."""
+
+    policy: dict
+    value: dict
+    policy_opt: object     # PPO: Adam state; TRPO: None
+    value_opt: object
+    filters: Filters
+    envs: EnvCarry
+    iteration: jax.Array   # int32 []: iterations completed
+    key: jax.Array
+    diverged: jax.Array    # bool []: parameters or losses became non-finite (sticky)
+
+
+#: Per-iteration metrics, each a scalar per agent and iteration.
+METRICS = {
+    "mean_return": "mean raw undiscounted return of the episodes that finished this iteration (NaN if none)",
+    "episodes": "number of episodes that finished this iteration",
+    "mean_length": "mean length of those episodes",
+    "mean_kl": "mean over training states of KL(π_before ‖ π_after) across the update",
+    "max_kl": "max over training states of the same KL",
+    "max_ratio": "max over the training batch of π_after(a|s)/π_rollout(a|s)",
+    "heldout_mean_kl": "mean KL across the update on a held-out batch from the pre-update policy (NaN when not measured)",
+    "heldout_max_kl": "max KL across the update on the held-out batch",
+    "heldout_max_ratio": "max probability ratio across the update on the held-out batch",
+    "policy_std": "mean policy standard deviation after the update",
+    "entropy": "policy entropy after the update",
+    "value_loss": "value loss, mean over the last value epoch's minibatches",
+    "policy_loss": "PPO: clipped surrogate loss, mean over the last epoch's minibatches; TRPO: −surrogate after the step",
+    "clip_fraction": "PPO: fraction of samples with |r − 1| > ε, mean over the last epoch (NaN for TRPO)",
+    "grad_norm": "policy gradient norm (PPO: before clipping, mean over minibatches; TRPO: of g)",
+    "step_scale": "TRPO: the accepted line-search scale 2^-i, 0 if none (NaN for PPO)",
+    "lr_policy_used": "policy learning rate used this iteration (after annealing)",
+    "lr_value_used": "value learning rate used this iteration (after annealing)",
+    "diverged": "the agent's parameters or losses became non-finite (sticky)",
+}
+
+
+class Trainer(NamedTuple):
+    static: Static
+    env: envs.Env
+    init: Callable       # (key, knobs) -> AgentState
+    iteration: Callable  # (state, knobs[, heldout_now]) -> (state, metrics)
+    run: Callable        # (state, knobs, num_iterations: static) -> (state, metrics [n])
+    run_agents: Callable  # (states, knobs, num_iterations, batching) -> (states, metrics [n, agents])
+    train: Callable      # (key, knobs) -> (state, metrics [num_iterations])
+
+
+def make_train(static: Static) -> Trainer:
+    """Build the pure training functions for one static configuration."""
+    env = envs.make(static.task, static.physics, static.physics_threads)
+    n_envs, n_steps = static.num_envs, static.steps_per_env
+
+    def init(key, knobs) -> AgentState:
+        k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
+        policy = networks.init_policy(k_pi, env.obs_size, env.action_size, static.policy_hidden, knobs)
+        value = networks.init_value(k_v, env.obs_size, static.value_hidden, knobs)
+        filters = Filters.zeros(env.obs_size)
+        carry, pushed = reset_envs(env, k_env, n_envs, filters, knobs)
+        if not static.reset_every_iteration:
+            filters = pushed  # these observations are seen: count them once, now
+        policy_opt = adam(knobs["adam_eps"]).init(policy) if static.algorithm == "ppo" else None
+        return AgentState(policy=policy, value=value, policy_opt=policy_opt,
+                          value_opt=adam(knobs["adam_eps"]).init(value), filters=filters, envs=carry,
+                          iteration=jnp.int32(0), key=k_next, diverged=jnp.bool_(False))
+
+    def iteration(state: AgentState, knobs, heldout_now=None):
+        """One training iteration. ``heldout_now`` (bool scalar; by default from the
+        iteration counter and ``static.heldout_every``) adds the held-out
+        trust-region measurement; in a sweep it is shared by all agents, so it
+        stays a real branch under vmap."""
+        heldout_now = heldout_due(static, state.iteration) if heldout_now is None else heldout_now
+        key, k_reset, k_roll, k_val, k_pol, k_held = jax.random.split(state.key, 6)
+        carry, filters = state.envs, state.filters
+        if static.reset_every_iteration:
+            carry, filters = reset_envs(env, k_reset, n_envs, filters, knobs)
+        held = _maybe_heldout(heldout_now, lambda: stages.heldout_batch(
+            env, state.policy, state.filters, knobs, k_held, n_envs, n_steps, state.diverged))
+
+        data = stages.collect_batch(env, state.policy, state.value, carry, filters, knobs, k_roll, n_steps,
+                                    freeze_actions=state.diverged)
+        lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
+        lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
+        value = stages.value_step(static, state.value, state.value_opt, data.batch, lr_v, knobs, k_val)
+        policy = stages.policy_step(static, state.policy, state.policy_opt, data.batch, lr_pi, knobs, k_pol)
+
+        b = data.batch
+        train_tr = stages.trust_region(state.policy, policy.params, b.obs, b.action, b.old_log_prob, knobs)
+        held_tr = None if held is None else stages.trust_region(state.policy, policy.params, held.obs, held.action,
+                                                                 held.log_prob, knobs)
+        diverged = state.diverged | ~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
+        metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, policy, value,
+                           lr_pi, lr_v, diverged)
+        new_state = AgentState(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
+                               value_opt=value.opt_state, filters=data.filters, envs=data.carry,
+                               iteration=state.iteration + 1, key=key, diverged=diverged)
+        return new_state, metrics
+
+    def _maybe_heldout(now, fn):
+        if not static.heldout_every:
+            return None
+        shapes = jax.eval_shape(fn)
+        return jax.lax.cond(now, fn, lambda: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))
+
+    def run(state, knobs, num_iterations: int):
+        return jax.lax.scan(lambda s, _: iteration(s, knobs), state, None, length=num_iterations)
+
+    def run_agents(states, knobs, num_iterations: int, batching: str = "vmap"):
+        """``num_iterations`` iterations of a stack of agents that advance together.
+        Metrics come out as [iterations, agents]."""
+
+        def body(s, _):
+            due = heldout_due(static, s.iteration[0])  # one counter for all agents: a real branch
+            if batching == "vmap":
+                return jax.vmap(iteration, in_axes=(0, 0, None))(s, knobs, due)
+            return jax.lax.map(lambda a: iteration(a[0], a[1], due), (s, knobs))
+
+        return jax.lax.scan(body, states, None, length=num_iterations)
+
+    def train(key, knobs):
+        return run(init(key, knobs), knobs, static.num_iterations)
+
+    return Trainer(static=static, env=env, init=init, iteration=iteration, run=run, run_agents=run_agents,
+                   train=train)
+
+
+def heldout_due(static: Static, iteration) -> jax.Array:
+    """Whether iteration ``iteration`` measures the held-out batch (every ``heldout_every``)."""
+    if not static.heldout_every:
+        return jnp.bool_(False)
+    return iteration % static.heldout_every == 0
+
+
+def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_tr, heldout_now,
+             policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v, diverged) -> dict:
+    """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes."""
+    nan = jnp.float32(jnp.nan)
+    held = (nan, nan, nan) if held_tr is None else (
+        jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio))
+    h_mean_kl, h_max_kl, h_max_ratio = held
+    metrics = {
+        "mean_return": episodes.mean_return, "episodes": episodes.episodes, "mean_length": episodes.mean_length,
+        "mean_kl": train_tr.mean_kl, "max_kl": train_tr.max_kl, "max_ratio": train_tr.max_ratio,
+        "heldout_mean_kl": h_mean_kl, "heldout_max_kl": h_max_kl, "heldout_max_ratio": h_max_ratio,
+        "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
+        "entropy": entropy(policy.params["log_std"]),
+        "value_loss": jnp.mean(value.losses[-1]),
+        "policy_loss": policy.info.policy_loss, "clip_fraction": policy.info.clip_fraction,
+        "grad_norm": policy.info.grad_norm, "step_scale": policy.info.step_scale,
+        "lr_policy_used": lr_pi, "lr_value_used": lr_v, "diverged": diverged,
+    }
+    return {k: jnp.asarray(v, jnp.bool_ if k == "diverged" else jnp.int32 if k == "episodes" else jnp.float32)
+            for k, v in metrics.items()}
+
+
+def _all_finite(tree) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+def seed_key(seed: int) -> jax.Array:
+    """The PRNG key of one agent: a function of its seed only, so an agent gets
+    the same randomness alone or inside any sweep."""
+    return jax.random.PRNGKey(seed)

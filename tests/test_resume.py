@@ -1,0 +1,209 @@
+"""Checkpoints during training, resume, interruption (Ctrl-C, SIGTERM, SIGKILL), frozen policies."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pg_diag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
+from pg_diag import networks
+from pg_diag.run import store
+from pg_diag.trainer import METRICS
+
+SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
+GRID = {"value_clipping": [False, True]}
+
+
+@pytest.fixture(scope="module")
+def base():
+    return preset("ppo", "point_mass", **SMALL)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(base, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("full"))
+    return sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 1], out=out, chunk_iterations=2,
+                 save_checkpoint=True)
+
+
+def leaves_equal(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
+    run = load_run(uninterrupted.path)
+    assert run.checkpoints == [0, 3, 6]                      # 0 and 3 asked for, 6 = final (save_checkpoint)
+    assert run.manifest["checkpoints"]["kept"] == [0, 3, 6]
+    assert sorted(os.listdir(os.path.join(run.path, "checkpoints"))) == ["0", "3", "6"]  # rolling ones removed
+    # the state after iteration 3 is what 3 iterations of the trainer give, computed separately
+    trainer = make_train(base.static)
+    agent = 3  # value_clipping on, seed 1
+    knobs = run.config(agent).knobs.as_arrays()
+    expected, _ = jax.jit(trainer.run, static_argnums=2)(trainer.init(seed_key(1), knobs), knobs, 3)
+    saved = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 3))
+    assert int(saved.iteration) == 3
+    for x, y in zip(jax.tree.leaves((saved.policy, saved.value, saved.filters)),
+                    jax.tree.leaves((expected.policy, expected.value, expected.filters))):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-5, atol=1e-6)
+    initial = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 0))
+    leaves_equal(initial.policy, trainer.init(seed_key(1), knobs).policy)
+    # the final checkpoint is the run's final state
+    leaves_equal(load_checkpoint(run), uninterrupted.final_state)
+
+
+def test_checkpoint_every(base, tmp_path):
+    run = sweep(base.replace(checkpoint_every=4, num_iterations=9), seeds=[0], out=str(tmp_path), chunk_iterations=3)
+    assert run.checkpoints == [4, 8]
+
+
+def _interrupt_after(monkeypatch, iterations):
+    """Ctrl-C right after the run directory records ``iterations`` iterations."""
+    real = store.write_manifest
+
+    def write(path, manifest):
+        real(path, manifest)
+        if manifest.get("status") == "running" and manifest["iterations_done"] >= iterations:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "write_manifest", write)
+
+
+def test_interrupted_run_resumes_bitwise(uninterrupted, base, tmp_path, monkeypatch, capsys):
+    out = str(tmp_path / "run")
+    _interrupt_after(monkeypatch, 4)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 1], out=out, chunk_iterations=2,
+              save_checkpoint=True)
+    monkeypatch.undo()
+    assert f"resume with: pg-diag resume {out}" in capsys.readouterr().err
+    stopped = load_run(out)
+    assert stopped.manifest["status"] == "interrupted" and stopped.manifest["iterations_done"] == 4
+    assert stopped.metrics.iteration.max() == 3 and len(stopped.metrics) == 4 * 4
+    assert stopped.checkpoints == [0, 3, 4]                  # the kept ones and the latest state
+    assert int(load_checkpoint(stopped).iteration[0]) == 4
+
+    resumed = resume(out)
+    assert resumed.manifest["status"] == "complete"
+    for k in METRICS:
+        np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), uninterrupted.metrics[k].to_numpy(), err_msg=k)
+    leaves_equal(resumed.final_state, uninterrupted.final_state)
+    assert load_run(out).checkpoints == [0, 3, 6]
+    # resuming a complete run does nothing
+    again = sweep(resume=out)
+    assert again.manifest["status"] == "complete" and len(again.metrics) == len(resumed.metrics)
+
+
+def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):
+    with pytest.raises(ConfigError, match="not a pg_diag run directory"):
+        resume(str(tmp_path))
+    with pytest.raises(ConfigError, match="another seeds"):
+        sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 5], resume=uninterrupted.path)
+
+
+def test_checkpoint_settings_are_validated_before_compiling(base, uninterrupted):
+    with pytest.raises(ConfigError, match=r"checkpoint_at \[7\] lies beyond the run's num_iterations = 6"):
+        base.replace(checkpoint_at=(3, 7))
+    with pytest.raises(ConfigError, match="checkpoint_every = 9 exceeds num_iterations = 6"):
+        base.replace(checkpoint_every=9)
+    with pytest.raises(ConfigError, match="checkpoint_at must be a list of iterations"):
+        base.replace(checkpoint_at=(-1,))
+    with pytest.raises(ConfigError, match="needs an output directory"):
+        sweep(base.replace(checkpoint_at=(2,)), seeds=[0])
+    with pytest.raises(ValueError, match=r"saved iterations: \[0, 3, 6\]"):
+        load_checkpoint(uninterrupted.path, 5)
+
+
+def test_load_policy_is_frozen_and_matches_the_networks(uninterrupted):
+    policy = load_policy(uninterrupted.path, iteration=3, agent=2)
+    state = jax.tree.map(lambda x: x[2], load_checkpoint(uninterrupted.path, 3))
+    assert int(policy.iteration) == 3
+    raw = jax.random.normal(jax.random.PRNGKey(0), (5, 4)) * 3.0
+    stat = state.filters.obs
+    filtered = np.clip((np.asarray(raw) - np.asarray(stat.mean)) / (np.sqrt(np.asarray(stat.var)) + 1e-8), -10, 10)
+    knobs = uninterrupted.config(2).knobs.as_arrays()
+    mean, log_std = networks.policy_apply(state.policy, jnp.asarray(filtered), knobs)
+    np.testing.assert_allclose(policy.act(raw), mean, rtol=1e-5, atol=1e-6)
+    action, log_prob = jax.jit(lambda p, k, o: p.sample(k, o))(policy, jax.random.PRNGKey(1), raw)
+    z = (np.asarray(action) - np.asarray(mean)) / np.exp(np.asarray(log_std))
+    by_hand = np.sum(-0.5 * z ** 2 - np.asarray(log_std) - 0.5 * math.log(2 * math.pi), axis=-1)
+    np.testing.assert_allclose(log_prob, by_hand, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"agent must be an index in 0 … 3"):
+        load_policy(uninterrupted.path, 3, agent=4)
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
+    store.write_manifest(str(tmp_path), {"status": "running"})
+
+    def boom(tmp):
+        with open(tmp, "w") as f:
+            f.write("{half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        store._atomic_write(os.path.join(tmp_path, store.MANIFEST), boom)
+    assert json.load(open(tmp_path / store.MANIFEST)) == {"status": "running"}
+
+
+# --- real signals, in a child process --------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import sys
+    from pg_diag import preset, sweep
+    cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=400, num_minibatches=4,
+                 ppo_epochs=2, value_epochs=2, lr_annealing=False)
+    sweep(cfg, {"value_clipping": [False, True]}, seeds=[0], out=sys.argv[1], chunk_iterations=2)
+""")
+
+
+def _start_and_signal(out, sig, after_iterations=4):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, out], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            if store.read_manifest(out).get("iterations_done", 0) >= after_iterations:
+                break
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
+        time.sleep(0.05)
+    child.send_signal(sig)
+    _, err = child.communicate(timeout=120)
+    return child.returncode, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path, sig):
+    out = str(tmp_path / "run")
+    code, err = _start_and_signal(out, sig)
+    assert code != 0
+    run = load_run(out)
+    done = run.manifest["iterations_done"]
+    assert 4 <= done < 400
+    if sig == signal.SIGTERM:
+        assert run.manifest["status"] == "interrupted"
+        assert f"resume with: pg-diag resume {out}" in err
+    else:  # killed outright: the directory is as it was after the last finished chunk
+        assert run.manifest["status"] == "running"
+    assert run.metrics.iteration.max() == done - 1
+    latest = run.checkpoints[-1]
+    assert latest >= done - 2 and int(load_checkpoint(run).iteration[0]) == latest
+    # finish a shorter version of the same run in-process (with LR annealing off, num_iterations does not
+    # enter the arithmetic): resuming continues from `latest` and lands on the numbers of a straight run
+    manifest = store.read_manifest(out)
+    manifest["base_config"]["static"]["num_iterations"] = latest + 4
+    store.write_manifest(out, manifest)
+    resumed = resume(out)
+    cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=latest + 4, num_minibatches=4,
+                 ppo_epochs=2, value_epochs=2, lr_annealing=False)
+    straight = sweep(cfg, {"value_clipping": [False, True]}, seeds=[0], chunk_iterations=2)
+    for k in ("mean_return", "value_loss", "max_kl", "policy_loss"):
+        np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), straight.metrics[k].to_numpy(), err_msg=k)
