@@ -7,7 +7,10 @@ init × LR annealing), one seed each, same static settings:
 * one after another: 16 calls of ``pg_diag.train``; the toggles are traced, so
   all 16 reuse the first call's compiled program;
 * one after another, recompiling: the same with the program cache cleared
-  before each call — what an engine with Python-level (static) toggles pays.
+  before each call — what an engine with Python-level (static) toggles pays;
+* the one program again, writing its run directory: metrics, every agent's
+  state (orbax) and the manifest after each of its chunks, which is what
+  makes a run resumable (the program is already compiled here).
 
 Prints wall time (including compilation) and compile counts.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import tempfile
 import time
 
 import jax
@@ -63,7 +67,14 @@ def main():
             compile_s += train(cfg.replace(**combo), seed=0).manifest["timings"]["compile_s"]
         rows.append(("16 runs, recompiling each (static toggles)", time.perf_counter() - t, c.count, compile_s))
 
-    steps = cfg.static.total_env_steps
+    with tempfile.TemporaryDirectory() as out, CompileCounter() as c:
+        t = time.perf_counter()
+        run = sweep(cfg, grid, seeds=[0], out=out)
+        chunks = len(range(0, args.iterations, run.manifest["chunk_iterations"]))
+        rows.append((f"one compiled sweep writing its run directory ({chunks} chunks, states saved after each)",
+                     time.perf_counter() - t, c.count, run.manifest["timings"]["compile_s"]))
+
+    steps = cfg.static.batch_size * cfg.static.num_iterations
     print(f"\nbackend: {jax.default_backend()}; task {args.task}; {args.envs} envs × {args.steps} steps × "
           f"{args.iterations} iterations = {steps:,} env steps per configuration\n")
     print("| how | wall time (s) | of which compiling (s) | XLA compiles |")

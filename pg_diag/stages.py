@@ -128,15 +128,27 @@ def heldout_batch(env: Env, policy, filters: Filters, knobs, key, num_envs: int,
 
 @struct.dataclass
 class EpisodeStats:
-    mean_return: jax.Array  # mean raw return of the episodes that ended (NaN if none)
-    episodes: jax.Array     # how many ended
+    mean_return: jax.Array            # mean raw return of the episodes that ended (NaN if none)
+    episodes: jax.Array               # how many ended
     mean_length: jax.Array
+    mean_return_reference: jax.Array  # the same under the original code's reporting rule (see below)
 
 
 def episode_stats(tr: Transitions) -> EpisodeStats:
-    """Raw returns and lengths of the episodes that ended in the batch."""
+    """Raw returns and lengths of the episodes that ended in the batch.
+
+    ``mean_return`` counts every episode that ended. The original code (ref
+    §2.1 step 6) ignored an episode ending on the batch's last step unless no
+    other episode ended in the batch; ``mean_return_reference`` follows that
+    rule, so tables can be computed exactly as published."""
     n = jnp.sum(tr.done)
     safe = jnp.maximum(n, 1)
+    not_last = jnp.arange(tr.done.shape[0])[:, None] < tr.done.shape[0] - 1
+    earlier = tr.done & not_last
+    n_earlier = jnp.sum(earlier)
+    reference = jnp.where(n_earlier > 0, jnp.sum(jnp.where(earlier, tr.finished_return, 0.0))
+                          / jnp.maximum(n_earlier, 1), jnp.sum(tr.finished_return) / safe)
     return EpisodeStats(mean_return=jnp.where(n > 0, jnp.sum(tr.finished_return) / safe, jnp.nan),
                         episodes=n.astype(jnp.int32),
-                        mean_length=jnp.where(n > 0, jnp.sum(tr.finished_length) / safe, jnp.nan))
+                        mean_length=jnp.where(n > 0, jnp.sum(tr.finished_length) / safe, jnp.nan),
+                        mean_return_reference=jnp.where(n > 0, reference, jnp.nan))

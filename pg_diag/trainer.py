@@ -45,6 +45,8 @@ class AgentState:
 #: Per-iteration metrics, each a scalar per agent and iteration.
 METRICS = {
     "mean_return": "mean raw undiscounted return of the episodes that finished this iteration (NaN if none)",
+    "mean_return_reference": "the same under the original code's rule: an episode that ends on the batch's last "
+                             "step is left out unless no other episode ended in the batch",
     "episodes": "number of episodes that finished this iteration",
     "mean_length": "mean length of those episodes",
     "mean_kl": "mean over training states of KL(π_before ‖ π_after) across the update",
@@ -169,7 +171,8 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio))
     h_mean_kl, h_max_kl, h_max_ratio = held
     metrics = {
-        "mean_return": episodes.mean_return, "episodes": episodes.episodes, "mean_length": episodes.mean_length,
+        "mean_return": episodes.mean_return, "mean_return_reference": episodes.mean_return_reference,
+        "episodes": episodes.episodes, "mean_length": episodes.mean_length,
         "mean_kl": train_tr.mean_kl, "max_kl": train_tr.max_kl, "max_ratio": train_tr.max_ratio,
         "heldout_mean_kl": h_mean_kl, "heldout_max_kl": h_max_kl, "heldout_max_ratio": h_max_ratio,
         "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),

@@ -62,8 +62,11 @@ def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
 
 
 def test_checkpoint_every(base, tmp_path):
-    run = sweep(base.replace(checkpoint_every=4, num_iterations=9), seeds=[0], out=str(tmp_path), chunk_iterations=3)
-    assert run.checkpoints == [4, 8]
+    run = sweep(base.replace(checkpoint_every=4), GRID, seeds=[0, 1], out=str(tmp_path), chunk_iterations=2)
+    assert run.checkpoints == [4]
+    run = sweep(base.replace(checkpoint_every=2, checkpoint_at=(1,)), GRID, seeds=[0, 1], out=str(tmp_path / "b"),
+                chunk_iterations=2)
+    assert run.checkpoints == [1, 2, 4, 6]
 
 
 def _interrupt_after(monkeypatch, iterations):

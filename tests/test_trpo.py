@@ -160,3 +160,24 @@ def test_mean_kl_is_zero_at_the_old_policy():
     k = Knobs().as_arrays()
     mean, log_std = networks.policy_apply(params, batch.obs, k)
     assert float(mean_kl(params, batch.obs, mean, log_std, k)) == pytest.approx(0.0, abs=1e-7)
+
+
+@pytest.mark.parametrize("steps, expected", [(2048, 204), (256, 25)])
+def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
+    """ref §2.7: the original takes int(0.1·T) states, truncating (204.8 → 204, 25.6 → 25);
+    the step's Fisher-vector product runs on exactly that many."""
+    import pg_diag.trpo
+    from pg_diag import preset, stages
+
+    cfg = preset("trpo", "hopper", num_envs=1, steps_per_env=steps, num_minibatches=32)
+    assert cfg.static.fisher_size == expected
+    seen = []
+
+    def spy(p, obs, knobs, damping):
+        seen.append(obs.shape[0])
+        return fisher_vector_product(p, obs, knobs, damping)
+
+    monkeypatch.setattr(pg_diag.trpo, "fisher_vector_product", spy)
+    params, batch = fixed_batch(n=steps)
+    stages.policy_step(cfg.static, params, None, batch, 0.0, Knobs().as_arrays(), jax.random.PRNGKey(0))
+    assert seen == [expected]

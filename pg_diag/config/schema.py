@@ -202,11 +202,9 @@ class Static:
 
     @property
     def fisher_size(self) -> int:
-        return max(1, int(round(self.fisher_fraction * self.batch_size)))
-
-    @property
-    def total_env_steps(self) -> int:
-        return self.batch_size * self.num_iterations
+        """States in TRPO's Fisher-vector-product subset: int(fraction · batch), truncated as the
+        original's ``int(0.1 * T)`` (ref §2.7): 204 of 2,048, 25 of 256."""
+        return max(1, int(self.fisher_fraction * self.batch_size))
 
 
 STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static)}
