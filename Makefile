@@ -4,8 +4,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 SCALE  ?= smoke
 OUT    ?= results
+# FROM=DIR: redraw a figure/table from the study saved in DIR (a previous output directory) without training,
+# e.g. make fig-ablation FROM=results/fig-ablation-smoke
+FROM   ?=
 
-.PHONY: setup test fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench hopper-1m clean
+.PHONY: setup test test-newest fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -19,24 +22,40 @@ setup: $(VENV)/.installed
 test: setup
 	$(PY) -m pytest -q
 
+# The core of the suite on the newest releases that resolve. jax >= 0.11 needs Python >= 3.12, so this uses a
+# Python 3.12 when the machine has one (NEWEST_PYTHON=... to choose) in its own environment, .venv-newest.
+NEWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) $(shell command -v python3.12))
+NEWEST_TESTS  ?= tests/test_objectives.py tests/test_normalize.py tests/test_rollout.py tests/test_stages.py \
+                 tests/test_trpo.py tests/test_sweep.py tests/test_resume.py tests/test_config.py
+test-newest:
+	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "test-newest: no Python >= 3.12 here; set NEWEST_PYTHON=..."; exit 0; fi; \
+	test -x .venv-newest/bin/python || $(NEWEST_PYTHON) -m venv .venv-newest; \
+	.venv-newest/bin/python -m pip install --quiet --upgrade pip && \
+	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[test]" && \
+	.venv-newest/bin/python -c "import jax, flax, optax, orbax.checkpoint, mujoco; print('newest:', 'jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'mujoco', mujoco.__version__)" && \
+	.venv-newest/bin/python -m pytest -q -p no:cacheprovider $(NEWEST_TESTS)
+
+# $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
+study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2))
+
 fig-ablation: setup
-	$(VENV)/bin/pg-diag fig-ablation --scale $(SCALE) --out $(OUT)/fig-ablation-$(SCALE) --progress
+	$(VENV)/bin/pg-diag fig-ablation $(call study,fig-ablation,--progress)
 
 fig-trust-region: setup
-	$(VENV)/bin/pg-diag fig-trust-region --scale $(SCALE) --out $(OUT)/fig-trust-region-$(SCALE) --progress
+	$(VENV)/bin/pg-diag fig-trust-region $(call study,fig-trust-region,--progress)
 
 # fig-rewards, table-2 and table-3 share one training study (reused from disk when it matches).
 fig-rewards: setup
-	$(VENV)/bin/pg-diag fig-rewards --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+	$(VENV)/bin/pg-diag fig-rewards $(call study,algorithms,--progress)
 
 table-2: setup
-	$(VENV)/bin/pg-diag table-2 --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+	$(VENV)/bin/pg-diag table-2 $(call study,algorithms,--progress)
 
 table-3: setup
-	$(VENV)/bin/pg-diag table-3 --scale $(SCALE) --out $(OUT)/algorithms-$(SCALE) --progress
+	$(VENV)/bin/pg-diag table-3 $(call study,algorithms,--progress)
 
 fig-theorem: setup
-	$(VENV)/bin/pg-diag fig-theorem --scale $(SCALE) --out $(OUT)/fig-theorem-$(SCALE)
+	$(VENV)/bin/pg-diag fig-theorem $(call study,fig-theorem)
 
 figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem
 

@@ -144,7 +144,10 @@ def cmd_resume(args):
 
 def cmd_fig_ablation(args):
     from pg_diag.experiments import ablation
-    out = ablation.run(args.scale, out=args.out, **_experiment_args(args))
+    if args.from_dir:
+        out = ablation.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = ablation.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
     for task, (best, effects) in out["tables"].items():
         print(f"== {task}: best learning rate per toggle combination")
         print(best.to_string(index=False))
@@ -157,23 +160,48 @@ def _experiment_args(args) -> dict:
                 **parse_assignments(args.set, "--set"))
 
 
+def _from_args(args):
+    """The tasks to redraw with --from; the options that only choose what to train are refused."""
+    theorem = args.command == "fig-theorem"
+    given = [flag for flag, value in (("--scale", args.scale), ("--seeds", getattr(args, "seeds", None)),
+                                      ("--set", getattr(args, "set", None)), ("--steps", getattr(args, "steps", None)),
+                                      ("--task", args.task if theorem else None))
+             if value is not None]
+    if given:
+        raise ConfigError(f"{args.command} --from redraws saved results without training: {', '.join(given)} "
+                          f"choose what to train and cannot be combined with it (the study in {args.from_dir!r} "
+                          f"records what it was trained with)")
+    return tuple(args.task) if args.task and not theorem else None
+
+
 def cmd_fig_trust_region(args):
     from pg_diag.experiments import trust_region
-    out = trust_region.run(args.scale, out=args.out, **_experiment_args(args))
+    if args.from_dir:
+        out = trust_region.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = trust_region.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
     print(out["summary"].to_string(index=False))
     print(f"wrote {out['figure']}")
 
 
 def cmd_fig_rewards(args):
     from pg_diag.experiments import algorithms
-    out = algorithms.fig_rewards(args.scale, out=args.out, **_experiment_args(args))
+    if args.from_dir:
+        out = algorithms.draw_rewards(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = algorithms.fig_rewards(args.scale or "smoke", out=args.out or args.default_out,
+                                     **_experiment_args(args))
     print(f"wrote {out['figure']}")
 
 
 def cmd_table(args):
     from pg_diag.experiments import algorithms
-    fn = algorithms.table_2 if args.command == "table-2" else algorithms.table_3
-    out = fn(args.scale, out=args.out, statistic=args.statistic, **_experiment_args(args))
+    rules = dict(statistic=args.statistic, reporting=args.reporting)
+    if args.from_dir:
+        out = algorithms.draw_table(args.command, args.from_dir, out=args.out, tasks=_from_args(args), **rules)
+    else:
+        fn = algorithms.table_2 if args.command == "table-2" else algorithms.table_3
+        out = fn(args.scale or "smoke", out=args.out or args.default_out, **rules, **_experiment_args(args))
     with open(out["markdown"]) as f:
         print(f.read())
     print(f"wrote {out['markdown']} and {out['csv']}")
@@ -181,22 +209,41 @@ def cmd_table(args):
 
 def cmd_fig_theorem(args):
     from pg_diag.experiments import theorem
-    out = theorem.run(args.scale, out=args.out, steps=args.steps)
+    if args.from_dir:
+        _from_args(args)
+        out = theorem.draw(args.from_dir, out=args.out)
+    else:
+        out = theorem.run(args.scale or "smoke", out=args.out or args.default_out, steps=args.steps,
+                          task=args.task)
     print(f"first step: |grad L^C - grad L| / |grad L| = {out['first_step_relative_difference']:.2e}")
     print(out["summary"].to_string())
     print(f"wrote {out['figure']}")
 
 
+def _add_from(p, default_out):
+    # --scale and --out default to None so that --from can tell what was given
+    p.add_argument("--scale", default=None, choices=["smoke", "paper"],
+                   help="smoke: minutes on a CPU (default); paper: the papers' setting, for accelerators")
+    p.add_argument("--out", default=None,
+                   help=f"output directory (default {default_out}; with --from: the --from directory)")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", default=None,
+                   help="redraw from the results saved in DIR (what --out was when the study trained) without "
+                        "training anything")
+    p.set_defaults(default_out=default_out)
+
+
 def _add_experiment(sub, name, help_, func, default_out, extra=None):
     p = sub.add_parser(name, help=help_)
-    p.add_argument("--scale", default="smoke", choices=["smoke", "paper"],
-                   help="smoke: minutes on a CPU (default); paper: the papers' setting, for accelerators")
-    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    _add_from(p, default_out)
     p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
     p.add_argument("--seeds", type=int, default=None, help="agents per configuration (default: the scale's)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a static setting or knob")
     p.add_argument("--progress", dest="progress", action="store_true", default=None)
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    if func is cmd_table:
+        p.add_argument("--reporting", default="pg_diag", choices=["pg_diag", "original"],
+                       help="which episodes an iteration's mean return counts: every one that ended (pg_diag, "
+                            "default) or the original code's rule, as published (original: mean_return_reference)")
     if extra:
         extra(p)
     p.set_defaults(func=func)
@@ -238,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
                     cmd_fig_trust_region, "results/fig-trust-region")
     _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
                     "results/algorithms")
+
     statistic = lambda p: p.add_argument(  # noqa: E731
         "--statistic", default="final", choices=["final", "max"],
         help="per-agent score: mean of the last 5 iterations (final) or max over training (max)")
@@ -246,9 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_experiment(sub, "table-3", "IM Table 3: PPO vs PPO-NoClip with bootstrap CIs", cmd_table,
                     "results/algorithms", statistic)
     p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
-    p.add_argument("--scale", default="smoke", choices=["smoke", "paper"])
-    p.add_argument("--out", default="results/fig-theorem")
+    _add_from(p, "results/fig-theorem")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
+    p.add_argument("--task", default=None, help="the task whose batch is optimized (default: the scale's)")
     p.set_defaults(func=cmd_fig_theorem)
     return parser
 

@@ -5,8 +5,12 @@ import os
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from pg_diag.experiments import ablation
+from pg_diag import ConfigError
+from pg_diag.cli import main
+from pg_diag.experiments import ablation, trust_region
+from pg_diag.run import CompileCounter
 from pg_diag.experiments.ablation import TOGGLES
 
 
@@ -55,6 +59,19 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
     assert len(best) == 16 and set(effects.toggle) == set(TOGGLES)
     assert os.path.exists(tmp_path / "point_mass" / "metrics.parquet")
     assert np.isfinite(best.mean_score).all()
+    # the figure and tables are a function of the saved study: redrawn without compiling, the same tables
+    with CompileCounter() as counter:
+        again = ablation.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+        assert main(["fig-ablation", "--from", str(tmp_path)]) == 0
+    assert counter.count == 0
+    pd.testing.assert_frame_equal(again["tables"]["point_mass"][0], best)
+    pd.testing.assert_frame_equal(again["tables"]["point_mass"][1], effects)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "redraw" / "effects_point_mass.csv"), effects,
+                                  check_dtype=False)  # float32 scores, written in their shortest form
+    assert os.path.getsize(tmp_path / "redraw" / "fig-ablation.png") > 10_000
+    # the ablation's directory is refused by the other targets, before anything is compiled
+    with pytest.raises(ConfigError, match="'fig-ablation' study"):
+        trust_region.draw(str(tmp_path))
 
 
 def test_paper_scale_matches_the_original_grid():

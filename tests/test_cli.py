@@ -62,3 +62,30 @@ def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
         run = load_run(str(out))
         assert run.config(0).static.algorithm == ("trpo" if algo.startswith("trpo") else "ppo")
         assert not run.metrics.diverged.any()
+
+
+@pytest.mark.parametrize("target", ["fig-ablation", "fig-trust-region", "fig-rewards", "table-2", "table-3",
+                                    "fig-theorem"])
+def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, capsys):
+    """Before anything is loaded or compiled: the error names the directory, what it holds and what is needed."""
+    from pg_diag.experiments import study_dir
+    from pg_diag.run import CompileCounter
+
+    missing, empty, run_dir, other = (tmp_path / n for n in ("missing", "empty", "run", "other"))
+    empty.mkdir()
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text("{}")
+    wrong = "fig-theorem" if target != "fig-theorem" else "algorithms"
+    study_dir.write(str(other), wrong, "smoke", ["point_mass"])
+    capsys.readouterr()
+    with CompileCounter() as counter:
+        for path, holds in ((missing, "no such directory"), (empty, "empty"), (run_dir, "single run directory"),
+                            (other, f"the {wrong!r} study")):
+            assert main([target, "--from", str(path)]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("pg-diag: error: ") and str(path) in err and holds in err
+            assert f"`pg-diag {target} --out DIR`" in err or "they share one study" in err
+        # options that only choose what to train are refused with --from
+        assert main([target, "--from", str(other), "--scale", "paper"]) == 2
+        assert "--scale" in capsys.readouterr().err
+    assert counter.count == 0

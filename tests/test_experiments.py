@@ -1,5 +1,6 @@
 """The algorithm study (fig-rewards, table-2, table-3), fig-trust-region and fig-theorem."""
 
+import json
 import os
 
 import jax
@@ -9,8 +10,9 @@ import optax
 import pandas as pd
 import pytest
 
-from pg_diag import networks, preset, sweep
-from pg_diag.experiments import algorithms, theorem, trust_region
+from pg_diag import ConfigError, networks, preset, sweep
+from pg_diag.cli import main
+from pg_diag.experiments import algorithms, study_dir, theorem, trust_region
 from pg_diag.objectives import normalize_advantages, probability_ratio
 from pg_diag.run import CompileCounter
 
@@ -74,18 +76,75 @@ def test_study_trains_every_preset_and_reuses_itself(study):
     assert np.isnan(trpo.clip_fraction).all() and np.isnan(metrics[metrics.algorithm == "ppo"].step_scale).all()
 
 
-def test_tables_and_reward_figure_from_the_study(study, tmp_path):
+@pytest.fixture(scope="module")
+def algorithms_study(study, tmp_path_factory):
+    """The three targets of the algorithms study trained (reusing ``study``'s runs) into one directory."""
     out, _ = study
-    target = str(tmp_path)
+    target = str(tmp_path_factory.mktemp("algorithms"))
     os.symlink(out, os.path.join(target, "runs"))
-    t2 = algorithms.table_2("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
+    kw = dict(out=target, tasks=("point_mass",), seeds=2, **TINY)
+    return (target, algorithms.table_2("smoke", **kw), algorithms.table_3("smoke", **kw),
+            algorithms.fig_rewards("smoke", **kw))
+
+
+def test_tables_and_reward_figure_from_the_study(algorithms_study):
+    target, t2, t3, fig = algorithms_study
     assert list(t2["table"].algorithm) == ["PPO", "PPO-M", "TRPO", "TRPO+", "AAI", "ACLI"]
     assert os.path.exists(t2["markdown"]) and os.path.exists(t2["csv"])
-    assert "95% percentile-bootstrap CI" in open(t2["markdown"]).read()
-    t3 = algorithms.table_3("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
+    note = open(t2["markdown"]).read()
+    assert "95% percentile-bootstrap CI" in note and "pg_diag's rule" in note
     assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
-    fig = algorithms.fig_rewards("smoke", out=target, tasks=("point_mass",), seeds=2, **TINY)
     assert os.path.getsize(fig["figure"]) > 10_000
+    study = json.load(open(os.path.join(target, "study.json")))
+    assert study["study"] == "algorithms" and study["tasks"] == ["point_mass"]
+
+
+def test_tables_and_reward_figure_redraw_from_disk_without_compiling(algorithms_study, tmp_path):
+    target, t2, t3, _ = algorithms_study
+    with CompileCounter() as counter:
+        again2 = algorithms.draw_table("table-2", target)
+        again3 = algorithms.draw_table("table-3", target, out=str(tmp_path))
+        fig = algorithms.draw_rewards(target, out=str(tmp_path))
+    assert counter.count == 0
+    pd.testing.assert_frame_equal(again2["table"], t2["table"])
+    pd.testing.assert_frame_equal(again3["table"], t3["table"])
+    assert again3["markdown"] == str(tmp_path / "table-3.md") and os.path.getsize(fig["figure"]) > 10_000
+
+
+def test_table_cli_from_a_study_with_the_original_reporting_rule(algorithms_study, tmp_path, capsys):
+    target, t2, _, _ = algorithms_study
+    with CompileCounter() as counter:
+        assert main(["table-2", "--from", target, "--out", str(tmp_path), "--reporting", "original"]) == 0
+    assert counter.count == 0
+    note = (tmp_path / "table-2.md").read_text()
+    assert "original code's rule" in note and "mean_return_reference" in note
+    four = ("ppo", "ppo-m", "trpo", "trpo+")
+    _, metrics = study_dir.load_runs(target, "algorithms", "table-2")
+    scores = algorithms.agent_scores(metrics[metrics.algorithm.isin(four)], reporting="original")
+    expected = algorithms.table(algorithms.summarize(scores), four, with_aai=True)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "table-2.csv", dtype=str), expected.astype(str))
+    # another study's target is refused, naming the directory, what it holds and what is needed
+    capsys.readouterr()
+    assert main(["fig-trust-region", "--from", target]) == 2
+    err = capsys.readouterr().err
+    assert target in err and "'algorithms' study" in err and "fig-trust-region --out DIR" in err
+
+
+def test_reporting_rule_chooses_the_column():
+    # the two rules differ: the reference rule dropped an episode in iteration 1 of agent 0
+    rows = [{"task": "t", "algorithm": "ppo", "agent": a, "iteration": i, "mean_return": 10.0 * a + i,
+             "mean_return_reference": 10.0 * a + i + (100.0 if (a, i) == (0, 1) else 0.0)}
+            for a in range(2) for i in range(3)]
+    m = pd.DataFrame(rows)
+    pg = algorithms.agent_scores(m, "max").set_index("agent").score
+    ref = algorithms.agent_scores(m, "max", reporting="original").set_index("agent").score
+    assert (pg[0], pg[1]) == (2.0, 12.0) and (ref[0], ref[1]) == (101.0, 12.0)
+    final = algorithms.agent_scores(m, "final", reporting="original").set_index("agent").score
+    assert final[0] == np.mean([0, 101, 2])
+    with pytest.raises(ConfigError, match="reporting"):
+        algorithms.agent_scores(m, reporting="published")
+    with pytest.raises(ConfigError, match="mean_return_reference"):
+        algorithms.agent_scores(m.drop(columns="mean_return_reference"), reporting="original")
 
 
 def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
@@ -100,12 +159,44 @@ def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
     assert (held.heldout_max_ratio[measured] >= 1.0).all()
 
 
-def test_trust_region_target_end_to_end(tmp_path):
-    out = trust_region.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=2, **{**TINY, "heldout_every": 3})
+def test_trust_region_target_end_to_end_with_the_runs_own_reference_lines(tmp_path):
+    out = trust_region.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=2,
+                           **{**TINY, "heldout_every": 3, "clip_eps": 0.3})
     assert os.path.getsize(out["figure"]) > 10_000
     s = out["summary"].set_index("algorithm")
     assert set(s.index) == {"PPO", "PPO-M", "TRPO"}
     assert os.path.exists(tmp_path / "summary.csv")
+    # the lines are the trained ε and δ, not the preset's ε = 0.2
+    delta = preset("trpo", "point_mass").kl_bound
+    assert out["references"] == {"point_mass": {"ratio": (pytest.approx(1.3),), "kl_bound": (delta,)}}
+    assert list(s["1 + ε"]) == ["1.3"] * 3
+    # redrawn from disk alone: no compile, the same summary
+    with CompileCounter() as counter:
+        again = trust_region.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+    assert counter.count == 0
+    pd.testing.assert_frame_equal(again["summary"], out["summary"])
+    assert again["references"] == out["references"] and os.path.exists(tmp_path / "redraw" / "fig-trust-region.png")
+
+
+def test_trust_region_lines_for_every_distinct_value():
+    m = pd.DataFrame({"task": "t", "program": ["ppo", "ppo", "ppo", "trpo", "trpo"],
+                      "clip_eps": [0.1, 0.3, 1e32, 0.2, 0.2], "kl_bound": [0.01, 0.01, 0.01, 0.07, 0.02]})
+    assert trust_region.reference_values(m) == {"t": {"ratio": (1.1, 1.3), "kl_bound": (0.02, 0.07)}}
+
+
+def test_theorem_target_saves_what_the_figure_needs_and_redraws_it(tmp_path):
+    out = theorem.run("smoke", out=str(tmp_path), steps=6, task="point_mass")
+    saved = json.load(open(tmp_path / "study.json"))
+    assert saved["study"] == "fig-theorem" and saved["tasks"] == ["point_mass"] and saved["steps"] == 6
+    assert saved["ceiling"] == out["ceiling"] and saved["clip_eps"] == preset("ppo", "point_mass").clip_eps
+    with CompileCounter() as counter:
+        again = theorem.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+        assert main(["fig-theorem", "--from", str(tmp_path), "--out", str(tmp_path / "cli")]) == 0
+    assert counter.count == 0
+    pd.testing.assert_frame_equal(again["summary"], out["summary"])
+    assert (tmp_path / "cli" / "summary.csv").read_text() == (tmp_path / "summary.csv").read_text()
+    assert again["first_step_relative_difference"] == out["first_step_relative_difference"]
+    assert len(out["summary"]) == len(theorem.OPTIMIZERS) and os.path.exists(tmp_path / "redraw" / "fig-theorem.png")
 
 
 def test_theorem_first_step_is_unclipped_and_ratios_escape_while_objective_saturates():

@@ -22,7 +22,7 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, Config
-from pg_diag.experiments import figures
+from pg_diag.experiments import figures, study_dir
 
 TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
@@ -133,10 +133,10 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
 
 def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
-    """Train the ablation (one compiled sweep per task), analyse it and draw the figure.
+    """Train the ablation (one compiled sweep per task), record the study and :func:`draw` it.
 
-    Writes ``<out>/<task>/`` run directories, ``<out>/best_lr_<task>.csv``,
-    ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
+    Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
+    ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
     """
     from pg_diag.run import sweep
 
@@ -145,10 +145,28 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
     sc = SCALES[scale]
     tasks = tuple(tasks or sc.tasks)
     configs = {task: base_config(task, sc).replace(**static_overrides) for task in tasks}  # validate all first
+    runs = {task: sweep(configs[task], grid(sc), seeds=seeds or sc.seeds, out=os.path.join(out, task),
+                        progress=progress, label=f"fig-ablation {task}") for task in tasks}
+    study_dir.write(out, "fig-ablation", scale, tasks, seeds=seeds or sc.seeds,
+                    learning_rates=list(sc.learning_rates))
+    return {**draw(out), "runs": runs}  # the in-memory results, with their final states
+
+
+def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+    """The analysis CSVs and the figure from the study saved in ``from_dir`` (written to
+    ``out``, default ``from_dir``); reads the run directories only.
+
+    Returns ``{"runs": {task: RunResult}, "tables": {task: (best, effects)}, "figure": path}``.
+    """
+    from pg_diag.run import load_run
+
+    record = study_dir.read(from_dir, "fig-ablation", "fig-ablation")
+    tasks = study_dir.select_tasks(record, tasks, from_dir, "fig-ablation")
+    out = out or from_dir
+    os.makedirs(out, exist_ok=True)
     selected, outputs = {}, {"runs": {}, "tables": {}}
     for task in tasks:
-        result = sweep(configs[task], grid(sc), seeds=seeds or sc.seeds, out=os.path.join(out, task),
-                       progress=progress, label=f"fig-ablation {task}")
+        result = load_run(study_dir.run_dir(from_dir, task, "fig-ablation"))
         scores = agent_scores(result.metrics)
         best = best_learning_rates(scores)
         sel = agents_at_best_lr(scores)
@@ -158,12 +176,12 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
         selected[task] = sel
         outputs["runs"][task] = result
         outputs["tables"][task] = (best, effects)
-    n_agents = 16 * len(sc.learning_rates) * (seeds or sc.seeds)
+    n_agents = outputs["runs"][tasks[0]].num_agents
     outputs["figure"] = plot(selected, os.path.join(out, "fig-ablation.png"),
-                             title=f"2^4 ablation ({scale} scale): scores of best-LR agents, "
+                             title=f"2^4 ablation ({record['scale']} scale): scores of best-LR agents, "
                                    f"{n_agents} agents per task trained as one compiled sweep")
     return outputs
 
 
-__all__ = ["SCALES", "TOGGLES", "agent_scores", "agents_at_best_lr", "base_config", "best_learning_rates",
+__all__ = ["SCALES", "TOGGLES", "agent_scores", "agents_at_best_lr", "base_config", "best_learning_rates", "draw",
            "grid", "plot", "run", "toggle_effects"]

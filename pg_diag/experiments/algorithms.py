@@ -17,7 +17,14 @@ The per-agent score is the mean of the last five iterations' mean reward
 (what the original stored as ``5_rewards`` at the end of each run); the tables
 can use the max over training instead (``statistic="max"``, the original
 notebooks' choice). Which one the published tables used is not recorded
-(ref §4.2 item 10).
+(ref §4.2 item 10). The per-iteration mean reward follows this engine's rule
+(every episode that ended) or the original code's (``reporting="original"``:
+an episode ending on the batch's last step is left out unless it is the only
+one), so the tables can be computed exactly as published.
+
+Training writes ``OUT/runs/<task>-<ppo|trpo>/`` and ``OUT/study.json``; the
+drawing functions (:func:`draw_rewards`, :func:`draw_table`) only read them, and
+the training entry points end by calling them.
 """
 
 from __future__ import annotations
@@ -28,13 +35,19 @@ import os
 
 import numpy as np
 
-from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, preset
-from pg_diag.experiments import figures
+from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, preset
+from pg_diag.experiments import figures, study_dir
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
 
 LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+"}
 COLORS = {"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
           "trpo+": "tab:red"}
+#: the tables' reporting rule -> the per-iteration metric it reads
+REPORTING = {"pg_diag": "mean_return", "original": "mean_return_reference"}
+REPORTING_NOTES = {
+    "pg_diag": "pg_diag's rule: the mean raw return of every episode that ended in an iteration (`mean_return`)",
+    "original": "the original code's rule, as published: an episode ending on the batch's last step is left out "
+                "unless no other episode ended in the batch (`mean_return_reference`)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +112,7 @@ def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, p
 
     frames = []
     for base, points in programs(task, algorithms, **overrides):
-        run_dir = os.path.join(out, f"{task}-{base.static.algorithm}")
+        run_dir = os.path.join(out, f"{task}-{base.static.algorithm}")  # see run_names
         labels = [a for a, _ in points]
         grid = [p for _, p in points]
         p = plan(base, grid, seeds, labels)
@@ -110,24 +123,40 @@ def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, p
         else:
             metrics = sweep(base, grid, seeds, out=run_dir, progress=progress, labels=labels,
                             label=f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
-        frames.append(metrics.assign(algorithm=metrics["label"], task=task))
-    cols = ["task", "algorithm", "agent", "seed", "iteration", "env_steps", "mean_return"]
-    return pd.concat([f[cols + [c for c in f.columns if c not in cols]] for f in frames], ignore_index=True)
+        frames.append(study_dir.tidy(metrics, task))
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_names(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
+    """The run directories (under ``OUT/runs``) :func:`train_study` writes for ``task``."""
+    return [f"{task}-{base.static.algorithm}" for base, _ in programs(task, algorithms, **overrides)]
+
+
 
 
 # --- per-agent scores and the tables ------------------------------------------------
 
-def agent_scores(metrics, statistic: str = "final"):
-    """One score per (task, algorithm, agent): the mean of the last five iterations'
-    mean reward (``final``) or the max over training (``max``)."""
+def _check_rules(statistic: str, reporting: str) -> None:
     if statistic not in ("final", "max"):
-        raise ValueError(f"unknown statistic {statistic!r}; choose 'final' or 'max'")
-    keys = ["task", "algorithm", "agent"]
+        raise ConfigError(f"unknown statistic {statistic!r}; choose 'final' or 'max'")
+    if reporting not in REPORTING:
+        raise ConfigError(f"unknown reporting rule {reporting!r}; choose one of: {', '.join(REPORTING)}")
+
+
+def agent_scores(metrics, statistic: str = "final", reporting: str = "pg_diag"):
+    """One score per (task, algorithm, agent): the mean of the last five iterations'
+    mean reward (``final``) or the max over training (``max``), the mean reward under
+    ``reporting``'s rule (see :data:`REPORTING`)."""
+    _check_rules(statistic, reporting)
+    column, keys = REPORTING[reporting], ["task", "algorithm", "agent"]
+    if column not in metrics:
+        raise ConfigError(f"reporting={reporting!r} needs the metric {column!r}, which these runs did not "
+                          f"record (they predate it); retrain them or use reporting='pg_diag'")
     if statistic == "max":
-        return metrics.groupby(keys)["mean_return"].max().rename("score").reset_index()
+        return metrics.groupby(keys)[column].max().rename("score").reset_index()
     last = metrics.iteration.max()
     tail = metrics[metrics.iteration > last - 5]
-    return tail.groupby(keys)["mean_return"].mean().rename("score").reset_index()
+    return tail.groupby(keys)[column].mean().rename("score").reset_index()
 
 
 def summarize(scores, resamples: int = 1000):
@@ -176,18 +205,6 @@ def table(summary, algorithms, with_aai: bool):
     return pd.DataFrame(rows)
 
 
-def write_table(df, path_stem: str, title: str, note: str) -> tuple[str, str]:
-    os.makedirs(os.path.dirname(os.path.abspath(path_stem)), exist_ok=True)
-    df.to_csv(path_stem + ".csv", index=False)
-    cols = list(df.columns)
-    lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    lines += ["", note, ""]
-    with open(path_stem + ".md", "w") as f:
-        f.write("\n".join(lines))
-    return path_stem + ".md", path_stem + ".csv"
-
-
 # --- the figure -----------------------------------------------------------------------
 
 def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> str:
@@ -214,51 +231,69 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
     return figures.save(fig, path, title, dpi=110)
 
 
-# --- entry points -----------------------------------------------------------------------
+# --- entry points: train and save, then draw from disk -----------------------------------
 
-def _study(scale: str, out: str, tasks, seeds, progress, algorithms, overrides):
-    import pandas as pd
-
+def _study(scale: str, out: str, tasks, seeds, progress, overrides) -> None:
+    """Train every preset on every task (reusing matching runs on disk) and record the study."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
     sc = SCALES[scale]
     tasks = tuple(tasks or sc.tasks)
     over = {**sc.overrides, **overrides}
     for task in tasks:  # validate every configuration before training anything
-        for algo in algorithms:
+        for algo in ALGORITHM_PRESETS:
             preset(algo, task, **over)
-    runs = os.path.join(out, "runs")
-    return pd.concat([train_study(t, seeds or sc.seeds, runs, algorithms, progress, **over) for t in tasks],
-                     ignore_index=True)
+    for t in tasks:
+        train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHM_PRESETS, progress, **over)
+    study_dir.write(out, "algorithms", scale, tasks, algorithms=list(ALGORITHM_PRESETS),
+                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHM_PRESETS, **over)] for t in tasks})
 
 
 def fig_rewards(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):
-    metrics = _study(scale, out, tasks, seeds, progress, ALGORITHM_PRESETS, overrides)
-    path = plot_rewards(metrics, os.path.join(out, "fig-rewards.png"),
-                        title=f"Mean episodic reward over training ({scale} scale)")
+    _study(scale, out, tasks, seeds, progress, overrides)
+    return draw_rewards(out)
+
+
+def draw_rewards(from_dir: str, out: str | None = None, tasks=None) -> dict:
+    """fig-rewards from the study saved in ``from_dir`` (written to ``out``, default ``from_dir``)."""
+    record, metrics = study_dir.load_runs(from_dir, "algorithms", "fig-rewards", tasks)
+    path = plot_rewards(metrics, os.path.join(out or from_dir, "fig-rewards.png"),
+                        title=f"Mean episodic reward over training ({record['scale']} scale)")
     return {"figure": path, "metrics": metrics}
 
 
-def _table_target(kind, scale, out, tasks, seeds, progress, statistic, overrides):
+def _table_target(kind, scale, out, tasks, seeds, progress, statistic, reporting, overrides):
+    _check_rules(statistic, reporting)
+    _study(scale, out, tasks, seeds, progress, overrides)
+    return draw_table(kind, out, statistic=statistic, reporting=reporting)
+
+
+def draw_table(kind: str, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
+               reporting: str = "pg_diag") -> dict:
+    """table-2 or table-3 from the study saved in ``from_dir`` (written to ``out``, default ``from_dir``)."""
+    if kind not in ("table-2", "table-3"):
+        raise ValueError(f"unknown table {kind!r}; tables are table-2 and table-3")
+    _check_rules(statistic, reporting)
     algorithms = ("ppo", "ppo-m", "trpo", "trpo+") if kind == "table-2" else ("ppo", "ppo-noclip")
-    metrics = _study(scale, out, tasks, seeds, progress, ALGORITHM_PRESETS, overrides)
+    record, metrics = study_dir.load_runs(from_dir, "algorithms", kind, tasks)
     metrics = metrics[metrics.algorithm.isin(algorithms)]
-    summary = summarize(agent_scores(metrics, statistic))
+    summary = summarize(agent_scores(metrics, statistic, reporting))
     df = table(summary, algorithms, with_aai=(kind == "table-2"))
     title = ("IM Table 2: step choice × code-level optimizations" if kind == "table-2"
              else "IM Table 3: PPO vs PPO-NoClip")
     note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
             f" of the per-iteration mean episodic reward) with a 95% percentile-bootstrap CI over agents "
-            f"(1000 resamples); {scale} scale. Published values: Engstrom et al. (ref §5).")
-    md, csv = write_table(df, os.path.join(out, kind), title, note)
+            f"(1000 resamples); {record['scale']} scale. Episodic reward reported under "
+            f"{REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
+    md, csv = figures.write_table(df, os.path.join(out or from_dir, kind), title, note)
     return {"markdown": md, "csv": csv, "table": df, "summary": summary}
 
 
 def table_2(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
-            **overrides):
-    return _table_target("table-2", scale, out, tasks, seeds, progress, statistic, overrides)
+            reporting="pg_diag", **overrides):
+    return _table_target("table-2", scale, out, tasks, seeds, progress, statistic, reporting, overrides)
 
 
 def table_3(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
-            **overrides):
-    return _table_target("table-3", scale, out, tasks, seeds, progress, statistic, overrides)
+            reporting="pg_diag", **overrides):
+    return _table_target("table-3", scale, out, tasks, seeds, progress, statistic, reporting, overrides)

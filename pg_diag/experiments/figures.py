@@ -1,4 +1,4 @@
-"""Shared figure plumbing for the study modules: a headless pyplot and one way to save."""
+"""Shared output plumbing for the study modules: a headless pyplot, one way to save a figure, one to write a table."""
 
 from __future__ import annotations
 
@@ -22,3 +22,16 @@ def save(fig, path: str, title: str = "", dpi: int = 110, title_size: int = 11) 
     fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
     return path
+
+
+def write_table(df, path_stem: str, title: str, note: str) -> tuple[str, str]:
+    """Write ``df`` as ``path_stem.csv`` and as a Markdown table with ``title`` and ``note`` (``path_stem.md``)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path_stem)), exist_ok=True)
+    df.to_csv(path_stem + ".csv", index=False)
+    cols = list(df.columns)
+    lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    lines += ["", note, ""]
+    with open(path_stem + ".md", "w") as f:
+        f.write("\n".join(lines))
+    return path_stem + ".md", path_stem + ".csv"

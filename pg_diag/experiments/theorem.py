@@ -14,6 +14,10 @@ What the theorem and the gradient formula that follows it predict:
   moving (other samples, momentum) and the max ratio drifts arbitrarily far
   past 1 + ε: the clipped objective has many optima outside the trust region,
   and which one is reached depends on the optimizer, not on the objective.
+
+:func:`run` writes the traces (``fig-theorem.csv``) and what the figure needs
+besides them (``study.json``: first-step check, ceiling, ε, batch size);
+:func:`draw` makes the figure and ``summary.csv`` from those two files alone.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import numpy as np
 import optax
 
 from pg_diag import networks, stages
-from pg_diag.config import preset
-from pg_diag.experiments import figures
+from pg_diag.config import ConfigError, preset
+from pg_diag.experiments import figures, study_dir
 from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.trainer import make_train, seed_key
 
@@ -101,13 +105,13 @@ def first_step_check(params, batch, knobs, eps):
 COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio", "mean_kl", "fraction_outside")
 
 
-def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
-    plt = figures.pyplot()
+def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None):
+    """Optimize L^C on one batch with every optimizer, save the traces and :func:`draw` them."""
     import pandas as pd
 
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    task, steps = SCALES[scale]["task"], steps or SCALES[scale]["steps"]
+    task, steps = task or SCALES[scale]["task"], steps or SCALES[scale]["steps"]
     cfg, params, batch, knobs = fixed_batch(task, seed)
     eps = cfg.clip_eps
     rel = first_step_check(params, batch, knobs, eps)
@@ -118,9 +122,27 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
                                                                    _optimizer(kind, lr), steps))
         frame = pd.DataFrame(trace, columns=COLUMNS).assign(optimizer=f"{name} lr={lr:g}", step=np.arange(len(trace)))
         frames.append(frame)
-    data = pd.concat(frames, ignore_index=True)
     os.makedirs(out, exist_ok=True)
-    data.to_csv(os.path.join(out, "fig-theorem.csv"), index=False)
+    pd.concat(frames, ignore_index=True).to_csv(os.path.join(out, "fig-theorem.csv"), index=False)
+    study_dir.write(out, "fig-theorem", scale, [task], seed=seed, steps=steps, clip_eps=float(eps),
+                    batch_size=int(batch.obs.shape[0]), first_step_relative_difference=rel, ceiling=ceiling)
+    return draw(out)
+
+
+def draw(from_dir: str, out: str | None = None) -> dict:
+    """The figure and ``summary.csv`` from ``fig-theorem.csv`` and ``study.json`` in ``from_dir``
+    (written to ``out``, default ``from_dir``)."""
+    plt = figures.pyplot()
+    import pandas as pd
+
+    record = study_dir.read(from_dir, "fig-theorem", "fig-theorem")
+    trace_path = os.path.join(from_dir, "fig-theorem.csv")
+    if not os.path.isfile(trace_path):
+        raise ConfigError(f"fig-theorem --from {from_dir!r}: the study has no fig-theorem.csv (its traces)")
+    data = pd.read_csv(trace_path)
+    out = out or from_dir
+    task, eps, steps, ceiling = record["tasks"][0], record["clip_eps"], record["steps"], record["ceiling"]
+    rel = record["first_step_relative_difference"]
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     for opt, d in data.groupby("optimizer", sort=False):
@@ -140,8 +162,9 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None):
         ax.set_xlabel("optimizer step on the same batch")
         ax.legend(fontsize=7)
     path = figures.save(fig, os.path.join(out, "fig-theorem.png"),
-                        f"CL Theorem 5.1 on one {task} batch of {batch.obs.shape[0]} samples: the objective flattens "
-                        f"while the ratios leave the trust region; first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}",
+                        f"CL Theorem 5.1 on one {task} batch of {record['batch_size']} samples: the objective "
+                        f"flattens while the ratios leave the trust region; "
+                        f"first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}",
                         dpi=100, title_size=10)
 
     final = data[data.step == steps].set_index("optimizer")

@@ -5,6 +5,11 @@ Per iteration and agent: mean reward, the max probability ratio (with the
 and max KL against mean KL — on the training batch every iteration, and on a
 held-out batch from the pre-update policy every ``heldout_every`` iterations
 (ref §4.1; the held-out batch here leaves the training run untouched).
+
+The reference lines (1 + ε, TRPO's δ) are the values the runs were trained
+with, read from their manifests, so a run with another ε shows its own line.
+Training writes ``OUT/runs/<task>-<ppo|trpo>/`` and ``OUT/study.json``;
+:func:`draw` redraws the figure and summary from them alone.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, preset
-from pg_diag.experiments import figures
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, train_study
+from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
@@ -30,6 +35,19 @@ SCALES = {
 }
 
 
+def reference_values(metrics) -> dict:
+    """Per task, the reference lines as the runs were configured: ``ratio`` = 1 + ε for
+    every distinct clip ε of the PPO agents (no line for a disabled clip) and ``kl_bound``
+    = every distinct δ of the TRPO agents. ``metrics`` needs the ``program``,
+    ``clip_eps`` and ``kl_bound`` columns of :func:`study_dir.with_configs`."""
+    out = {}
+    for task, m in metrics.groupby("task", sort=False):
+        ppo = m[(m.program == "ppo") & (m.clip_eps < study_dir.NO_CLIP)]
+        out[task] = {"ratio": tuple(float(1 + e) for e in sorted(ppo.clip_eps.unique())),
+                     "kl_bound": tuple(float(d) for d in sorted(m[m.program == "trpo"].kl_bound.unique()))}
+    return out
+
+
 def plot(metrics, path: str, title: str = "") -> str:
     plt = figures.pyplot()
 
@@ -37,8 +55,7 @@ def plot(metrics, path: str, title: str = "") -> str:
     fig, axes = plt.subplots(2 * len(tasks), 4, figsize=(18, 7.2 * len(tasks)), squeeze=False)
     for t, task in enumerate(tasks):
         m = metrics[metrics.task == task]
-        eps = {a: preset(a, task).clip_eps for a in ALGORITHMS}
-        delta = preset("trpo", task).kl_bound
+        refs = reference_values(m)[task]
         for row, (prefix, where) in enumerate((("", "training batch"), ("heldout_", "held-out batch"))):
             ax_r, ax_ratio, ax_kl, ax_mm = axes[2 * t + row]
             for algo in ALGORITHMS:
@@ -51,8 +68,10 @@ def plot(metrics, path: str, title: str = "") -> str:
                     ax_kl.plot(agent.iteration, agent[prefix + "mean_kl"], **kw)
                     ax_mm.scatter(agent[prefix + "mean_kl"], agent[prefix + "max_kl"], s=8, color=COLORS[algo],
                                   alpha=0.6, label=LABELS[algo] if i == 0 else None)
-            ax_ratio.axhline(1 + eps["ppo"], color="k", ls=":", lw=1, label=f"1 + ε = {1 + eps['ppo']:g}")
-            ax_kl.axhline(delta, color="tab:green", ls=":", lw=1, label=f"TRPO δ = {delta:g}")
+            for ratio in refs["ratio"]:
+                ax_ratio.axhline(ratio, color="k", ls=":", lw=1, label=f"1 + ε = {ratio:g}")
+            for delta in refs["kl_bound"]:
+                ax_kl.axhline(delta, color="tab:green", ls=":", lw=1, label=f"TRPO δ = {delta:g}")
             ax_r.set_title(f"{task}: mean reward" + (" (iterations with a held-out batch)" if prefix else ""))
             ax_ratio.set_title(f"max ratio, {where}")
             ax_kl.set_title(f"mean KL, {where}")
@@ -73,15 +92,22 @@ def plot(metrics, path: str, title: str = "") -> str:
 
 
 def summary(metrics):
-    """Per task and algorithm: how often the max ratio leaves 1 + ε, and the KLs."""
+    """Per task and algorithm: how often the max ratio leaves 1 + ε, and the KLs. A PPO
+    agent is measured against its own ε; TRPO (which has none) against the task's PPO
+    agents' ε, the smallest if they differ."""
     import pandas as pd
 
+    refs = reference_values(metrics)
     rows = []
     for (task, algo), m in metrics.groupby(["task", "algorithm"]):
-        eps = preset(algo, task).clip_eps if algo != "trpo" else preset("ppo", task).clip_eps
+        if (m.program == "ppo").all():
+            bound = 1 + m.clip_eps
+        else:
+            bound = min(refs[task]["ratio"], default=np.nan)
         held = m[np.isfinite(m.heldout_mean_kl)]
         rows.append({"task": task, "algorithm": LABELS[algo], "agents": m.agent.nunique(),
-                     "iterations with max ratio > 1+ε (train)": float(np.mean(m.max_ratio > 1 + eps)),
+                     "1 + ε": ", ".join(f"{b:g}" for b in sorted(set(np.atleast_1d(bound)))),
+                     "iterations with max ratio > 1+ε (train)": float(np.mean(m.max_ratio > bound)),
                      "median max ratio (train)": float(np.median(m.max_ratio)),
                      "median mean KL (train)": float(np.median(m.mean_kl)),
                      "median max KL / mean KL (train)": float(np.median(m.max_kl / m.mean_kl)),
@@ -91,8 +117,7 @@ def summary(metrics):
 
 
 def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, **overrides):
-    import pandas as pd
-
+    """Train PPO, PPO-M and TRPO on each task, record the study in ``out`` and :func:`draw` it."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
     sc = SCALES[scale]
@@ -101,11 +126,22 @@ def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, p
     for task in tasks:
         for algo in ALGORITHMS:
             preset(algo, task, **over)
-    metrics = pd.concat([train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
-                         for t in tasks], ignore_index=True)
+    for t in tasks:
+        train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
+    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(ALGORITHMS),
+                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHMS, **over)] for t in tasks})
+    return draw(out)
+
+
+def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+    """The figure and ``summary.csv`` from the study saved in ``from_dir`` (written to
+    ``out``, default ``from_dir``); reads the run directories only."""
+    record, metrics = study_dir.load_runs(from_dir, "fig-trust-region", "fig-trust-region", tasks)
+    out = out or from_dir
     table = summary(metrics)
+    os.makedirs(out, exist_ok=True)
     table.to_csv(os.path.join(out, "summary.csv"), index=False)
     path = plot(metrics, os.path.join(out, "fig-trust-region.png"),
-                title=f"Trust regions of PPO, PPO-M and TRPO ({scale} scale): training batch (upper rows) and "
-                      f"held-out batch (lower rows)")
-    return {"figure": path, "summary": table, "metrics": metrics}
+                title=f"Trust regions of PPO, PPO-M and TRPO ({record['scale']} scale): training batch (upper rows) "
+                      f"and held-out batch (lower rows)")
+    return {"figure": path, "summary": table, "metrics": metrics, "references": reference_values(metrics)}

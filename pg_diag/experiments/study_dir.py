@@ -1,0 +1,142 @@
+"""A study's output directory, and reading it back to redraw its figures and tables.
+
+Every figure/table target writes ``OUT/study.json`` next to its results once
+they are complete: the study's name, scale and tasks, and whatever its drawing
+function needs besides the run directories and CSVs. ``--from OUT`` reads it
+back, so a figure is a function of what is on disk and a wrong or half-made
+directory is refused before anything is loaded or compiled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from pg_diag.config import Config, ConfigError
+
+STUDY_FILE = "study.json"
+FORMAT = "pg_diag.study/1"
+
+#: study name -> the targets that draw from it (fig-rewards, table-2 and table-3 share one study)
+TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-region",),
+           "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",)}
+
+#: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
+NO_CLIP = 1e30
+
+
+def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
+    """Record ``study`` in ``out`` (written whole and renamed into place)."""
+    record = {"format": FORMAT, "study": study, "scale": scale, "tasks": list(tasks), **extra}
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, STUDY_FILE)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2)
+    os.replace(tmp, path)
+    return record
+
+
+def _needs(study: str) -> str:
+    targets = TARGETS[study]
+    if len(targets) == 1:
+        return f"the output directory of `pg-diag {targets[0]} --out DIR`"
+    return (f"the output directory of `pg-diag {targets[0]} --out DIR` (or {' or '.join(targets[1:])}: "
+            f"they share one study)")
+
+
+def _holds(path: str) -> str:
+    """What a directory without a study holds, in a few words."""
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return "nothing (it is empty)"
+    if "manifest.json" in entries:
+        return "a single run directory (manifest.json), not a figure's study"
+    shown = ", ".join(entries[:6]) + (f", … ({len(entries)} entries)" if len(entries) > 6 else "")
+    return f"no {STUDY_FILE} (entries: {shown})"
+
+
+def read(from_dir: str, study: str, target: str) -> dict:
+    """The study record in ``from_dir``; a :class:`ConfigError` unless it holds ``study``."""
+    where = f"{target} --from {from_dir!r}"
+    if not os.path.isdir(from_dir):
+        raise ConfigError(f"{where}: no such directory; {target} needs {_needs(study)}")
+    path = os.path.join(from_dir, STUDY_FILE)
+    if not os.path.isfile(path):
+        raise ConfigError(f"{where}: the directory holds no study: {_holds(from_dir)}; {target} needs "
+                          f"{_needs(study)}, which writes {STUDY_FILE} once its results are complete")
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{where}: cannot read {path}: {err}") from None
+    found = record.get("study") if isinstance(record, dict) else None
+    if found != study:
+        made_by = " / ".join(TARGETS.get(found, ())) or "an unknown target"
+        raise ConfigError(f"{where}: the directory holds the {found!r} study ({made_by}, "
+                          f"{record.get('scale')} scale, tasks {', '.join(record.get('tasks', []))}); "
+                          f"{target} needs {_needs(study)}")
+    return record
+
+
+def select_tasks(record: dict, tasks, from_dir: str, target: str) -> tuple:
+    """The study's tasks, or the requested subset of them."""
+    have = tuple(record["tasks"])
+    if not tasks:
+        return have
+    missing = [t for t in tasks if t not in have]
+    if missing:
+        raise ConfigError(f"{target} --from {from_dir!r}: the study has no {', '.join(missing)}; "
+                          f"its tasks are {', '.join(have)}")
+    return tuple(tasks)
+
+
+def run_dir(from_dir: str, name: str, target: str) -> str:
+    """``from_dir/name``, which must be a run directory (the study lists it)."""
+    path = os.path.join(from_dir, name)
+    if not os.path.isfile(os.path.join(path, "manifest.json")):
+        raise ConfigError(f"{target} --from {from_dir!r}: the study lists the run directory {name!r}, "
+                          f"which is missing or has no manifest.json")
+    return path
+
+
+def with_configs(run):
+    """``run.metrics`` with what each agent was trained with: ``program`` (its static
+    algorithm, ppo or trpo), ``clip_eps`` and ``kl_bound`` from the manifest's base
+    configuration and the agent's grid point (what reference lines must show)."""
+    base = Config.from_dict(run.manifest["base_config"])
+    points = [base.replace(**p) for p in run.manifest["grid_points"] or [{}]]
+    point_of = np.array([a["point"] for a in run.manifest["agents"]])
+    agent = run.metrics["agent"].to_numpy()
+    return run.metrics.assign(program=np.array([c.static.algorithm for c in points])[point_of[agent]],
+                              clip_eps=np.array([c.clip_eps for c in points], float)[point_of[agent]],
+                              kl_bound=np.array([c.kl_bound for c in points], float)[point_of[agent]])
+
+
+def tidy(metrics, task: str):
+    """A labelled sweep's metrics with ``task`` and ``algorithm`` (= the grid point's label) in front."""
+    f = metrics.assign(algorithm=metrics["label"], task=task)
+    cols = ["task", "algorithm", "agent", "seed", "iteration", "env_steps", "mean_return"]
+    return f[cols + [c for c in f.columns if c not in cols]]
+
+
+def load_runs(from_dir: str, study: str, target: str, tasks=None):
+    """``(record, metrics)`` of a study of labelled sweeps (fig-trust-region, the algorithms
+    study): its algorithms' metrics on its tasks, read from the run directories it lists, with
+    each agent's configured ``program``, ``clip_eps`` and ``kl_bound`` (:func:`with_configs`)."""
+    import pandas as pd
+
+    from pg_diag.run import load_run
+
+    record = read(from_dir, study, target)
+    tasks = select_tasks(record, tasks, from_dir, target)
+    frames = [tidy(with_configs(load_run(run_dir(from_dir, name, target))), task)
+              for task in tasks for name in record["runs"][task]]
+    metrics = pd.concat(frames, ignore_index=True)
+    return record, metrics[metrics.algorithm.isin(record["algorithms"])].reset_index(drop=True)
+
+
+__all__ = ["NO_CLIP", "STUDY_FILE", "TARGETS", "load_runs", "read", "run_dir", "select_tasks", "tidy", "with_configs",
+           "write"]
