@@ -52,9 +52,15 @@ def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
     expected, _ = jax.jit(trainer.run, static_argnums=2)(trainer.init(seed_key(1), knobs), knobs, 3)
     saved = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 3))
     assert int(saved.iteration) == 3
-    for x, y in zip(jax.tree.leaves((saved.policy, saved.value, saved.filters)),
-                    jax.tree.leaves((expected.policy, expected.value, expected.filters))):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-5, atol=1e-6)
+    # a vmapped sweep and one agent alone differ by float32 rounding (XLA's kernels differ with the
+    # batch), the same bound as the sweep-member test; statistics are compared as values (the low
+    # halves of their compensated sums are rounding residues and may differ entirely)
+    def values(s):
+        stats = (s.filters.obs, s.filters.ret)
+        return jax.tree.leaves((s.policy, s.value, [(x.mean, x.std, x.n) for x in stats]))
+
+    for x, y in zip(values(saved), values(expected), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-4, atol=1e-6)
     initial = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 0))
     leaves_equal(initial.policy, trainer.init(seed_key(1), knobs).policy)
     # the final checkpoint is the run's final state
