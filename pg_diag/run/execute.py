@@ -285,7 +285,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                     if latest is not None and latest not in kept:
                         store.drop_checkpoint(out, latest)
                     latest = done
-                    store.write_manifest(out, _progress_manifest(manifest, done, out, history, counter))
+                    store.write_manifest(out, _progress_manifest(manifest, done, out, history))
             if out is not None and latest is not None and latest not in kept:
                 store.drop_checkpoint(out, latest)
             status = "complete"
@@ -293,7 +293,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             if bar is not None:
                 bar.close()
             t_end = time.perf_counter()
-            manifest.update(_progress_manifest(manifest, done, out, history, counter))
+            manifest.update(_progress_manifest(manifest, done, out, history))
             manifest.update(status=status, timings={
                 "compile_s": compile_s, "run_s": t_end - t_start - compile_s, "total_s": t_end - t_start,
                 "compiles": counter.count, "compile_backend_s": counter.seconds,
@@ -314,7 +314,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
     return store.RunResult(manifest=manifest, metrics=store.metrics_frame(p, history), path=out, final_state=final)
 
 
-def _progress_manifest(manifest: dict, done: int, out, history: dict, counter) -> dict:
+def _progress_manifest(manifest: dict, done: int, out, history: dict) -> dict:
     flag = history.get("diverged")
     diverged = [int(a) for a in np.nonzero(flag.any(axis=1))[0]] if flag is not None else []
     return {**manifest, "iterations_done": done, "diverged_agents": diverged,
