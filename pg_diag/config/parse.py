@@ -26,9 +26,12 @@ def parse_value(name: str, text: str):
             raise ConfigError(f"{name} takes iterations like 0,150,300,450, got {text!r}") from None
     if name in ("policy_hidden", "value_hidden"):
         try:
+            if text.strip().lower() in ("", "none", "linear"):
+                return ()
             return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
         except ValueError:
-            raise ConfigError(f"{name} takes widths like 64,64 or 64x64, got {text!r}") from None
+            raise ConfigError(f"{name} takes widths like 64,64 or 64x64 (none, or an empty value, for a linear "
+                              f"network), got {text!r}") from None
     if name in ("task", "algorithm", "physics"):
         return text
     if name == "fisher_fraction":

@@ -123,6 +123,15 @@ for _task in ("pendulum", "point_mass"):
             f"{_algo.upper()} on the pure-JAX {_task} task: the Hopper preset's knobs at CPU scale "
             f"(4 envs × 256 steps per iteration, 16 minibatches, environments not reset between iterations).")
 
+# The linear-quadratic task: a linear-Gaussian policy, and observation clipping off, so the
+# policy stays affine in the state and the closed forms of pg_diag.envs.lqr apply to it.
+for _algo in ALGORITHM_PRESETS:
+    _over, _ = PRESETS[(_algo, "hopper")]
+    PRESETS[(_algo, "lqr")] = (
+        dict(_over, **_SMOKE, policy_hidden=(), obs_clipping=False),
+        f"{_algo.upper()} on the linear-quadratic task: the Hopper preset's knobs at CPU scale with a linear-Gaussian "
+        f"policy and no observation clipping (the policy is affine in the state: J, ∇J and V^π are exact).")
+
 
 def preset_names() -> list[str]:
     return sorted({a for a, _ in PRESETS})

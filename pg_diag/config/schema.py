@@ -165,7 +165,7 @@ class Static:
     ppo_epochs: int = _static(10, "Passes over the batch in the policy update.")
     value_epochs: int = _static(10, "Passes over the batch in the value update.")
     num_minibatches: int = _static(32, "Minibatches per epoch, for both updates.")
-    policy_hidden: tuple = _static((64, 64), "Hidden layer widths of the policy MLP.")
+    policy_hidden: tuple = _static((64, 64), "Hidden layer widths of the policy MLP; () = a linear-Gaussian policy.")
     value_hidden: tuple = _static((64, 64), "Hidden layer widths of the value MLP.")
     reset_every_iteration: bool = _static(
         True, "Reset every environment at the start of each iteration, dropping partial episodes (ref §2.1).")
@@ -259,9 +259,10 @@ def check_static(name: str, value) -> Any:
             raise ConfigError(f"unknown algorithm {value!r}; algorithms are: {', '.join(ALGORITHMS)}")
         return value
     if name in ("policy_hidden", "value_hidden"):
-        if (not isinstance(value, (tuple, list)) or len(value) == 0
+        # () is a linear network: a linear-Gaussian policy (the LQR task's closed forms need one)
+        if (not isinstance(value, (tuple, list))
                 or not all(isinstance(h, numbers.Integral) and not _is_bool(h) and h > 0 for h in value)):
-            raise ConfigError(f"{name} must be a non-empty tuple of positive ints, got {value!r}")
+            raise ConfigError(f"{name} must be a tuple of positive ints (() for a linear network), got {value!r}")
         return tuple(int(h) for h in value)
     if name == "physics":
         from pg_diag.envs import PHYSICS

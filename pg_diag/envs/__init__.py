@@ -21,6 +21,8 @@ TASKS = {
     "humanoid": ("mujoco", "Humanoid (Brax MJCF and solver settings), 276-d obs, 17-d action, 1000-step episodes."),
     "pendulum": ("jax", "Pendulum swing-up in pure JAX, 3-d obs, 1-d action, 200-step episodes."),
     "point_mass": ("jax", "2-D point mass in pure JAX with termination, 4-d obs, 2-d action, 200-step episodes."),
+    "lqr": ("jax", "Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
+                   "(mean 50 steps); J, ∇J and V^π in closed form."),
 }
 PHYSICS = ("auto", "mjx", "native")
 
@@ -55,6 +57,9 @@ def _make(name: str, physics: str, threads: int) -> Env:
     if name == "point_mass":
         from pg_diag.envs.classic import make_point_mass
         return make_point_mass()
+    if name == "lqr":
+        from pg_diag.envs.lqr import make_lqr
+        return make_lqr()
     from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
     return make_mujoco_env(MUJOCO_TASKS[name], physics, threads)
 
