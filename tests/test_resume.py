@@ -189,7 +189,7 @@ def _start_and_signal(out, sig, after_iterations=4):
     return child.returncode, err
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path, sig):
     out = str(tmp_path / "run")
     code, err = _start_and_signal(out, sig)
@@ -197,7 +197,7 @@ def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path,
     run = load_run(out)
     done = run.manifest["iterations_done"]
     assert 4 <= done < 400
-    if sig == signal.SIGTERM:
+    if sig in (signal.SIGINT, signal.SIGTERM):
         assert run.manifest["status"] == "interrupted"
         assert f"resume with: pg-diag resume {out}" in err
     else:  # killed outright: the directory is as it was after the last finished chunk
