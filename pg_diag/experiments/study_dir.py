@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from pg_diag.config import Config, ConfigError
+from pg_diag.run.store import write_json
 
 STUDY_FILE = "study.json"
 FORMAT = "pg_diag.study/1"
@@ -30,12 +31,7 @@ NO_CLIP = 1e30
 def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
     """Record ``study`` in ``out`` (written whole and renamed into place)."""
     record = {"format": FORMAT, "study": study, "scale": scale, "tasks": list(tasks), **extra}
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, STUDY_FILE)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-    os.replace(tmp, path)
+    write_json(os.path.join(out, STUDY_FILE), record)
     return record
 
 

@@ -191,14 +191,19 @@ def write_metrics(path: str, frame) -> None:
     _atomic_write(os.path.join(path, METRICS_FILE), lambda tmp: frame.to_parquet(tmp, index=False))
 
 
-def write_manifest(path: str, manifest: dict) -> None:
-    os.makedirs(path, exist_ok=True)
+def write_json(path: str, record: dict) -> None:
+    """``record`` as JSON at ``path``, written whole and renamed into place."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
     def write(tmp):
         with open(tmp, "w") as f:
-            json.dump(manifest, f, indent=2, default=_json_default)
+            json.dump(record, f, indent=2, default=_json_default)
 
-    _atomic_write(os.path.join(path, MANIFEST), write)
+    _atomic_write(path, write)
+
+
+def write_manifest(path: str, manifest: dict) -> None:
+    write_json(os.path.join(path, MANIFEST), manifest)
 
 
 def load_run(path: str) -> RunResult:
