@@ -1,0 +1,24 @@
+"""Diagnostics of the policy-gradient primitives on checkpointed runs (ref §4.2).
+
+* :func:`gradient_study` — fig-grad-variance and fig-grad-true: K gradient
+  estimates at every N of a nested grid, their pairwise cosines and their
+  cosine to a large-sample (and, on the linear-quadratic task, the exact)
+  gradient;
+* :func:`step_study` — fig-step-variance: M steps of the algorithm itself from
+  independent batches at one policy, their pairwise cosines and KLs;
+
+Each is one compiled program over agents × checkpoints × estimates × sizes,
+samples the frozen policy (:mod:`.sampling`), streams its sums so memory does
+not grow with N (:mod:`.streaming`), and saves tidy tables in the measured
+run's ``diagnostics/`` directory (:mod:`.tables`).
+"""
+
+from pg_diag.diagnostics.gradient_study import GradientStudy, gradient_study, load_gradient_study
+from pg_diag.diagnostics.gradients import PAPER_SIZES, GradientSettings
+from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
+from pg_diag.diagnostics.steps import StepSettings, StepStudy, load_step_study, step_study
+from pg_diag.diagnostics.subjects import DiagnosticError
+
+__all__ = ["ADVANTAGES", "DiagnosticError", "GradientSettings", "GradientStudy", "PAPER_SIZES", "STARTS",
+           "Sampling", "StepSettings", "StepStudy", "gradient_study", "load_gradient_study",
+           "load_step_study", "step_study"]

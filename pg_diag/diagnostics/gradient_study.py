@@ -1,0 +1,142 @@
+"""``gradient_study(runs, …)``: fig-grad-variance and fig-grad-true on checkpointed runs.
+
+    study = pg_diag.diagnostics.gradient_study(["runs/ppo", "runs/trpo"], iterations=[0, 150],
+                                               true_pairs=1_000_000)
+    study.curves("pairwise")      # mean pairwise cosine vs N per agent and iteration, 95% CIs
+    study.curves("true")          # mean cosine to the true gradient
+    study.summary("pairwise")     # N at which the mean cosine reaches 0.5 and 0.9, cosine at the batch size
+
+Everything is validated against the runs before compiling; the measurement
+is one compiled program over all subjects, estimates and sample sizes
+(:mod:`.gradients`), and its rows are saved in each run's
+``diagnostics/gradients/`` (:mod:`.tables`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from pg_diag.diagnostics import gradients, tables
+from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.run import store
+
+NAME = "gradients"
+TABLES = ("pairs", "estimates", "subjects")
+MEASURES = {"pairwise": ("pairs", "cosine"), "true": ("estimates", "to_true"), "exact": ("estimates", "to_exact")}
+
+
+@dataclasses.dataclass
+class GradientStudy:
+    manifest: dict
+    pairs: object      # DataFrame: KEYS, n, i, j, cosine (i < j)
+    estimates: object  # DataFrame: KEYS, n, k, norm, to_true, to_exact
+    subjects: object   # DataFrame: KEYS, diverged, true_norm, exact_norm, true_to_exact
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.manifest["resolved"]["batch_size"])
+
+    @property
+    def sizes(self) -> list:
+        return list(self.manifest["resolved"]["sizes"])
+
+    def curves(self, measure: str = "pairwise"):
+        """Per subject and N: the mean of ``measure`` ('pairwise', 'true' or 'exact') and its 95%
+        bootstrap CI over the pairs (pairwise) or the K estimates."""
+        if measure not in MEASURES:
+            raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+        table, column = MEASURES[measure]
+        frame = getattr(self, table)
+        return tables.curve(frame, column, tables.KEYS + ["n"], resamples=self.manifest["settings"]["resamples"],
+                            seed=self.manifest["settings"]["seed"])
+
+    def summary(self, measure: str = "pairwise"):
+        return tables.summary(self.curves(measure), self.batch_size)
+
+
+def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,
+                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> GradientStudy:
+    """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
+    ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
+    try:
+        settings = dataclasses.replace(settings or gradients.GradientSettings(), **changes)
+    except TypeError as e:
+        fields = ", ".join(f.name for f in dataclasses.fields(gradients.GradientSettings))
+        raise DiagnosticError(f"{e}; gradient-study settings are: {fields}") from None
+    planned = plan_subjects(runs, iterations, agents)
+    statics = [run.config(agent).static for run, agent, _ in planned]
+    r = gradients.resolve(settings, statics)
+    subjects = load_subjects(planned, optimizer=False)
+    static = subjects.static
+    obs_size = subjects.states.envs.obs.shape[-1]
+    num_params = ravel_pytree(jax.tree.map(lambda x: x[0], subjects.states.policy))[0].shape[0]
+    action_size = subjects.states.policy["log_std"].shape[-1]
+    need = gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params, settings.batching)
+    have = gradients.available_memory()
+    if need > have:
+        raise DiagnosticError(
+            f"the study needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is available: "
+            f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs per "
+            f"chunk; lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
+    if verbose:
+        print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
+              f"{f' + a true gradient from {r.true_pairs:,} pairs' if r.truth_streams else ''}; "
+              f"{gradients.pairs_total(r, len(subjects)):,} pairs in chunks of {r.sampling.envs} envs × "
+              f"{r.sampling.steps} steps ({r.sampling.start})", flush=True)
+
+    keys = gradients.subject_keys(settings.seed, subjects.rows)
+    prog = gradients.program(static, r, settings.batching)
+    t0 = time.perf_counter()
+    compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
+    t1 = time.perf_counter()
+    out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
+    t2 = time.perf_counter()
+    manifest = {
+        "format": "pg_diag.diagnostic/1", "study": name, "kind": "gradients",
+        "settings": dataclasses.asdict(settings),
+        "resolved": {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
+                     "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
+                     "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
+                     "stream_pairs": r.grid.num_chunks * r.grid.chunk},
+        "subjects": subjects.rows, "versions": store.versions(), "device": store.device_info(),
+        "timings": {"compile_s": t1 - t0, "run_s": t2 - t1,
+                    "pairs": gradients.pairs_total(r, len(subjects)),
+                    "pairs_per_s": gradients.pairs_total(r, len(subjects)) / max(t2 - t1, 1e-9)},
+    }
+    study = GradientStudy(manifest=manifest, **_frames(subjects, r, out))
+    if save:
+        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
+    return study
+
+
+def _frames(subjects, r: gradients.Resolved, out) -> dict:
+    import pandas as pd
+
+    sizes, K = list(r.grid.sizes), r.estimates
+    iu, ju = np.triu_indices(K, 1)
+    pairs, ests, subs = [], [], []
+    for s, row in enumerate(subjects.rows):
+        diverged = bool(np.asarray(subjects.states.diverged)[s])
+        subs.append({**row, "diverged": diverged, "true_norm": float(out["true_norm"][s]),
+                     "exact_norm": float(out["exact_norm"][s]), "true_to_exact": float(out["true_to_exact"][s]),
+                     "true_pairs": r.true_pairs})
+        for g, n in enumerate(sizes):
+            cos = out["pairwise"][s, g]
+            pairs.append(pd.DataFrame({**row, "n": n, "i": iu, "j": ju, "cosine": cos[iu, ju]}))
+            ests.append(pd.DataFrame({**row, "n": n, "k": np.arange(K), "norm": out["norm"][s, g],
+                                      "to_true": out["to_true"][s, g], "to_exact": out["to_exact"][s, g]}))
+    return {"pairs": pd.concat(pairs, ignore_index=True), "estimates": pd.concat(ests, ignore_index=True),
+            "subjects": pd.DataFrame(subs)}
+
+
+def load_gradient_study(run_paths, name: str = NAME) -> GradientStudy:
+    """A saved gradient study from one or more run directories (no recomputation)."""
+    manifest, frames = tables.read_study(run_paths, name, TABLES)
+    if manifest.get("kind") != "gradients":
+        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a gradient study")
+    return GradientStudy(manifest=manifest, **frames)

@@ -1,0 +1,228 @@
+"""Gradient-estimate variance and distance to the true gradient: ONE compiled program (ref §4.2 items 1–2).
+
+For every subject (an agent at a checkpointed iteration) the program runs
+K + R independent streams of the frozen policy (:mod:`.sampling`), all
+vmapped together, and streams the sums of :mod:`.streaming` through them:
+
+* the K *estimate* streams give ĝ_N at every N of the grid (prefixes of one
+  stream, so the grid is nested);
+* the R *truth* streams are merged into one "true" gradient from
+  R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates;
+* on the linear-quadratic task with a linear policy, ∇J of the reported return
+  (γ = 1) is computed exactly from the closed forms.
+
+Per subject and N it returns the K×K matrix of pairwise cosines (CL Fig 2 is
+the mean over the K(K−1)/2 pairs), each estimate's cosine to the true gradient
+(Fig 3) and to ∇J, and the estimates' norms. Everything is reduced in the
+program: host memory does not grow with N or with the parameter count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import envs
+from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
+from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
+from pg_diag.diagnostics.subjects import DiagnosticError
+from pg_diag.envs import lqr
+
+#: N of CL Figs 2/3 (ref §4.2): 1e2 … 1e6, three points per decade.
+PAPER_SIZES = tuple(int(round(10 ** (2 + i / 3))) for i in range(13))
+#: 2^24: the largest count a float32 mean update keeps exact.
+MAX_PAIRS = 2 ** 24
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientSettings:
+    """What a gradient study samples and computes. ``0`` means "the run's own"."""
+
+    sizes: tuple = PAPER_SIZES     # the N of the estimates (state–action pairs)
+    estimates: int = 10            # K independent estimates at every N
+    true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL: 1e6 or 1e7)
+    envs: int = 0                  # environments per stream (0: 8 × the run's num_envs)
+    steps: int = 0                 # steps per environment per chunk (0: the run's steps_per_env)
+    start: str = "algorithm"       # "algorithm" (the run's own: reset or checkpoint) or one of STARTS
+    burn_in: int = 0               # steps discarded at a stream's start (start="stationary")
+    advantages: str = "gae"        # one of ADVANTAGES
+    normalize: bool = True         # normalize Â over each estimate's N pairs, as the algorithms do
+    with_batch_size: bool = True   # add the algorithm's batch size to the sizes
+    seed: int = 0
+    batching: str = "vmap"         # subjects vmapped together, or "map": in turn (less memory)
+    resamples: int = 500           # bootstrap resamples of the confidence intervals
+
+    def check(self) -> None:
+        """Errors name the value and what is allowed; raised before anything compiles."""
+        def need(ok, msg):
+            if not ok:
+                raise DiagnosticError(msg)
+
+        sizes = tuple(self.sizes)
+        need(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
+             f"sizes must be a non-empty list of integers, got {self.sizes!r}")
+        need(min(sizes) >= 2, f"every N must be ≥ 2 (advantages are normalized by their std), got {min(sizes)}")
+        need(max(sizes) <= MAX_PAIRS, f"N = {max(sizes)} is beyond the largest allowed, 2^24 = {MAX_PAIRS}")
+        need(isinstance(self.estimates, int) and self.estimates >= 2,
+             f"estimates (K) must be an integer ≥ 2: a pairwise cosine needs two estimates; got {self.estimates!r}")
+        need(self.true_pairs == 0 or max(sizes) <= self.true_pairs <= 16 * MAX_PAIRS,
+             f"true_pairs must be 0 (none) or between the largest N ({max(sizes)}) and {16 * MAX_PAIRS}, "
+             f"got {self.true_pairs!r}")
+        need(self.envs >= 0 and self.steps >= 0 and self.burn_in >= 0,
+             f"envs, steps and burn_in must be ≥ 0, got {self.envs}, {self.steps}, {self.burn_in}")
+        need(self.start in ("algorithm",) + STARTS,
+             f"start must be one of {', '.join(('algorithm',) + STARTS)}, got {self.start!r}")
+        need(self.advantages in ADVANTAGES, f"advantages must be one of {', '.join(ADVANTAGES)}, got "
+                                            f"{self.advantages!r}")
+        need(self.batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {self.batching!r}")
+        need(self.resamples >= 10, f"resamples must be ≥ 10, got {self.resamples!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """The static shape of a study's program, resolved against the runs."""
+
+    sampling: Sampling
+    grid: Grid
+    estimates: int
+    truth_streams: int
+    normalize: bool
+    exact: bool       # ∇J is closed-form (the linear-quadratic task with a linear policy)
+    batch_size: int   # the algorithm's batch (the vertical line)
+
+    @property
+    def true_pairs(self) -> int:
+        return self.truth_streams * self.grid.num_chunks * self.grid.chunk
+
+
+def resolve(settings: GradientSettings, statics: list) -> Resolved:
+    """Fill the run-dependent defaults and check they agree across the runs."""
+    settings.check()
+    first = statics[0]
+
+    def own(s):
+        start = settings.start if settings.start != "algorithm" else (
+            "reset" if s.reset_every_iteration else "checkpoint")
+        return (start, settings.envs or 8 * s.num_envs, settings.steps or s.steps_per_env,
+                s.num_envs * s.steps_per_env)
+
+    mine = own(first)
+    for s in statics[1:]:
+        if own(s) != mine:
+            raise DiagnosticError(
+                f"the runs sample differently by default ({mine[:3]} vs {own(s)[:3]} as (start, envs, steps)); "
+                f"set start, envs and steps explicitly to measure them together")
+    start, n_envs, steps, batch = mine
+    if settings.advantages == "exact" and first.task != "lqr":
+        raise DiagnosticError(f"advantages='exact' needs the linear-quadratic task (task 'lqr'), not {first.task!r}")
+    exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
+    if settings.advantages == "exact" and not exact:
+        raise DiagnosticError("advantages='exact' needs a linear policy (policy_hidden=()) on the 'lqr' task")
+    sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=settings.burn_in,
+                        advantages=settings.advantages)
+    requested = tuple(settings.sizes) + ((batch,) if settings.with_batch_size else ())
+    grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk)
+    stream_pairs = grid.num_chunks * grid.chunk
+    truth = -(-settings.true_pairs // stream_pairs) if settings.true_pairs else 0
+    return Resolved(sampling=sampling, grid=grid, estimates=settings.estimates, truth_streams=truth,
+                    normalize=settings.normalize, exact=exact, batch_size=batch)
+
+
+def _unit(x, axis=-1):
+    return x / jnp.maximum(jnp.linalg.norm(x, axis=axis, keepdims=True), 1e-30)
+
+
+def subject_program(env, r: Resolved):
+    """(agent, knobs, key) -> the reductions of one subject (see the module docstring)."""
+
+    def subject(agent, knobs, key):
+        exact_value = exact_grad = None
+        if r.exact:
+            spec = lqr.default_spec()
+            gain, offset, var = lqr.affine_policy(agent.policy, agent.filters.obs, knobs)
+            U, u, c = lqr.value_function(spec, gain, offset, var, 1.0)
+            exact_value = lambda s: jnp.einsum("...i,ij,...j->...", s, U, s) + s @ u + c  # noqa: E731
+            exact_grad = ravel_pytree(lqr.exact_gradient(spec, agent.policy, agent.filters.obs, knobs))[0]
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(r.estimates + r.truth_streams))
+        est, sums = jax.vmap(lambda k: stream(env, r.sampling, r.grid, agent, knobs, k, r.normalize,
+                                              exact_value))(keys)
+        est_k = est[:r.estimates]                                # [K, G, P]
+        unit = _unit(est_k)
+        nan_gk = jnp.full(est_k.shape[:2], jnp.nan).T
+        out = {"pairwise": jnp.einsum("kgp,lgp->gkl", unit, unit), "norm": jnp.linalg.norm(est_k, axis=-1).T,
+               "to_true": nan_gk, "to_exact": nan_gk, "true_to_exact": jnp.float32(jnp.nan),
+               "true_norm": jnp.float32(jnp.nan), "exact_norm": jnp.float32(jnp.nan)}
+        truth = None
+        if r.truth_streams:
+            total = GradSums.zeros(est.shape[-1])
+            for i in range(r.estimates, r.estimates + r.truth_streams):
+                total = merge(total, jax.tree.map(lambda x: x[i], sums))
+            truth = estimate(total, r.normalize)
+            out.update(to_true=jnp.einsum("kgp,p->gk", unit, _unit(truth)), true_norm=jnp.linalg.norm(truth))
+        if exact_grad is not None:
+            out.update(to_exact=jnp.einsum("kgp,p->gk", unit, _unit(exact_grad)),
+                       exact_norm=jnp.linalg.norm(exact_grad))
+            if truth is not None:
+                out.update(true_to_exact=_unit(truth) @ _unit(exact_grad))
+        return out
+
+    return subject
+
+
+def program(static, r: Resolved, batching: str = "vmap"):
+    """The study's jitted program over stacked subjects: (states, knobs, keys) -> reductions [S, ...]."""
+    env = envs.make(static.task, static.physics, static.physics_threads)
+    subject = subject_program(env, r)
+    if batching == "vmap":
+        return jax.jit(jax.vmap(subject))
+    return jax.jit(lambda s, k, key: jax.lax.map(lambda a: subject(*a), (s, k, key)))
+
+
+def subject_keys(seed: int, rows: list) -> jax.Array:
+    """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject
+    measured alone or beside others gets the same estimates."""
+    base = jax.random.PRNGKey(seed)
+    return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
+
+
+def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
+                    batching: str) -> int:
+    """A rough upper estimate of the program's peak bytes: a chunk's transitions and activations for every
+    stream in flight, plus every stream's estimates at every N."""
+    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 2 * sum(static.value_hidden)
+    streams = (r.estimates + r.truth_streams) * (num_subjects if batching == "vmap" else 1)
+    per_stream = r.sampling.chunk * per_pair + (len(r.grid.sizes) + 4) * num_params
+    return 4 * streams * per_stream + 4 * num_subjects * r.estimates * len(r.grid.sizes) ** 2
+
+
+def available_memory() -> int:
+    """Bytes the program may use: the accelerator's limit, or half the host's RAM."""
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
+    if stats and stats.get("bytes_limit"):
+        return int(0.8 * stats["bytes_limit"])
+    try:
+        import os
+        return int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2 ** 30
+
+
+def pairs_total(r: Resolved, num_subjects: int) -> int:
+    return num_subjects * (r.estimates + r.truth_streams) * (
+        r.grid.num_chunks * r.grid.chunk + (r.sampling.burn_in * r.sampling.envs))
+
+
+def fmt_bytes(n: int) -> str:
+    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
+
+
+def default_sizes(lo: float, hi: float, per_decade: int = 3) -> tuple:
+    """A log grid lo … hi with ``per_decade`` points per decade."""
+    a, b = math.log10(lo), math.log10(hi)
+    k = int(round((b - a) * per_decade))
+    return tuple(sorted({int(round(10 ** (a + i * (b - a) / k))) for i in range(k + 1)}))

@@ -1,0 +1,126 @@
+"""Sampling a frozen policy for the diagnostics: the state distribution, the advantages, the pair order.
+
+A diagnostic estimate is built from *streams*. One stream is ``envs``
+environments stepped together; every ``steps`` steps they form a *chunk* of
+``envs × steps`` state–action pairs, sampled with the checkpoint's policy and
+its observation normalizer and reward scaler frozen (``collect(frozen=True)``).
+
+Which states a chunk visits (:class:`Sampling`):
+
+* ``start="reset"`` — every chunk starts its environments from reset, so each
+  environment contributes one ``steps``-step segment from reset, running on
+  through episode ends: the batch of an algorithm that resets its
+  environments every iteration (the original's, ref §7) when ``steps`` is the
+  algorithm's ``steps_per_env``;
+* ``start="checkpoint"`` — the streams start from the checkpoint's own
+  environment states (environment e from the checkpoint's environment
+  e mod num_envs) and continue from chunk to chunk: the states an algorithm
+  that never resets would visit next;
+* ``start="stationary"`` — start from reset, discard ``burn_in`` steps, then
+  continue from chunk to chunk: the long-run state distribution of the
+  environments. On the linear-quadratic task it is exactly the (continuation-)
+  discounted occupancy measure of the policy-gradient theorem once
+  p^burn_in ≈ 0, so unbiased advantages give an unbiased ∇J there.
+
+Pairs are ordered environment-major inside a chunk (environment 0's segment,
+then environment 1's, …) and chunk by chunk, so the first N pairs of a stream
+are whole segments, the last one cut short: with the algorithm's own segment
+length the first ``num_envs × steps_per_env`` pairs are one batch of the
+algorithm's exact shape.
+
+Advantages (``advantages``):
+
+* ``"gae"`` — the agent's value network and GAE with its own γ, λ and frozen
+  reward scaler, the segment end bootstrapped as the algorithm does (ref §2.1
+  step 3): the estimator the algorithm uses;
+* ``"returns"`` — discounted returns of the same rewards, no baseline (ref §4.2
+  item 5, "Zero" baseline), cut at the segment end;
+* ``"exact"`` — the linear-quadratic task only: GAE (γ = 1, the agent's λ) on
+  the raw rewards with the exact V^π of the reported return
+  (:func:`pg_diag.envs.lqr.value_function`), an unbiased estimate of A^π(s, a)
+  for any λ because every TD error has conditional mean zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from pg_diag import stages
+from pg_diag.envs.base import Env
+from pg_diag.normalize import NORM_EPS
+from pg_diag.rollout import EnvCarry, Filters, discounted_returns, gae_advantages, reset_envs
+
+STARTS = ("reset", "checkpoint", "stationary")
+ADVANTAGES = ("gae", "returns", "exact")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """How a stream samples (static: fixes the program's shapes)."""
+
+    envs: int          # environments stepped together per stream
+    steps: int         # steps per environment per chunk (the segment length)
+    start: str         # one of STARTS
+    burn_in: int = 0   # steps discarded at a stream's start (start="stationary")
+    advantages: str = "gae"
+
+    @property
+    def chunk(self) -> int:
+        """State–action pairs per chunk."""
+        return self.envs * self.steps
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    obs: jax.Array       # [C, obs] filtered observations, environment-major
+    action: jax.Array    # [C, act]
+    advantage: jax.Array  # [C] Â, not normalized
+    log_prob: jax.Array  # [C] log π(a|s) under the sampling policy
+
+
+jax.tree_util.register_dataclass(Chunk, data_fields=["obs", "action", "advantage", "log_prob"], meta_fields=[])
+
+
+def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
+    """The environments a stream starts from (``agent``: an :class:`~pg_diag.trainer.AgentState`)."""
+    if sampling.start == "checkpoint":
+        n = agent.envs.obs.shape[0]
+        take = jnp.arange(sampling.envs) % n
+        return jax.tree.map(lambda x: x[take], agent.envs)
+    k_reset, k_burn = jax.random.split(key)
+    carry, _ = reset_envs(env, k_reset, sampling.envs, agent.filters, knobs, frozen=True)
+    if sampling.start == "stationary" and sampling.burn_in:
+        carry = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_burn,
+                                     sampling.burn_in, frozen=True).carry
+    return carry
+
+
+def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None):
+    """One chunk from ``carry``: returns the carry to continue from and the :class:`Chunk`.
+    ``exact_value`` (``advantages="exact"``): raw state [.., obs] -> V^π."""
+    k_reset, k_roll = jax.random.split(key)
+    if sampling.start == "reset":
+        carry, _ = reset_envs(env, k_reset, sampling.envs, agent.filters, knobs, frozen=True)
+    data = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll,
+                                sampling.steps, frozen=True)
+    tr = data.transitions
+    if sampling.advantages == "gae":
+        adv = data.batch.advantages.reshape(tr.reward.shape)
+    elif sampling.advantages == "returns":
+        adv = discounted_returns(tr.reward, tr.done, knobs["gamma"])
+    else:
+        raw = lambda x: unfilter(agent.filters, x, knobs)  # noqa: E731
+        values, last = exact_value(raw(tr.obs)), exact_value(raw(data.carry.obs))
+        adv = gae_advantages(tr.raw_reward, values, last, tr.done, 1.0, knobs["gae_lambda"])
+    env_major = lambda x: jnp.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])  # noqa: E731 [T, E] -> [E·T]
+    return data.carry, Chunk(obs=env_major(tr.obs), action=env_major(tr.action), advantage=env_major(adv),
+                             log_prob=env_major(tr.log_prob))
+
+
+def unfilter(filters: Filters, obs, knobs):
+    """The raw observation behind a filtered one (exact only without observation clipping)."""
+    stat = filters.obs
+    return jnp.where(knobs["obs_normalization"], obs * (stat.std + NORM_EPS) + stat.mean, obs)

@@ -1,0 +1,158 @@
+"""Gradient estimates whose memory does not grow with N: sums streamed chunk by chunk.
+
+The estimate (CL eq. 1 at θ = θ_old, ref §4.2 items 1–2) is the gradient of
+the surrogate with advantages normalized over the estimate's own N pairs, as
+the algorithm normalizes them (``objectives.normalize_advantages``):
+
+    ĝ_N = (1/N) Σ_i (Â_i − μ)/(σ + ε) · ∇_θ log π_θ(a_i|s_i)
+        = (S_Â∇ − μ·S_∇) / (N·(σ + ε)),
+
+    S_Â∇ = Σ_i Â_i ∇log π_i,  S_∇ = Σ_i ∇log π_i,  μ = Σ_i Â_i / N,  σ² = Σ_i (Â_i − μ)² / (N − 1).
+
+Why a prefix sum gives the estimate computed from scratch: μ and σ are
+constants of the N pairs, and the gradient is linear in per-pair weights,
+so ĝ_N depends on the pairs only through N, S_Â∇, S_∇, μ and M2 = Σ(Â_i − μ)².
+Over disjoint chunks the S's add and (N, μ, M2) merge exactly (Chan, Golub &
+LeVeque's pairwise update), so the sums over a stream's first N pairs — its
+prefix — yield exactly the ĝ_N of those N pairs taken at once (to float
+rounding; ``tests/test_diagnostics.py`` checks it). Each chunk costs one
+forward pass and two VJPs (cotangents Â and 1), never a per-sample gradient.
+
+Unnormalized (``normalize=False``): ĝ_N = S_Â∇ / N.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import networks
+from pg_diag.diagnostics.sampling import Chunk, Sampling, sample_chunk, start_carry
+from pg_diag.objectives import ADV_EPS
+
+
+@struct.dataclass
+class GradSums:
+    n: jax.Array          # int32 [] pairs summed
+    mean: jax.Array       # mean of Â
+    m2: jax.Array         # Σ (Â − mean)²
+    adv_score: jax.Array  # [P] Σ Â_i ∇log π_i
+    score: jax.Array      # [P] Σ ∇log π_i
+
+    @staticmethod
+    def zeros(size: int) -> "GradSums":
+        z = jnp.float32(0)
+        return GradSums(n=jnp.int32(0), mean=z, m2=z, adv_score=jnp.zeros(size, jnp.float32),
+                        score=jnp.zeros(size, jnp.float32))
+
+
+def merge(a: GradSums, b: GradSums) -> GradSums:
+    """The sums of the union of two disjoint sets of pairs (Chan et al. for the mean and M2)."""
+    n = a.n + b.n
+    na, nb, nf = (x.astype(jnp.float32) for x in (a.n, b.n, n))
+    safe = jnp.maximum(nf, 1.0)
+    delta = b.mean - a.mean
+    return GradSums(n=n, mean=a.mean + delta * nb / safe, m2=a.m2 + b.m2 + delta * delta * na * nb / safe,
+                    adv_score=a.adv_score + b.adv_score, score=a.score + b.score)
+
+
+def estimate(s: GradSums, normalize: bool = True) -> jax.Array:
+    """ĝ_N from the sums (see the module docstring)."""
+    n = s.n.astype(jnp.float32)
+    if not normalize:
+        return s.adv_score / n
+    std = jnp.sqrt(s.m2 / (n - 1.0))
+    return (s.adv_score - s.mean * s.score) / (n * (std + ADV_EPS))
+
+
+def chunk_sums(policy, knobs, chunk: Chunk, masks: jax.Array) -> GradSums:
+    """The sums over the pairs each row of ``masks`` [M, C] (bool) selects, [M]-stacked.
+
+    One forward pass of the policy on the chunk; per row, one VJP with
+    cotangent mask·Â and one with the mask (run in turn, so memory is that of
+    a single backward pass)."""
+    flat, unravel = ravel_pytree(policy)
+
+    def log_prob(theta):
+        mean, log_std = networks.policy_apply(unravel(theta), chunk.obs, knobs)
+        return networks.gaussian_log_prob(mean, log_std, chunk.action)
+
+    _, vjp = jax.vjp(log_prob, flat)
+    w = masks.astype(jnp.float32)
+    adv_score, score = jax.lax.map(lambda row: (vjp(row * chunk.advantage)[0], vjp(row)[0]), w)
+    n = jnp.sum(masks, axis=1).astype(jnp.int32)
+    mean = jnp.sum(w * chunk.advantage, axis=1) / jnp.maximum(n, 1)
+    m2 = jnp.sum(w * jnp.square(chunk.advantage - mean[:, None]), axis=1)
+    return GradSums(n=n, mean=mean, m2=m2, adv_score=adv_score, score=score)
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """The nested sample sizes of one stream (static). Sizes below one chunk are
+    exact (masked sums of the first chunk); larger sizes are whole chunks."""
+
+    sizes: tuple   # the N of every estimate, increasing
+    chunk: int     # pairs per chunk
+
+    @property
+    def num_chunks(self) -> int:
+        return -(-self.sizes[-1] // self.chunk)
+
+    @property
+    def partial(self) -> tuple:
+        """Sizes that end inside the first chunk."""
+        return tuple(n for n in self.sizes if n < self.chunk)
+
+    @property
+    def whole(self) -> tuple:
+        """Sizes that end at a chunk boundary, as the index of that chunk."""
+        return tuple(n // self.chunk - 1 for n in self.sizes if n >= self.chunk)
+
+
+def snap_sizes(requested, chunk: int) -> tuple:
+    """The sample sizes a stream of ``chunk``-pair chunks can give: sizes below a
+    chunk as asked, larger ones rounded to the nearest whole number of chunks.
+    Duplicates after rounding are dropped."""
+    out = []
+    for n in sorted(int(x) for x in requested):
+        m = n if n < chunk else max(1, round(n / chunk)) * chunk
+        if m not in out:
+            out.append(m)
+    return tuple(out)
+
+
+def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bool = True, exact_value=None):
+    """One stream: estimates at every size of ``grid`` ([G, P]) and the sums of the
+    whole stream (to merge streams into a larger-sample estimate).
+
+    Chunk c is sampled with key fold_in(key, c): a stream's first N pairs do not
+    depend on how long it runs or on the other sizes asked for."""
+    size = ravel_pytree(agent.policy)[0].shape[0]
+    k_start, k_chunks = jax.random.split(key)
+    carry = start_carry(env, sampling, agent, knobs, k_start)
+    cuts = jnp.asarray(grid.partial + (grid.chunk,), jnp.int32)
+    first_masks = jnp.arange(grid.chunk)[None, :] < cuts[:, None]      # [M, C]
+    whole_index = jnp.asarray(grid.whole, jnp.int32).reshape(-1)
+
+    def body(state, c):
+        carry, acc, partial, whole = state
+        carry, chunk = sample_chunk(env, sampling, agent, knobs, carry, jax.random.fold_in(k_chunks, c), exact_value)
+        # Only the first chunk needs the masked sums of the sizes that end inside it.
+        sums = jax.lax.cond(c == 0, lambda: chunk_sums(agent.policy, knobs, chunk, first_masks),
+                            lambda: jax.tree.map(lambda x: jnp.repeat(x, cuts.shape[0], axis=0),
+                                                 chunk_sums(agent.policy, knobs, chunk, first_masks[-1:])))
+        if grid.partial:
+            partial = jnp.where(c == 0, jax.vmap(lambda s: estimate(s, normalize))(
+                jax.tree.map(lambda x: x[:-1], sums)), partial)
+        acc = merge(acc, jax.tree.map(lambda x: x[-1], sums))
+        whole = jnp.where((whole_index == c)[:, None], estimate(acc, normalize)[None], whole)
+        return (carry, acc, partial, whole), None
+
+    init = (carry, GradSums.zeros(size), jnp.zeros((len(grid.partial), size), jnp.float32),
+            jnp.zeros((len(grid.whole), size), jnp.float32))
+    (_, acc, partial, whole), _ = jax.lax.scan(body, init, jnp.arange(grid.num_chunks))
+    return jnp.concatenate([partial, whole]), acc

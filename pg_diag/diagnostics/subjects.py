@@ -1,0 +1,138 @@
+"""The subjects of a diagnostic: agents of one or more run directories at checkpointed iterations.
+
+``load_subjects(runs, iterations, agents)`` validates the request against
+what the run directories hold (before anything is compiled) and stacks the
+checkpointed :class:`~pg_diag.trainer.AgentState` of every (run, agent,
+iteration) along one leading axis, with their knobs and a table row each.
+Runs can be measured together when their sampling programs agree: same task,
+physics and network shapes (PPO and TRPO runs of one task do).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pg_diag.config import Static, stack_knobs
+from pg_diag.run import store
+
+#: Static settings that must agree for runs to share one sampling program.
+SHARED_STATIC = ("task", "physics", "physics_threads", "policy_hidden", "value_hidden")
+
+
+class DiagnosticError(ValueError):
+    """A diagnostic was asked for something the runs or the settings do not allow."""
+
+
+@dataclasses.dataclass
+class Subjects:
+    states: Any             # stacked AgentState [S]
+    knobs: dict             # stacked knobs [S]
+    rows: list              # per subject: run, label, agent, seed, iteration
+    statics: list           # per subject: the run's Static
+    runs: list              # the RunResults, in order
+
+    @property
+    def static(self) -> Static:
+        return self.statics[0]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _label(run: store.RunResult, agent: int) -> str:
+    row = run.manifest["agents"][agent]
+    label = row.get("label") or run.manifest.get("label") or run.config(agent).algorithm
+    return str(label)
+
+
+def resolve_runs(runs) -> list:
+    """Run directories or :class:`RunResult` objects -> loaded runs with directories."""
+    if isinstance(runs, (str, store.RunResult)) or not isinstance(runs, Sequence):
+        runs = [runs]
+    if not runs:
+        raise DiagnosticError("no run given: pass one or more run directories with checkpoints")
+    out = []
+    for r in runs:
+        try:
+            run = store.load_run(r) if isinstance(r, str) else r
+        except FileNotFoundError as e:
+            raise DiagnosticError(f"{r!r} is not a run directory (no manifest.json): {e}") from None
+        if run.path is None:
+            raise DiagnosticError("a run without a directory has no checkpoints; run it with out=DIR")
+        out.append(run)
+    return out
+
+
+def check_iterations(run: store.RunResult, iterations) -> list:
+    saved = run.checkpoints
+    if not saved:
+        raise DiagnosticError(f"run {run.path!r} has no checkpoints; train with checkpoint_at=(…) or "
+                              f"checkpoint_every=K (CLI: --set checkpoint_every=K) to save the policies to measure")
+    if iterations is None:
+        return saved
+    its = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
+    missing = [i for i in its if i not in saved]
+    if missing:
+        raise DiagnosticError(f"no checkpoint after iteration(s) {missing} in {run.path!r}; saved iterations: {saved}")
+    return sorted(int(i) for i in its)
+
+
+def check_agents(run: store.RunResult, agents) -> list:
+    n = run.num_agents
+    if agents is None:
+        return list(range(n))
+    agents = [agents] if isinstance(agents, (int, np.integer)) else list(agents)
+    bad = [a for a in agents if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < n]
+    if bad or not agents:
+        raise DiagnosticError(f"agents must be indices in 0 … {n - 1} of run {run.path!r}, got {agents!r}")
+    return [int(a) for a in agents]
+
+
+def check_compatible(runs: list) -> None:
+    first = runs[0].config(0).static
+    for run in runs[1:]:
+        s = run.config(0).static
+        for name in SHARED_STATIC:
+            if getattr(s, name) != getattr(first, name):
+                raise DiagnosticError(
+                    f"runs {runs[0].path!r} and {run.path!r} differ in {name} ({getattr(first, name)!r} vs "
+                    f"{getattr(s, name)!r}); runs measured together must share {', '.join(SHARED_STATIC)}")
+
+
+def plan_subjects(runs, iterations=None, agents=None) -> list:
+    """(run, agent, iteration) of every subject, validated; nothing loaded yet."""
+    runs = resolve_runs(runs)
+    check_compatible(runs)
+    out = []
+    for run in runs:
+        its = check_iterations(run, iterations)
+        for agent in check_agents(run, agents):
+            out.extend((run, agent, it) for it in its)
+    return out
+
+
+def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
+    """Load the checkpointed states of the planned subjects and stack them. Without ``optimizer``
+    the policy's optimizer state is dropped (PPO's Adam and TRPO's none then stack together)."""
+    states, knobs, rows, statics, runs, cache = [], [], [], [], [], {}
+    for run, agent, it in planned:
+        if (run.path, it) not in cache:
+            cache[(run.path, it)] = store.load_checkpoint(run, it)
+        if run not in runs:
+            runs.append(run)
+        state = jax.tree.map(lambda x: x[agent], cache[(run.path, it)])
+        if not optimizer:
+            state = state.replace(policy_opt=None)
+        cfg = run.config(agent)
+        states.append(state)
+        knobs.append(cfg.knobs)
+        statics.append(cfg.static)
+        rows.append(dict(run=run.path, label=_label(run, agent), algorithm=cfg.algorithm, agent=agent,
+                         seed=int(run.manifest["agents"][agent]["seed"]), iteration=it))
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    return Subjects(states=stacked, knobs=stack_knobs(knobs), rows=rows, statics=statics, runs=runs)

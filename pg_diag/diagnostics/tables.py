@@ -1,0 +1,108 @@
+"""Diagnostic results as tidy tables in the measured run's directory, their CIs and summaries.
+
+    RUN_DIR/diagnostics/<study>/manifest.json   settings, subjects, seeds, versions, timings
+    RUN_DIR/diagnostics/<study>/<table>.parquet one row per measured quantity
+
+A study that measured several runs together writes each run's rows into that
+run's own directory (each manifest names the runs measured with it); loading
+a study from several run directories concatenates them. Curves and summaries
+are functions of the saved rows, so figures redraw without recomputing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from pg_diag.run import store
+from pg_diag.stats import bootstrap_mean_ci
+
+DIAGNOSTICS = "diagnostics"
+KEYS = ["run", "label", "algorithm", "agent", "seed", "iteration"]
+
+
+def study_path(run_path: str, name: str) -> str:
+    return os.path.join(run_path, DIAGNOSTICS, name)
+
+
+def write_study(tables: dict, manifest: dict, name: str) -> list:
+    """Split every table by run and write each run's share under its diagnostics directory.
+    Tables first, the manifest last (it is the record of a complete study)."""
+    written = []
+    runs = sorted({r for t in tables.values() for r in t["run"].unique()})
+    for run in runs:
+        path = study_path(run, name)
+        os.makedirs(path, exist_ok=True)
+        for table, frame in tables.items():
+            part = frame[frame["run"] == run].reset_index(drop=True)
+            store.write_metrics(os.path.join(path, f"{table}.parquet"), part)
+        store.write_json(os.path.join(path, "manifest.json"), {**manifest, "run": run, "measured_with": runs})
+        written.append(path)
+    return written
+
+
+def read_study(run_paths, name: str, tables) -> tuple:
+    """(manifest of the first run, {table: frame}) of a study saved in one or more run directories."""
+    import pandas as pd
+
+    if isinstance(run_paths, str):
+        run_paths = [run_paths]
+    manifests, frames = [], {t: [] for t in tables}
+    for run in run_paths:
+        path = study_path(run, name)
+        if not os.path.exists(os.path.join(path, "manifest.json")):
+            have = sorted(os.listdir(os.path.join(run, DIAGNOSTICS))) if os.path.isdir(
+                os.path.join(run, DIAGNOSTICS)) else []
+            raise FileNotFoundError(f"no {name!r} diagnostic in {run!r}; diagnostics there: {have or 'none'}")
+        manifests.append(store.read_manifest(path))
+        for t in tables:
+            frames[t].append(pd.read_parquet(os.path.join(path, f"{t}.parquet")))
+    return manifests[0], {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}
+
+
+def curve(frame, value: str, by: list, resamples: int = 500, seed: int = 0):
+    """Mean of ``value`` per group of ``by`` with its 95% percentile-bootstrap CI (``resamples``
+    resamples of the group's rows; NaN rows dropped), as columns mean, low, high, count."""
+    import pandas as pd
+
+    rows = []
+    for group, part in frame.groupby(by, sort=True):
+        mean, low, high = bootstrap_mean_ci(part[value].to_numpy(), resamples=resamples, seed=seed)
+        rows.append(dict(zip(by, group if isinstance(group, tuple) else (group,)), mean=mean, low=low, high=high,
+                         count=int(np.isfinite(part[value].to_numpy()).sum())))
+    return pd.DataFrame(rows)
+
+
+def crossing(n, values, level: float) -> float:
+    """The smallest N at which ``values`` (increasing N) reaches ``level``, log-linearly interpolated
+    between the grid points around the first crossing; NaN if it never does, n[0] if it starts above."""
+    n, v = np.asarray(n, np.float64), np.asarray(values, np.float64)
+    ok = np.isfinite(v)
+    n, v = n[ok], v[ok]
+    above = np.nonzero(v >= level)[0]
+    if above.size == 0:
+        return float("nan")
+    i = int(above[0])
+    if i == 0:
+        return float(n[0])
+    t = (level - v[i - 1]) / (v[i] - v[i - 1])
+    return float(math.exp(math.log(n[i - 1]) + t * (math.log(n[i]) - math.log(n[i - 1]))))
+
+
+def summary(curves, batch_size: int, levels=(0.5, 0.9), group=("label", "iteration")):
+    """Per ``group`` (mean over its agents' curves): the N at which the mean cosine first reaches each
+    level, and the mean cosine at the algorithm's batch size."""
+    import pandas as pd
+
+    rows = []
+    for key, part in curves.groupby(list(group), sort=True):
+        mean = part.groupby("n")["mean"].mean()
+        row = dict(zip(group, key))
+        for level in levels:
+            row[f"n_at_{level:g}"] = crossing(mean.index.to_numpy(), mean.to_numpy(), level)
+        row["at_batch_size"] = float(mean.get(batch_size, np.nan))
+        row["agents"] = int(part["agent"].nunique()) if "agent" in part else 1
+        rows.append(row)
+    return pd.DataFrame(rows)
