@@ -1,0 +1,273 @@
+"""Gradient and step diagnostics: streamed estimates against direct computation, the unbiased estimator
+against the exact LQR gradient, the studies' tables, and bad input refused before compiling.
+
+The one statistical test (``test_unbiased_estimator_converges_to_the_exact_gradient_at_the_1_over_N_rate``)
+fixes its seed; its bounds and false-failure rates are stated where they are asserted.
+"""
+
+import json
+import math
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import make_train, networks, preset, seed_key, stages, sweep
+from pg_diag.diagnostics import (DiagnosticError, gradient_study, load_gradient_study, load_step_study,
+                                 step_study)
+from pg_diag.diagnostics.sampling import Sampling, sample_chunk, start_carry
+from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, snap_sizes, stream
+from pg_diag.diagnostics.tables import crossing
+from pg_diag.envs import lqr
+from pg_diag.normalize import RunningStat
+from pg_diag.objectives import normalize_advantages, probability_ratio, surrogate
+from pg_diag.run import CompileCounter
+
+SIZES = (100, 1000, 4096)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """PPO (two seeds) and TRPO (one) on point_mass, checkpoints after iterations 0 and 2; every PPO run
+    here has the same program (2 agents, 1-iteration chunks), compiled once."""
+    root = tmp_path_factory.mktemp("diag")
+    out = {}
+    for algo, seeds in (("ppo", 2), ("trpo", 1)):
+        cfg = preset(algo, "point_mass").replace(num_iterations=3, checkpoint_at=(0, 2))
+        out[algo] = str(root / algo)
+        sweep(cfg, seeds=seeds, out=out[algo], chunk_iterations=1)
+    out["bare"] = str(root / "bare")  # no checkpoint kept
+    sweep(preset("ppo", "point_mass").replace(num_iterations=3), seeds=2, out=out["bare"], chunk_iterations=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def agent(runs):
+    """PPO agent 0 after iteration 2: (env, state, knobs)."""
+    from pg_diag import load_checkpoint, load_run
+
+    run = load_run(runs["ppo"])
+    cfg = run.config(0)
+    return make_train(cfg.static).env, jax.tree.map(lambda x: x[0], load_checkpoint(run, 2)), cfg.knobs.as_arrays()
+
+
+# --- the streamed estimate -------------------------------------------------------------------------
+
+def test_merged_moments_equal_the_two_pass_mean_and_sum_of_squares():
+    """Chan's merge on hand-made advantages: chunks {1, 2, 3} and {10, 20}: mean 7.2,
+    Σ(x − 7.2)² = 38.44 + 27.04 + 17.64 + 7.84 + 163.84 = 254.8."""
+    def sums(x):
+        x = jnp.asarray(x, jnp.float32)
+        return GradSums(n=jnp.int32(x.size), mean=jnp.mean(x), m2=jnp.sum((x - jnp.mean(x)) ** 2),
+                        adv_score=jnp.zeros(1), score=jnp.zeros(1))
+    s = merge(merge(GradSums.zeros(1), sums([1.0, 2.0, 3.0])), sums([10.0, 20.0]))
+    assert int(s.n) == 5 and float(s.mean) == pytest.approx(7.2, rel=1e-6)
+    assert float(s.m2) == pytest.approx(254.8, rel=1e-6)
+
+
+def test_sizes_below_a_chunk_are_exact_and_larger_ones_whole_chunks():
+    assert snap_sizes([100, 1000, 3000, 10_000, 1000], 1024) == (100, 1000, 3072, 10_240)
+    g = Grid(sizes=(100, 1000, 3072, 10_240), chunk=1024)
+    assert g.partial == (100, 1000) and g.whole == (2, 9) and g.num_chunks == 10
+
+
+@pytest.mark.parametrize("start,normalize", [("checkpoint", True), ("reset", False)])
+def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, normalize):
+    """ĝ_N from the stream's prefix sums equals the gradient of the surrogate (objectives.surrogate with
+    normalize_advantages over the N pairs, or the raw Â) taken by autodiff over the first N pairs at once."""
+    env, state, knobs = agent
+    sampling = Sampling(envs=4, steps=16, start=start)
+    grid = Grid(sizes=(10, 30, 64, 128, 192), chunk=sampling.chunk)
+    key = jax.random.PRNGKey(3)
+    est, _ = jax.jit(lambda s, k: stream(env, sampling, grid, s, knobs, k, normalize))(state, key)
+
+    @jax.jit
+    def direct(state, key):
+        k_start, k_chunks = jax.random.split(key)
+        carry, chunks = start_carry(env, sampling, state, knobs, k_start), []
+        for c in range(grid.num_chunks):
+            carry, chunk = sample_chunk(env, sampling, state, knobs, carry, jax.random.fold_in(k_chunks, c))
+            chunks.append(chunk)
+        pairs = jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
+        flat, unravel = ravel_pytree(state.policy)
+        out = []
+        for n in grid.sizes:
+            adv = normalize_advantages(pairs.advantage[:n]) if normalize else pairs.advantage[:n]
+
+            def objective(theta, n=n, adv=adv):
+                mean, log_std = networks.policy_apply(unravel(theta), pairs.obs[:n], knobs)
+                log_prob = networks.gaussian_log_prob(mean, log_std, pairs.action[:n])
+                return surrogate(probability_ratio(log_prob, jax.lax.stop_gradient(log_prob)), adv)
+
+            out.append(jax.grad(objective)(flat))
+        return jnp.stack(out)
+
+    for i, (n, g) in enumerate(zip(grid.sizes, direct(state, key))):
+        assert float(jnp.linalg.norm(est[i] - g) / jnp.linalg.norm(g)) < 1e-5, n
+
+
+def test_masked_chunk_sums_select_the_first_pairs(agent):
+    env, state, knobs = agent
+    sampling = Sampling(envs=2, steps=8, start="reset")
+    masks = jnp.arange(16)[None] < jnp.array([5, 16])[:, None]
+
+    @jax.jit
+    def sums(state):
+        _, chunk = sample_chunk(env, sampling, state, knobs, None, jax.random.PRNGKey(0))
+        return chunk, chunk_sums(state.policy, knobs, chunk, masks)
+
+    chunk, s = sums(state)
+    assert [int(n) for n in s.n] == [5, 16]
+    assert float(s.mean[0]) == pytest.approx(float(jnp.mean(chunk.advantage[:5])), rel=1e-5)
+
+
+def test_unbiased_estimator_converges_to_the_exact_gradient_at_the_1_over_N_rate():
+    """On the linear-quadratic task, with exact advantages (GAE on V^π, γ = 1), no normalization and
+    stationary sampling (burn-in 1,000 steps: the occupancy is exact up to p^1000 ≈ 2e-9), the policy-
+    gradient theorem gives E[ĝ_N] = (1 − p)·∇J exactly, so ĝ_N/(1 − p) is unbiased for ∇J at every N.
+
+    * unbiased: at each N the mean of K = 100 estimates is within 4.5 standard errors of the exact ∇J
+      in each of the 4 coordinates (16 comparisons; t-tail 4.5 with 99 d.o.f. ≈ 2e-5 each, under 4e-4 in
+      all);
+    * 1/N rate: MSE(N = 1,024)/MSE(N = 65,536) is 64 for an unbiased estimator whose variance falls as 1/N;
+      the test accepts [16, 256], a factor 4 either side. A bootstrap of this very design puts the
+      standard deviation of log(ratio) near 0.14, so the bounds sit ≈ 10 SDs away (a bias floor or a
+      1/√N variance would give a ratio near 1 or 8)."""
+    cfg = preset("ppo", "lqr")
+    trainer = make_train(cfg.static)
+    knobs = cfg.knobs.as_arrays()
+    state = trainer.init(seed_key(1), knobs)
+    policy = {**state.policy, "layers": [{"w": jnp.array([[-1.5], [-0.4]]), "b": jnp.array([0.2])}],
+              "log_std": jnp.array([-0.5])}
+    obs = RunningStat.from_moments(101, jnp.array([0.1, -0.2]), jnp.array([100.0, 25.0]))
+    state = state.replace(policy=policy, filters=state.filters.replace(obs=obs))
+    spec = lqr.default_spec()
+    exact = np.asarray(ravel_pytree(lqr.exact_gradient(spec, policy, obs, knobs))[0], np.float64)
+    U, u, c = lqr.value_function(spec, *lqr.affine_policy(policy, obs, knobs), 1.0)
+    value = lambda s: jnp.einsum("...i,ij,...j->...", s, U, s) + s @ u + c  # noqa: E731
+
+    sampling = Sampling(envs=16, steps=256, start="stationary", burn_in=1000, advantages="exact")
+    grid = Grid(sizes=(1024, 4096, 16384, 65536), chunk=sampling.chunk)
+    K = 100
+    run = jax.jit(jax.vmap(lambda k: stream(trainer.env, sampling, grid, state, knobs, k, False, value)[0]))
+    est = np.asarray(run(jax.random.split(jax.random.PRNGKey(0), K)), np.float64) / (1.0 - spec.p)
+    err = est - exact[None, None]
+    for g in range(len(grid.sizes)):
+        z = err[:, g].mean(0) / (est[:, g].std(0, ddof=1) / math.sqrt(K))
+        assert np.all(np.abs(z) < 4.5), (grid.sizes[g], z)
+    mse = np.sum(err ** 2, axis=-1).mean(0)
+    assert 16 < mse[0] / mse[-1] < 256, mse
+
+
+# --- the studies -------------------------------------------------------------------------------------
+
+def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
+    with CompileCounter() as cc:
+        both = gradient_study([runs["ppo"], runs["trpo"]], sizes=SIZES, estimates=3, true_pairs=8192)
+    assert cc.count >= 1
+    alone = gradient_study(runs["ppo"], agents=[1], iterations=[2], sizes=SIZES, estimates=3, true_pairs=8192,
+                           save=False)
+    pick = lambda f: f[(f.run == runs["ppo"]) & (f.agent == 1) & (f.iteration == 2)]  # noqa: E731
+    np.testing.assert_allclose(pick(both.pairs).cosine.to_numpy(), alone.pairs.cosine.to_numpy(), atol=1e-5)
+    # 3 subjects × 2 checkpoints; K(K − 1)/2 = 3 pairs and K = 3 estimates per subject and N.
+    sizes = both.sizes
+    assert set(sizes) >= {100, 1000, 1024, 4096} and both.batch_size == 1024
+    assert len(both.pairs) == 6 * len(sizes) * 3 and len(both.estimates) == 6 * len(sizes) * 3
+    assert np.all(np.abs(both.pairs.cosine) <= 1 + 1e-5) and np.all(np.abs(both.estimates.to_true) <= 1 + 1e-5)
+    assert both.estimates.to_exact.isna().all()  # point_mass has no closed form
+    loaded = load_gradient_study([runs["ppo"], runs["trpo"]])
+    assert loaded.curves("true").equals(both.curves("true"))
+    summary = loaded.summary("pairwise")
+    assert set(summary.label) == {"ppo/point_mass", "trpo/point_mass"} and set(summary.iteration) == {0, 2}
+
+
+def test_crossing_interpolates_log_linearly_between_grid_points():
+    """Cosines 0.2, 0.4, 0.8 at N = 100, 1000, 10000: 0.5 is a quarter of the way from 1000 to 10000
+    in log N, so N = 10^3.25 ≈ 1778.3; 0.9 is never reached; 0.1 holds from the first N."""
+    n, v = [100, 1000, 10_000], [0.2, 0.4, 0.8]
+    assert crossing(n, v, 0.5) == pytest.approx(10 ** 3.25)
+    assert math.isnan(crossing(n, v, 0.9)) and crossing(n, v, 0.1) == 100
+
+
+def test_step_study_computes_the_algorithms_own_step_from_the_checkpoint(runs):
+    """Each of the M steps equals the step stages.policy_step takes from the checkpoint's parameters,
+    Adam state and annealed learning rate on a batch sampled by hand with the same key."""
+    from pg_diag import load_checkpoint, load_run
+    from pg_diag.optim import annealed_learning_rate
+
+    study = step_study(runs["ppo"], agents=[0], iterations=[2], batches=2)
+    run = load_run(runs["ppo"])
+    cfg = run.config(0)
+    state = jax.tree.map(lambda x: x[0], load_checkpoint(run, 2))
+    knobs = cfg.knobs.as_arrays()
+    env = make_train(cfg.static).env
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(0), 0), 2)
+    k_batches, _ = jax.random.split(key)
+    lr = annealed_learning_rate(knobs["lr_policy"], state.iteration, cfg.num_iterations, knobs)
+    own = Sampling(envs=cfg.num_envs, steps=cfg.steps_per_env, start="checkpoint")
+
+    @jax.jit
+    def by_hand(state, m):
+        k_start, k_roll, k_step = jax.random.split(jax.random.fold_in(k_batches, m), 3)
+        carry = start_carry(env, own, state, knobs, k_start)
+        data = stages.collect_batch(env, state.policy, state.value, carry, state.filters, knobs, k_roll,
+                                    own.steps, frozen=True)
+        step = stages.policy_step(cfg.static, state.policy, state.policy_opt, data.batch, lr, knobs, k_step)
+        return ravel_pytree(step.params)[0] - ravel_pytree(state.policy)[0]
+
+    deltas = [np.asarray(by_hand(state, m), np.float64) for m in range(2)]
+    norms = [np.linalg.norm(d) for d in deltas]
+    np.testing.assert_allclose(study.steps.norm.to_numpy(), norms, rtol=1e-4)
+    cos = deltas[0] @ deltas[1] / (norms[0] * norms[1])
+    assert float(study.pairs.cosine.iloc[0]) == pytest.approx(cos, abs=1e-4)
+    assert load_step_study(runs["ppo"]).pairs.equals(study.pairs)
+
+
+def test_step_study_with_annealed_rate_zero_takes_no_step(runs):
+    """After the last iteration PPO's annealed learning rate is 0: every step is exactly zero, so the
+    pairwise KL is 0 and the cosine undefined (NaN)."""
+    cfg = preset("ppo", "point_mass").replace(num_iterations=3, checkpoint_at=(3,))
+    out = runs["bare"] + "-final"
+    sweep(cfg, seeds=2, out=out, chunk_iterations=1)
+    study = step_study(out, batches=2, save=False)
+    assert np.all(study.steps.norm == 0) and np.all(study.pairs.kl_ij == 0)
+    assert study.pairs.cosine.isna().all()
+
+
+# --- bad input, refused before compiling -------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(estimates=1), "estimates .K. must be an integer ≥ 2"),
+    (dict(sizes=(1, 100)), "every N must be ≥ 2"),
+    (dict(sizes=(100, 2 ** 25)), "beyond the largest allowed"),
+    (dict(true_pairs=10), "true_pairs must be 0"),
+    (dict(advantages="exact"), "needs the linear-quadratic task"),
+    (dict(start="sideways"), "start must be one of"),
+    (dict(iterations=[7]), r"no checkpoint after iteration\(s\) \[7\].*saved iterations: \[0, 2\]"),
+    (dict(agents=[5]), "agents must be indices in 0 … 1"),
+    (dict(windows=3), "gradient-study settings are"),
+])
+def test_bad_gradient_study_input_is_refused_before_compiling(runs, kwargs, match):
+    with CompileCounter() as cc, pytest.raises(DiagnosticError, match=match):
+        gradient_study(runs["ppo"], **kwargs)
+    assert cc.count == 0
+
+
+def test_runs_without_checkpoints_or_of_other_tasks_are_refused(runs, tmp_path):
+    with pytest.raises(DiagnosticError, match="has no checkpoints"):
+        gradient_study(runs["bare"])
+    with pytest.raises(DiagnosticError, match="is not a run directory"):
+        gradient_study(str(tmp_path))
+    other = tmp_path / "pendulum"  # a run directory whose manifest records another task
+    shutil.copytree(runs["trpo"], other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["base_config"]["static"]["task"] = "pendulum"
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    other = str(other)
+    with pytest.raises(DiagnosticError, match="differ in task"):
+        gradient_study([runs["ppo"], other])
+    with pytest.raises(DiagnosticError, match=r"batches \(M\) must be an integer ≥ 2"):
+        step_study(runs["ppo"], batches=1)
