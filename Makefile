@@ -8,7 +8,8 @@ OUT    ?= results
 # e.g. make fig-ablation FROM=results/fig-ablation-smoke
 FROM   ?=
 
-.PHONY: setup test test-newest fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem figures bench hopper-1m clean
+.PHONY: setup test test-newest fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem \
+        fig-grad-variance fig-grad-true fig-step-variance figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -57,7 +58,19 @@ table-3: setup
 fig-theorem: setup
 	$(VENV)/bin/pg-diag fig-theorem $(call study,fig-theorem)
 
-figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem
+# fig-grad-variance, fig-grad-true and fig-step-variance share one study: PPO and TRPO trained with checkpoints
+# (reused from disk when they match), measured at those checkpoints.
+fig-grad-variance: setup
+	$(VENV)/bin/pg-diag fig-grad-variance $(call study,gradients,--progress)
+
+fig-grad-true: setup
+	$(VENV)/bin/pg-diag fig-grad-true $(call study,gradients,--progress)
+
+fig-step-variance: setup
+	$(VENV)/bin/pg-diag fig-step-variance $(call study,gradients,--progress)
+
+figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
+         fig-step-variance
 
 bench: setup
 	$(PY) benchmarks/bench_physics.py

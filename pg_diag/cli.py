@@ -7,6 +7,7 @@
     pg-diag show runs/sweep
     pg-diag resume runs/sweep
     pg-diag fig-ablation | fig-trust-region | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
+    pg-diag fig-grad-variance | fig-grad-true | fig-step-variance [--scale smoke|paper | --run DIR ...]
 """
 
 from __future__ import annotations
@@ -220,6 +221,37 @@ def cmd_fig_theorem(args):
     print(f"wrote {out['figure']}")
 
 
+def cmd_diagnostic(args):
+    from pg_diag.diagnostics import GradientSettings, StepSettings
+    from pg_diag.diagnostics.subjects import parse_settings
+    from pg_diag.experiments import gradient_figs
+    if args.from_dir:
+        if args.run or args.diag:
+            raise ConfigError(f"{args.command} --from redraws saved results: --run and --diag choose what to measure "
+                              f"and cannot be combined with it")
+        _from_args(args)
+        out = gradient_figs.draw(args.command, args.from_dir, out=args.out)
+    else:
+        kind = StepSettings if args.command == "fig-step-variance" else GradientSettings
+        diag = parse_settings(kind, args.diag)
+        if args.run and (args.scale or args.task or args.seeds or args.set):
+            raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
+                              f"choose what to train and cannot be combined with it")
+        out = gradient_figs.run(args.command, args.scale or "smoke", out=args.out or args.default_out, runs=args.run,
+                                diag=diag, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['figure']} and {out['csv']}")
+
+
+def _diagnostic_args(p):
+    p.add_argument("--run", action="append", metavar="RUN_DIR",
+                   help="measure this run directory (repeatable; it needs checkpoints) instead of training")
+    p.add_argument("--diag", action="append", metavar="NAME=VALUE",
+                   help="a measurement setting (repeatable), e.g. --diag estimates=10 --diag sizes=100,1000,1e4 "
+                        "--diag true_pairs=1e6 (see pg_diag.diagnostics.GradientSettings / StepSettings)")
+
+
 def _add_from(p, default_out):
     # --scale and --out default to None so that --from can tell what was given
     p.add_argument("--scale", default=None, choices=["smoke", "paper"],
@@ -293,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
                     cmd_table, "results/algorithms", statistic)
     _add_experiment(sub, "table-3", "IM Table 3: PPO vs PPO-NoClip with bootstrap CIs", cmd_table,
                     "results/algorithms", statistic)
+    for name, help_ in (("fig-grad-variance", "CL Fig 2/11: pairwise cosine of gradient estimates vs N"),
+                        ("fig-grad-true", "CL Fig 3/12: cosine of gradient estimates to the true (and exact LQR) "
+                                          "gradient vs N"),
+                        ("fig-step-variance", "CL Fig 13: pairwise cosine and KL of the algorithm's own steps")):
+        _add_experiment(sub, name, help_, cmd_diagnostic, "results/gradients", _diagnostic_args)
     p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
     _add_from(p, "results/fig-theorem")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")

@@ -178,10 +178,28 @@ def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
     assert len(both.pairs) == 6 * len(sizes) * 3 and len(both.estimates) == 6 * len(sizes) * 3
     assert np.all(np.abs(both.pairs.cosine) <= 1 + 1e-5) and np.all(np.abs(both.estimates.to_true) <= 1 + 1e-5)
     assert both.estimates.to_exact.isna().all()  # point_mass has no closed form
+    assert list(both.subjects.statistics_warmed) == [True, False] * 3  # iteration 0 has empty statistics
     loaded = load_gradient_study([runs["ppo"], runs["trpo"]])
     assert loaded.curves("true").equals(both.curves("true"))
     summary = loaded.summary("pairwise")
     assert set(summary.label) == {"ppo/point_mass", "trpo/point_mass"} and set(summary.iteration) == {0, 2}
+
+
+def test_empty_statistics_are_warmed_by_one_batch_and_saved_ones_kept(agent, runs):
+    """At iteration 0 the reward scaler has no sample (σ = 0): the frozen statistics are those after one
+    batch of the algorithm's shape (4 × 256 = 1,024 returns pushed); a trained checkpoint's are kept as saved."""
+    from pg_diag import load_checkpoint, load_run
+    from pg_diag.diagnostics.sampling import frozen_filters, needs_warmup
+
+    env, trained, knobs = agent
+    own = Sampling(envs=4, steps=256, start="checkpoint")
+    initial = jax.tree.map(lambda x: x[0], load_checkpoint(load_run(runs["ppo"]), 0))
+    assert bool(needs_warmup(initial.filters)) and not bool(needs_warmup(trained.filters))
+    warm = jax.jit(lambda a: frozen_filters(env, own, a, knobs, jax.random.PRNGKey(0)))
+    assert int(warm(initial).ret.n) == int(initial.filters.ret.n) + 1024
+    assert int(warm(initial).obs.n) >= int(initial.filters.obs.n) + 1024  # every next observation, and resets
+    kept = warm(trained)
+    assert all(bool(jnp.all(a == b)) for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(trained.filters)))
 
 
 def test_crossing_interpolates_log_linearly_between_grid_points():

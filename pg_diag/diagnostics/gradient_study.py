@@ -35,7 +35,7 @@ class GradientStudy:
     manifest: dict
     pairs: object      # DataFrame: KEYS, n, i, j, cosine (i < j)
     estimates: object  # DataFrame: KEYS, n, k, norm, to_true, to_exact
-    subjects: object   # DataFrame: KEYS, diverged, true_norm, exact_norm, true_to_exact
+    subjects: object   # DataFrame: KEYS, diverged, statistics_warmed, true_norm, exact_norm, true_to_exact
 
     @property
     def batch_size(self) -> int:
@@ -122,7 +122,7 @@ def _frames(subjects, r: gradients.Resolved, out) -> dict:
     pairs, ests, subs = [], [], []
     for s, row in enumerate(subjects.rows):
         diverged = bool(np.asarray(subjects.states.diverged)[s])
-        subs.append({**row, "diverged": diverged, "true_norm": float(out["true_norm"][s]),
+        subs.append({**row, "diverged": diverged, "statistics_warmed": bool(out["warmed"][s]), "true_norm": float(out["true_norm"][s]),
                      "exact_norm": float(out["exact_norm"][s]), "true_to_exact": float(out["true_to_exact"][s]),
                      "true_pairs": r.true_pairs})
         for g, n in enumerate(sizes):

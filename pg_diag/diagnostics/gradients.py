@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs
-from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
+from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling, frozen_filters, needs_warmup
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.envs import lqr
@@ -45,7 +45,7 @@ class GradientSettings:
     sizes: tuple = PAPER_SIZES     # the N of the estimates (state–action pairs)
     estimates: int = 10            # K independent estimates at every N
     true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL: 1e6 or 1e7)
-    envs: int = 0                  # environments per stream (0: 8 × the run's num_envs)
+    envs: int = 0                  # environments per stream (0: the run's num_envs: a chunk is one batch)
     steps: int = 0                 # steps per environment per chunk (0: the run's steps_per_env)
     start: str = "algorithm"       # "algorithm" (the run's own: reset or checkpoint) or one of STARTS
     burn_in: int = 0               # steps discarded at a stream's start (start="stationary")
@@ -93,6 +93,7 @@ class Resolved:
     normalize: bool
     exact: bool       # ∇J is closed-form (the linear-quadratic task with a linear policy)
     batch_size: int   # the algorithm's batch (the vertical line)
+    own: Sampling     # the algorithm's own batch shape (the statistics warm-up)
 
     @property
     def true_pairs(self) -> int:
@@ -107,7 +108,7 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
     def own(s):
         start = settings.start if settings.start != "algorithm" else (
             "reset" if s.reset_every_iteration else "checkpoint")
-        return (start, settings.envs or 8 * s.num_envs, settings.steps or s.steps_per_env,
+        return (start, settings.envs or s.num_envs, settings.steps or s.steps_per_env,
                 s.num_envs * s.steps_per_env)
 
     mine = own(first)
@@ -128,8 +129,10 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
     grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk)
     stream_pairs = grid.num_chunks * grid.chunk
     truth = -(-settings.true_pairs // stream_pairs) if settings.true_pairs else 0
+    own = Sampling(envs=first.num_envs, steps=first.steps_per_env,
+                   start="reset" if first.reset_every_iteration else "checkpoint")
     return Resolved(sampling=sampling, grid=grid, estimates=settings.estimates, truth_streams=truth,
-                    normalize=settings.normalize, exact=exact, batch_size=batch)
+                    normalize=settings.normalize, exact=exact, batch_size=batch, own=own)
 
 
 def _unit(x, axis=-1):
@@ -140,6 +143,8 @@ def subject_program(env, r: Resolved):
     """(agent, knobs, key) -> the reductions of one subject (see the module docstring)."""
 
     def subject(agent, knobs, key):
+        warmed = needs_warmup(agent.filters)
+        agent = agent.replace(filters=frozen_filters(env, r.own, agent, knobs, key))
         exact_value = exact_grad = None
         if r.exact:
             spec = lqr.default_spec()
@@ -155,7 +160,7 @@ def subject_program(env, r: Resolved):
         nan_gk = jnp.full(est_k.shape[:2], jnp.nan).T
         out = {"pairwise": jnp.einsum("kgp,lgp->gkl", unit, unit), "norm": jnp.linalg.norm(est_k, axis=-1).T,
                "to_true": nan_gk, "to_exact": nan_gk, "true_to_exact": jnp.float32(jnp.nan),
-               "true_norm": jnp.float32(jnp.nan), "exact_norm": jnp.float32(jnp.nan)}
+               "true_norm": jnp.float32(jnp.nan), "exact_norm": jnp.float32(jnp.nan), "warmed": warmed}
         truth = None
         if r.truth_streams:
             total = GradSums.zeros(est.shape[-1])

@@ -28,6 +28,14 @@ are whole segments, the last one cut short: with the algorithm's own segment
 length the first ``num_envs × steps_per_env`` pairs are one batch of the
 algorithm's exact shape.
 
+Statistics: a checkpoint's observation normalizer and reward scaler are used
+as saved, except when one of them holds fewer than two samples (the initial
+state, iteration 0): training never acts with those — its first batch pushes
+every observation before normalizing it — and frozen they would divide by
+σ = 0. Then :func:`frozen_filters` first collects one batch of the algorithm's
+own shape with the frozen policy and the statistics updating, as training's
+next batch would, and freezes the statistics after it.
+
 Advantages (``advantages``):
 
 * ``"gae"`` — the agent's value network and GAE with its own γ, λ and frozen
@@ -82,6 +90,26 @@ class Chunk:
 
 
 jax.tree_util.register_dataclass(Chunk, data_fields=["obs", "action", "advantage", "log_prob"], meta_fields=[])
+
+
+WARMUP_KEY = 0x7FFFFFFF  # fold_in data of the statistics warm-up (stream keys use 0, 1, 2, …)
+
+
+def needs_warmup(filters: Filters) -> jax.Array:
+    """Whether any statistic holds fewer than two samples (see the module docstring)."""
+    return (filters.obs.n < 2) | (filters.ret.n < 2) | (filters.rew.n < 2)
+
+
+def frozen_filters(env: Env, own: Sampling, agent, knobs, key) -> Filters:
+    """The statistics a frozen policy acts with: the checkpoint's, or, when :func:`needs_warmup`, those after
+    one batch of the algorithm's shape ``own`` collected with the statistics updating."""
+    k_start, k_roll = jax.random.split(jax.random.fold_in(key, WARMUP_KEY))
+    if own.start == "checkpoint":
+        carry, filters = start_carry(env, own, agent, knobs, k_start), agent.filters
+    else:
+        carry, filters = reset_envs(env, k_start, own.envs, agent.filters, knobs)
+    warmed = stages.collect_batch(env, agent.policy, agent.value, carry, filters, knobs, k_roll, own.steps).filters
+    return jax.tree.map(lambda w, f: jnp.where(needs_warmup(agent.filters), w, f), warmed, agent.filters)
 
 
 def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:

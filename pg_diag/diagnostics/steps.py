@@ -13,7 +13,8 @@ the pre-update policy.
 
 Unlike a training iteration, the batches are sampled with the observation
 normalizer and reward scaler frozen (a training batch would push its own
-observations first), so the M steps are from one fixed policy.
+observations first; empty statistics are warmed first, see
+:mod:`.sampling`), so the M steps are from one fixed policy.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics import tables
-from pg_diag.diagnostics.sampling import Sampling, start_carry
+from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
@@ -67,6 +68,7 @@ def subject_program(env, static, settings: StepSettings):
                           start=own.start)
 
     def subject(agent, knobs, key):
+        agent = agent.replace(filters=frozen_filters(env, own, agent, knobs, key))
         k_batches, k_held = jax.random.split(key)
         lr = annealed_learning_rate(knobs["lr_policy"], agent.iteration, static.num_iterations, knobs)
         theta0 = ravel_pytree(agent.policy)[0]

@@ -17,14 +17,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pg_diag.config import Static, stack_knobs
+from pg_diag.config import ConfigError, Static, stack_knobs
 from pg_diag.run import store
 
 #: Static settings that must agree for runs to share one sampling program.
 SHARED_STATIC = ("task", "physics", "physics_threads", "policy_hidden", "value_hidden")
 
 
-class DiagnosticError(ValueError):
+class DiagnosticError(ConfigError):
     """A diagnostic was asked for something the runs or the settings do not allow."""
 
 
@@ -136,3 +136,39 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
                          seed=int(run.manifest["agents"][agent]["seed"]), iteration=it))
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
     return Subjects(states=stacked, knobs=stack_knobs(knobs), rows=rows, statics=statics, runs=runs)
+
+
+def parse_settings(settings_cls, items) -> dict:
+    """``["name=value", …]`` (the CLI's ``--diag``) -> {name: value}, each parsed by the type of the
+    field's default in ``settings_cls``: integers accept 1e6, lists are comma-separated."""
+    fields = {f.name: f.default for f in dataclasses.fields(settings_cls)}
+    out = {}
+    for item in items or []:
+        name, eq, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not eq or name not in fields:
+            raise DiagnosticError(f"--diag expects name=value with name one of {', '.join(fields)}; got {item!r}")
+        default = fields[name]
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
+                    raise ValueError
+                out[name] = text.lower() in ("1", "true", "on", "yes")
+            elif isinstance(default, tuple):
+                out[name] = tuple(_integer(x) for x in text.split(",") if x.strip())
+            elif isinstance(default, int):
+                out[name] = _integer(text)
+            else:
+                out[name] = text
+        except ValueError:
+            kind = ("true/false" if isinstance(default, bool) else "integers like 100,1000,1e4"
+                    if isinstance(default, tuple) else "an integer" if isinstance(default, int) else "a string")
+            raise DiagnosticError(f"--diag {name} takes {kind}, got {text!r}") from None
+    return out
+
+
+def _integer(text: str) -> int:
+    value = float(text)
+    if not value.is_integer():
+        raise ValueError(text)
+    return int(value)

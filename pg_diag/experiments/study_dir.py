@@ -22,7 +22,8 @@ FORMAT = "pg_diag.study/1"
 
 #: study name -> the targets that draw from it (fig-rewards, table-2 and table-3 share one study)
 TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-region",),
-           "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",)}
+           "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",),
+           "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance")}
 
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30

@@ -1,0 +1,248 @@
+"""fig-grad-variance, fig-grad-true, fig-step-variance — CL §5.1, Figs 2/3/11/12/13 (ref §4.2 items 1–3).
+
+The three targets share one study: PPO and TRPO trained with checkpoints
+(``OUT/runs/<task>-<ppo|trpo>/``), then measured at those checkpoints by
+:func:`pg_diag.diagnostics.gradient_study` (fig-grad-variance and
+fig-grad-true: one measurement) or :func:`pg_diag.diagnostics.step_study`.
+Training and measurements already on disk with the same settings are reused,
+so running the three targets in turn trains once. ``runs=[DIR, …]`` measures
+existing run directories instead of training. Figures and summary tables are
+drawn from the saved diagnostics alone (``--from``).
+
+On the linear-quadratic task (``lqr``) fig-grad-true also draws each
+estimate's cosine to the exact ∇J beside its cosine to the large-sample
+gradient, and the summary reports the large-sample gradient's own cosine to
+∇J: how far the practical estimator's limit is from the true gradient.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from pg_diag.config import CPU_SCALE, ConfigError, preset
+from pg_diag.diagnostics import (PAPER_SIZES, gradient_study, load_gradient_study, load_step_study,
+                                 step_study)
+from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.algorithms import COLORS, LABELS, run_names, train_study
+
+ALGORITHMS = ("ppo", "trpo")
+STUDY = "gradients"
+TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    tasks: tuple
+    seeds: int
+    overrides: dict       # training, every task
+    task_overrides: dict  # training, per task
+    gradients: dict       # GradientSettings fields
+    steps: dict           # StepSettings fields
+    description: str
+
+
+SCALES = {
+    "paper": Scale(
+        tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=3, overrides={"checkpoint_at": (0, 150, 300, 450)},
+        task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
+        gradients=dict(sizes=PAPER_SIZES, estimates=10, true_pairs=1_000_000), steps=dict(batches=100),
+        description="PPO and TRPO presets, 3 agents each, checkpoints after iterations 0/150/300/450 (the LQR "
+                    "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e6 pairs; "
+                    "M = 100 steps per checkpoint."),
+    "smoke": Scale(
+        tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
+        task_overrides={}, gradients=dict(sizes=(100, 215, 464, 1000, 2154, 4642, 10_000), estimates=10,
+                                          true_pairs=100_000), steps=dict(batches=10),
+        description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 "
+                    "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
+                    "N = 1e2 … 1e4, a true gradient from 1e5 pairs; M = 10 steps per checkpoint."),
+}
+
+
+def _saved(run_dirs, name: str, settings: dict) -> bool:
+    """Every run holds the ``name`` diagnostic measured with ``settings`` (its other fields at defaults)."""
+    for run in run_dirs:
+        path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            have = json.load(f).get("settings", {})
+        if any(json.loads(json.dumps(v)) != have.get(k) for k, v in settings.items()):
+            return False
+    return True
+
+
+def _train(scale: str, out: str, tasks, seeds, progress, overrides) -> dict:
+    sc = SCALES[scale]
+    runs = {}
+    for task in tasks:
+        over = {**sc.overrides, **sc.task_overrides.get(task, {}), **overrides}
+        for algo in ALGORITHMS:
+            preset(algo, task, **over)  # every configuration validated before training anything
+        runs[task] = (over, [f"runs/{n}" for n in run_names(task, ALGORITHMS, **over)])
+    for task, (over, _) in runs.items():
+        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
+    return {task: names for task, (_, names) in runs.items()}
+
+
+def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
+        **overrides) -> dict:
+    """Train (or take ``runs``), measure what ``target`` needs unless saved with the same settings, draw it."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    kind = "steps" if target == "fig-step-variance" else "gradients"
+    settings = {**(sc.steps if kind == "steps" else sc.gradients), **(diag or {})}
+    out = out or f"results/{STUDY}-{scale}"
+    if runs:
+        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+        tasks = ("runs",)
+    else:
+        names = _train(scale, out, tuple(tasks or sc.tasks), seeds, progress, overrides)
+    for task, dirs in names.items():
+        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
+        if not _saved(paths, kind, settings):
+            measure = step_study if kind == "steps" else gradient_study
+            measure(paths, verbose=progress is not False, **settings)
+    names = {**_recorded_runs(out, scale), **names}
+    study_dir.write(out, STUDY, scale, list(names), runs=names)
+    return draw(target, out)
+
+
+def _recorded_runs(out: str, scale: str) -> dict:
+    """The runs an earlier target recorded in ``out`` (same study and scale), kept beside new ones."""
+    path = os.path.join(out, study_dir.STUDY_FILE)
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        if old.get("study") == STUDY and old.get("scale") == scale:
+            return dict(old.get("runs", {}))
+    return {}
+
+
+def _load(target: str, from_dir: str):
+    record = study_dir.read(from_dir, STUDY, target)
+    kind = "steps" if target == "fig-step-variance" else "gradients"
+    out = {}
+    for task, dirs in record["runs"].items():
+        paths = [study_dir.run_dir(from_dir, d, target) for d in dirs]
+        try:
+            out[task] = (load_step_study if kind == "steps" else load_gradient_study)(paths)
+        except FileNotFoundError as e:
+            raise ConfigError(f"{target} --from {from_dir!r}: {e}; run {target} without --from to measure it")
+    return record, out
+
+
+def draw(target: str, from_dir: str, out: str | None = None) -> dict:
+    """The figure and summary table of ``target`` from the diagnostics saved under ``from_dir``."""
+    import pandas as pd
+
+    record, studies = _load(target, from_dir)
+    out = out or from_dir
+    title = {"fig-grad-variance": "Gradient-estimate variance: mean pairwise cosine of K estimates vs N",
+             "fig-grad-true": "Gradient estimates vs the true gradient: mean cosine to a large-sample "
+                              "(and, on LQR, the exact) gradient",
+             "fig-step-variance": "Step variance: pairwise cosine of the algorithm's own steps and KL between "
+                                  "the resulting policies"}[target]
+    if target == "fig-step-variance":
+        summary = pd.concat([s.summary().assign(task=t) for t, s in studies.items()], ignore_index=True)
+        path = plot_steps(studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
+    else:
+        measure = "pairwise" if target == "fig-grad-variance" else "true"
+        summary = pd.concat([s.summary(measure).assign(task=t) for t, s in studies.items()], ignore_index=True)
+        if target == "fig-grad-true":
+            limits = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
+            limits = limits[np.isfinite(limits.true_to_exact)]
+            if len(limits):
+                lim = limits.groupby(["task", "label", "iteration"])["true_to_exact"].mean().rename(
+                    "true_gradient_cos_to_exact")
+                summary = summary.merge(lim.reset_index(), how="left", on=["task", "label", "iteration"])
+        path = plot_gradients(studies, measure, os.path.join(out, f"{target}.png"),
+                              f"{title} ({record['scale']} scale)")
+    summary = _rounded(summary[["task"] + [c for c in summary.columns if c != "task"]])
+    md, csv = figures.write_table(summary, os.path.join(out, f"{target}-summary"), title,
+                                  "n_at_X: the N (state–action pairs) at which the mean over agents first reaches X, "
+                                  "log-linearly interpolated (NaN: not within the grid); at_batch_size: at the "
+                                  "algorithm's own batch size." if target != "fig-step-variance" else
+                                  "Means over agents of each agent's mean over pairs of the M steps.")
+    return {"figure": path, "summary": summary, "markdown": md, "csv": csv, "studies": studies}
+
+
+def _rounded(frame):
+    """N to whole pairs, cosines and KLs to 3 significant digits (the CSV keeps them as printed)."""
+    out = frame.copy()
+    for col in out.columns:
+        if col.startswith("n_at_"):
+            out[col] = out[col].round().astype("Int64")
+        elif out[col].dtype.kind == "f":
+            out[col] = out[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    return out
+
+
+def _algo(label: str) -> str:
+    head = label.split("/")[0].lower()
+    return head if head in COLORS else "ppo"
+
+
+def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    tasks = list(studies)
+    iters = {t: sorted(studies[t].pairs.iteration.unique()) for t in tasks}
+    cols = max(len(v) for v in iters.values())
+    fig, axes = plt.subplots(len(tasks), cols, figsize=(4.2 * cols, 3.4 * len(tasks)), squeeze=False)
+    for r, task in enumerate(tasks):
+        study = studies[task]
+        curves = study.curves(measure)
+        exact = study.curves("exact") if measure == "true" and study.manifest["resolved"]["exact"] else None
+        for c, it in enumerate(iters[task]):
+            ax = axes[r, c]
+            for i, ((label, run, agent), d) in enumerate(curves[curves.iteration == it].groupby(
+                    ["label", "run", "agent"])):
+                color = COLORS[_algo(label)]
+                first = not any(line.get_label() == label for line in ax.get_lines())
+                ax.plot(d.n, d["mean"], color=color, lw=1.2, label=label if first else None)
+                ax.fill_between(d.n, d.low, d.high, color=color, alpha=0.15)
+                if exact is not None:
+                    e = exact[(exact.iteration == it) & (exact.run == run) & (exact.agent == agent)]
+                    ax.plot(e.n, e["mean"], color=color, lw=1.2, ls="--",
+                            label=f"{label}: to exact ∇J" if first else None)
+            ax.axvline(study.batch_size, color="grey", ls=":", lw=1, label=f"batch {study.batch_size}")
+            ax.set_xscale("log")
+            ax.set_ylim(-0.1 if measure == "pairwise" else -0.2, 1.02)
+            ax.set_title(f"{task}, iteration {it}", fontsize=9)
+            ax.set_xlabel("state–action pairs N")
+            ax.set_ylabel("mean pairwise cosine" if measure == "pairwise" else "mean cosine to true gradient")
+            ax.legend(fontsize=6)
+        for c in range(len(iters[task]), cols):
+            axes[r, c].axis("off")
+    return figures.save(fig, path, title, dpi=100)
+
+
+def plot_steps(studies: dict, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    fig, axes = plt.subplots(len(studies), 2, figsize=(10, 3.4 * len(studies)), squeeze=False)
+    for r, (task, study) in enumerate(studies.items()):
+        for c, measure in enumerate(("cosine", "kl")):
+            ax = axes[r, c]
+            curves = study.curves(measure)
+            for (label, run, agent), d in curves.groupby(["label", "run", "agent"]):
+                first = not any(line.get_label() == label for line in ax.get_lines())
+                ax.errorbar(d.iteration, d["mean"], yerr=[d["mean"] - d.low, d.high - d["mean"]], marker="o",
+                            ms=3, lw=1, capsize=2, color=COLORS[_algo(label)], label=label if first else None)
+            ax.set_xlabel("iteration")
+            ax.set_ylabel("mean pairwise step cosine" if measure == "cosine" else "mean pairwise KL")
+            if measure == "kl":
+                ax.set_yscale("log")
+            ax.set_title(task, fontsize=9)
+            ax.legend(fontsize=7)
+    return figures.save(fig, path, title, dpi=100)
+
+
+__all__ = ["ALGORITHMS", "LABELS", "SCALES", "TARGETS", "draw", "run"]
