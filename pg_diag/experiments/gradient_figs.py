@@ -231,9 +231,10 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
     for r, (task, study) in enumerate(studies.items()):
         for c, measure in enumerate(("cosine", "kl")):
             ax = axes[r, c]
-            curves = study.curves(measure)
+            curves, shown = study.curves(measure), set()
             for (label, run, agent), d in curves.groupby(["label", "run", "agent"]):
-                first = not any(line.get_label() == label for line in ax.get_lines())
+                first = label not in shown
+                shown.add(label)
                 ax.errorbar(d.iteration, d["mean"], yerr=[d["mean"] - d.low, d.high - d["mean"]], marker="o",
                             ms=3, lw=1, capsize=2, color=COLORS[_algo(label)], label=label if first else None)
             ax.set_xlabel("iteration")

@@ -1,0 +1,58 @@
+"""The gradient-diagnostic targets: measuring given run directories, redrawing from disk with zero compiles,
+reusing saved measurements, and the CLI's refusals."""
+
+import os
+import shutil
+
+import pytest
+
+from pg_diag import preset, sweep
+from pg_diag.cli import main
+from pg_diag.config import ConfigError
+from pg_diag.experiments import gradient_figs
+from pg_diag.run import CompileCounter
+
+DIAG = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("figs")
+    out = []
+    for algo in ("ppo", "trpo"):
+        path = str(root / algo)
+        sweep(preset(algo, "point_mass").replace(num_iterations=2, checkpoint_at=(1,)), out=path)
+        out.append(path)
+    return out
+
+
+def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs, tmp_path):
+    out = str(tmp_path / "study")
+    first = gradient_figs.run("fig-grad-variance", out=out, runs=runs, diag=DIAG)
+    assert os.path.isfile(first["figure"]) and set(first["summary"].label) == {"ppo/point_mass", "trpo/point_mass"}
+    assert set(first["summary"].columns) >= {"n_at_0.5", "n_at_0.9", "at_batch_size"}
+    with CompileCounter() as cc:
+        true = gradient_figs.run("fig-grad-true", out=out, runs=runs, diag=DIAG)  # the saved measurement
+        redrawn = gradient_figs.draw("fig-grad-variance", out)
+    assert cc.count == 0
+    assert redrawn["summary"].equals(first["summary"]) and os.path.isfile(true["figure"])
+    steps = gradient_figs.run("fig-step-variance", out=out, runs=runs, diag=dict(batches=2))
+    assert set(steps["summary"].columns) >= {"step_cosine", "pairwise_kl", "step_norm"}
+
+
+def test_cli_measures_a_run_and_refuses_mixed_options(runs, tmp_path, capsys):
+    out, run = str(tmp_path / "cli"), str(tmp_path / "ppo")
+    shutil.copytree(runs[0], run, ignore=shutil.ignore_patterns("diagnostics"))  # a run never measured
+    assert main(["fig-grad-variance", "--run", run, "--out", out, "--diag", "sizes=100,1e3",
+                 "--diag", "estimates=2", "--no-progress"]) == 0
+    assert "n_at_0.5" in capsys.readouterr().out
+    assert main(["fig-grad-variance", "--from", out, "--run", runs[0]]) == 2
+    assert "--run and --diag choose what to measure" in capsys.readouterr().err
+    assert main(["fig-step-variance", "--from", out]) == 2
+    assert "no 'steps' diagnostic" in capsys.readouterr().err
+    assert main(["fig-grad-true", "--run", runs[0], "--diag", "estimates=ten"]) == 2
+    assert "--diag estimates takes an integer" in capsys.readouterr().err
+    assert main(["fig-grad-true", "--run", runs[0], "--diag", "K=3"]) == 2
+    assert "name one of sizes, estimates" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="holds no study"):
+        gradient_figs.draw("fig-grad-true", str(tmp_path))
