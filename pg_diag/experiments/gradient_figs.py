@@ -24,8 +24,8 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, ConfigError, preset
-from pg_diag.diagnostics import (PAPER_SIZES, gradient_study, load_gradient_study, load_step_study,
-                                 step_study)
+from pg_diag.diagnostics import (PAPER_SIZES, GradientSettings, StepSettings, gradient_study, load_gradient_study,
+                                 load_step_study, step_study)
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, run_names, train_study
@@ -101,6 +101,10 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
     kind = "steps" if target == "fig-step-variance" else "gradients"
     settings = {**(sc.steps if kind == "steps" else sc.gradients), **(diag or {})}
     out = out or f"results/{STUDY}-{scale}"
+    try:  # the measurement's settings are checked before anything trains
+        (StepSettings if kind == "steps" else GradientSettings)(**settings).check()
+    except TypeError as e:
+        raise ConfigError(f"{e}; see pg_diag.diagnostics.{'StepSettings' if kind == 'steps' else 'GradientSettings'}")
     if runs:
         names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
         tasks = ("runs",)
