@@ -76,6 +76,7 @@ bench: setup
 	$(PY) benchmarks/bench_physics.py
 	$(PY) benchmarks/bench_throughput.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_gradients.py
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup
