@@ -27,7 +27,8 @@ test: setup
 # Python 3.12 when the machine has one (NEWEST_PYTHON=... to choose) in its own environment, .venv-newest.
 NEWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) $(shell command -v python3.12))
 NEWEST_TESTS  ?= tests/test_objectives.py tests/test_normalize.py tests/test_rollout.py tests/test_stages.py \
-                 tests/test_trpo.py tests/test_sweep.py tests/test_resume.py tests/test_config.py tests/test_lqr.py
+                 tests/test_trpo.py tests/test_sweep.py tests/test_resume.py tests/test_config.py tests/test_lqr.py \
+                 tests/test_diagnostics.py
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "test-newest: no Python >= 3.12 here; set NEWEST_PYTHON=..."; exit 0; fi; \
 	test -x .venv-newest/bin/python || $(NEWEST_PYTHON) -m venv .venv-newest; \
