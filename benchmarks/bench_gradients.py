@@ -24,6 +24,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+from bench_throughput import physics_rate
 
 SHAPES = {  # name: (subjects, K estimates, envs per stream, steps per chunk, largest N)
     "smoke": (4, 10, 4, 256, 10_240),
@@ -67,21 +68,9 @@ def rate(name: str) -> dict:
     jax.block_until_ready(compiled(*args))
     study_s = time.perf_counter() - t
     batch = num * k * envs_
-    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
-
-    @jax.jit
-    def physics(s, key):
-        def body(s, kk):
-            a = jax.random.uniform(kk, (batch, env.action_size), minval=-1.0, maxval=1.0)
-            return jax.vmap(env.step)(s, a), None
-        return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
-
-    jax.block_until_ready(physics(states, jax.random.PRNGKey(1)))
-    t = time.perf_counter()
-    jax.block_until_ready(physics(states, jax.random.PRNGKey(2)))
-    physics_rate = batch * steps / (time.perf_counter() - t)
+    physics = physics_rate("hopper", batch, steps)
     return {"shape": name, "batch": batch, "pairs": pairs, "study_pairs_per_s": pairs / study_s,
-            "physics_steps_per_s": physics_rate, "ratio": pairs / study_s / physics_rate, "compiles": compiles}
+            "physics_steps_per_s": physics, "ratio": pairs / study_s / physics, "compiles": compiles}
 
 
 def peak_memory(largest: int) -> dict:

@@ -32,10 +32,19 @@ from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_
 from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.envs import lqr
 
-#: N of CL Figs 2/3 (ref §4.2): 1e2 … 1e6, three points per decade.
-PAPER_SIZES = tuple(int(round(10 ** (2 + i / 3))) for i in range(13))
 #: 2^24: the largest count a float32 mean update keeps exact.
 MAX_PAIRS = 2 ** 24
+
+
+def log_sizes(lo: float, hi: float, per_decade: int = 3) -> tuple:
+    """A log grid lo … hi with ``per_decade`` points per decade."""
+    a, b = math.log10(lo), math.log10(hi)
+    k = int(round((b - a) * per_decade))
+    return tuple(sorted({int(round(10 ** (a + i * (b - a) / k))) for i in range(k + 1)}))
+
+
+#: N of CL Figs 2/3 (ref §4.2): 1e2 … 1e6, three points per decade.
+PAPER_SIZES = log_sizes(1e2, 1e6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,10 +233,3 @@ def pairs_total(r: Resolved, num_subjects: int) -> int:
 
 def fmt_bytes(n: int) -> str:
     return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
-
-
-def default_sizes(lo: float, hi: float, per_decade: int = 3) -> tuple:
-    """A log grid lo … hi with ``per_decade`` points per decade."""
-    a, b = math.log10(lo), math.log10(hi)
-    k = int(round((b - a) * per_decade))
-    return tuple(sorted({int(round(10 ** (a + i * (b - a) / k))) for i in range(k + 1)}))

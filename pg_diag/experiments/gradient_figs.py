@@ -27,6 +27,7 @@ from pg_diag.config import CPU_SCALE, ConfigError, preset
 from pg_diag.diagnostics import (PAPER_SIZES, GradientSettings, StepSettings, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
 from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.diagnostics.gradients import log_sizes
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, run_names, train_study
 
@@ -56,7 +57,7 @@ SCALES = {
                     "M = 100 steps per checkpoint."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
-        task_overrides={}, gradients=dict(sizes=(100, 215, 464, 1000, 2154, 4642, 10_000), estimates=10,
+        task_overrides={}, gradients=dict(sizes=log_sizes(1e2, 1e4), estimates=10,
                                           true_pairs=100_000), steps=dict(batches=10),
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 "
                     "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
