@@ -177,6 +177,16 @@ def scale_reward(ret_stat: RunningStat, rew_stat: RunningStat, ret: jax.Array, r
     return ret, ret_stat, rew_stat, jnp.where(knobs["reward_scaling"], scaled, reward)
 
 
+def reward_affine(ret_stat: RunningStat, rew_stat: RunningStat, knobs):
+    """(a, b) with scaled reward = a·r + b under frozen statistics (before clipping): the map
+    :func:`scale_reward` applies, so a value of raw rewards converts to the learner's units."""
+    by_returns = 1.0 / (ret_stat.std + NORM_EPS)
+    a_rew = 1.0 / (rew_stat.std + NORM_EPS)
+    a = jnp.where(knobs["reward_scaling_uses_rewards"], a_rew, by_returns)
+    b = jnp.where(knobs["reward_scaling_uses_rewards"], rew_stat.mean * (1.0 - a_rew), 0.0)
+    return jnp.where(knobs["reward_scaling"], a, 1.0), jnp.where(knobs["reward_scaling"], b, 0.0)
+
+
 def clip_reward(reward: jax.Array, knobs) -> jax.Array:
     """IM opt. 5 (ref §2.3): clip to ±reward_clip; in the original it acts only on
     normalized rewards, so it is inactive when reward scaling is off."""

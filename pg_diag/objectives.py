@@ -4,6 +4,7 @@
 * :func:`surrogate` — CL eq. 15's surrogate reward mean(r·Â) (TRPO's objective);
 * :func:`clipped_surrogate` — PPO's mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)) (CL eq. 13);
 * :func:`value_loss` — squared error to V_old + Â, with IM opt. 1 (value clipping);
+* :func:`mean_relative_error` — the value diagnostics' mean |V − target| / |target| (CL §5.2);
 * :func:`kl` / :func:`kl_stats` — KL(π_old ‖ π_new) per state, and its mean and max;
 * :func:`entropy` — the Gaussian policy's entropy;
 * :func:`normalize_advantages` — Â standardized as the original does (per PPO minibatch, per TRPO batch).
@@ -73,6 +74,19 @@ def value_loss(values, old_values, targets, mask, knobs) -> jax.Array:
     per_sample = jnp.where(knobs["value_clipping"], jnp.maximum(unclipped, clipped), unclipped)
     mask = mask.astype(jnp.float32)
     return jnp.sum(per_sample * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def mean_relative_error(pred, target, mask) -> jax.Array:
+    """MRE = mean over the selected samples of |pred − target| / |target| (CL §5.2, Figs 4/14/15).
+
+    The paper's intent (ref §4.1 item 3; the original's own formulas differ
+    between repositories): a true relative error over the samples ``mask``
+    selects; samples with target exactly 0, where it is undefined, are left
+    out. NaN when nothing is selected."""
+    keep = mask & (target != 0)
+    rel = jnp.abs(pred - target) / jnp.where(keep, jnp.abs(target), 1.0)
+    n = jnp.sum(keep)
+    return jnp.where(n > 0, jnp.sum(jnp.where(keep, rel, 0.0)) / jnp.maximum(n, 1), jnp.nan)
 
 
 # --- KL and entropy (ref §2.7, §4.1) ------------------------------------------------

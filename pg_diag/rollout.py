@@ -67,6 +67,7 @@ class Transitions:
     truncated: jax.Array
     finished_return: jax.Array  # raw return of an episode ending at this step, else 0
     finished_length: jax.Array
+    raw_obs: jax.Array = None   # the unfiltered observation (only with ``keep_raw_obs``)
 
 
 def reset_envs(env: Env, key, num_envs: int, filters: Filters, knobs, frozen: bool = False):
@@ -88,11 +89,12 @@ def _select(mask, a, b):
 
 
 def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
-            num_steps: int, freeze_actions=False, frozen: bool = False):
+            num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False):
     """Run ``num_steps`` steps in every environment. Returns the new carry and
     filters and the :class:`Transitions`. ``freeze_actions`` (bool []) replaces
     actions by zeros, so a diverged agent cannot feed NaNs to the physics;
-    ``frozen`` (static) keeps the filters' statistics as given."""
+    ``frozen`` (static) keeps the filters' statistics as given; ``keep_raw_obs``
+    (static) also records the unfiltered observations (for exact values)."""
     num_envs = carry.obs.shape[0]
 
     def step(c, k):
@@ -124,7 +126,8 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
             obs=carry.obs, action=action, log_prob=log_prob, reward=reward, raw_reward=nxt.reward,
             done=done, terminated=nxt.terminated, truncated=nxt.truncated,
             finished_return=jnp.where(done, ep_return, 0.0),
-            finished_length=jnp.where(done, ep_length, 0))
+            finished_length=jnp.where(done, ep_length, 0),
+            raw_obs=carry.state.obs if keep_raw_obs else None)
         carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs), ret=ret,
                          ep_return=jnp.where(done, 0.0, ep_return),
                          ep_length=jnp.where(done, 0, ep_length))
@@ -167,6 +170,13 @@ def discounted_returns(rewards, dones, gamma):
 
     _, ret = jax.lax.scan(back, jnp.zeros_like(rewards[0]), (rewards, not_done), reverse=True)
     return ret
+
+
+def episode_completes(dones):
+    """Whether the episode of each step [T, ...] ends inside the batch (a done at this or a later step of
+    the same environment): exactly the steps whose discounted return is complete, not cut at the batch end."""
+    later = jnp.flip(jnp.cumsum(jnp.flip(dones.astype(jnp.int32), 0), axis=0), 0)
+    return later > 0
 
 
 @struct.dataclass

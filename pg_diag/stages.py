@@ -5,6 +5,8 @@
     policy_step    PPO's or TRPO's step, computed and returned, never applied
     trust_region   mean/max KL and max ratio between two policies on a batch
     heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched
+    value_targets  the value diagnostics' targets on a batch: GAE target, returns, exact V^π (LQR)
+    value_errors   the mean relative error of a value network against them (CL §5.2)
     episode_stats  returns and lengths of the episodes that ended in a batch
 
 Each takes named inputs and returns a named record; none of them reads or
@@ -21,9 +23,12 @@ from flax import struct
 
 from pg_diag import networks, ppo, trpo
 from pg_diag.config import Static
+from pg_diag.envs import lqr
 from pg_diag.envs.base import Env
-from pg_diag.objectives import kl_stats, probability_ratio
-from pg_diag.rollout import EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, reset_envs
+from pg_diag.normalize import reward_affine
+from pg_diag.objectives import kl_stats, mean_relative_error, probability_ratio
+from pg_diag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
+                             episode_completes, reset_envs)
 
 
 @struct.dataclass
@@ -35,12 +40,12 @@ class Collected:
 
 
 def collect_batch(env: Env, policy, value, carry: EnvCarry, filters: Filters, knobs, key, num_steps: int, *,
-                  frozen: bool = False, freeze_actions=False) -> Collected:
+                  frozen: bool = False, freeze_actions=False, keep_raw_obs: bool = False) -> Collected:
     """Collect ``num_steps`` steps from ``carry`` with ``policy`` and build the
     update batch with ``value`` (ref §2.1 steps 1–3). With ``frozen`` the
     observation normalizer and reward scaler keep their statistics."""
     carry, filters, tr = collect(env, policy, carry, filters, key, knobs, num_steps,
-                                 freeze_actions=freeze_actions, frozen=frozen)
+                                 freeze_actions=freeze_actions, frozen=frozen, keep_raw_obs=keep_raw_obs)
     return Collected(carry=carry, filters=filters, transitions=tr, batch=build_batch(value, tr, carry.obs, knobs))
 
 
@@ -107,23 +112,83 @@ def trust_region(before, after, obs, action, rollout_log_prob, knobs) -> TrustRe
 
 
 @struct.dataclass
+class ValueTargets:
+    """The targets of the value diagnostics on one batch, per sample [B] (CL §5.2; ref §4.1 item 3)."""
+
+    obs: jax.Array       # [B, obs] the filtered observations the value network sees
+    gae: jax.Array       # V_old + Â: the value network's training target (ref §2.4)
+    returns: jax.Array   # discounted return of the learner's rewards (scaled and clipped, as trained on)
+    mask: jax.Array      # not a done step: the samples the value loss uses
+    complete: jax.Array  # the step's episode ends inside the batch, so its return is not cut at the batch end
+    exact: jax.Array     # LQR: V^π of the pre-update policy in the learner's units; NaN elsewhere
+
+
+def value_targets(data: Collected, knobs, exact_value=None) -> ValueTargets:
+    """The targets of :func:`value_errors` on a collected batch. ``exact_value`` (raw observation → V,
+    see :func:`lqr_value`) needs the batch collected with ``keep_raw_obs``."""
+    tr = data.transitions
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+    returns = discounted_returns(tr.reward, tr.done, knobs["gamma"])
+    exact = exact_value(tr.raw_obs) if exact_value is not None else jnp.full(tr.reward.shape, jnp.nan)
+    return ValueTargets(obs=data.batch.obs, gae=data.batch.value_targets, returns=flat(returns),
+                        mask=data.batch.value_mask, complete=flat(episode_completes(tr.done)), exact=flat(exact))
+
+
+def lqr_value(policy, filters: Filters, knobs):
+    """Raw state → the exact V^π of ``policy`` behind the frozen ``filters`` on the linear-quadratic
+    task, with the learner's γ and in the learner's reward units: scaled reward a·r + b (before
+    clipping, :func:`pg_diag.normalize.reward_affine`) gives a·V + b/(1 − γp), p the continuation
+    probability of an episode."""
+    spec = lqr.default_spec()
+    gain, offset, var = lqr.affine_policy(policy, filters.obs, knobs)
+    U, u, c = lqr.value_function(spec, gain, offset, var, knobs["gamma"])
+    a, b = reward_affine(filters.ret, filters.rew, knobs)
+    return lambda s: a * lqr.quadratic(U, u, c, s) + b / (1.0 - knobs["gamma"] * spec.p)
+
+
+@struct.dataclass
+class ValueErrors:
+    gae: jax.Array      # MRE against V_old + Â over non-terminal samples
+    returns: jax.Array  # MRE against the returns over non-terminal samples whose return is complete
+    exact: jax.Array    # MRE against the exact V^π over non-terminal samples (LQR; NaN elsewhere)
+
+
+def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
+    """Mean relative errors of the value network ``value_params`` against the targets of one batch
+    (:func:`pg_diag.objectives.mean_relative_error`).
+
+    Against the returns only samples whose episode ends inside the batch count: the
+    original truncated the others' returns at the batch end without bootstrapping
+    (ref §4.1 item 3), which biases the error at every batch end."""
+    v = networks.value_apply(value_params, t.obs, knobs)
+    return ValueErrors(gae=mean_relative_error(v, t.gae, t.mask),
+                       returns=mean_relative_error(v, t.returns, t.mask & t.complete),
+                       exact=mean_relative_error(v, t.exact, t.mask))
+
+
+@struct.dataclass
 class HeldOut:
     obs: jax.Array       # [B, obs]
     action: jax.Array    # [B, act]
     log_prob: jax.Array  # [B]
+    targets: ValueTargets  # built with the pre-update value network
+    filters: Filters     # the copy's statistics after the batch
 
 
-def heldout_batch(env: Env, policy, filters: Filters, knobs, key, num_envs: int, num_steps: int,
-                  freeze_actions=False) -> HeldOut:
-    """A batch from fresh environments with the pre-update policy (ref §4.1).
+def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_envs: int, num_steps: int,
+                  freeze_actions=False, exact: bool = False) -> HeldOut:
+    """A batch from fresh environments with the pre-update policy and value network (ref §4.1).
 
     Unlike the original (§8 B6) it works on copies: the training run's
-    environments and normalizer statistics are not touched."""
+    environments and normalizer statistics are not touched. ``exact`` (LQR)
+    adds the exact V^π to its value targets."""
     k_reset, k_roll = jax.random.split(key)
     carry, filters = reset_envs(env, k_reset, num_envs, filters, knobs)
-    _, _, tr = collect(env, policy, carry, filters, k_roll, knobs, num_steps, freeze_actions=freeze_actions)
-    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
-    return HeldOut(obs=flat(tr.obs), action=flat(tr.action), log_prob=flat(tr.log_prob))
+    data = collect_batch(env, policy, value, carry, filters, knobs, k_roll, num_steps,
+                         freeze_actions=freeze_actions, keep_raw_obs=exact)
+    targets = value_targets(data, knobs, lqr_value(policy, data.filters, knobs) if exact else None)
+    b = data.batch
+    return HeldOut(obs=b.obs, action=b.action, log_prob=b.old_log_prob, targets=targets, filters=data.filters)
 
 
 @struct.dataclass

@@ -55,6 +55,16 @@ METRICS = {
     "heldout_mean_kl": "mean KL across the update on a held-out batch from the pre-update policy (NaN when not measured)",
     "heldout_max_kl": "max KL across the update on the held-out batch",
     "heldout_max_ratio": "max probability ratio across the update on the held-out batch",
+    "value_mre_gae": "mean relative error |V − (V_old + Â)|/|V_old + Â| of the updated value network on the "
+                     "training batch's non-terminal states (CL §5.2: its own training target)",
+    "value_mre_returns": "the same against the discounted returns of the learner's rewards, over non-terminal "
+                         "states whose episode ends inside the batch (complete returns)",
+    "value_mre_exact": "linear-quadratic task: the same against the exact V^π of the pre-update policy, in the "
+                       "learner's reward units (NaN on other tasks)",
+    "heldout_value_mre_gae": "value_mre_gae on the held-out batch (GAE target from the pre-update value network "
+                             "there; NaN when not measured)",
+    "heldout_value_mre_returns": "value_mre_returns on the held-out batch",
+    "heldout_value_mre_exact": "value_mre_exact on the held-out batch",
     "policy_std": "mean policy standard deviation after the update",
     "entropy": "policy entropy after the update",
     "value_loss": "value loss, mean over the last value epoch's minibatches",
@@ -82,6 +92,7 @@ def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration."""
     env = envs.make(static.task, static.physics, static.physics_threads)
     n_envs, n_steps = static.num_envs, static.steps_per_env
+    exact = has_exact_values(static)
 
     def init(key, knobs) -> AgentState:
         k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
@@ -107,10 +118,10 @@ def make_train(static: Static) -> Trainer:
         if static.reset_every_iteration:
             carry, filters = reset_envs(env, k_reset, n_envs, filters, knobs)
         held = _maybe_heldout(heldout_now, lambda: stages.heldout_batch(
-            env, state.policy, state.filters, knobs, k_held, n_envs, n_steps, state.diverged))
+            env, state.policy, state.value, state.filters, knobs, k_held, n_envs, n_steps, state.diverged, exact))
 
         data = stages.collect_batch(env, state.policy, state.value, carry, filters, knobs, k_roll, n_steps,
-                                    freeze_actions=state.diverged)
+                                    freeze_actions=state.diverged, keep_raw_obs=exact)
         lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
         lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
         value = stages.value_step(static, state.value, state.value_opt, data.batch, lr_v, knobs, k_val)
@@ -118,11 +129,15 @@ def make_train(static: Static) -> Trainer:
 
         b = data.batch
         train_tr = stages.trust_region(state.policy, policy.params, b.obs, b.action, b.old_log_prob, knobs)
-        held_tr = None if held is None else stages.trust_region(state.policy, policy.params, held.obs, held.action,
-                                                                 held.log_prob, knobs)
+        train_v = stages.value_errors(value.params, stages.value_targets(
+            data, knobs, stages.lqr_value(state.policy, data.filters, knobs) if exact else None), knobs)
+        held_tr = held_v = None
+        if held is not None:
+            held_tr = stages.trust_region(state.policy, policy.params, held.obs, held.action, held.log_prob, knobs)
+            held_v = stages.value_errors(value.params, held.targets, knobs)
         diverged = state.diverged | ~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
-        metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, policy, value,
-                           lr_pi, lr_v, diverged)
+        metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, train_v, held_v,
+                           policy, value, lr_pi, lr_v, diverged)
         new_state = AgentState(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
                                value_opt=value.opt_state, filters=data.filters, envs=data.carry,
                                iteration=state.iteration + 1, key=key, diverged=diverged)
@@ -156,6 +171,11 @@ def make_train(static: Static) -> Trainer:
                    train=train)
 
 
+def has_exact_values(static: Static) -> bool:
+    """The linear-quadratic task with a linear policy: V^π is closed-form (:mod:`pg_diag.envs.lqr`)."""
+    return static.task == "lqr" and tuple(static.policy_hidden) == ()
+
+
 def heldout_due(static: Static, iteration) -> jax.Array:
     """Whether iteration ``iteration`` measures the held-out batch (every ``heldout_every``)."""
     if not static.heldout_every:
@@ -164,17 +184,21 @@ def heldout_due(static: Static, iteration) -> jax.Array:
 
 
 def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_tr, heldout_now,
-             policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v, diverged) -> dict:
+             train_v: stages.ValueErrors, held_v, policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v,
+             diverged) -> dict:
     """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes."""
     nan = jnp.float32(jnp.nan)
-    held = (nan, nan, nan) if held_tr is None else (
-        jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio))
-    h_mean_kl, h_max_kl, h_max_ratio = held
+    held = (nan,) * 6 if held_tr is None else (
+        jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio,
+                                                     held_v.gae, held_v.returns, held_v.exact))
+    h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact = held
     metrics = {
         "mean_return": episodes.mean_return, "mean_return_reference": episodes.mean_return_reference,
         "episodes": episodes.episodes, "mean_length": episodes.mean_length,
         "mean_kl": train_tr.mean_kl, "max_kl": train_tr.max_kl, "max_ratio": train_tr.max_ratio,
         "heldout_mean_kl": h_mean_kl, "heldout_max_kl": h_max_kl, "heldout_max_ratio": h_max_ratio,
+        "value_mre_gae": train_v.gae, "value_mre_returns": train_v.returns, "value_mre_exact": train_v.exact,
+        "heldout_value_mre_gae": hv_gae, "heldout_value_mre_returns": hv_returns, "heldout_value_mre_exact": hv_exact,
         "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
         "entropy": entropy(policy.params["log_std"]),
         "value_loss": jnp.mean(value.losses[-1]),

@@ -159,7 +159,7 @@ def subject_program(env, r: Resolved):
             spec = lqr.default_spec()
             gain, offset, var = lqr.affine_policy(agent.policy, agent.filters.obs, knobs)
             U, u, c = lqr.value_function(spec, gain, offset, var, 1.0)
-            exact_value = lambda s: jnp.einsum("...i,ij,...j->...", s, U, s) + s @ u + c  # noqa: E731
+            exact_value = lambda s: lqr.quadratic(U, u, c, s)  # noqa: E731
             exact_grad = ravel_pytree(lqr.exact_gradient(spec, agent.policy, agent.filters.obs, knobs))[0]
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(r.estimates + r.truth_streams))
         est, sums = jax.vmap(lambda k: stream(env, r.sampling, r.grid, agent, knobs, k, r.normalize,

@@ -131,6 +131,10 @@ def value_function(spec: LQRSpec, K, k, action_var, gamma=1.0):
     return U, u, c
 
 
+def quadratic(U, u, c, s):
+    """V(s) = sᵀUs + uᵀs + c for states ``s`` [..., n]."""
+    return jnp.einsum("...i,ij,...j->...", s, U, s) + s @ u + c
+
 
 def expected_return(spec: LQRSpec, K, k, action_var, gamma=1.0):
     """J = E_{s₀ ~ N(μ₀, Σ₀)}[V^π(s₀)] = tr(UΣ₀) + μ₀ᵀUμ₀ + uᵀμ₀ + c; −∞ when the closed loop
