@@ -8,7 +8,7 @@ OUT    ?= results
 # e.g. make fig-ablation FROM=results/fig-ablation-smoke
 FROM   ?=
 
-.PHONY: setup test test-newest fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem \
+.PHONY: setup test test-newest fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -46,6 +46,9 @@ fig-ablation: setup
 fig-trust-region: setup
 	$(VENV)/bin/pg-diag fig-trust-region $(call study,fig-trust-region,--progress)
 
+fig-value: setup
+	$(VENV)/bin/pg-diag fig-value $(call study,fig-value,--progress)
+
 # fig-rewards, table-2 and table-3 share one training study (reused from disk when it matches).
 fig-rewards: setup
 	$(VENV)/bin/pg-diag fig-rewards $(call study,algorithms,--progress)
@@ -70,7 +73,7 @@ fig-grad-true: setup
 fig-step-variance: setup
 	$(VENV)/bin/pg-diag fig-step-variance $(call study,gradients,--progress)
 
-figures: fig-ablation fig-trust-region fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
+figures: fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
          fig-step-variance
 
 bench: setup

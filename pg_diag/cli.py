@@ -6,7 +6,7 @@
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
     pg-diag show runs/sweep
     pg-diag resume runs/sweep
-    pg-diag fig-ablation | fig-trust-region | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
+    pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance [--scale smoke|paper | --run DIR ...]
 """
 
@@ -185,6 +185,17 @@ def cmd_fig_trust_region(args):
     print(f"wrote {out['figure']}")
 
 
+def cmd_fig_value(args):
+    from pg_diag.experiments import value_fig
+    if args.from_dir:
+        out = value_fig.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = value_fig.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['figure']} and {out['csv']}")
+
+
 def cmd_fig_rewards(args):
     from pg_diag.experiments import algorithms
     if args.from_dir:
@@ -315,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                     cmd_fig_ablation, "results/fig-ablation")
     _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
                     cmd_fig_trust_region, "results/fig-trust-region")
+    _add_experiment(sub, "fig-value", "CL Fig 4/14/15: value-network MRE against its target, the returns and "
+                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value")
     _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
                     "results/algorithms")
 

@@ -22,6 +22,7 @@ FORMAT = "pg_diag.study/1"
 
 #: study name -> the targets that draw from it (fig-rewards, table-2 and table-3 share one study)
 TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-region",),
+           "fig-value": ("fig-value",),
            "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",),
            "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance")}
 

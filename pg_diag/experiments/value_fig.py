@@ -1,0 +1,153 @@
+"""fig-value — CL §5.2, Figs 4/14/15: does the value network predict the value?
+
+Every training iteration records the mean relative error of the *updated*
+value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
+
+* against its own training target V_old + Â (GAE MRE) — what it is fit to;
+* against the discounted returns of the rewards it is trained on (returns
+  MRE), over the states whose episode ends inside the batch, so every
+  return is complete (the original cut the others at the batch end);
+* on the linear-quadratic task, against the exact V^π of the pre-update
+  policy in the same reward units — the true value, not a sample of it;
+
+on the training batch every iteration, and on a held-out batch from the
+pre-update policy every ``heldout_every`` iterations. This target trains PPO
+and TRPO with the held-out batch on and draws the errors per iteration (log
+scale, mean over agents with a 95% bootstrap band); :func:`draw` redraws
+from the run directories alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pg_diag.config import CPU_SCALE, ConfigError, preset
+from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
+from pg_diag.stats import bootstrap_mean_ci
+
+STUDY = "fig-value"
+ALGORITHMS = ("ppo", "trpo")
+#: (metric suffix, panel title); each panel draws the training and the held-out batch
+ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
+          ("returns", "against the complete returns (returns MRE)"),
+          ("exact", "against the exact V^π (LQR)"))
+
+SCALES = {
+    "paper": Scale(tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=3, overrides={"heldout_every": 10},
+                   description="PPO and TRPO presets on Humanoid, Walker2d, Hopper (488 iterations) and the LQR "
+                               "task; 3 agents each; a held-out batch every 10 iterations (the original's "
+                               "log_every)."),
+    "smoke": Scale(tasks=("hopper", "lqr"), seeds=2,
+                   overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 2},
+                   description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of "
+                               "4 × 256 steps, 2 agents per algorithm, a held-out batch every 2 iterations."),
+}
+
+
+def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, **overrides) -> dict:
+    """Train PPO and TRPO on each task (reusing matching runs), record the study in ``out``, draw it."""
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    tasks = tuple(tasks or sc.tasks)
+    out = out or f"results/{STUDY}-{scale}"
+    over = {**sc.overrides, **overrides}
+    for task in tasks:
+        for algo in ALGORITHMS:
+            preset(algo, task, **over)  # every configuration validated before anything trains
+    for task in tasks:
+        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(ALGORITHMS),
+                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHMS, **over)] for t in tasks})
+    return draw(out)
+
+
+def curves(metrics, resamples: int = 200):
+    """Per task, algorithm, batch (train / held-out), error and iteration: the mean over agents and
+    its 95% bootstrap CI (iterations where the error was not measured are left out)."""
+    import pandas as pd
+
+    rows = []
+    for kind, _ in ERRORS:
+        for batch, prefix in (("train", ""), ("held-out", "heldout_")):
+            col = f"{prefix}value_mre_{kind}"
+            if col not in metrics:
+                continue
+            for (task, algo, it), part in metrics.groupby(["task", "algorithm", "iteration"], sort=True):
+                values = part[col].to_numpy()
+                if not np.isfinite(values).any():
+                    continue
+                mean, low, high = bootstrap_mean_ci(values, resamples=resamples, seed=int(it))
+                rows.append({"task": task, "algorithm": algo, "batch": batch, "error": kind, "iteration": it,
+                             "mean": mean, "low": low, "high": high, "agents": int(np.isfinite(values).sum())})
+    return pd.DataFrame(rows)
+
+
+def summary(metrics):
+    """Per task and algorithm: each error's mean over agents and over the second half of training
+    (the errors drift with the policy; the first iterations are dominated by the initial network)."""
+    import pandas as pd
+
+    rows = []
+    for (task, algo), m in metrics.groupby(["task", "algorithm"], sort=False):
+        late = m[m.iteration >= m.iteration.max() / 2]
+        row = {"task": task, "algorithm": LABELS.get(algo, algo), "agents": m.agent.nunique(),
+               "iterations": f"{int(late.iteration.min())}–{int(late.iteration.max())}"}
+        for kind, _ in ERRORS:
+            for batch, prefix in (("train", ""), ("held-out", "heldout_")):
+                values = late[f"{prefix}value_mre_{kind}"].to_numpy()
+                row[f"{kind} MRE ({batch})"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.dropna(axis=1, how="all")
+
+
+def plot(curve, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    tasks = list(dict.fromkeys(curve.task))
+    kinds = [k for k, _ in ERRORS if (curve.error == k).any()]
+    fig, axes = plt.subplots(len(tasks), len(kinds), figsize=(5 * len(kinds), 3.4 * len(tasks)), squeeze=False)
+    for r, task in enumerate(tasks):
+        for c, kind in enumerate(kinds):
+            ax = axes[r, c]
+            part = curve[(curve.task == task) & (curve.error == kind)]
+            if part.empty:
+                ax.axis("off")
+                continue
+            for (algo, batch), d in part.groupby(["algorithm", "batch"], sort=True):
+                style = dict(color=COLORS.get(algo, "k"), ls="-" if batch == "train" else "--",
+                             marker=None if batch == "train" else "o", ms=3, lw=1.2)
+                ax.plot(d.iteration, d["mean"], label=f"{LABELS.get(algo, algo)}, {batch}", **style)
+                ax.fill_between(d.iteration, d.low, d.high, color=style["color"], alpha=0.12)
+            ax.set_yscale("log", base=2)
+            ax.set_xlabel("iteration")
+            ax.set_ylabel("mean relative error")
+            ax.set_title(f"{task}: {dict(ERRORS)[kind]}", fontsize=9)
+            ax.legend(fontsize=7)
+    return figures.save(fig, path, title, dpi=100)
+
+
+def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+    """The figure, ``fig-value-summary.{md,csv}`` and ``fig-value-curves.csv`` from the runs of the study
+    saved in ``from_dir`` (written to ``out``, default ``from_dir``); nothing is recomputed."""
+    record, metrics = study_dir.load_runs(from_dir, STUDY, STUDY, tasks)
+    out = out or from_dir
+    curve = curves(metrics)
+    os.makedirs(out, exist_ok=True)
+    curve.to_csv(os.path.join(out, f"{STUDY}-curves.csv"), index=False)
+    table = summary(metrics)
+    md, csv = figures.write_table(
+        table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",
+        "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; returns: "
+        "discounted returns of the learner's rewards, only states whose episode ends inside the batch; exact: the "
+        "closed-form V^π of the pre-update policy (LQR). Means over agents and the second half of training.")
+    path = plot(curve, os.path.join(out, f"{STUDY}.png"),
+                f"Value prediction error of the updated value network ({record['scale']} scale): solid = training "
+                f"batch, dashed = held-out batch")
+    return {"figure": path, "summary": table, "curves": curve, "metrics": metrics, "markdown": md, "csv": csv}
+
+
+__all__ = ["ALGORITHMS", "SCALES", "STUDY", "curves", "draw", "run", "summary"]
