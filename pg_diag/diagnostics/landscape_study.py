@@ -1,0 +1,193 @@
+"""``landscape_study(runs, …)``: fig-landscape-concentration and fig-landscape-surrogate on checkpointed runs.
+
+    study = pg_diag.diagnostics.landscape_study(["runs/ppo", "runs/trpo"], iterations=[150],
+                                                sizes=(2_000, 20_000, 100_000))
+    study.returns      # true mean return per grid point and N, with its standard error and episode count
+    study.surface      # the algorithm's surrogate, the unclipped surrogate, KL and (LQR) the exact J
+    study.agreement()  # per plane: sign agreement of surrogate and true return along the step, 95% CI
+
+Validated before compiling; one compiled program per distinct training
+configuration (PPO and TRPO steps differ), vmapped over subjects × planes ×
+grid points (:mod:`.landscape`); rows saved in each run's
+``diagnostics/<name>/`` (:mod:`.tables`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from pg_diag.diagnostics import gradients, landscape, tables
+from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.run import store
+
+NAME = "landscape"
+TABLES = ("returns", "surface", "planes")
+
+
+def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
+                    save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> "LandscapeStudy":
+    """The landscapes of every agent of ``runs`` at the checkpointed ``iterations``; ``changes`` override
+    fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
+    import pandas as pd
+
+    try:
+        settings = dataclasses.replace(settings or landscape.LandscapeSettings(), **changes)
+    except TypeError as e:
+        fields = ", ".join(f.name for f in dataclasses.fields(landscape.LandscapeSettings))
+        raise DiagnosticError(f"{e}; landscape settings are: {fields}") from None
+    settings.check()
+    planned = plan_subjects(runs, iterations, agents)
+    r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
+    groups: dict = {}
+    for item in planned:
+        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
+    loaded = {static: load_subjects(items) for static, items in groups.items()}
+    for static, subjects in loaded.items():  # every program's memory checked before the first compiles
+        one = jax.tree.map(lambda x: x[0], subjects.states)
+        need = landscape.memory_estimate(static, r, len(subjects), one.envs.obs.shape[-1],
+                                         one.policy["log_std"].shape[-1], ravel_pytree(one.policy)[0].shape[0],
+                                         settings.batching)
+        have = gradients.available_memory()
+        if need > have:
+            raise DiagnosticError(
+                f"the landscape needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is "
+                f"available: {len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
+                f"{r.envs} environments; lower points or envs, or use batching='map' (subjects in turn)")
+    frames, timings = {t: [] for t in TABLES}, []
+    for static, subjects in loaded.items():
+        if verbose:
+            print(f"landscape: {len(subjects)} subjects ({static.algorithm}) × {len(r.step_envs)} planes × "
+                  f"{r.grid_points} points × N = {list(r.sizes)}: {landscape.pairs_total(r, len(subjects)):,} pairs",
+                  flush=True)
+        keys = gradients.subject_keys(settings.seed, subjects.rows)
+        prog = landscape.program(static, r, settings.batching)
+        t0 = time.perf_counter()
+        compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
+        t1 = time.perf_counter()
+        out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
+        t2 = time.perf_counter()
+        pairs = landscape.pairs_total(r, len(subjects))
+        timings.append({"algorithm": static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
+                        "pairs_per_s": pairs / max(t2 - t1, 1e-9)})
+        for t, f in _frames(subjects, r, out).items():
+            frames[t].append(f)
+    manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "landscape",
+                "settings": dataclasses.asdict(settings),
+                "resolved": {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs,
+                             "chunk_steps": r.chunk_steps, "step_pairs": list(r.step_pairs), "exact": r.exact,
+                             "batch_size": r.own.envs * r.own.steps},
+                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
+                "versions": store.versions(), "device": store.device_info(), "timings": timings}
+    study = LandscapeStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
+    if save:
+        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
+    return study
+
+
+def _frames(subjects, r: landscape.Resolved, out) -> dict:
+    import pandas as pd
+
+    G = len(r.coords)
+    xs = np.repeat(r.coords, G)   # x major, as landscape.plane
+    ys = np.tile(r.coords, G)
+    knobs = jax.device_get(subjects.knobs)
+    returns, surface, planes = [], [], []
+    for s, row in enumerate(subjects.rows):
+        for b, pairs in enumerate(r.step_pairs):
+            ret = out["returns"]
+            for k, n in enumerate(r.sizes):
+                count = ret.n[s, b, :, k]
+                se = np.sqrt(ret.m2[s, b, :, k] / np.maximum(count - 1, 1) / np.maximum(count, 1))
+                returns.append(pd.DataFrame({**row, "step_pairs": pairs, "x": xs, "y": ys, "n": n,
+                                             "episodes": count.astype(np.int64),
+                                             "mean": np.where(count > 0, ret.mean[s, b, :, k], np.nan),
+                                             "se": np.where(count > 1, se, np.nan)}))
+            sur = out["surface"]
+            surface.append(pd.DataFrame({**row, "step_pairs": pairs, "x": xs, "y": ys,
+                                         "surrogate": sur.surrogate[s, b], "unclipped": sur.unclipped[s, b],
+                                         "kl": sur.kl[s, b], "exact": out["exact"][s, b]}))
+            planes.append({**row, "step_pairs": pairs, "step_norm": float(out["step_norm"][s, b]),
+                           "random_norm": r.random_norm, "step_kl": float(out["step_kl"][s, b]),
+                           "kl_bound": float(knobs["kl_bound"][s]), "clip_eps": float(knobs["clip_eps"][s]),
+                           "diverged": bool(np.asarray(subjects.states.diverged)[s])})
+    return {"returns": pd.concat(returns, ignore_index=True), "surface": pd.concat(surface, ignore_index=True),
+            "planes": pd.DataFrame(planes)}
+
+
+def sign_agreement(true_mean, true_se, surrogate, resamples: int = 500, seed: int = 0):
+    """Fraction of neighbouring grid pairs along x (the step direction, every row y) where the true
+    return and the surrogate change with the same sign, and its 95% CI: a parametric bootstrap of the
+    true returns' Monte-Carlo noise (each point ~ N(mean, se²); the surrogate is exact on its batch).
+    Arrays are [G_x, G_y]; pairs with an unmeasured point are left out; a surrogate change of exactly 0
+    counts as disagreement."""
+    t, se, s = (np.asarray(a, np.float64) for a in (true_mean, true_se, surrogate))
+    ds = np.sign(np.diff(s, axis=0))
+    ok = np.isfinite(np.diff(t, axis=0)) & np.isfinite(ds)
+    if not ok.any():
+        return float("nan"), float("nan"), float("nan")
+    value = float(np.mean(np.sign(np.diff(t, axis=0))[ok] == ds[ok]))
+    rng = np.random.default_rng(seed)
+    with np.errstate(over="ignore", invalid="ignore"):
+        draws = t[None] + np.nan_to_num(se)[None] * rng.standard_normal((resamples,) + t.shape)
+        boot = np.mean(np.sign(np.diff(draws, axis=1))[:, ok] == ds[ok][None], axis=1)
+    low, high = np.quantile(boot, [0.025, 0.975])
+    return value, float(low), float(high)
+
+
+@dataclasses.dataclass
+class LandscapeStudy:
+    manifest: dict
+    returns: object   # DataFrame: KEYS, step_pairs, x, y, n, episodes, mean, se
+    surface: object   # DataFrame: KEYS, step_pairs, x, y, surrogate, unclipped, kl, exact
+    planes: object    # DataFrame: KEYS, step_pairs, step_norm, random_norm, step_kl, kl_bound, clip_eps, diverged
+
+    @property
+    def sizes(self) -> list:
+        return list(self.manifest["resolved"]["sizes"])
+
+    def grid(self, subject: dict, step_pairs: int, n: int | None = None, column: str = "mean"):
+        """One plane as a [x, y] array: ``column`` of the returns at ``n`` pairs (default: the largest), or a
+        column of the surface (surrogate, unclipped, kl, exact). ``subject``: run, agent, iteration."""
+        frame = self.surface if column in ("surrogate", "unclipped", "kl", "exact") else self.returns
+        sel = (frame.run == subject["run"]) & (frame.agent == subject["agent"]) & \
+              (frame.iteration == subject["iteration"]) & (frame.step_pairs == step_pairs)
+        if frame is self.returns:
+            sel &= frame.n == (n or self.sizes[-1])
+        part = frame[sel].sort_values(["x", "y"])
+        G = len(self.manifest["resolved"]["coords"])
+        return part[column].to_numpy().reshape(G, G)
+
+    def agreement(self, n: int | None = None):
+        """Per plane (subject × step): the sign agreement of surrogate and true return along the step
+        (:func:`sign_agreement`) with its CI, and the step's own effect: the true return at (1, 0) minus
+        (0, 0) with its standard error, beside the surrogate's change."""
+        import pandas as pd
+
+        coords = np.asarray(self.manifest["resolved"]["coords"])
+        one = int(np.argmin(np.abs(coords - 1.0)))
+        settings = self.manifest["settings"]
+        rows = []
+        for _, p in self.planes.iterrows():
+            subject = {"run": p.run, "agent": p.agent, "iteration": p.iteration}
+            t, se = self.grid(subject, p.step_pairs, n), self.grid(subject, p.step_pairs, n, "se")
+            s = self.grid(subject, p.step_pairs, column="surrogate")
+            value, low, high = sign_agreement(t, se, s, settings["resamples"], settings["seed"])
+            rows.append({**{k: p[k] for k in tables.KEYS}, "step_pairs": p.step_pairs, "n": n or self.sizes[-1],
+                         "agreement": value, "low": low, "high": high,
+                         "true_step_change": t[one, 0] - t[0, 0],
+                         "true_step_change_se": float(np.hypot(se[one, 0], se[0, 0])),
+                         "surrogate_step_change": s[one, 0] - s[0, 0], "step_norm": p.step_norm})
+        return pd.DataFrame(rows)
+
+
+def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:
+    manifest, frames = tables.read_study(run_paths, name, TABLES)
+    if manifest.get("kind") != "landscape":
+        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a landscape")
+    return LandscapeStudy(manifest=manifest, **frames)
