@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import load_checkpoint, load_run, make_train, preset, stages, sweep
+from pg_diag import load_checkpoint, load_run, make_train, stages
 from pg_diag.diagnostics import DiagnosticError
 from pg_diag.diagnostics import landscape as ls
 from pg_diag.diagnostics.landscape_study import landscape_study, load_landscape_study, sign_agreement
@@ -26,15 +26,8 @@ from pg_diag.run import CompileCounter
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """PPO and TRPO on the LQR task (one agent each), checkpoints after iterations 0 and 5."""
-    root = tmp_path_factory.mktemp("landscape")
-    out = {}
-    for algo in ("ppo", "trpo"):
-        out[algo] = str(root / algo)
-        sweep(preset(algo, "lqr").replace(num_iterations=6, checkpoint_at=(0, 5)), seeds=1, out=out[algo],
-              chunk_iterations=3)
-    return out
+def runs(lqr_runs):
+    return lqr_runs
 
 
 @pytest.fixture(scope="module")

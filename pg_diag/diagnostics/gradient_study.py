@@ -19,7 +19,6 @@ import time
 
 import jax
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from pg_diag.diagnostics import gradients, tables
 from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
@@ -73,9 +72,7 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
     r = gradients.resolve(settings, statics)
     subjects = load_subjects(planned, optimizer=False)
     static = subjects.static
-    obs_size = subjects.states.envs.obs.shape[-1]
-    num_params = ravel_pytree(jax.tree.map(lambda x: x[0], subjects.states.policy))[0].shape[0]
-    action_size = subjects.states.policy["log_std"].shape[-1]
+    obs_size, action_size, num_params = subjects.shapes
     need = gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params, settings.batching)
     have = gradients.available_memory()
     if need > have:

@@ -26,11 +26,14 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import envs
+from pg_diag import envs, stages
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling, frozen_filters, needs_warmup
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.envs import lqr
+
+#: advantage modes that need the closed forms of the linear-quadratic task
+EXACT_ADVANTAGES = ("exact", "gae_exact_value")
 
 #: 2^24: the largest count a float32 mean update keeps exact.
 MAX_PAIRS = 2 ** 24
@@ -127,11 +130,11 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
                 f"the runs sample differently by default ({mine[:3]} vs {own(s)[:3]} as (start, envs, steps)); "
                 f"set start, envs and steps explicitly to measure them together")
     start, n_envs, steps, batch = mine
-    if settings.advantages == "exact" and first.task != "lqr":
-        raise DiagnosticError(f"advantages='exact' needs the linear-quadratic task (task 'lqr'), not {first.task!r}")
     exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
-    if settings.advantages == "exact" and not exact:
-        raise DiagnosticError("advantages='exact' needs a linear policy (policy_hidden=()) on the 'lqr' task")
+    if settings.advantages in EXACT_ADVANTAGES and not exact:
+        raise DiagnosticError(f"advantages={settings.advantages!r} needs the linear-quadratic task (task 'lqr') "
+                              f"with a linear policy (policy_hidden=()), not task {first.task!r} with hidden sizes "
+                              f"{tuple(first.policy_hidden)}")
     sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=settings.burn_in,
                         advantages=settings.advantages)
     requested = tuple(settings.sizes) + ((batch,) if settings.with_batch_size else ())
@@ -160,6 +163,8 @@ def subject_program(env, r: Resolved):
             gain, offset, var = lqr.affine_policy(agent.policy, agent.filters.obs, knobs)
             U, u, c = lqr.value_function(spec, gain, offset, var, 1.0)
             exact_value = lambda s: lqr.quadratic(U, u, c, s)  # noqa: E731
+            if r.sampling.advantages == "gae_exact_value":
+                exact_value = stages.lqr_value(agent.policy, agent.filters, knobs)
             exact_grad = ravel_pytree(lqr.exact_gradient(spec, agent.policy, agent.filters.obs, knobs))[0]
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(r.estimates + r.truth_streams))
         est, sums = jax.vmap(lambda k: stream(env, r.sampling, r.grid, agent, knobs, k, r.normalize,

@@ -20,7 +20,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from pg_diag.diagnostics import gradients, landscape, tables
 from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
@@ -49,10 +48,7 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
         groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
     loaded = {static: load_subjects(items) for static, items in groups.items()}
     for static, subjects in loaded.items():  # every program's memory checked before the first compiles
-        one = jax.tree.map(lambda x: x[0], subjects.states)
-        need = landscape.memory_estimate(static, r, len(subjects), one.envs.obs.shape[-1],
-                                         one.policy["log_std"].shape[-1], ravel_pytree(one.policy)[0].shape[0],
-                                         settings.batching)
+        need = landscape.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching)
         have = gradients.available_memory()
         if need > have:
             raise DiagnosticError(

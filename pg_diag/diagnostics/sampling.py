@@ -43,6 +43,9 @@ Advantages (``advantages``):
   step 3): the estimator the algorithm uses;
 * ``"returns"`` — discounted returns of the same rewards, no baseline (ref §4.2
   item 5, "Zero" baseline), cut at the segment end;
+* ``"gae_exact_value"`` — the linear-quadratic task only: the ``"gae"`` estimator
+  with the exact V^π of the learner's (scaled) rewards and γ in place of the
+  value network (:func:`pg_diag.stages.lqr_value`): the perfect baseline;
 * ``"exact"`` — the linear-quadratic task only: GAE (γ = 1, the agent's λ) on
   the raw rewards with the exact V^π of the reported return
   (:func:`pg_diag.envs.lqr.value_function`), an unbiased estimate of A^π(s, a)
@@ -62,7 +65,7 @@ from pg_diag.normalize import NORM_EPS
 from pg_diag.rollout import EnvCarry, Filters, discounted_returns, gae_advantages, reset_envs
 
 STARTS = ("reset", "checkpoint", "stationary")
-ADVANTAGES = ("gae", "returns", "exact")
+ADVANTAGES = ("gae", "returns", "exact", "gae_exact_value")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,17 +131,21 @@ def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
 
 def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None):
     """One chunk from ``carry``: returns the carry to continue from and the :class:`Chunk`.
-    ``exact_value`` (``advantages="exact"``): raw state [.., obs] -> V^π."""
+    ``exact_value`` (``advantages="exact"`` or ``"gae_exact_value"``): raw state [.., obs] -> V^π."""
     k_reset, k_roll = jax.random.split(key)
     if sampling.start == "reset":
         carry, _ = reset_envs(env, k_reset, sampling.envs, agent.filters, knobs, frozen=True)
     data = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll,
-                                sampling.steps, frozen=True)
+                                sampling.steps, frozen=True, keep_raw_obs=sampling.advantages == "gae_exact_value")
     tr = data.transitions
     if sampling.advantages == "gae":
         adv = data.batch.advantages.reshape(tr.reward.shape)
     elif sampling.advantages == "returns":
         adv = discounted_returns(tr.reward, tr.done, knobs["gamma"])
+    elif sampling.advantages == "gae_exact_value":
+        values = exact_value(tr.raw_obs)
+        last = jnp.where(knobs["reference_batch_end"], values[-1], exact_value(data.carry.state.obs))
+        adv = gae_advantages(tr.reward, values, last, tr.done, knobs["gamma"], knobs["gae_lambda"])
     else:
         raw = lambda x: unfilter(agent.filters, x, knobs)  # noqa: E731
         values, last = exact_value(raw(tr.obs)), exact_value(raw(data.carry.obs))

@@ -43,6 +43,12 @@ class Subjects:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @property
+    def shapes(self) -> tuple:
+        """(observation size, action size, policy parameter count), read from array shapes (no compile)."""
+        params = sum(int(np.prod(x.shape[1:])) for x in jax.tree.leaves(self.states.policy))
+        return self.states.envs.obs.shape[-1], self.states.policy["log_std"].shape[-1], params
+
 
 def _label(run: store.RunResult, agent: int) -> str:
     row = run.manifest["agents"][agent]

@@ -1,0 +1,141 @@
+"""``baseline_study(runs, …)``: fig-baselines on checkpointed runs.
+
+    study = pg_diag.diagnostics.baseline_study(["runs/ppo"], iterations=[150, 300], fit_pairs=500_000)
+    study.curves()     # mean pairwise cosine vs N per agent, iteration and baseline, 95% CIs
+    study.fits         # the fitted value network's held-out error beside the agent's
+    study.summary()    # per baseline: mean cosine at the batch size and at the largest N
+
+One compiled program per distinct training configuration, vmapped over
+subjects × baselines × estimates (:mod:`.baselines`); rows saved in each run's
+``diagnostics/<name>/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import numpy as np
+
+from pg_diag.diagnostics import baselines, gradients, tables
+from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.run import store
+
+NAME = "baselines"
+TABLES = ("pairs", "estimates", "fits")
+
+
+def baseline_study(runs, iterations=None, agents=None, settings: baselines.BaselineSettings | None = None, *,
+                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> "BaselineStudy":
+    """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
+    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
+    import pandas as pd
+
+    try:
+        settings = dataclasses.replace(settings or baselines.BaselineSettings(), **changes)
+    except TypeError as e:
+        fields = ", ".join(f.name for f in dataclasses.fields(baselines.BaselineSettings))
+        raise DiagnosticError(f"{e}; baseline-study settings are: {fields}") from None
+    settings.check()
+    planned = plan_subjects(runs, iterations, agents)
+    statics = [run.config(agent).static for run, agent, _ in planned]
+    r = baselines.resolve(settings, statics)
+    groups: dict = {}
+    for item in planned:
+        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
+    loaded = {static: load_subjects(items, optimizer=False) for static, items in groups.items()}
+    for static, subjects in loaded.items():
+        need = baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching)
+        have = gradients.available_memory()
+        if need > have:
+            raise DiagnosticError(
+                f"the baseline study needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is "
+                f"available ({len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each); lower fit_pairs or "
+                f"use batching='map' (subjects in turn)")
+    frames, timings = {t: [] for t in TABLES}, []
+    for static, subjects in loaded.items():
+        if verbose:
+            print(f"baseline study: {len(subjects)} subjects ({static.algorithm}) × baselines "
+                  f"{', '.join(r.baselines)} × {r.estimates} estimates at N = {list(r.grid.sizes)}"
+                  f"{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}", flush=True)
+        keys = gradients.subject_keys(settings.seed, subjects.rows)
+        prog = baselines.program(static, settings, r)
+        t0 = time.perf_counter()
+        compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
+        t1 = time.perf_counter()
+        out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
+        t2 = time.perf_counter()
+        pairs = baselines.pairs_total(r, len(subjects))
+        timings.append({"algorithm": static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
+                        "pairs_per_s": pairs / max(t2 - t1, 1e-9)})
+        for t, f in _frames(subjects, r, out).items():
+            frames[t].append(f)
+    manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "baselines",
+                "settings": dataclasses.asdict(settings),
+                "resolved": {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
+                             "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
+                             "start": r.own.start, "exact": r.exact, "batch_size": r.batch_size},
+                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
+                "versions": store.versions(), "device": store.device_info(), "timings": timings}
+    study = BaselineStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
+    if save:
+        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
+    return study
+
+
+def _frames(subjects, r, out) -> dict:
+    import pandas as pd
+
+    K, sizes = r.estimates, list(r.grid.sizes)
+    iu, ju = np.triu_indices(K, 1)
+    pairs, ests, fits = [], [], []
+    for s, row in enumerate(subjects.rows):
+        for b, baseline in enumerate(r.baselines):
+            for g, n in enumerate(sizes):
+                pairs.append(pd.DataFrame({**row, "baseline": baseline, "n": n, "i": iu, "j": ju,
+                                           "cosine": out["pairwise"][s, b, g][iu, ju]}))
+                ests.append(pd.DataFrame({**row, "baseline": baseline, "n": n, "k": np.arange(K),
+                                          "norm": out["norm"][s, b, g]}))
+        fit = out["fit"]
+        fits.append({**row, "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
+                     **{f.name: float(getattr(fit, f.name)[s]) for f in dataclasses.fields(fit)}})
+    return {"pairs": pd.concat(pairs, ignore_index=True), "estimates": pd.concat(ests, ignore_index=True),
+            "fits": pd.DataFrame(fits)}
+
+
+@dataclasses.dataclass
+class BaselineStudy:
+    manifest: dict
+    pairs: object      # DataFrame: KEYS, baseline, n, i, j, cosine
+    estimates: object  # DataFrame: KEYS, baseline, n, k, norm
+    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, fitted_mre, agent_mre, fitted_ev, agent_ev, final_loss
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.manifest["resolved"]["batch_size"])
+
+    @property
+    def baselines(self) -> list:
+        return list(self.manifest["resolved"]["baselines"])
+
+    def curves(self):
+        """Per subject, baseline and N: the mean pairwise cosine and its 95% bootstrap CI over the pairs."""
+        s = self.manifest["settings"]
+        return tables.curve(self.pairs, "cosine", tables.KEYS + ["baseline", "n"], resamples=s["resamples"],
+                            seed=s["seed"])
+
+    def summary(self):
+        """Per label, iteration and baseline (means over agents): the N at which the mean cosine reaches
+        0.5 and 0.9, the mean cosine at the algorithm's batch size and at the largest N."""
+        curves = self.curves()
+        out = tables.summary(curves, self.batch_size, group=("label", "iteration", "baseline"))
+        largest = curves[curves.n == curves.n.max()].groupby(["label", "iteration", "baseline"])["mean"].mean()
+        return out.merge(largest.rename("at_largest_n").reset_index(), on=["label", "iteration", "baseline"])
+
+
+def load_baseline_study(run_paths, name: str = NAME) -> BaselineStudy:
+    manifest, frames = tables.read_study(run_paths, name, TABLES)
+    if manifest.get("kind") != "baselines":
+        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a baseline study")
+    return BaselineStudy(manifest=manifest, **frames)
