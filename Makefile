@@ -9,7 +9,8 @@ OUT    ?= results
 FROM   ?=
 
 .PHONY: setup test test-newest fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
-        fig-grad-variance fig-grad-true fig-step-variance figures bench hopper-1m clean
+        fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
+        fig-landscape-surrogate figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -73,8 +74,19 @@ fig-grad-true: setup
 fig-step-variance: setup
 	$(VENV)/bin/pg-diag fig-step-variance $(call study,gradients,--progress)
 
+fig-baselines: setup
+	$(VENV)/bin/pg-diag fig-baselines $(call study,fig-baselines,--progress)
+
+# fig-landscape-concentration and fig-landscape-surrogate share one study: PPO, PPO-M and TRPO trained with
+# checkpoints (reused from disk when they match), each target measuring its own landscapes.
+fig-landscape-concentration: setup
+	$(VENV)/bin/pg-diag fig-landscape-concentration $(call study,landscape,--progress)
+
+fig-landscape-surrogate: setup
+	$(VENV)/bin/pg-diag fig-landscape-surrogate $(call study,landscape,--progress)
+
 figures: fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
-         fig-step-variance
+         fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate
 
 bench: setup
 	$(PY) benchmarks/bench_physics.py

@@ -7,7 +7,8 @@
     pg-diag show runs/sweep
     pg-diag resume runs/sweep
     pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
-    pg-diag fig-grad-variance | fig-grad-true | fig-step-variance [--scale smoke|paper | --run DIR ...]
+    pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
+            | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
 """
 
 from __future__ import annotations
@@ -232,24 +233,36 @@ def cmd_fig_theorem(args):
     print(f"wrote {out['figure']}")
 
 
+def _diagnostic_target(command):
+    """(settings class, run(…), draw(from_dir, out)) of a diagnostic figure target."""
+    from pg_diag import diagnostics as d
+    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs
+    if command == "fig-baselines":
+        return d.BaselineSettings, baseline_fig.run, baseline_fig.draw
+    if command in landscape_figs.TARGETS:
+        return (d.LandscapeSettings, lambda *a, **k: landscape_figs.run(command, *a, **k),
+                lambda *a, **k: landscape_figs.draw(command, *a, **k))
+    kind = d.StepSettings if command == "fig-step-variance" else d.GradientSettings
+    return (kind, lambda *a, **k: gradient_figs.run(command, *a, **k),
+            lambda *a, **k: gradient_figs.draw(command, *a, **k))
+
+
 def cmd_diagnostic(args):
-    from pg_diag.diagnostics import GradientSettings, StepSettings
     from pg_diag.diagnostics.subjects import parse_settings
-    from pg_diag.experiments import gradient_figs
+    kind, run, draw = _diagnostic_target(args.command)
     if args.from_dir:
         if args.run or args.diag:
             raise ConfigError(f"{args.command} --from redraws saved results: --run and --diag choose what to measure "
                               f"and cannot be combined with it")
         _from_args(args)
-        out = gradient_figs.draw(args.command, args.from_dir, out=args.out)
+        out = draw(args.from_dir, out=args.out)
     else:
-        kind = StepSettings if args.command == "fig-step-variance" else GradientSettings
         diag = parse_settings(kind, args.diag)
         if args.run and (args.scale or args.task or args.seeds or args.set):
             raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
                               f"choose what to train and cannot be combined with it")
-        out = gradient_figs.run(args.command, args.scale or "smoke", out=args.out or args.default_out, runs=args.run,
-                                diag=diag, **_experiment_args(args))
+        out = run(args.scale or "smoke", out=args.out or args.default_out, runs=args.run, diag=diag,
+                  **_experiment_args(args))
     with open(out["markdown"]) as f:
         print(f.read())
     print(f"wrote {out['figure']} and {out['csv']}")
@@ -260,7 +273,8 @@ def _diagnostic_args(p):
                    help="measure this run directory (repeatable; it needs checkpoints) instead of training")
     p.add_argument("--diag", action="append", metavar="NAME=VALUE",
                    help="a measurement setting (repeatable), e.g. --diag estimates=10 --diag sizes=100,1000,1e4 "
-                        "--diag true_pairs=1e6 (see pg_diag.diagnostics.GradientSettings / StepSettings)")
+                        "--diag true_pairs=1e6 (see pg_diag.diagnostics.GradientSettings, StepSettings, "
+                        "BaselineSettings, LandscapeSettings)")
 
 
 def _add_from(p, default_out):
@@ -343,6 +357,14 @@ def build_parser() -> argparse.ArgumentParser:
                                           "gradient vs N"),
                         ("fig-step-variance", "CL Fig 13: pairwise cosine and KL of the algorithm's own steps")):
         _add_experiment(sub, name, help_, cmd_diagnostic, "results/gradients", _diagnostic_args)
+    _add_experiment(sub, "fig-baselines", "CL Fig 5/16: gradient concentration with the value net, a fitted value "
+                    "net, no baseline and (LQR) the exact V^π", cmd_diagnostic, "results/fig-baselines",
+                    _diagnostic_args)
+    for name, help_ in (("fig-landscape-concentration", "CL Fig 6/26/27: true reward landscape from 2K/20K/100K "
+                                                         "pairs per point"),
+                        ("fig-landscape-surrogate", "CL Fig 7/8/17-25: true reward vs the surrogate on the plane "
+                                                     "of the step")):
+        _add_experiment(sub, name, help_, cmd_diagnostic, "results/landscape", _diagnostic_args)
     p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
     _add_from(p, "results/fig-theorem")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")

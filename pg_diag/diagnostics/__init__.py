@@ -6,6 +6,11 @@
   gradient;
 * :func:`step_study` — fig-step-variance: M steps of the algorithm itself from
   independent batches at one policy, their pairwise cosines and KLs;
+* :func:`baseline_study` — fig-baselines: gradient concentration with the agent's
+  value network, a value network fit to Monte-Carlo returns, no baseline and
+  (LQR) the exact V^π, on the same trajectories;
+* :func:`landscape_study` — fig-landscape-*: true returns and the algorithm's
+  surrogate on the plane of its step and a random direction;
 
 Each is one compiled program over agents × checkpoints × estimates × sizes,
 samples the frozen policy (:mod:`.sampling`), streams its sums so memory does
@@ -13,12 +18,17 @@ not grow with N (:mod:`.streaming`), and saves tidy tables in the measured
 run's ``diagnostics/`` directory (:mod:`.tables`).
 """
 
+from pg_diag.diagnostics.baseline_study import BaselineStudy, baseline_study, load_baseline_study
+from pg_diag.diagnostics.baselines import BaselineSettings
 from pg_diag.diagnostics.gradient_study import GradientStudy, gradient_study, load_gradient_study
 from pg_diag.diagnostics.gradients import PAPER_SIZES, GradientSettings
+from pg_diag.diagnostics.landscape import LandscapeSettings
+from pg_diag.diagnostics.landscape_study import LandscapeStudy, landscape_study, load_landscape_study
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
 from pg_diag.diagnostics.steps import StepSettings, StepStudy, load_step_study, step_study
 from pg_diag.diagnostics.subjects import DiagnosticError
 
-__all__ = ["ADVANTAGES", "DiagnosticError", "GradientSettings", "GradientStudy", "PAPER_SIZES", "STARTS",
+__all__ = ["ADVANTAGES", "BaselineSettings", "BaselineStudy", "DiagnosticError", "LandscapeSettings",
+           "LandscapeStudy", "baseline_study", "landscape_study", "load_baseline_study", "load_landscape_study", "GradientSettings", "GradientStudy", "PAPER_SIZES", "STARTS",
            "Sampling", "StepSettings", "StepStudy", "gradient_study", "load_gradient_study",
            "load_step_study", "step_study"]

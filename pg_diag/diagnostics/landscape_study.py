@@ -30,9 +30,10 @@ TABLES = ("returns", "surface", "planes")
 
 
 def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
-                    save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> "LandscapeStudy":
-    """The landscapes of every agent of ``runs`` at the checkpointed ``iterations``; ``changes`` override
-    fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
+                    labels=None, save: bool = True, name: str = NAME, verbose: bool = False,
+                    **changes) -> "LandscapeStudy":
+    """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
+    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
     import pandas as pd
 
     try:
@@ -41,7 +42,7 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
         fields = ", ".join(f.name for f in dataclasses.fields(landscape.LandscapeSettings))
         raise DiagnosticError(f"{e}; landscape settings are: {fields}") from None
     settings.check()
-    planned = plan_subjects(runs, iterations, agents)
+    planned = plan_subjects(runs, iterations, agents, labels)
     r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
     groups: dict = {}
     for item in planned:

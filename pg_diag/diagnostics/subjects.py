@@ -110,15 +110,20 @@ def check_compatible(runs: list) -> None:
                     f"{getattr(s, name)!r}); runs measured together must share {', '.join(SHARED_STATIC)}")
 
 
-def plan_subjects(runs, iterations=None, agents=None) -> list:
-    """(run, agent, iteration) of every subject, validated; nothing loaded yet."""
+def plan_subjects(runs, iterations=None, agents=None, labels=None) -> list:
+    """(run, agent, iteration) of every subject, validated; nothing loaded yet. ``labels`` keeps only the
+    agents with those labels (a sweep's grid-point labels, e.g. 'ppo' and 'trpo' of a study's runs)."""
     runs = resolve_runs(runs)
     check_compatible(runs)
     out = []
     for run in runs:
         its = check_iterations(run, iterations)
         for agent in check_agents(run, agents):
-            out.extend((run, agent, it) for it in its)
+            if labels is None or _label(run, agent) in labels:
+                out.extend((run, agent, it) for it in its)
+    if not out:
+        have = sorted({_label(run, a) for run in runs for a in range(run.num_agents)})
+        raise DiagnosticError(f"no agent with label in {list(labels)!r}; the runs' labels: {have}")
     return out
 
 
@@ -160,15 +165,20 @@ def parse_settings(settings_cls, items) -> dict:
                 if text.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                     raise ValueError
                 out[name] = text.lower() in ("1", "true", "on", "yes")
+            elif isinstance(default, tuple) and default and isinstance(default[0], str):
+                out[name] = tuple(x.strip() for x in text.split(",") if x.strip())
             elif isinstance(default, tuple):
                 out[name] = tuple(_integer(x) for x in text.split(",") if x.strip())
             elif isinstance(default, int):
                 out[name] = _integer(text)
+            elif isinstance(default, float):
+                out[name] = float(text)
             else:
                 out[name] = text
         except ValueError:
             kind = ("true/false" if isinstance(default, bool) else "integers like 100,1000,1e4"
-                    if isinstance(default, tuple) else "an integer" if isinstance(default, int) else "a string")
+                    if isinstance(default, tuple) else "an integer" if isinstance(default, int) else "a number"
+                    if isinstance(default, float) else "a string")
             raise DiagnosticError(f"--diag {name} takes {kind}, got {text!r}") from None
     return out
 

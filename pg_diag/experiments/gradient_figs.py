@@ -18,7 +18,6 @@ gradient, and the summary reports the large-sample gradient's own cosine to
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import numpy as np
@@ -26,9 +25,8 @@ import numpy as np
 from pg_diag.config import CPU_SCALE, ConfigError, preset
 from pg_diag.diagnostics import (PAPER_SIZES, GradientSettings, StepSettings, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
-from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.gradients import log_sizes
-from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments import checkpointed, figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, run_names, train_study
 
 ALGORITHMS = ("ppo", "trpo")
@@ -63,19 +61,6 @@ SCALES = {
                     "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
                     "N = 1e2 … 1e4, a true gradient from 1e5 pairs; M = 10 steps per checkpoint."),
 }
-
-
-def _saved(run_dirs, name: str, settings: dict) -> bool:
-    """Every run holds the ``name`` diagnostic measured with ``settings`` (its other fields at defaults)."""
-    for run in run_dirs:
-        path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
-        if not os.path.exists(path):
-            return False
-        with open(path) as f:
-            have = json.load(f).get("settings", {})
-        if any(json.loads(json.dumps(v)) != have.get(k) for k, v in settings.items()):
-            return False
-    return True
 
 
 def _train(scale: str, out: str, tasks, seeds, progress, overrides) -> dict:
@@ -113,23 +98,12 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
         names = _train(scale, out, tuple(tasks or sc.tasks), seeds, progress, overrides)
     for task, dirs in names.items():
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not _saved(paths, kind, settings):
+        if not checkpointed.saved(paths, kind, settings):
             measure = step_study if kind == "steps" else gradient_study
             measure(paths, verbose=progress is not False, **settings)
-    names = {**_recorded_runs(out, scale), **names}
+    names = {**checkpointed.recorded(out, STUDY, scale).get("runs", {}), **names}
     study_dir.write(out, STUDY, scale, list(names), runs=names)
     return draw(target, out)
-
-
-def _recorded_runs(out: str, scale: str) -> dict:
-    """The runs an earlier target recorded in ``out`` (same study and scale), kept beside new ones."""
-    path = os.path.join(out, study_dir.STUDY_FILE)
-    if os.path.exists(path):
-        with open(path) as f:
-            old = json.load(f)
-        if old.get("study") == STUDY and old.get("scale") == scale:
-            return dict(old.get("runs", {}))
-    return {}
 
 
 def _load(target: str, from_dir: str):

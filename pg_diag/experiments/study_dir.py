@@ -24,7 +24,9 @@ FORMAT = "pg_diag.study/1"
 TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-region",),
            "fig-value": ("fig-value",),
            "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",),
-           "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance")}
+           "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
+           "fig-baselines": ("fig-baselines",),
+           "landscape": ("fig-landscape-concentration", "fig-landscape-surrogate")}
 
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30

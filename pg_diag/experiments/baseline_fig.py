@@ -1,0 +1,165 @@
+"""fig-baselines — CL §5.2, Figs 5/16 (ref §4.2 item 5): how much gradient variance each baseline removes.
+
+PPO and TRPO are trained with checkpoints (``OUT/runs/``), then measured by
+:func:`pg_diag.diagnostics.baseline_study`: at every checkpoint, K gradient
+estimates per N with the agent's value network, a value network fit to
+Monte-Carlo returns ("true" V), no baseline (returns) and, on the LQR task,
+the exact V^π — on the same trajectories. The figure draws the mean pairwise
+cosine against N on a linear axis to 1e4 (the paper's), pooled over agents
+with a 95% bootstrap band; the summary adds the fitted network's own held-out
+error beside the agent's. Training and measurements with the same settings
+are reused; :func:`draw` redraws from the saved tables alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from pg_diag.config import CPU_SCALE, ConfigError
+from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
+from pg_diag.diagnostics.baselines import PAPER_SIZES, BaselineSettings
+from pg_diag.experiments import checkpointed, figures, study_dir
+
+STUDY = "fig-baselines"
+ALGORITHMS = ("ppo", "trpo")
+COLORS = {"value": "tab:blue", "fitted": "tab:green", "zero": "tab:red", "exact": "k"}
+NAMES = {"value": "agent's value net V_t", "fitted": "fitted value net (\"true\" V)", "zero": "no baseline (returns)",
+         "exact": "exact V^π (LQR)"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    tasks: tuple
+    seeds: int
+    overrides: dict
+    task_overrides: dict
+    settings: dict
+    description: str
+
+
+SCALES = {
+    "paper": Scale(
+        tasks=("walker2d", "hopper", "lqr"), seeds=3, overrides={"checkpoint_at": (150, 300, 450)},
+        task_overrides={"lqr": {"checkpoint_at": (20, 40)}},
+        settings=dict(sizes=PAPER_SIZES, estimates=10, fit_pairs=500_000, fit_epochs=30),
+        description="PPO and TRPO presets on Walker2d, Hopper (and the LQR task), 3 agents each, checkpoints after "
+                    "iterations 150/300/450 (LQR: 20/40); K = 10 estimates at N up to 1e4; the fitted value net "
+                    "learns from 5e5 pairs (the ICLR text's number; fit_pairs=5_000_000 for the v4 text's)."),
+    "smoke": Scale(
+        tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (15, 29)},
+        task_overrides={}, settings=dict(sizes=(100, 300, 1000, 2000, 4000, 6000, 8000, 10000), estimates=10,
+                                         fit_pairs=50_000, fit_epochs=20),
+        description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
+                    "2 agents per algorithm, checkpoints after 15/29; K = 10 estimates at N up to 1e4; value fit on "
+                    "5e4 pairs."),
+}
+
+
+def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None, **overrides) -> dict:
+    """Train (or take ``runs``), measure unless saved with the same settings, draw."""
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    settings = {**sc.settings, **(diag or {})}
+    out = out or f"results/{STUDY}-{scale}"
+    try:
+        BaselineSettings(**settings).check()
+    except TypeError as e:
+        raise ConfigError(f"{e}; see pg_diag.diagnostics.BaselineSettings") from None
+    if runs:
+        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+    else:
+        names = checkpointed.train(out, tuple(tasks or sc.tasks), ALGORITHMS, seeds or sc.seeds, progress,
+                                   {**sc.overrides, **overrides}, sc.task_overrides)
+    for task, dirs in names.items():
+        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
+        if not checkpointed.saved(paths, "baselines", settings):
+            baseline_study(paths, verbose=progress is not False, **settings)
+    study_dir.write(out, STUDY, scale, list(names), runs=names)
+    return draw(out)
+
+
+def _load(from_dir: str):
+    record = study_dir.read(from_dir, STUDY, STUDY)
+    studies = {}
+    for task, dirs in record["runs"].items():
+        try:
+            studies[task] = load_baseline_study([study_dir.run_dir(from_dir, d, STUDY) for d in dirs])
+        except FileNotFoundError as e:
+            raise ConfigError(f"{STUDY} --from {from_dir!r}: {e}; run {STUDY} without --from to measure it")
+    return record, studies
+
+
+def pooled_curves(study):
+    """Per label, iteration, baseline and N: the mean pairwise cosine pooled over agents, 95% bootstrap CI."""
+    s = study.manifest["settings"]
+    return diag_tables.curve(study.pairs, "cosine", ["label", "iteration", "baseline", "n"],
+                             resamples=s["resamples"], seed=s["seed"])
+
+
+def summary(studies: dict):
+    import pandas as pd
+
+    rows = []
+    for task, study in studies.items():
+        s = study.summary().assign(task=task)
+        fits = study.fits.groupby(["label", "iteration"])[["fitted_mre", "agent_mre", "fitted_ev", "agent_ev"]].mean()
+        rows.append(s.merge(fits.reset_index(), on=["label", "iteration"], how="left"))
+    out = pd.concat(rows, ignore_index=True)
+    cols = ["task", "label", "iteration", "baseline", "at_batch_size", "at_largest_n", "n_at_0.5", "n_at_0.9",
+            "agents", "fitted_mre", "agent_mre", "fitted_ev", "agent_ev"]
+    return out[cols]
+
+
+def plot(studies: dict, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    panels = [(task, label, it) for task, st in studies.items()
+              for label in sorted(st.pairs.label.unique()) for it in sorted(st.pairs.iteration.unique())]
+    rows = sorted({(t, lab) for t, lab, _ in panels})
+    cols = max(sum(1 for p in panels if p[:2] == r) for r in rows)
+    fig, axes = plt.subplots(len(rows), cols, figsize=(4.4 * cols, 3.3 * len(rows)), squeeze=False)
+    curves = {task: pooled_curves(st) for task, st in studies.items()}
+    for r, (task, label) in enumerate(rows):
+        its = [it for t, lab, it in panels if (t, lab) == (task, label)]
+        for c, it in enumerate(its):
+            ax = axes[r, c]
+            cur = curves[task]
+            for baseline in studies[task].baselines:
+                d = cur[(cur.label == label) & (cur.iteration == it) & (cur.baseline == baseline)]
+                ax.plot(d.n, d["mean"], color=COLORS[baseline], lw=1.3, marker="o", ms=2.5, label=NAMES[baseline])
+                ax.fill_between(d.n, d.low, d.high, color=COLORS[baseline], alpha=0.15)
+            ax.axvline(studies[task].batch_size, color="grey", ls=":", lw=1)
+            ax.set_xlim(0, max(cur.n.max(), 1))
+            ax.set_ylim(-0.1, 1.02)
+            ax.set_title(f"{task}, {label}, iteration {it}", fontsize=9)
+            ax.set_xlabel("state–action pairs N")
+            ax.set_ylabel("mean pairwise cosine")
+            ax.legend(fontsize=6)
+        for c in range(len(its), cols):
+            axes[r, c].axis("off")
+    return figures.save(fig, path, title, dpi=100)
+
+
+def draw(from_dir: str, out: str | None = None) -> dict:
+    record, studies = _load(from_dir)
+    out = out or from_dir
+    table = summary(studies)
+    shown = table.copy()
+    for col in shown.columns:
+        if shown[col].dtype.kind == "f":
+            shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    md, csv = figures.write_table(
+        shown, os.path.join(out, f"{STUDY}-summary"), "Gradient-estimate concentration under each baseline",
+        "at_batch_size / at_largest_n: mean pairwise cosine (mean over agents); n_at_X: N where it first reaches X. "
+        "fitted_* / agent_*: the fitted and the agent's value networks on held-out Monte-Carlo returns (MRE, "
+        "explained variance).")
+    path = plot(studies, os.path.join(out, f"{STUDY}.png"),
+                f"Baselines: mean pairwise cosine of gradient estimates vs N ({record['scale']} scale)")
+    return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
+
+
+__all__ = ["SCALES", "STUDY", "draw", "run", "summary"]

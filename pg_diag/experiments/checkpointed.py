@@ -1,0 +1,51 @@
+"""The training and reuse plumbing the diagnostic figures share: train presets with checkpoints into
+``OUT/runs/``, and tell whether a run directory already holds a measurement made with given settings."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from pg_diag.config import preset
+from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.experiments.algorithms import run_names, train_study
+
+
+def saved(run_dirs, name: str, settings: dict) -> bool:
+    """Every run holds the ``name`` diagnostic measured with ``settings`` (its other fields at defaults)."""
+    for run in run_dirs:
+        path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            have = json.load(f).get("settings", {})
+        if any(json.loads(json.dumps(v)) != have.get(k) for k, v in settings.items()):
+            return False
+    return True
+
+
+def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, task_overrides: dict) -> dict:
+    """Train every preset of ``algorithms`` on every task (every configuration validated first; matching
+    runs on disk reused). Returns {task: [run directories relative to ``out``]} (one per program: PPO and
+    PPO-M share one, told apart by their labels)."""
+    plans = {}
+    for task in tasks:
+        over = {**overrides, **task_overrides.get(task, {})}
+        for algo in algorithms:
+            preset(algo, task, **over)
+        plans[task] = over
+    for task, over in plans.items():
+        train_study(task, seeds, os.path.join(out, "runs"), algorithms, progress, **over)
+    return {task: [f"runs/{d}" for d in run_names(task, algorithms, **over)] for task, over in plans.items()}
+
+
+def recorded(out: str, study: str, scale: str) -> dict:
+    """The record an earlier target wrote in ``out`` for the same study and scale ({} if none), so a
+    target sharing the study keeps what the others recorded (their runs) beside its own."""
+    path = os.path.join(out, "study.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        if old.get("study") == study and old.get("scale") == scale:
+            return old
+    return {}

@@ -1,0 +1,212 @@
+"""fig-landscape-concentration and fig-landscape-surrogate — CL §5.3, Figs 6–8 and 17–27 (ref §4.2 items 6–7).
+
+Both targets share one study: PPO, PPO-M and TRPO trained with checkpoints
+(``OUT/runs/``), each measured by :func:`pg_diag.diagnostics.landscape_study`
+on the plane of its own step (x, 1 = the full step) and a random direction
+(y), both 0 … 3:
+
+* fig-landscape-concentration (PPO and TRPO): the true mean return at every
+  grid point from 2K / 20K / 100K pairs (paper scale), the number of
+  complete episodes behind each estimate in the panel titles;
+* fig-landscape-surrogate (PPO, PPO-M, TRPO): the true return (1e6 pairs per
+  point at paper scale) beside the surrogate the algorithm maximizes on its
+  batch (TRPO: with the KL = δ boundary), for a step from the algorithm's own
+  batch and one from 1e6 pairs; each panel's title gives the sign agreement of
+  the surrogate's and the true return's change along the step, with its CI;
+  on the LQR task, the exact J beside them.
+
+Measurements saved with the same settings are reused; :func:`draw` redraws
+from the saved tables alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from pg_diag.config import CPU_SCALE, ConfigError
+from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
+from pg_diag.experiments import checkpointed, figures, study_dir
+
+STUDY = "landscape"
+TARGETS = ("fig-landscape-concentration", "fig-landscape-surrogate")
+ALGORITHMS = ("ppo", "ppo-m", "trpo")
+MEASURED = {"fig-landscape-concentration": ("ppo", "trpo"), "fig-landscape-surrogate": ALGORITHMS}
+NAMES = {t: t.replace("fig-", "") for t in TARGETS}   # the measurement's name in each run's diagnostics/
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    tasks: dict           # target -> tasks
+    seeds: int
+    overrides: dict
+    task_overrides: dict
+    settings: dict        # target -> LandscapeSettings fields
+    task_settings: dict   # task -> LandscapeSettings fields (both targets)
+    description: str
+
+
+SCALES = {
+    "paper": Scale(
+        tasks={"fig-landscape-concentration": ("humanoid", "lqr"),
+               "fig-landscape-surrogate": ("humanoid", "walker2d", "hopper", "lqr")},
+        seeds=1, overrides={"checkpoint_at": (0, 150, 300, 450)}, task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
+        settings={"fig-landscape-concentration": dict(points=7, sizes=(2_000, 20_000, 100_000)),
+                  "fig-landscape-surrogate": dict(points=7, sizes=(1_000_000,), step_pairs=(0, 1_000_000))},
+        task_settings={"lqr": dict(random_norm=0.1)},
+        description="One agent per preset, checkpoints after iterations 0/150/300/450 (LQR: 0/20/40); a 7 × 7 grid "
+                    "on 0 … 3 × 0 … 3, random direction of L2 norm 1 (LQR: 0.1, its policy has 4 parameters); "
+                    "2K/20K/100K pairs per point (concentration, Humanoid); 1e6 pairs per point and steps from "
+                    "the algorithm's batch and from 1e6 pairs (surrogate, all tasks)."),
+    "smoke": Scale(
+        tasks={"fig-landscape-concentration": ("hopper", "lqr"), "fig-landscape-surrogate": ("hopper", "lqr")},
+        seeds=1, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)}, task_overrides={},
+        settings={"fig-landscape-concentration": dict(points=5, sizes=(1_000, 5_000, 20_000), envs=8),
+                  "fig-landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
+        task_settings={"lqr": dict(random_norm=0.1)},
+        description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
+                    "one agent per preset, checkpoints after 0/15/29; a 5 × 5 grid; 1K/5K/20K pairs per point "
+                    "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
+}
+
+
+def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
+        **overrides) -> dict:
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
+    sc = SCALES[scale]
+    out = out or f"results/{STUDY}-{scale}"
+    base = {**sc.settings[target], **(diag or {})}
+    try:
+        LandscapeSettings(**base).check()
+    except TypeError as e:
+        raise ConfigError(f"{e}; see pg_diag.diagnostics.LandscapeSettings") from None
+    if runs:
+        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+    else:
+        names = checkpointed.train(out, tuple(tasks or sc.tasks[target]), ALGORITHMS, seeds or sc.seeds, progress,
+                                   {**sc.overrides, **overrides}, sc.task_overrides)
+    for task, dirs in names.items():
+        settings = {**sc.settings[target], **sc.task_settings.get(task, {}), **(diag or {})}
+        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
+        if not checkpointed.saved(paths, NAMES[target], settings):
+            landscape_study(paths, labels=None if runs else MEASURED[target], name=NAMES[target],
+                            verbose=progress is not False, **settings)
+    measured = {**checkpointed.recorded(out, STUDY, scale).get("measured", {}), target: sorted(names)}
+    study_dir.write(out, STUDY, scale, sorted({t for v in measured.values() for t in v}),
+                    runs={**checkpointed.recorded(out, STUDY, scale).get("runs", {}), **names}, measured=measured)
+    return draw(target, out)
+
+
+def _load(target: str, from_dir: str):
+    record = study_dir.read(from_dir, STUDY, target)
+    tasks = record.get("measured", {}).get(target)
+    if not tasks:
+        raise ConfigError(f"{target} --from {from_dir!r}: the study there has no {target} measurement; run {target} "
+                          f"--out {from_dir} first")
+    studies = {}
+    for task in tasks:
+        paths = [study_dir.run_dir(from_dir, d, target) for d in record["runs"][task]]
+        studies[task] = load_landscape_study(paths, NAMES[target])
+    return record, studies
+
+
+def _subjects(study):
+    """One panel row per (label, iteration): the first agent's plane (the paper draws one agent)."""
+    p = study.planes.sort_values(["label", "iteration", "agent"])
+    return p.groupby(["label", "iteration", "step_pairs"], sort=True).head(1)
+
+
+def _heat(ax, grid, coords, title, cmap="viridis"):
+    im = ax.imshow(grid.T, origin="lower", extent=(coords[0], coords[-1], coords[0], coords[-1]), aspect="auto",
+                   cmap=cmap)
+    ax.set_xlabel("step direction (1 = the step)")
+    ax.set_ylabel("random direction")
+    ax.set_title(title, fontsize=7)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+    return im
+
+
+def plot(target: str, studies: dict, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
+    concentration = target == "fig-landscape-concentration"
+    if concentration:
+        rows = [(t, p) for t, p in rows if p.step_pairs == min(studies[t].planes.step_pairs)]
+    cols = max(len(st.sizes) if concentration else 2 + bool(st.manifest["resolved"]["exact"])
+               for st in studies.values())
+    fig, axes = plt.subplots(len(rows), cols, figsize=(4.2 * cols, 3.2 * len(rows)), squeeze=False)
+    for r, (task, p) in enumerate(rows):
+        st = studies[task]
+        coords = np.asarray(st.manifest["resolved"]["coords"])
+        subject = {"run": p.run, "agent": p.agent, "iteration": p.iteration}
+        head = f"{task} {p.label} it {p.iteration}"
+        if concentration:
+            for c, n in enumerate(st.sizes):
+                eps = st.grid(subject, p.step_pairs, n, "episodes")
+                _heat(axes[r, c], st.grid(subject, p.step_pairs, n),
+                      coords, f"{head}: N = {n:,} (~{np.mean(eps):.0f} episodes per point)")
+        else:
+            a = st.agreement()
+            a = a[(a.run == p.run) & (a.agent == p.agent) & (a.iteration == p.iteration) &
+                  (a.step_pairs == p.step_pairs)].iloc[0]
+            _heat(axes[r, 0], st.grid(subject, p.step_pairs), coords,
+                  f"{head}, step from {p.step_pairs:,} pairs: true return (N = {st.sizes[-1]:,})")
+            sur = st.grid(subject, p.step_pairs, column="surrogate")
+            _heat(axes[r, 1], sur, coords, f"surrogate; sign agreement {a.agreement:.2f} "
+                                           f"[{a.low:.2f}, {a.high:.2f}]", cmap="magma")
+            if p.algorithm == "trpo":
+                kl = st.grid(subject, p.step_pairs, column="kl")
+                axes[r, 1].contour(coords, coords, kl.T, levels=[p.kl_bound], colors="w", linewidths=1)
+            if cols > 2 and st.manifest["resolved"]["exact"]:
+                _heat(axes[r, 2], st.grid(subject, p.step_pairs, column="exact"), coords, "exact J (LQR)")
+        for c in range(cols):
+            if not axes[r, c].has_data():
+                axes[r, c].axis("off")
+    return figures.save(fig, path, title, dpi=90, title_size=10)
+
+
+def summary(target: str, studies: dict):
+    import pandas as pd
+
+    frames = []
+    for task, st in studies.items():
+        if target == "fig-landscape-concentration":
+            r = st.returns.groupby(["label", "iteration", "n"]).agg(episodes_per_point=("episodes", "mean"),
+                                                                    mean_se=("se", "mean")).reset_index()
+            steps = st.planes.groupby(["label", "iteration"])["step_norm"].mean().reset_index()
+            frames.append(r.merge(steps, on=["label", "iteration"]).assign(task=task))
+        else:
+            a = st.agreement()
+            frames.append(a.groupby(["label", "iteration", "step_pairs"])[
+                ["agreement", "low", "high", "true_step_change", "true_step_change_se", "surrogate_step_change",
+                 "step_norm"]].mean().reset_index().assign(task=task))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["task"] + [c for c in out.columns if c != "task"]]
+
+
+def draw(target: str, from_dir: str, out: str | None = None) -> dict:
+    record, studies = _load(target, from_dir)
+    out = out or from_dir
+    table = summary(target, studies)
+    shown = table.copy()
+    for col in shown.columns:
+        if shown[col].dtype.kind == "f":
+            shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    note = ("episodes_per_point: complete episodes behind each point's estimate; mean_se: the estimates' mean "
+            "standard error." if target == "fig-landscape-concentration" else
+            "agreement: share of neighbouring grid pairs along the step where surrogate and true return change "
+            "with the same sign, 95% CI from the Monte-Carlo noise (low, high); true/surrogate_step_change: "
+            "their change from (0, 0) to (1, 0), the step itself.")
+    md, csv = figures.write_table(shown, os.path.join(out, f"{target}-summary"), target, note)
+    title = {"fig-landscape-concentration": "True reward landscape around the policy estimated from N pairs",
+             "fig-landscape-surrogate": "True reward vs the algorithm's surrogate on the plane of its step"}[target]
+    path = plot(target, studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
+    return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
+
+
+__all__ = ["SCALES", "TARGETS", "draw", "run"]
