@@ -13,13 +13,12 @@ subjects × baselines × estimates (:mod:`.baselines`); rows saved in each run's
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import numpy as np
 
 from pg_diag.diagnostics import baselines, gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
 from pg_diag.run import store
 
 NAME = "baselines"
@@ -61,14 +60,8 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
                   f"{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}", flush=True)
         keys = gradients.subject_keys(settings.seed, subjects.rows)
         prog = baselines.program(static, settings, r)
-        t0 = time.perf_counter()
-        compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
-        t1 = time.perf_counter()
-        out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
-        t2 = time.perf_counter()
-        pairs = baselines.pairs_total(r, len(subjects))
-        timings.append({"algorithm": static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
-                        "pairs_per_s": pairs / max(t2 - t1, 1e-9)})
+        out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
+        timings.append(timing)
         for t, f in _frames(subjects, r, out).items():
             frames[t].append(f)
     manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "baselines",
@@ -109,7 +102,8 @@ class BaselineStudy:
     manifest: dict
     pairs: object      # DataFrame: KEYS, baseline, n, i, j, cosine
     estimates: object  # DataFrame: KEYS, baseline, n, k, norm
-    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, fitted_mre, agent_mre, fitted_ev, agent_ev, final_loss
+    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, fitted_mre, agent_mre, fitted_ev, agent_ev,
+    #                    final_loss
 
     @property
     def batch_size(self) -> int:

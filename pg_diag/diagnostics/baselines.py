@@ -32,7 +32,7 @@ from pg_diag import envs, networks, ppo, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
-from pg_diag.diagnostics.subjects import DiagnosticError
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
 from pg_diag.objectives import mean_relative_error
 from pg_diag.optim import adam
 from pg_diag.rollout import UpdateBatch, discounted_returns, episode_completes
@@ -59,29 +59,24 @@ class BaselineSettings:
     resamples: int = 500
 
     def check(self) -> None:
-        def need(ok, msg):
-            if not ok:
-                raise DiagnosticError(msg)
-
         sizes = tuple(self.sizes)
-        need(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
+        require(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
              f"sizes must be a non-empty list of integers, got {self.sizes!r}")
-        need(min(sizes) >= 2 and max(sizes) <= MAX_PAIRS, f"every N must be in 2 … 2^24, got {min(sizes)} … "
+        require(min(sizes) >= 2 and max(sizes) <= MAX_PAIRS, f"every N must be in 2 … 2^24, got {min(sizes)} … "
                                                           f"{max(sizes)}")
-        need(isinstance(self.estimates, int) and self.estimates >= 2,
+        require(isinstance(self.estimates, int) and self.estimates >= 2,
              f"estimates (K) must be an integer ≥ 2: a pairwise cosine needs two estimates; got {self.estimates!r}")
         unknown = [b for b in self.baselines if b not in BASELINES]
-        need(len(self.baselines) > 0 and not unknown,
+        require(len(self.baselines) > 0 and not unknown,
              f"baselines must be a non-empty list of {', '.join(BASELINES)}; got {list(self.baselines)!r}")
-        need(0 < self.heldout_fraction < 1, f"heldout_fraction must be in (0, 1), got {self.heldout_fraction!r}")
-        need(isinstance(self.fit_pairs, int) and self.fit_minibatch <= self.fit_pairs * (1 - self.heldout_fraction)
+        require(0 < self.heldout_fraction < 1, f"heldout_fraction must be in (0, 1), got {self.heldout_fraction!r}")
+        require(isinstance(self.fit_pairs, int) and self.fit_minibatch <= self.fit_pairs * (1 - self.heldout_fraction)
              <= MAX_PAIRS, f"fit_pairs must be an integer with at least one minibatch ({self.fit_minibatch}) of "
                            f"training pairs and at most 2^24, got {self.fit_pairs!r}")
-        need(self.fit_epochs >= 1 and self.fit_lr > 0 and self.fit_minibatch >= 2,
+        require(self.fit_epochs >= 1 and self.fit_lr > 0 and self.fit_minibatch >= 2,
              f"fit_epochs ≥ 1, fit_lr > 0 and fit_minibatch ≥ 2 are needed, got {self.fit_epochs}, {self.fit_lr}, "
              f"{self.fit_minibatch}")
-        need(self.batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {self.batching!r}")
-        need(self.resamples >= 10, f"resamples must be ≥ 10, got {self.resamples!r}")
+        check_batching(self.batching, self.resamples)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,13 +15,12 @@ is one compiled program over all subjects, estimates and sample sizes
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import numpy as np
 
 from pg_diag.diagnostics import gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
 from pg_diag.run import store
 
 NAME = "gradients"
@@ -88,11 +87,7 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
 
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = gradients.program(static, r, settings.batching)
-    t0 = time.perf_counter()
-    compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
-    t1 = time.perf_counter()
-    out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
-    t2 = time.perf_counter()
+    out, timing = compile_and_run(prog, subjects, keys, gradients.pairs_total(r, len(subjects)))
     manifest = {
         "format": "pg_diag.diagnostic/1", "study": name, "kind": "gradients",
         "settings": dataclasses.asdict(settings),
@@ -101,9 +96,7 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
                      "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
                      "stream_pairs": r.grid.num_chunks * r.grid.chunk},
         "subjects": subjects.rows, "versions": store.versions(), "device": store.device_info(),
-        "timings": {"compile_s": t1 - t0, "run_s": t2 - t1,
-                    "pairs": gradients.pairs_total(r, len(subjects)),
-                    "pairs_per_s": gradients.pairs_total(r, len(subjects)) / max(t2 - t1, 1e-9)},
+        "timings": timing,
     }
     study = GradientStudy(manifest=manifest, **_frames(subjects, r, out))
     if save:

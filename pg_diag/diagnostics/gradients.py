@@ -29,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, stages
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling, frozen_filters, needs_warmup
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
-from pg_diag.diagnostics.subjects import DiagnosticError
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
 from pg_diag.envs import lqr
 
 #: advantage modes that need the closed forms of the linear-quadratic task
@@ -70,28 +70,23 @@ class GradientSettings:
 
     def check(self) -> None:
         """Errors name the value and what is allowed; raised before anything compiles."""
-        def need(ok, msg):
-            if not ok:
-                raise DiagnosticError(msg)
-
         sizes = tuple(self.sizes)
-        need(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
+        require(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
              f"sizes must be a non-empty list of integers, got {self.sizes!r}")
-        need(min(sizes) >= 2, f"every N must be ≥ 2 (advantages are normalized by their std), got {min(sizes)}")
-        need(max(sizes) <= MAX_PAIRS, f"N = {max(sizes)} is beyond the largest allowed, 2^24 = {MAX_PAIRS}")
-        need(isinstance(self.estimates, int) and self.estimates >= 2,
+        require(min(sizes) >= 2, f"every N must be ≥ 2 (advantages are normalized by their std), got {min(sizes)}")
+        require(max(sizes) <= MAX_PAIRS, f"N = {max(sizes)} is beyond the largest allowed, 2^24 = {MAX_PAIRS}")
+        require(isinstance(self.estimates, int) and self.estimates >= 2,
              f"estimates (K) must be an integer ≥ 2: a pairwise cosine needs two estimates; got {self.estimates!r}")
-        need(self.true_pairs == 0 or max(sizes) <= self.true_pairs <= 16 * MAX_PAIRS,
+        require(self.true_pairs == 0 or max(sizes) <= self.true_pairs <= 16 * MAX_PAIRS,
              f"true_pairs must be 0 (none) or between the largest N ({max(sizes)}) and {16 * MAX_PAIRS}, "
              f"got {self.true_pairs!r}")
-        need(self.envs >= 0 and self.steps >= 0 and self.burn_in >= 0,
+        require(self.envs >= 0 and self.steps >= 0 and self.burn_in >= 0,
              f"envs, steps and burn_in must be ≥ 0, got {self.envs}, {self.steps}, {self.burn_in}")
-        need(self.start in ("algorithm",) + STARTS,
+        require(self.start in ("algorithm",) + STARTS,
              f"start must be one of {', '.join(('algorithm',) + STARTS)}, got {self.start!r}")
-        need(self.advantages in ADVANTAGES, f"advantages must be one of {', '.join(ADVANTAGES)}, got "
+        require(self.advantages in ADVANTAGES, f"advantages must be one of {', '.join(ADVANTAGES)}, got "
                                             f"{self.advantages!r}")
-        need(self.batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {self.batching!r}")
-        need(self.resamples >= 10, f"resamples must be ≥ 10, got {self.resamples!r}")
+        check_batching(self.batching, self.resamples)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,7 +42,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
 from pg_diag.envs import lqr
 from pg_diag.objectives import clipped_surrogate, entropy, kl, normalize_advantages, probability_ratio, surrogate
 from pg_diag.optim import annealed_learning_rate
@@ -63,29 +63,25 @@ class LandscapeSettings:
     resamples: int = 500                    # bootstrap resamples of the sign-agreement CIs
 
     def check(self) -> None:
-        def need(ok, msg):
-            if not ok:
-                raise DiagnosticError(msg)
-
-        need(isinstance(self.points, int) and self.points >= 2,
+        require(isinstance(self.points, int) and self.points >= 2,
              f"points must be an integer ≥ 2 (grid points per axis), got {self.points!r}")
-        need(self.extent > 0, f"extent must be > 0: a plane axis of zero length has no landscape; got {self.extent!r}")
-        need(self.random_norm > 0, f"random_norm must be > 0: a random direction of zero length spans no plane; "
+        require(self.extent > 0,
+                f"extent must be > 0: a plane axis of zero length has no landscape; got {self.extent!r}")
+        require(self.random_norm > 0, f"random_norm must be > 0: a random direction of zero length spans no plane; "
                                    f"got {self.random_norm!r}")
         sizes = tuple(self.sizes)
-        need(len(sizes) > 0 and all(isinstance(n, int) and n > 0 for n in sizes),
+        require(len(sizes) > 0 and all(isinstance(n, int) and n > 0 for n in sizes),
              f"sizes must be a non-empty list of positive integers, got {self.sizes!r}")
-        need(max(sizes) <= MAX_PAIRS, f"sizes: {max(sizes)} pairs per point is beyond the largest allowed, "
+        require(max(sizes) <= MAX_PAIRS, f"sizes: {max(sizes)} pairs per point is beyond the largest allowed, "
                                       f"2^24 = {MAX_PAIRS}")
-        need(isinstance(self.envs, int) and 1 <= self.envs <= min(sizes),
+        require(isinstance(self.envs, int) and 1 <= self.envs <= min(sizes),
              f"envs must be an integer between 1 and the smallest size ({min(sizes)}), got {self.envs!r}")
         steps = tuple(self.step_pairs)
-        need(len(steps) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_PAIRS
+        require(len(steps) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_PAIRS
                                     for n in steps),
              f"step_pairs must be a non-empty list of integers in 0 … 2^24 (0 = the algorithm's own batch), got "
              f"{self.step_pairs!r}")
-        need(self.batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {self.batching!r}")
-        need(self.resamples >= 10, f"resamples must be ≥ 10, got {self.resamples!r}")
+        check_batching(self.batching, self.resamples)
 
 
 @dataclasses.dataclass(frozen=True)

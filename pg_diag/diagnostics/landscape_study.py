@@ -15,14 +15,13 @@ grid points (:mod:`.landscape`); rows saved in each run's
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.diagnostics import gradients, landscape, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
 from pg_diag.run import store
 
 NAME = "landscape"
@@ -64,14 +63,8 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
                   flush=True)
         keys = gradients.subject_keys(settings.seed, subjects.rows)
         prog = landscape.program(static, r, settings.batching)
-        t0 = time.perf_counter()
-        compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
-        t1 = time.perf_counter()
-        out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
-        t2 = time.perf_counter()
-        pairs = landscape.pairs_total(r, len(subjects))
-        timings.append({"algorithm": static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
-                        "pairs_per_s": pairs / max(t2 - t1, 1e-9)})
+        out, timing = compile_and_run(prog, subjects, keys, landscape.pairs_total(r, len(subjects)))
+        timings.append(timing)
         for t, f in _frames(subjects, r, out).items():
             frames[t].append(f)
     manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "landscape",

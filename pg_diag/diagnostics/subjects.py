@@ -28,6 +28,33 @@ class DiagnosticError(ConfigError):
     """A diagnostic was asked for something the runs or the settings do not allow."""
 
 
+def require(ok: bool, message: str) -> None:
+    """A settings check: raise :class:`DiagnosticError` with ``message`` (naming the value and what is
+    allowed) unless ``ok``."""
+    if not ok:
+        raise DiagnosticError(message)
+
+
+def check_batching(batching: str, resamples: int) -> None:
+    """The settings every study shares: how subjects are batched, the bootstrap's resamples."""
+    require(batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {batching!r}")
+    require(resamples >= 10, f"resamples must be ≥ 10, got {resamples!r}")
+
+
+def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
+    """Compile ``prog`` for the stacked subjects, run it and fetch its outputs. Returns the outputs and
+    the timing record a study's manifest keeps (compile and run seconds, pairs sampled per second)."""
+    import time
+
+    t0 = time.perf_counter()
+    compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
+    t1 = time.perf_counter()
+    out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
+    t2 = time.perf_counter()
+    return out, {"algorithm": subjects.static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
+                 "pairs_per_s": pairs / max(t2 - t1, 1e-9)}
+
+
 @dataclasses.dataclass
 class Subjects:
     states: Any             # stacked AgentState [S]

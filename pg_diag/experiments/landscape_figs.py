@@ -52,7 +52,8 @@ SCALES = {
     "paper": Scale(
         tasks={"fig-landscape-concentration": ("humanoid", "lqr"),
                "fig-landscape-surrogate": ("humanoid", "walker2d", "hopper", "lqr")},
-        seeds=1, overrides={"checkpoint_at": (0, 150, 300, 450)}, task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
+        seeds=1, overrides={"checkpoint_at": (0, 150, 300, 450)},
+        task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
         settings={"fig-landscape-concentration": dict(points=7, sizes=(2_000, 20_000, 100_000)),
                   "fig-landscape-surrogate": dict(points=7, sizes=(1_000_000,), step_pairs=(0, 1_000_000))},
         task_settings={"lqr": dict(random_norm=0.1)},
