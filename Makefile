@@ -93,6 +93,7 @@ bench: setup
 	$(PY) benchmarks/bench_throughput.py
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_gradients.py
+	$(PY) benchmarks/bench_landscape.py
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup
