@@ -166,7 +166,10 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
 # --- real signals, in a child process --------------------------------------------------
 
 CHILD = textwrap.dedent("""
-    import sys
+    import signal, sys
+    # a child of a background job starts with SIGINT ignored (POSIX shells do that without job control),
+    # and Python then installs no KeyboardInterrupt handler: restore it, as in an interactive terminal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from pg_diag import preset, sweep
     cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=400, num_minibatches=4,
                  ppo_epochs=2, value_epochs=2, lr_annealing=False)

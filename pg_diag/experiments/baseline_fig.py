@@ -61,20 +61,15 @@ SCALES = {
 
 def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None, **overrides) -> dict:
     """Train (or take ``runs``), measure unless saved with the same settings, draw."""
-    if scale not in SCALES:
-        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
+    sc = checkpointed.pick_scale(SCALES, scale)
     settings = {**sc.settings, **(diag or {})}
     out = out or f"results/{STUDY}-{scale}"
-    try:
-        BaselineSettings(**settings).check()
-    except TypeError as e:
-        raise ConfigError(f"{e}; see pg_diag.diagnostics.BaselineSettings") from None
+    checkpointed.check_settings(BaselineSettings, settings)
     if runs:
-        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+        names = checkpointed.given_runs(runs, out)
     else:
         names = checkpointed.train(out, tuple(tasks or sc.tasks), ALGORITHMS, seeds or sc.seeds, progress,
-                                   {**sc.overrides, **overrides}, sc.task_overrides)
+                                   sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
         if not checkpointed.saved(paths, "baselines", settings):

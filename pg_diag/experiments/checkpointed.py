@@ -6,9 +6,28 @@ from __future__ import annotations
 import json
 import os
 
-from pg_diag.config import preset
+from pg_diag.config import ConfigError, preset
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments.algorithms import run_names, train_study
+
+
+def pick_scale(scales: dict, scale: str):
+    if scale not in scales:
+        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(scales)}")
+    return scales[scale]
+
+
+def check_settings(cls, settings: dict) -> None:
+    """The measurement's settings, checked before anything trains."""
+    try:
+        cls(**settings).check()
+    except TypeError as e:
+        raise ConfigError(f"{e}; see pg_diag.diagnostics.{cls.__name__}") from None
+
+
+def given_runs(runs, out: str) -> dict:
+    """Run directories given by the user, recorded relative to ``out`` (the study's directory)."""
+    return {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
 
 
 def saved(run_dirs, name: str, settings: dict) -> bool:
@@ -24,13 +43,15 @@ def saved(run_dirs, name: str, settings: dict) -> bool:
     return True
 
 
-def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, task_overrides: dict) -> dict:
+def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, task_overrides: dict,
+          user: dict | None = None) -> dict:
     """Train every preset of ``algorithms`` on every task (every configuration validated first; matching
-    runs on disk reused). Returns {task: [run directories relative to ``out``]} (one per program: PPO and
-    PPO-M share one, told apart by their labels)."""
+    runs on disk reused): the scale's ``overrides``, then its ``task_overrides``, then the ``user``'s.
+    Returns {task: [run directories relative to ``out``]} (one per program: PPO and PPO-M share one, told
+    apart by their labels)."""
     plans = {}
     for task in tasks:
-        over = {**overrides, **task_overrides.get(task, {})}
+        over = {**overrides, **task_overrides.get(task, {}), **(user or {})}
         for algo in algorithms:
             preset(algo, task, **over)
         plans[task] = over

@@ -22,12 +22,12 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, ConfigError, preset
+from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import (PAPER_SIZES, GradientSettings, StepSettings, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
 from pg_diag.diagnostics.gradients import log_sizes
 from pg_diag.experiments import checkpointed, figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, run_names, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
@@ -63,39 +63,21 @@ SCALES = {
 }
 
 
-def _train(scale: str, out: str, tasks, seeds, progress, overrides) -> dict:
-    sc = SCALES[scale]
-    runs = {}
-    for task in tasks:
-        over = {**sc.overrides, **sc.task_overrides.get(task, {}), **overrides}
-        for algo in ALGORITHMS:
-            preset(algo, task, **over)  # every configuration validated before training anything
-        runs[task] = (over, [f"runs/{n}" for n in run_names(task, ALGORITHMS, **over)])
-    for task, (over, _) in runs.items():
-        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
-    return {task: names for task, (_, names) in runs.items()}
-
-
 def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
         **overrides) -> dict:
     """Train (or take ``runs``), measure what ``target`` needs unless saved with the same settings, draw it."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    if scale not in SCALES:
-        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
+    sc = checkpointed.pick_scale(SCALES, scale)
     kind = "steps" if target == "fig-step-variance" else "gradients"
     settings = {**(sc.steps if kind == "steps" else sc.gradients), **(diag or {})}
     out = out or f"results/{STUDY}-{scale}"
-    try:  # the measurement's settings are checked before anything trains
-        (StepSettings if kind == "steps" else GradientSettings)(**settings).check()
-    except TypeError as e:
-        raise ConfigError(f"{e}; see pg_diag.diagnostics.{'StepSettings' if kind == 'steps' else 'GradientSettings'}")
+    checkpointed.check_settings(StepSettings if kind == "steps" else GradientSettings, settings)
     if runs:
-        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
-        tasks = ("runs",)
+        names = checkpointed.given_runs(runs, out)
     else:
-        names = _train(scale, out, tuple(tasks or sc.tasks), seeds, progress, overrides)
+        names = checkpointed.train(out, tuple(tasks or sc.tasks), ALGORITHMS, seeds or sc.seeds, progress,
+                                   sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
         if not checkpointed.saved(paths, kind, settings):

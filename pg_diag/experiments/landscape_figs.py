@@ -77,20 +77,14 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
         **overrides) -> dict:
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    if scale not in SCALES:
-        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
+    sc = checkpointed.pick_scale(SCALES, scale)
     out = out or f"results/{STUDY}-{scale}"
-    base = {**sc.settings[target], **(diag or {})}
-    try:
-        LandscapeSettings(**base).check()
-    except TypeError as e:
-        raise ConfigError(f"{e}; see pg_diag.diagnostics.LandscapeSettings") from None
+    checkpointed.check_settings(LandscapeSettings, {**sc.settings[target], **(diag or {})})
     if runs:
-        names = {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+        names = checkpointed.given_runs(runs, out)
     else:
         names = checkpointed.train(out, tuple(tasks or sc.tasks[target]), ALGORITHMS, seeds or sc.seeds, progress,
-                                   {**sc.overrides, **overrides}, sc.task_overrides)
+                                   sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
         settings = {**sc.settings[target], **sc.task_settings.get(task, {}), **(diag or {})}
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
