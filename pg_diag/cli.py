@@ -28,6 +28,17 @@ def _config_from_args(args) -> Config:
     return Config().replace(task=args.task, **overrides)
 
 
+def _add_distributed(p):
+    g = p.add_argument_group("several processes or hosts (one SPMD program; see pg_diag.run.distributed)")
+    g.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="process 0's address, the same for every process ('auto': let JAX detect a SLURM or TPU "
+                        "cluster); default $PG_DIAG_COORDINATOR")
+    g.add_argument("--num-processes", type=int, default=None, help="processes in all; default $PG_DIAG_NUM_PROCESSES")
+    g.add_argument("--process-id", type=int, default=None,
+                   help="this process's index, 0 … num-processes − 1; default $PG_DIAG_PROCESS_ID")
+    g.add_argument("--join-timeout", type=int, default=120, help="seconds to wait for every process (default 120)")
+
+
 def _add_run_args(p, sweep: bool):
     p.add_argument("--preset", default="ppo", help="algorithm preset (see `pg-diag presets`); default ppo")
     p.add_argument("--task", default="hopper", help="task (see `pg-diag tasks`); default hopper")
@@ -41,6 +52,7 @@ def _add_run_args(p, sweep: bool):
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     p.add_argument("--batching", default="vmap", choices=["vmap", "map"],
                    help="vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone")
+    _add_distributed(p)
     if sweep:
         p.add_argument("--grid", action="append", metavar="KNOB=V1,V2,...",
                        help="a grid axis (repeatable); the sweep runs the Cartesian product")
@@ -334,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="the run directory (the one given to --out)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    _add_distributed(p)
     p.set_defaults(func=cmd_resume)
 
     _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
@@ -377,6 +390,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if hasattr(args, "coordinator"):
+            from pg_diag.run import distributed
+            distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
         args.func(args)
     except ConfigError as err:
         print(f"pg-diag: error: {err}", file=sys.stderr)

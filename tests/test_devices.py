@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
 
 def test_sweep_on_two_devices_matches_one_device(tmp_path):
     script = textwrap.dedent("""
@@ -35,3 +37,37 @@ def test_sweep_on_two_devices_matches_one_device(tmp_path):
     assert two["devices"] == 2 and one["devices"] == 1
     assert two["agents"] == one["agents"] == 3  # the padding agent is dropped
     assert two["returns"] == one["returns"]  # looped agents: bitwise the same on any device layout
+
+
+def test_diagnostic_study_on_two_devices_matches_one_device(tmp_path):
+    """A study's subjects are split over the devices (3 subjects: padded to 4, the copy dropped); each
+    subject's numbers are those of the study on one device. Subjects are looped (batching="map") so the
+    arithmetic is the same on any layout."""
+    script = textwrap.dedent("""
+        import json, sys, jax, numpy as np
+        from pg_diag import preset, sweep
+        from pg_diag.diagnostics import gradient_study, landscape_study
+        out = sys.argv[2]
+        sweep(preset("ppo", "lqr", num_iterations=2, checkpoint_at=(0, 1)), seeds=[0], out=out, batching="map")
+        g = gradient_study([out], save=False, sizes=(64, 256), estimates=3, batching="map", iterations=[0, 1],
+                           with_batch_size=False)
+        l = landscape_study([out], save=False, points=2, sizes=(64,), envs=4, batching="map", iterations=[0, 1])
+        print(json.dumps({"devices": jax.device_count(), "cosine": g.pairs.cosine.tolist(),
+                          "returns": l.returns["mean"].tolist(), "surrogate": l.surface.surrogate.tolist()}))
+    """)
+    path = tmp_path / "study.py"
+    path.write_text(script)
+
+    def run(flags, name):
+        env = {**os.environ, "XLA_FLAGS": flags}
+        out = subprocess.run([sys.executable, str(path), "map", str(tmp_path / name)], capture_output=True,
+                             text=True, env=env, timeout=400)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    two = run("--xla_force_host_platform_device_count=2", "two")
+    one = run("", "one")
+    assert two["devices"] == 2 and one["devices"] == 1
+    assert len(one["cosine"]) > 0 and len(one["returns"]) > 0
+    for k in ("cosine", "returns", "surrogate"):
+        np.testing.assert_array_equal(np.array(two[k], float), np.array(one[k], float), err_msg=k)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import numpy as np
 
 from pg_diag.diagnostics import baselines, gradients, tables

@@ -32,7 +32,7 @@ from pg_diag import envs, networks, ppo, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.objectives import mean_relative_error
 from pg_diag.optim import adam
 from pg_diag.rollout import UpdateBatch, discounted_returns, episode_completes
@@ -238,9 +238,7 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
 def program(static, settings: BaselineSettings, r: Resolved):
     env = envs.make(static.task, static.physics, static.physics_threads)
     subject = subject_program(env, static, settings, r)
-    if settings.batching == "vmap":
-        return jax.jit(jax.vmap(subject))
-    return jax.jit(lambda s, k, key: jax.lax.map(lambda a: subject(*a), (s, k, key)))
+    return over_subjects(subject, settings.batching)
 
 
 def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,

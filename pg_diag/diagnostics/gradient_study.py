@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import numpy as np
 
 from pg_diag.diagnostics import gradients, tables

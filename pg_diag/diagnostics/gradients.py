@@ -29,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, stages
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling, frozen_filters, needs_warmup
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 
 #: advantage modes that need the closed forms of the linear-quadratic task
@@ -191,9 +191,7 @@ def program(static, r: Resolved, batching: str = "vmap"):
     """The study's jitted program over stacked subjects: (states, knobs, keys) -> reductions [S, ...]."""
     env = envs.make(static.task, static.physics, static.physics_threads)
     subject = subject_program(env, r)
-    if batching == "vmap":
-        return jax.jit(jax.vmap(subject))
-    return jax.jit(lambda s, k, key: jax.lax.map(lambda a: subject(*a), (s, k, key)))
+    return over_subjects(subject, batching)
 
 
 def subject_keys(seed: int, rows: list) -> jax.Array:

@@ -42,7 +42,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, require
+from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 from pg_diag.objectives import clipped_surrogate, entropy, kl, normalize_advantages, probability_ratio, surrogate
 from pg_diag.optim import annealed_learning_rate
@@ -270,9 +270,7 @@ def subject_program(env, static, r: Resolved):
 def program(static, r: Resolved, batching: str = "vmap"):
     env = envs.make(static.task, static.physics, static.physics_threads)
     subject = subject_program(env, static, r)
-    if batching == "vmap":
-        return jax.jit(jax.vmap(subject))
-    return jax.jit(lambda s, k, key: jax.lax.map(lambda a: subject(*a), (s, k, key)))
+    return over_subjects(subject, batching)
 
 
 def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,

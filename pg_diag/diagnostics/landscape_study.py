@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.diagnostics import gradients, landscape, tables

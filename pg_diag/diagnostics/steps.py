@@ -20,7 +20,6 @@ observations first; empty statistics are warmed first, see
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics import tables
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, over_subjects, plan_subjects
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
 from pg_diag.run import store
@@ -121,14 +120,12 @@ def step_study(runs, iterations=None, agents=None, settings: StepSettings | None
             print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
                   f"{static.num_envs} × {static.steps_per_env}", flush=True)
         env = envs.make(static.task, static.physics, static.physics_threads)
-        prog = jax.jit(jax.vmap(subject_program(env, static, settings)))
+        prog = over_subjects(subject_program(env, static, settings))
         keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
                                              r["iteration"]) for r in subjects.rows])
-        t0 = time.perf_counter()
-        compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
-        t1 = time.perf_counter()
-        out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
-        timings.append({"algorithm": static.algorithm, "compile_s": t1 - t0, "run_s": time.perf_counter() - t1})
+        pairs = len(subjects) * settings.batches * static.batch_size
+        out, timing = compile_and_run(prog, subjects, keys, pairs)
+        timings.append(timing)
         iu, ju = np.triu_indices(settings.batches, 1)
         for s, row in enumerate(subjects.rows):
             frames["pairs"].append(pd.DataFrame({**row, "i": iu, "j": ju, "cosine": out["cosine"][s][iu, ju],

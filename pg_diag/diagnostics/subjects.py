@@ -19,6 +19,7 @@ import numpy as np
 
 from pg_diag.config import ConfigError, Static, stack_knobs
 from pg_diag.run import store
+from pg_diag.run.shard import AXIS, gather, over_devices, pad_and_shard
 
 #: Static settings that must agree for runs to share one sampling program.
 SHARED_STATIC = ("task", "physics", "physics_threads", "policy_hidden", "value_hidden")
@@ -41,15 +42,32 @@ def check_batching(batching: str, resamples: int) -> None:
     require(resamples >= 10, f"resamples must be ≥ 10, got {resamples!r}")
 
 
+def over_subjects(subject, batching: str = "vmap"):
+    """A study's jitted program over stacked subjects, ``(states, knobs, keys) -> outputs [S, ...]``:
+    ``subject`` vmapped over them (or, with "map", run in turn), on each device's block of subjects
+    (:mod:`pg_diag.run.shard`: on several devices or processes, each steps its own subjects' physics)."""
+    if batching == "vmap":
+        fn = jax.vmap(subject)
+    else:
+        def fn(states, knobs, keys):
+            return jax.lax.map(lambda a: subject(*a), (states, knobs, keys))
+    return jax.jit(over_devices(fn, jax.sharding.PartitionSpec(AXIS)))
+
+
 def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
-    """Compile ``prog`` for the stacked subjects, run it and fetch its outputs. Returns the outputs and
-    the timing record a study's manifest keeps (compile and run seconds, pairs sampled per second)."""
+    """Compile ``prog`` (:func:`over_subjects`) for the stacked subjects, run it and fetch its outputs
+    (every subject's, on every process). Returns the outputs and the timing record a study's manifest
+    keeps (compile and run seconds, pairs sampled per second)."""
     import time
 
+    n = len(subjects)
+    args, padded = pad_and_shard((subjects.states, subjects.knobs, keys), n)
     t0 = time.perf_counter()
-    compiled = prog.lower(subjects.states, subjects.knobs, keys).compile()
+    compiled = prog.lower(*args).compile()
     t1 = time.perf_counter()
-    out = jax.device_get(compiled(subjects.states, subjects.knobs, keys))
+    out = gather(compiled(*args))
+    if padded != n:
+        out = jax.tree.map(lambda x: x[:n], out)
     t2 = time.perf_counter()
     return out, {"algorithm": subjects.static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
                  "pairs_per_s": pairs / max(t2 - t1, 1e-9)}

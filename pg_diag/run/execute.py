@@ -36,12 +36,13 @@ from typing import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 from pg_diag.config import BOOL_KNOBS, KNOB_NAMES, Config, ConfigError, stack_knobs
 from pg_diag.run import store
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk
-from pg_diag.run.shard import agent_sharding, pad_and_shard
+from pg_diag.run.shard import AXIS, agent_sharding, gather, over_devices, pad_and_shard
 from pg_diag.trainer import METRICS, make_train, seed_key
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
@@ -79,7 +80,8 @@ def _abstract_inputs(n_agents: int):
 def init_program(static, n_agents: int, batching: str = "vmap"):
     """The compiled initialization of ``n_agents`` agents (cached: a notebook
     repeating a sweep of the same shape does not compile again)."""
-    return jax.jit(_over_agents(_trainer(static).init, batching)).lower(*_abstract_inputs(n_agents)).compile()
+    init = over_devices(_over_agents(_trainer(static).init, batching), P(AXIS))
+    return jax.jit(init).lower(*_abstract_inputs(n_agents)).compile()
 
 
 @functools.lru_cache(maxsize=32)
@@ -87,8 +89,11 @@ def chunk_program(static, n_agents: int, length: int, batching: str = "vmap"):
     """The compiled chunk of ``length`` iterations of ``n_agents`` agents (cached)."""
     trainer = _trainer(static)
     keys, knobs = _abstract_inputs(n_agents)
-    states = jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs)
-    fn = jax.jit(lambda s, k: trainer.run_agents(s, k, length, batching), donate_argnums=0)
+    states = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=agent_sharding()),
+                          jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs))
+    # metrics come out [iterations, agents]
+    chunk = over_devices(lambda s, k: trainer.run_agents(s, k, length, batching), (P(AXIS), P(None, AXIS)))
+    fn = jax.jit(chunk, donate_argnums=0)
     return fn.lower(states, knobs).compile()
 
 
@@ -233,10 +238,12 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
     static, n = p.base.static, p.num_agents
     program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
     kept = set(static.checkpoint_iterations()) | ({static.num_iterations} if manifest["save_checkpoint"] else set())
+    lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
     if progress is None:
         progress = sys.stderr.isatty()
+    progress = progress and lead
     knobs = stack_knobs([cfg.knobs for cfg in p.configs for _ in p.seeds])
-    keys = jax.device_put(np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()]))
+    keys = np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()])
     (keys, knobs), n_padded = pad_and_shard((keys, knobs), n)
     resume_cmd = f"pg-diag resume {out}" if out else None
     manifest.update(resume_command=resume_cmd,
@@ -273,20 +280,21 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             for length in lengths:
                 state, metrics = get(chunk_program, length, batching)(state, knobs)
                 _wait((state, metrics))
-                chunk_metrics = {k: np.asarray(v).T[:n] for k, v in jax.device_get(metrics).items()}
+                chunk_metrics = {k: np.asarray(v).T[:n] for k, v in gather(metrics).items()}
                 history = {k: np.concatenate([history[k], v], axis=1) if history else v
                            for k, v in chunk_metrics.items()}
                 done += length
                 ret = chunk_metrics["mean_return"][:, -1]
                 bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
                 if out is not None:
-                    store.write_metrics(out, store.metrics_frame(p, history))
-                    store.save_states(out, done, state, n)
-                    if latest is not None and latest not in kept:
-                        store.drop_checkpoint(out, latest)
+                    store.save_states(out, done, state, n)  # every process takes part (orbax)
+                    if lead:
+                        store.write_metrics(out, store.metrics_frame(p, history))
+                        if latest is not None and latest not in kept:
+                            store.drop_checkpoint(out, latest)
+                        store.write_manifest(out, _progress_manifest(manifest, done, out, history))
                     latest = done
-                    store.write_manifest(out, _progress_manifest(manifest, done, out, history))
-            if out is not None and latest is not None and latest not in kept:
+            if out is not None and lead and latest is not None and latest not in kept:
                 store.drop_checkpoint(out, latest)
             status = "complete"
         finally:
@@ -299,17 +307,19 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 "compiles": counter.count, "compile_backend_s": counter.seconds,
                 "env_steps": done * static.batch_size * n,
                 "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
-            if out is not None:
+            if out is not None and lead:
                 store.write_metrics(out, store.metrics_frame(p, history))
                 store.write_manifest(out, manifest)
-            if status != "complete":
+            if status != "complete" and lead:
                 where = f"; resume with: {resume_cmd}" if resume_cmd else ""
                 sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
                                  f"{static.num_iterations}{where}\n")
     diverged = manifest["diverged_agents"]
-    if diverged:
+    if diverged and lead:
         sys.stderr.write(f"warning: {len(diverged)} of {n} agents diverged (non-finite parameters "
                          f"or losses): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
+    if jax.process_count() > 1:  # every agent's final state on every process
+        state = gather(state)
     final = jax.tree.map(lambda x: x[:n], state) if n_padded != n else state
     return store.RunResult(manifest=manifest, metrics=store.metrics_frame(p, history), path=out, final_state=final)
 

@@ -117,7 +117,7 @@ def device_info() -> dict:
     devices = jax.devices()
     return {"backend": jax.default_backend(), "count": len(devices),
             "kinds": sorted({d.device_kind for d in devices}), "host": platform.node(),
-            "cpu_count": os.cpu_count()}
+            "cpu_count": os.cpu_count(), "processes": jax.process_count()}
 
 
 def read_manifest(path: str) -> dict:
@@ -238,6 +238,10 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
     """Save the stacked agent states (padding agents dropped) after ``iteration``."""
     import orbax.checkpoint as ocp
 
+    if jax.process_count() > 1:  # every process holds every agent's state; orbax writes it once
+        from pg_diag.run.shard import gather
+
+        states = gather(states)
     if jax.tree.leaves(states)[0].shape[0] != num_agents:
         states = jax.tree.map(lambda x: x[:num_agents], states)
     checkpointer = ocp.StandardCheckpointer()

@@ -1,0 +1,114 @@
+"""Several processes (hosts) as one SPMD program, on ``jax.distributed``.
+
+Every process runs the same command; the agent axis is sharded over the
+global device mesh (:mod:`pg_diag.run.shard`), each process steps the physics
+of its own agents, and process 0 writes the run directory. Where the
+processes come from:
+
+* explicit: ``initialize(coordinator="host:port", num_processes=N, process_id=I)``,
+  the CLI's ``--coordinator --num-processes --process-id``;
+* the environment: ``PG_DIAG_COORDINATOR``, ``PG_DIAG_NUM_PROCESSES``,
+  ``PG_DIAG_PROCESS_ID``;
+* detected: ``coordinator="auto"`` (or, with nothing given, a SLURM job step
+  of several tasks or a multi-host TPU slice) lets JAX find the cluster.
+
+On CPUs the processes exchange data through gloo.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import jax
+
+from pg_diag.config import ConfigError
+
+ENV = {"coordinator": "PG_DIAG_COORDINATOR", "num_processes": "PG_DIAG_NUM_PROCESSES",
+       "process_id": "PG_DIAG_PROCESS_ID"}
+
+
+def _detected() -> bool:
+    """A cluster JAX can read itself: a SLURM step of several tasks, or a TPU slice of several hosts."""
+    if int(os.environ.get("SLURM_NTASKS", "1") or 1) > 1 and "SLURM_JOB_ID" in os.environ:
+        return True
+    return "," in os.environ.get("TPU_WORKER_HOSTNAMES", "")
+
+
+def settings(coordinator=None, num_processes=None, process_id=None) -> dict | None:
+    """The checked settings (arguments first, then the environment), ``{}`` for cluster detection, or
+    None for a single process."""
+    given = {"coordinator": coordinator, "num_processes": num_processes, "process_id": process_id}
+    for name, var in ENV.items():
+        if given[name] is None and os.environ.get(var):
+            given[name] = os.environ[var]
+    if given["coordinator"] == "auto" or (given["coordinator"] is None and given["num_processes"] is None
+                                          and given["process_id"] is None and _detected()):
+        return {}
+    if all(v is None for v in given.values()):
+        return None
+    missing = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is None]
+    if missing:
+        raise ConfigError(f"several processes need --coordinator, --num-processes and --process-id together "
+                          f"(or their {', '.join(ENV.values())} variables); missing: {', '.join(missing)}")
+    address = str(given["coordinator"])
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"coordinator must be HOST:PORT with a port in 1 … 65535 (or 'auto'), got {address!r}")
+    try:
+        n = int(given["num_processes"])
+        i = int(given["process_id"])
+    except (TypeError, ValueError):
+        raise ConfigError(f"num_processes and process_id must be integers, got {given['num_processes']!r} and "
+                          f"{given['process_id']!r}") from None
+    if n < 1:
+        raise ConfigError(f"num_processes must be ≥ 1, got {n}")
+    if not 0 <= i < n:
+        raise ConfigError(f"process_id must be in 0 … {n - 1} (num_processes = {n}), got {i}")
+    return {"coordinator_address": address, "num_processes": n, "process_id": i}
+
+
+def initialize(coordinator=None, num_processes=None, process_id=None, timeout: int = 120) -> bool:
+    """Join the processes of a multi-process run (see the module docstring); True if it did. Call it
+    before anything else touches JAX's devices. ``timeout``: seconds to wait for every process."""
+    chosen = settings(coordinator, num_processes, process_id)
+    if chosen is None or chosen.get("num_processes") == 1:
+        return False
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # used by CPU devices only
+    where = (f"coordinator {chosen['coordinator_address']} as process {chosen['process_id']} of "
+             f"{chosen['num_processes']}" if chosen else "the cluster JAX detected")
+    start = time.monotonic()
+    if chosen:  # JAX aborts the process when it cannot reach the coordinator: find that out first
+        _check_reachable(chosen["coordinator_address"], chosen["process_id"], timeout, where)
+    try:
+        jax.distributed.initialize(**chosen, initialization_timeout=max(1, int(timeout - (time.monotonic() - start))))
+    except Exception as e:  # the coordination service reports failures in many types; name what was asked
+        raise ConfigError(f"could not join {where} within {timeout} s: is every process started? "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''})") from None
+    return True
+
+
+def _check_reachable(address: str, process_id: int, timeout: float, where: str) -> None:
+    """Process 0 must be able to listen on the port; the others wait until it does."""
+    host, _, port = address.rpartition(":")
+    if process_id == 0:
+        with socket.socket() as s:
+            try:
+                s.bind(("", int(port)))
+            except OSError as e:
+                raise ConfigError(f"cannot host {where}: port {port} is not free on this host ({e.strerror})") from None
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise ConfigError(f"could not join {where} within {timeout} s: nothing answers at {address} "
+                                  f"({e.strerror or e}); is process 0 started, and the address reachable from "
+                                  f"this host?") from None
+            time.sleep(0.25)

@@ -1,0 +1,125 @@
+"""Several processes as one SPMD program (jax.distributed; gloo between local CPU processes).
+
+Each case runs the same ``pg-diag sweep`` command as two local processes joined through a localhost
+coordinator, and alone as one process; with looped agents (``--batching map``) every agent's arithmetic is
+that of a run alone, so the metrics and the saved states must be bitwise equal."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from pg_diag import load_checkpoint
+from pg_diag.cli import main
+from pg_diag.run import distributed
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _env(devices: int) -> dict:
+    flags = f"--xla_force_host_platform_device_count={devices}" if devices > 1 else ""
+    return {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+
+
+def _sweep(out, args, processes: int = 1, devices: int = 1) -> list:
+    cmd = [sys.executable, "-m", "pg_diag.cli", "sweep", *args, "--out", str(out), "--no-progress", "--checkpoint",
+           "--batching", "map"]
+    if processes == 1:
+        children = [subprocess.Popen(cmd, env=_env(devices), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)]
+    else:
+        port = _free_port()
+        children = [subprocess.Popen(cmd + ["--coordinator", f"localhost:{port}", "--num-processes", str(processes),
+                                            "--process-id", str(i)], env=_env(devices), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True) for i in range(processes)]
+    outs = [c.communicate(timeout=400) for c in children]
+    for c, (_, err) in zip(children, outs):
+        assert c.returncode == 0, err[-3000:]
+    return outs
+
+
+def _same_run(a, b):
+    ma, mb = pd.read_parquet(a / "metrics.parquet"), pd.read_parquet(b / "metrics.parquet")
+    assert len(ma) == len(mb) > 0
+    pd.testing.assert_frame_equal(ma, mb, check_exact=True)
+    sa, sb = load_checkpoint(str(a)), load_checkpoint(str(b))
+    for x, y in zip(jax.tree.leaves(sa), jax.tree.leaves(sb)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+POINT_MASS = ["--preset", "ppo", "--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32",
+              "--set", "num_iterations=3", "--set", "num_minibatches=4", "--set", "ppo_epochs=2",
+              "--set", "value_epochs=2", "--grid", "lr_policy=1e-4,3e-4,1e-3", "--seeds", "1"]
+HOPPER = ["--preset", "ppo", "--task", "hopper", "--set", "physics=native", "--set", "num_envs=2",
+          "--set", "steps_per_env=32", "--set", "num_iterations=2", "--set", "num_minibatches=2",
+          "--set", "ppo_epochs=1", "--set", "value_epochs=1", "--grid", "lr_policy=1e-4,3e-4,1e-3", "--seeds", "1"]
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    root = tmp_path_factory.mktemp("alone")
+    _sweep(root / "point_mass", POINT_MASS)
+    _sweep(root / "hopper", HOPPER)
+    return root
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_two_processes_equal_one_on_a_pure_jax_task(alone, tmp_path, devices):
+    """3 agents over 2 processes × ``devices`` devices (padded to a multiple of the device count)."""
+    _sweep(tmp_path / "run", POINT_MASS, processes=2, devices=devices)
+    _same_run(tmp_path / "run", alone / "point_mass")
+    import json
+    manifest = json.load(open(tmp_path / "run" / "manifest.json"))
+    assert manifest["device"]["processes"] == 2 and manifest["device"]["count"] == 2 * devices
+    assert manifest["status"] == "complete" and manifest["num_agents"] == 3
+
+
+def test_two_processes_equal_one_on_native_mujoco(alone, tmp_path):
+    """Each process steps its own agents' physics (the callback inside shard_map)."""
+    _sweep(tmp_path / "run", HOPPER, processes=2)
+    _same_run(tmp_path / "run", alone / "hopper")
+
+
+@pytest.mark.parametrize("given,match", [
+    (dict(coordinator="localhost:1234", num_processes=2, process_id=2), "process_id must be in 0 … 1"),
+    (dict(coordinator="localhost:1234", num_processes=0, process_id=0), "num_processes must be ≥ 1"),
+    (dict(coordinator="localhost", num_processes=2, process_id=0), "HOST:PORT"),
+    (dict(coordinator="localhost:99999", num_processes=2, process_id=0), "HOST:PORT"),
+    (dict(coordinator="localhost:1234", num_processes=2), "missing: --process-id"),
+])
+def test_bad_settings_are_named(given, match):
+    with pytest.raises(distributed.ConfigError, match=match):
+        distributed.settings(**given)
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PG_DIAG_COORDINATOR", "10.0.0.1:1234")
+    monkeypatch.setenv("PG_DIAG_NUM_PROCESSES", "4")
+    monkeypatch.setenv("PG_DIAG_PROCESS_ID", "3")
+    assert distributed.settings() == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4, "process_id": 3}
+    assert distributed.settings(process_id=1)["process_id"] == 1   # an argument wins over the environment
+
+
+def test_cli_refuses_a_process_id_out_of_range(capsys):
+    assert main(["sweep", "--task", "point_mass", "--coordinator", "localhost:1234", "--num-processes", "2",
+                 "--process-id", "5"]) == 2
+    assert "process_id must be in 0 … 1" in capsys.readouterr().err
+
+
+def test_an_unreachable_coordinator_is_a_clear_error():
+    """Process 1 of 2 with nobody listening at the coordinator's address gives up after the timeout."""
+    port = _free_port()
+    out = subprocess.run([sys.executable, "-m", "pg_diag.cli", "sweep", "--task", "point_mass", "--coordinator",
+                          f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "3"],
+                         env=_env(1), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert f"could not join coordinator localhost:{port} as process 1 of 2 within 3 s" in out.stderr
