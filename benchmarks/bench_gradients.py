@@ -73,14 +73,20 @@ def rate(name: str) -> dict:
             "physics_steps_per_s": physics, "ratio": pairs / study_s / physics, "compiles": compiles}
 
 
-def peak_memory(largest: int) -> dict:
-    """Peak RSS of a fresh process running a 1-subject, K = 2 study to ``largest`` pairs."""
-    code = (f"import resource, jax, sys; sys.path.insert(0, 'benchmarks'); import bench_gradients as b; "
-            f"env, prog, args, pairs = b.study_program(1, 2, 1, 2048, {largest}); "
-            f"jax.block_until_ready(prog(*args)); "
+def peak_rss_mib(module: str, call: str) -> float:
+    """Peak resident memory (MiB) of a fresh process that builds ``module.call`` (returning a program and
+    its arguments last) and runs it once."""
+    code = (f"import resource, jax, sys; sys.path.insert(0, 'benchmarks'); import {module} as b; "
+            f"*_, prog, args, pairs = b.{call}; jax.block_until_ready(prog(*args)); "
             f"print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return {"largest_n": largest, "peak_rss_mib": int(out.stdout.strip().splitlines()[-1]) / 1024}
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def peak_memory(largest: int) -> dict:
+    """Peak RSS of a fresh process running a 1-subject, K = 2 study to ``largest`` pairs."""
+    return {"largest_n": largest,
+            "peak_rss_mib": peak_rss_mib("bench_gradients", f"study_program(1, 2, 1, 2048, {largest})")}
 
 
 def main():

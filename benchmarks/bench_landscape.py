@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
 import jax
-from bench_gradients import subjects
+from bench_gradients import peak_rss_mib, subjects
 from bench_throughput import physics_rate
 
 SHAPES = {  # name: (subjects, points per axis, envs per point, sizes of the true return)
@@ -66,12 +64,8 @@ def rate(name: str) -> dict:
 
 def peak_memory(largest: int) -> dict:
     """Peak RSS of a fresh process running one subject's 3 × 3 landscape to ``largest`` pairs per point."""
-    code = (f"import resource, jax, sys; sys.path.insert(0, 'benchmarks'); import bench_landscape as b; "
-            f"r, prog, args, pairs = b.study_program(1, 3, 16, (2_000, {largest})); "
-            f"jax.block_until_ready(prog(*args)); "
-            f"print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return {"pairs_per_point": largest, "peak_rss_mib": int(out.stdout.strip().splitlines()[-1]) / 1024}
+    return {"pairs_per_point": largest,
+            "peak_rss_mib": peak_rss_mib("bench_landscape", f"study_program(1, 3, 16, (2_000, {largest}))")}
 
 
 def main():
