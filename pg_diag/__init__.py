@@ -3,12 +3,12 @@
 from pg_diag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Static, preset,
                             preset_names)
 from pg_diag.policy import FrozenPolicy
-from pg_diag.run import (RunResult, load_checkpoint, load_policy, load_run, plan, resume, sweep,
+from pg_diag.run import (RunResult, load_checkpoint, load_policy, load_run, plan, rerun, resume, sweep,
                          train)
 from pg_diag.trainer import METRICS, make_train, seed_key
 
 __version__ = "0.1.0"
 
 __all__ = ["Config", "ConfigError", "FrozenPolicy", "Knobs", "METRICS", "OPTIMIZATIONS", "RunResult", "Static",
-           "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names", "resume",
+           "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names", "rerun", "resume",
            "seed_key", "sweep", "train"]

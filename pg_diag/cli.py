@@ -6,6 +6,7 @@
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
     pg-diag show runs/sweep
     pg-diag resume runs/sweep
+    pg-diag rerun runs/sweep --out runs/again
     pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
@@ -154,6 +155,14 @@ def cmd_resume(args):
     result = resume(args.run, progress=args.progress)
     print(_summary(result))
     print(f"wrote {args.run}")
+
+
+def cmd_rerun(args):
+    from pg_diag.run import rerun
+    result = rerun(args.run, out=args.out, progress=args.progress)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
 
 
 def cmd_fig_ablation(args):
@@ -348,6 +357,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     _add_distributed(p)
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("rerun", help="run a recorded run again from scratch (same configuration, grid and seeds)")
+    p.add_argument("run", help="the run directory whose manifest to reproduce")
+    p.add_argument("--out", default=None, help="the new run directory to write")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    _add_distributed(p)
+    p.set_defaults(func=cmd_rerun)
 
     _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
                     cmd_fig_ablation, "results/fig-ablation")

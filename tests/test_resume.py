@@ -12,6 +12,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 from pg_diag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
@@ -110,6 +111,21 @@ def test_interrupted_run_resumes_bitwise(uninterrupted, base, tmp_path, monkeypa
     # resuming a complete run does nothing
     again = sweep(resume=out)
     assert again.manifest["status"] == "complete" and len(again.metrics) == len(resumed.metrics)
+
+
+def test_rerun_reproduces_a_run_from_its_manifest(uninterrupted, tmp_path, capsys):
+    """`pg-diag rerun` runs the recorded configuration, grid, seeds and checkpoints again: the same numbers."""
+    from pg_diag.cli import main
+
+    assert main(["rerun", uninterrupted.path, "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+    again, first = load_run(str(tmp_path / "again")), load_run(uninterrupted.path)
+    for k in ("grid_points", "seeds", "label", "chunk_iterations", "batching", "base_config", "save_checkpoint"):
+        assert again.manifest[k] == first.manifest[k], k
+    pd.testing.assert_frame_equal(again.metrics, uninterrupted.metrics, check_exact=True)
+    assert again.checkpoints == uninterrupted.checkpoints
+    leaves_equal(load_checkpoint(again, 3), load_checkpoint(uninterrupted, 3))
+    assert main(["rerun", uninterrupted.path, "--out", uninterrupted.path]) == 2
+    assert "--out must differ" in capsys.readouterr().err
 
 
 def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import signal
 import sys
 import threading
@@ -208,15 +209,32 @@ def resume(run_dir: str, progress: bool | None = None) -> store.RunResult:
     return sweep(resume=run_dir, progress=progress)
 
 
-def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
+def rerun(run_dir: str, out: str | None = None, progress: bool | None = None) -> store.RunResult:
+    """The run recorded in ``run_dir`` again from scratch: its configuration, grid, seeds, labels,
+    chunking, batching and checkpoints (the same seeds give the same numbers). ``out``: a new directory."""
+    manifest = _training_manifest(run_dir, "rerun")
+    if out is not None and os.path.abspath(out) == os.path.abspath(run_dir):
+        raise ConfigError(f"rerun writes a new run directory: --out must differ from {run_dir!r}")
+    p = store.plan_from_manifest(manifest)
+    return sweep(p.base, manifest["grid_points"] or None, manifest["seeds"], out, progress=progress,
+                 chunk_iterations=manifest["chunk_iterations"], save_checkpoint=manifest["save_checkpoint"],
+                 label=manifest["label"], batching=manifest["batching"], labels=manifest.get("labels") or None)
+
+
+def _training_manifest(run_dir: str, what: str) -> dict:
     try:
         manifest = store.read_manifest(run_dir)
     except FileNotFoundError:
-        raise ConfigError(f"cannot resume {run_dir!r}: it is not a pg_diag run directory (no "
+        raise ConfigError(f"cannot {what} {run_dir!r}: it is not a pg_diag run directory (no "
                           f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
     if "base_config" not in manifest or "grid_points" not in manifest:
-        raise ConfigError(f"cannot resume {run_dir!r}: its {store.MANIFEST} is not a training run's "
+        raise ConfigError(f"cannot {what} {run_dir!r}: its {store.MANIFEST} is not a training run's "
                           f"(format {manifest.get('format')!r})")
+    return manifest
+
+
+def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
+    manifest = _training_manifest(run_dir, "resume")
     p = store.plan_from_manifest(manifest)
     if base is not None:
         given = plan(base, grid, seeds, labels)
