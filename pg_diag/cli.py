@@ -7,6 +7,7 @@
     pg-diag show runs/sweep
     pg-diag resume runs/sweep
     pg-diag rerun runs/sweep --out runs/again
+    pg-diag plot runs/sweep --metric value_loss | pg-diag export runs/sweep   # TensorBoard
     pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
 from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
@@ -163,6 +165,20 @@ def cmd_rerun(args):
     print(_summary(result))
     if args.out:
         print(f"wrote {args.out}")
+
+
+def cmd_plot(args):
+    from pg_diag.experiments import run_plot
+    print(f"wrote {run_plot.plot(args.run, args.metric, out=args.out)}")
+
+
+def cmd_export(args):
+    from pg_diag.run import tensorboard
+    try:
+        paths = tensorboard.export(args.run, args.logdir)
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from None
+    print(f"wrote {len(paths)} event files under {os.path.dirname(os.path.dirname(paths[0])) if paths else args.logdir}")
 
 
 def cmd_fig_ablation(args):
@@ -357,6 +373,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     _add_distributed(p)
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95% CI")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--metric", default="mean_return", help="a recorded metric (see `pg-diag knobs`); default "
+                                                            "mean_return")
+    p.add_argument("--out", default=None, help="the image to write (default RUN/plots/METRIC.png)")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("export", help="a run's metrics as TensorBoard event files, one per agent")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--logdir", default=None, help="where to write them (default RUN/tensorboard)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("rerun", help="run a recorded run again from scratch (same configuration, grid and seeds)")
     p.add_argument("run", help="the run directory whose manifest to reproduce")
