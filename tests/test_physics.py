@@ -135,3 +135,25 @@ def test_native_training_is_one_program_and_recorded(tmp_path):
     assert np.isfinite(m[["mean_return", "mean_kl", "max_ratio", "value_loss"]].to_numpy()).all()
     again = sweep(cfg.replace(physics_threads=1), {"value_clipping": [False, True]}, seeds=[0, 1])
     np.testing.assert_array_equal(again.metrics.mean_return.to_numpy(), m.mean_return.to_numpy())
+
+
+def test_solver_settings_are_the_tasks_own_or_braxs_fast_ones():
+    import mujoco
+
+    from pg_diag.envs.mujoco_tasks import brax_asset
+    from pg_diag.run import store
+
+    raw = mujoco.MjModel.from_xml_path(brax_asset("hopper.xml"))
+    converged = load_model(MUJOCO_TASKS["hopper"], "converged")
+    assert (converged.opt.iterations, converged.opt.ls_iterations) == (raw.opt.iterations, raw.opt.ls_iterations)
+    for task in ("hopper", "walker2d", "humanoid"):
+        fast = load_model(MUJOCO_TASKS[task], "fast")
+        assert (fast.opt.iterations, fast.opt.ls_iterations) == (1, 4)
+    humanoid = load_model(MUJOCO_TASKS["humanoid"])
+    assert (humanoid.opt.iterations, humanoid.opt.ls_iterations) == (8, 10)
+    info = store.physics_info(preset("ppo", "hopper", solver="fast", physics="native").static)
+    assert info["solver"] == "fast" and info["solver_options"]["iterations"] == 1
+    with pytest.raises(ConfigError, match="unknown solver setting 'quick'; choose one of: converged, fast"):
+        preset("ppo", "hopper", solver="quick")
+    with pytest.raises(ConfigError, match="has no MuJoCo solver"):
+        preset("ppo", "point_mass", solver="fast")

@@ -189,7 +189,7 @@ def subject_program(env, r: Resolved):
 
 def program(static, r: Resolved, batching: str = "vmap"):
     """The study's jitted program over stacked subjects: (states, knobs, keys) -> reductions [S, ...]."""
-    env = envs.make(static.task, static.physics, static.physics_threads)
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
     subject = subject_program(env, r)
     return over_subjects(subject, batching)
 

@@ -119,7 +119,7 @@ def step_study(runs, iterations=None, agents=None, settings: StepSettings | None
         if verbose:
             print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
                   f"{static.num_envs} × {static.steps_per_env}", flush=True)
-        env = envs.make(static.task, static.physics, static.physics_threads)
+        env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
         prog = over_subjects(subject_program(env, static, settings))
         keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
                                              r["iteration"]) for r in subjects.rows])

@@ -25,6 +25,8 @@ TASKS = {
                    "(mean 50 steps); J, ∇J and V^π in closed form."),
 }
 PHYSICS = ("auto", "mjx", "native")
+#: MuJoCo solver settings (:data:`pg_diag.envs.mujoco_tasks.SOLVERS`): the task's converged ones, or Brax's fast ones.
+SOLVERS = ("converged", "fast")
 
 
 def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple[str, int]:
@@ -50,7 +52,7 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple
 
 
 @functools.lru_cache(maxsize=None)
-def _make(name: str, physics: str, threads: int) -> Env:
+def _make(name: str, physics: str, threads: int, solver: str) -> Env:
     if name == "pendulum":
         from pg_diag.envs.classic import make_pendulum
         return make_pendulum()
@@ -61,13 +63,19 @@ def _make(name: str, physics: str, threads: int) -> Env:
         from pg_diag.envs.lqr import make_lqr
         return make_lqr()
     from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
-    return make_mujoco_env(MUJOCO_TASKS[name], physics, threads)
+    return make_mujoco_env(MUJOCO_TASKS[name], physics, threads, solver=solver)
 
 
-def make(name: str, physics: str = "auto", threads: int = 0) -> Env:
-    """Build the named task on a physics backend (cached per resolved backend)."""
+def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "converged") -> Env:
+    """Build the named task on a physics backend with a solver setting (``SOLVERS``; MuJoCo tasks only),
+    cached per resolved backend."""
     backend, threads = resolve_physics(name, physics, threads)
-    return _make(name, backend, threads)
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver setting {solver!r}; choose one of: {', '.join(SOLVERS)}")
+    if backend == "jax" and solver != "converged":
+        raise ValueError(f"task {name!r} is written in pure JAX and has no solver; solver must be 'converged', "
+                         f"got {solver!r}")
+    return _make(name, backend, threads, solver)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "TASKS", "make", "resolve_physics", "time_limit"]
+__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "make", "resolve_physics", "time_limit"]

@@ -156,14 +156,26 @@ MUJOCO_TASKS = {t.name: t for t in (HOPPER, WALKER2D, HUMANOID)}
 
 PHYSICS_BACKENDS = ("mjx", "native")
 
+#: Solver settings. "converged": the task's own (the model's iterations, MuJoCo's line search), the same on
+#: both backends, so they integrate the same equations. "fast": Brax's and MuJoCo Playground's speed settings
+#: (one Newton iteration, four line-search steps), 8–10× cheaper on MJX; contacts are left unconverged.
+SOLVERS = ("converged", "fast")
+FAST_OPTIONS = {"iterations": 1, "ls_iterations": 4}
 
-def load_model(task: MujocoTask):
-    """The task's MjModel with its solver options, shared by both backends so that
+
+def solver_options(task: MujocoTask, solver: str = "converged") -> dict:
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver setting {solver!r}; choose one of: {', '.join(SOLVERS)}")
+    return {**task.solver_options, **(FAST_OPTIONS if solver == "fast" else {})}
+
+
+def load_model(task: MujocoTask, solver: str = "converged"):
+    """The task's MjModel with the solver setting's options, shared by both backends so that
     they integrate the same equations."""
     import mujoco
 
     model = mujoco.MjModel.from_xml_path(brax_asset(task.xml))
-    opts = task.solver_options
+    opts = solver_options(task, solver)
     if "solver" in opts:
         model.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{opts['solver']}")
     if "iterations" in opts:
@@ -299,7 +311,7 @@ def native_advance(task: MujocoTask, model, threads: int):
 
 
 def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
-                    max_episode_steps: int = MAX_EPISODE_STEPS) -> Env:
+                    max_episode_steps: int = MAX_EPISODE_STEPS, solver: str = "converged") -> Env:
     """The task on one physics backend.
 
     The carried physics state is ``qpos``, ``qvel`` and the task's derived
@@ -311,7 +323,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     """
     if physics not in PHYSICS_BACKENDS:
         raise ValueError(f"unknown physics backend {physics!r}; backends are: {', '.join(PHYSICS_BACKENDS)}")
-    model = load_model(task)
+    model = load_model(task, solver)
     info = _model_info(task, model)
     derived = make_derived_fields(task, model)
     advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
@@ -340,6 +352,6 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
                         reward=reward.astype(jnp.float32), terminated=terminated,
                         truncated=time_limit(t, terminated, max_episode_steps), t=t)
 
-    label = "MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads)"
+    label = ("MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads)") + f", {solver} solver"
     return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
                reset=reset, step=step, description=f"{task.description} Physics: {label}.")

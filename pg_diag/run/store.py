@@ -106,6 +106,9 @@ def physics_info(static) -> dict:
 
     backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
     info = {"requested": static.physics, "backend": backend}
+    if backend != "jax":
+        from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, solver_options
+        info.update(solver=static.solver, solver_options=solver_options(MUJOCO_TASKS[static.task], static.solver))
     if backend == "native":
         info.update(threads=threads, mujoco=metadata.version("mujoco"))
     elif backend == "mjx":
