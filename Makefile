@@ -94,6 +94,8 @@ bench: setup
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_landscape.py
+	$(PY) benchmarks/bench_solver.py
+	$(PY) benchmarks/bench_stages.py
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup

@@ -1,0 +1,80 @@
+"""Where a training iteration's time goes: each stage of pg_diag.stages compiled and timed on its own.
+
+For Hopper on native physics with the PPO preset's update (10 value + 10 policy epochs × 32 minibatches),
+``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
+filters, GAE), the value epochs, the policy epochs, the metrics (trust-region statistics and value
+errors on the batch), and the whole iteration as training compiles it, beside the raw physics of the
+same batch.
+
+    python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+from bench_throughput import physics_rate, timed
+
+from pg_diag import make_train, preset, seed_key, stages
+from pg_diag.config import stack_knobs
+
+
+def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
+    cfg = preset("ppo", "hopper", num_envs=num_envs, steps_per_env=steps, num_minibatches=32, physics="native")
+    static = cfg.static
+    trainer = make_train(static)
+    env = trainer.env
+    knobs = stack_knobs([cfg.knobs] * agents)
+    state = jax.jit(jax.vmap(trainer.init))(jnp.stack([seed_key(i) for i in range(agents)]), knobs)
+    lr = jnp.full((agents,), 3e-4)
+
+    collect = jax.jit(jax.vmap(lambda s, k: stages.collect_batch(env, s.policy, s.value, s.envs, s.filters, k,
+                                                                 s.key, steps)))
+    data = collect(state, knobs)
+    value = jax.jit(jax.vmap(lambda s, d, lr, k: stages.value_step(static, s.value, s.value_opt, d.batch, lr, k,
+                                                                   s.key)))
+    policy = jax.jit(jax.vmap(lambda s, d, lr, k: stages.policy_step(static, s.policy, s.policy_opt, d.batch, lr,
+                                                                     k, s.key)))
+    new_policy = policy(state, data, lr, knobs)
+    new_value = value(state, data, lr, knobs)
+
+    def metrics_fn(s, d, p, v, k):
+        b = d.batch
+        tr = stages.trust_region(s.policy, p, b.obs, b.action, b.old_log_prob, k)
+        return tr, stages.value_errors(v, stages.value_targets(d, k), k), stages.episode_stats(d.transitions)
+
+    metrics = jax.jit(jax.vmap(metrics_fn))
+    whole = jax.jit(lambda s, k: trainer.run_agents(s, k, 1))
+    rows = [
+        ("rollout (collect_batch)", timed(collect, state, knobs)),
+        ("value epochs (value_step)", timed(value, state, data, lr, knobs)),
+        ("policy epochs (policy_step)", timed(policy, state, data, lr, knobs)),
+        ("metrics (trust region, value errors, episodes)",
+         timed(metrics, state, data, new_policy.params, new_value.params, knobs)),
+        ("whole iteration (as training runs it)", timed(whole, state, knobs)),
+    ]
+    batch = agents * num_envs
+    rows.append(("raw physics of the same batch", batch * steps / physics_rate("hopper", batch, steps)))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=16)
+    parser.add_argument("--envs", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=256)
+    args = parser.parse_args()
+    rows = profile(args.agents, args.envs, args.steps)
+    whole = dict(rows)["whole iteration (as training runs it)"]
+    pairs = args.agents * args.envs * args.steps
+    print(f"Hopper, native physics, {args.agents} agents × {args.envs} envs × {args.steps} steps = {pairs:,} "
+          f"pairs per iteration\n")
+    print("| stage | seconds | share of the iteration | pairs/s |\n|---|---|---|---|")
+    for name, s in rows:
+        print(f"| {name} | {s:.3f} | {s / whole:.0%} | {pairs / s:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
