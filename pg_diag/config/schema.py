@@ -159,7 +159,7 @@ class Static:
     physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
     solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
                                        "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
-                                       "8–10× cheaper on MJX, contacts unconverged). MuJoCo tasks only.")
+                                       "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
     algorithm: str = _static("ppo", "Update rule: 'ppo' (clipped surrogate, minibatch Adam) or 'trpo' "
                                     "(natural gradient + line search, ref §2.7).")
     num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")

@@ -158,7 +158,7 @@ PHYSICS_BACKENDS = ("mjx", "native")
 
 #: Solver settings. "converged": the task's own (the model's iterations, MuJoCo's line search), the same on
 #: both backends, so they integrate the same equations. "fast": Brax's and MuJoCo Playground's speed settings
-#: (one Newton iteration, four line-search steps), 8–10× cheaper on MJX; contacts are left unconverged.
+#: (one Newton iteration, four line-search steps), what makes MJX fast; contacts are left unconverged.
 SOLVERS = ("converged", "fast")
 FAST_OPTIONS = {"iterations": 1, "ls_iterations": 4}
 
