@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_distributed(p)
     p.set_defaults(func=cmd_resume)
 
-    p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95% CI")
+    p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95%% CI")
     p.add_argument("run", help="the run directory")
     p.add_argument("--metric", default="mean_return", help="a recorded metric (see `pg-diag knobs`); default "
                                                             "mean_return")

@@ -1,7 +1,7 @@
 """Several processes as one SPMD program (jax.distributed; gloo between local CPU processes).
 
 Each case runs the same ``pg-diag sweep`` command as two local processes joined through a localhost
-coordinator, and alone as one process; with looped agents (``--batching map``) every agent's arithmetic is
+coordinator (one virtual CPU device each, or two), and alone as one process; with looped agents (``--batching map``) every agent's arithmetic is
 that of a run alone, so the metrics and the saved states must be bitwise equal."""
 
 import os
@@ -72,21 +72,27 @@ def alone(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("devices", [1, 2])
-def test_two_processes_equal_one_on_a_pure_jax_task(alone, tmp_path, devices):
-    """3 agents over 2 processes × ``devices`` devices (padded to a multiple of the device count)."""
-    _sweep(tmp_path / "run", POINT_MASS, processes=2, devices=devices)
-    _same_run(tmp_path / "run", alone / "point_mass")
+def _manifest(run):
     import json
-    manifest = json.load(open(tmp_path / "run" / "manifest.json"))
-    assert manifest["device"]["processes"] == 2 and manifest["device"]["count"] == 2 * devices
+    return json.load(open(run / "manifest.json"))
+
+
+def test_two_processes_equal_one_on_a_pure_jax_task(alone, tmp_path):
+    """3 agents over 2 processes (padded to 4, the copy dropped)."""
+    _sweep(tmp_path / "run", POINT_MASS, processes=2)
+    _same_run(tmp_path / "run", alone / "point_mass")
+    manifest = _manifest(tmp_path / "run")
+    assert manifest["device"]["processes"] == 2 and manifest["device"]["count"] == 2
     assert manifest["status"] == "complete" and manifest["num_agents"] == 3
 
 
-def test_two_processes_equal_one_on_native_mujoco(alone, tmp_path):
-    """Each process steps its own agents' physics (the callback inside shard_map)."""
-    _sweep(tmp_path / "run", HOPPER, processes=2)
+def test_two_processes_of_two_devices_equal_one_on_native_mujoco(alone, tmp_path):
+    """3 agents over 2 processes × 2 virtual devices: each process steps the physics of its own agents
+    (the host callback inside shard_map)."""
+    _sweep(tmp_path / "run", HOPPER, processes=2, devices=2)
     _same_run(tmp_path / "run", alone / "hopper")
+    manifest = _manifest(tmp_path / "run")
+    assert manifest["device"]["count"] == 4 and manifest["num_agents"] == 3
 
 
 @pytest.mark.parametrize("given,match", [
