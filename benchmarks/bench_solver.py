@@ -19,26 +19,12 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_throughput import timed
+from bench_throughput import physics_rate
 
 from pg_diag import envs
 from pg_diag.stats import bootstrap_mean_ci
 
 TASKS = ("hopper", "walker2d", "humanoid")
-
-
-def physics_rate(task: str, solver: str, batch: int = 64, steps: int = 100) -> float:
-    env = envs.make(task, "native", 0, solver)
-    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
-
-    @jax.jit
-    def run(s, key):
-        def body(s, k):
-            a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
-            return jax.vmap(env.step)(s, a), None
-        return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
-
-    return batch * steps / timed(run, states, jax.random.PRNGKey(1))
 
 
 def trajectories(task: str, batch: int = 32, steps: int = 100) -> dict:
@@ -104,7 +90,7 @@ def main():
     parser.add_argument("--skip-policy", action="store_true")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    rates = [{"task": t, "converged": physics_rate(t, "converged"), "fast": physics_rate(t, "fast")} for t in TASKS]
+    rates = [{"task": t, **{s: physics_rate(t, 64, 100, "native", s) for s in ("converged", "fast")}} for t in TASKS]
     print("| task | converged steps/s | fast steps/s | fast / converged |\n|---|---|---|---|")
     for r in rates:
         print(f"| {r['task']} | {r['converged']:,.0f} | {r['fast']:,.0f} | {r['fast'] / r['converged']:.2f} |")

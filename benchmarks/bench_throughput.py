@@ -39,8 +39,8 @@ def timed(fn, *args, repeats=3):
     return best
 
 
-def physics_rate(task: str, batch: int, steps: int) -> float:
-    env = envs.make(task)
+def physics_rate(task: str, batch: int, steps: int, physics: str = "auto", solver: str = "converged") -> float:
+    env = envs.make(task, physics, 0, solver)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
 
     @jax.jit
