@@ -39,6 +39,7 @@ def main():
     parser.add_argument("--envs", type=int, default=1)
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--skip-recompile", action="store_true", help="leave out the recompiling variant")
     args = parser.parse_args()
     physics = {} if args.task in ("point_mass", "pendulum", "lqr") else {"physics": "native"}
     cfg = preset("ppo", args.task, num_envs=args.envs, steps_per_env=args.steps, num_iterations=args.iterations,
@@ -62,13 +63,15 @@ def main():
             compile_s += train(cfg.replace(**combo), seed=0).manifest["timings"]["compile_s"]
         rows.append(("16 runs one after another (traced toggles)", time.perf_counter() - t, c.count, compile_s))
 
-    with CompileCounter() as c:
-        t = time.perf_counter()
-        compile_s = 0.0
-        for combo in combos:
-            clear_compiled()
-            compile_s += train(cfg.replace(**combo), seed=0).manifest["timings"]["compile_s"]
-        rows.append(("16 runs, recompiling each (static toggles)", time.perf_counter() - t, c.count, compile_s))
+    if not args.skip_recompile:
+        with CompileCounter() as c:
+            t = time.perf_counter()
+            compile_s = 0.0
+            for combo in combos:
+                clear_compiled()
+                compile_s += train(cfg.replace(**combo), seed=0).manifest["timings"]["compile_s"]
+            rows.append(("16 runs, recompiling each (static toggles)", time.perf_counter() - t, c.count,
+                         compile_s))
 
     with tempfile.TemporaryDirectory() as out, CompileCounter() as c:
         t = time.perf_counter()
