@@ -17,7 +17,7 @@ import dataclasses
 import numpy as np
 
 from pg_diag.diagnostics import baselines, gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, plan_subjects
 from pg_diag.run import store
 
 NAME = "baselines"
@@ -39,18 +39,12 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
     planned = plan_subjects(runs, iterations, agents)
     statics = [run.config(agent).static for run, agent, _ in planned]
     r = baselines.resolve(settings, statics)
-    groups: dict = {}
-    for item in planned:
-        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
-    loaded = {static: load_subjects(items, optimizer=False) for static, items in groups.items()}
+    loaded = load_by_program(planned, optimizer=False)
     for static, subjects in loaded.items():
-        need = baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching)
-        have = gradients.available_memory()
-        if need > have:
-            raise DiagnosticError(
-                f"the baseline study needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is "
-                f"available ({len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each); lower fit_pairs or "
-                f"use batching='map' (subjects in turn)")
+        gradients.require_memory(
+            baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
+            "the baseline study", f"{len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each",
+            "lower fit_pairs or use batching='map' (subjects in turn)")
     frames, timings = {t: [] for t in TABLES}, []
     for static, subjects in loaded.items():
         if verbose:

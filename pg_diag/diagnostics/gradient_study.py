@@ -71,13 +71,10 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
     subjects = load_subjects(planned, optimizer=False)
     static = subjects.static
     obs_size, action_size, num_params = subjects.shapes
-    need = gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params, settings.batching)
-    have = gradients.available_memory()
-    if need > have:
-        raise DiagnosticError(
-            f"the study needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is available: "
-            f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs per "
-            f"chunk; lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
+    gradients.require_memory(
+        gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params, settings.batching),
+        "the study", f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
+                     f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
     if verbose:
         print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
               f"{f' + a true gradient from {r.true_pairs:,} pairs' if r.truth_streams else ''}; "

@@ -231,3 +231,11 @@ def pairs_total(r: Resolved, num_subjects: int) -> int:
 
 def fmt_bytes(n: int) -> str:
     return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
+
+
+def require_memory(need: int, what: str, shape: str, advice: str) -> None:
+    """Refuse, before compiling, a program estimated to need more than :func:`available_memory`."""
+    have = available_memory()
+    if need > have:
+        raise DiagnosticError(f"{what} needs about {fmt_bytes(need)} but {fmt_bytes(have)} is available: {shape}; "
+                              f"{advice}")

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from pg_diag.diagnostics import gradients, landscape, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, plan_subjects
 from pg_diag.run import store
 
 NAME = "landscape"
@@ -42,18 +42,13 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
     settings.check()
     planned = plan_subjects(runs, iterations, agents, labels)
     r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
-    groups: dict = {}
-    for item in planned:
-        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
-    loaded = {static: load_subjects(items) for static, items in groups.items()}
+    loaded = load_by_program(planned)
     for static, subjects in loaded.items():  # every program's memory checked before the first compiles
-        need = landscape.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching)
-        have = gradients.available_memory()
-        if need > have:
-            raise DiagnosticError(
-                f"the landscape needs about {gradients.fmt_bytes(need)} but {gradients.fmt_bytes(have)} is "
-                f"available: {len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
-                f"{r.envs} environments; lower points or envs, or use batching='map' (subjects in turn)")
+        gradients.require_memory(
+            landscape.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
+            "the landscape", f"{len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
+                             f"{r.envs} environments",
+            "lower points or envs, or use batching='map' (subjects in turn)")
     frames, timings = {t: [] for t in TABLES}, []
     for static, subjects in loaded.items():
         if verbose:

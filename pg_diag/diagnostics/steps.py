@@ -29,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics import tables
 from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, over_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, over_subjects, plan_subjects
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
 from pg_diag.run import store
@@ -110,12 +110,8 @@ def step_study(runs, iterations=None, agents=None, settings: StepSettings | None
         raise DiagnosticError(f"{e}; step-study settings are: {fields}") from None
     settings.check()
     planned = plan_subjects(runs, iterations, agents)
-    groups: dict = {}
-    for item in planned:
-        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
     frames, timings = {t: [] for t in TABLES}, []
-    for static, items in groups.items():
-        subjects = load_subjects(items)
+    for static, subjects in load_by_program(planned).items():
         if verbose:
             print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
                   f"{static.num_envs} × {static.steps_per_env}", flush=True)

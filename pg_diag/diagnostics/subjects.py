@@ -73,6 +73,15 @@ def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
                  "pairs_per_s": pairs / max(t2 - t1, 1e-9)}
 
 
+def load_by_program(planned: list, optimizer: bool = True) -> dict:
+    """The planned subjects grouped by the compiled program their runs need (PPO's and TRPO's steps differ),
+    each group loaded: {static: :class:`Subjects`}."""
+    groups: dict = {}
+    for item in planned:
+        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
+    return {static: load_subjects(items, optimizer) for static, items in groups.items()}
+
+
 @dataclasses.dataclass
 class Subjects:
     states: Any             # stacked AgentState [S]
