@@ -10,7 +10,7 @@ FROM   ?=
 
 .PHONY: setup test test-newest fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
-        fig-landscape-surrogate figures bench hopper-1m clean
+        fig-landscape-surrogate solver-compare figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -84,6 +84,10 @@ fig-landscape-concentration: setup
 
 fig-landscape-surrogate: setup
 	$(VENV)/bin/pg-diag fig-landscape-surrogate $(call study,landscape,--progress)
+
+# fig-ablation and Table 2 under the converged and the fast solver settings, their conclusions side by side.
+solver-compare: setup
+	$(VENV)/bin/pg-diag solver-compare $(call study,solver-compare,--progress)
 
 figures: fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
          fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate

@@ -213,6 +213,18 @@ def _from_args(args):
     return tuple(args.task) if args.task and not theorem else None
 
 
+def cmd_solver_compare(args):
+    from pg_diag.experiments import solver_compare
+    if args.from_dir:
+        _from_args(args)
+        out = solver_compare.draw(args.from_dir, out=args.out)
+    else:
+        out = solver_compare.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['markdown']} and {out['csv']}")
+
+
 def cmd_fig_trust_region(args):
     from pg_diag.experiments import trust_region
     if args.from_dir:
@@ -340,6 +352,7 @@ def _add_experiment(sub, name, help_, func, default_out, extra=None):
                             "default) or the original code's rule, as published (original: mean_return_reference)")
     if extra:
         extra(p)
+    _add_distributed(p)
     p.set_defaults(func=func)
 
 
@@ -423,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
                         ("fig-landscape-surrogate", "CL Fig 7/8/17-25: true reward vs the surrogate on the plane "
                                                      "of the step")):
         _add_experiment(sub, name, help_, cmd_diagnostic, "results/landscape", _diagnostic_args)
+    _add_experiment(sub, "solver-compare", "fig-ablation and Table 2 trained under the converged and the fast "
+                    "solver settings, their conclusions side by side", cmd_solver_compare, "results/solver-compare")
     p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
     _add_from(p, "results/fig-theorem")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
@@ -437,7 +452,10 @@ def main(argv=None) -> int:
     try:
         if hasattr(args, "coordinator"):
             from pg_diag.run import distributed
-            distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
+            if distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout) \
+                    and not distributed.is_lead():
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # process 0 reports; errors
+                # still reach stderr (the file descriptor, so that the collectives' own messages go too)
         args.func(args)
     except ConfigError as err:
         print(f"pg-diag: error: {err}", file=sys.stderr)

@@ -95,6 +95,76 @@ def test_two_processes_of_two_devices_equal_one_on_native_mujoco(alone, tmp_path
     assert manifest["device"]["count"] == 4 and manifest["num_agents"] == 3
 
 
+def _processes(args, processes: int = 2) -> list:
+    """``pg-diag ARGS`` as ``processes`` local processes joined through a localhost coordinator."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "pg_diag.cli", *args, "--coordinator", f"localhost:{port}",
+           "--num-processes", str(processes)]
+    children = [subprocess.Popen(cmd + ["--process-id", str(i)], env=_env(1), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for i in range(processes)]
+    outs = [c.communicate(timeout=400) for c in children]
+    for c, (_, err) in zip(children, outs):
+        assert c.returncode == 0, err[-3000:]
+    return outs
+
+
+def test_a_run_interrupted_alone_resumes_on_two_processes(alone, tmp_path, monkeypatch):
+    """Stopped after its first iteration in this process, resumed by two: the restored states are split
+    over the processes, and the finished run equals the uninterrupted one bitwise."""
+    from pg_diag.run import store
+
+    real = store.write_manifest
+
+    def stop_after_one(path, manifest):
+        real(path, manifest)
+        if manifest.get("status") == "running" and manifest["iterations_done"] >= 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "write_manifest", stop_after_one)
+    out = tmp_path / "run"
+    assert main(["sweep", *POINT_MASS, "--out", str(out), "--no-progress", "--checkpoint", "--batching", "map",
+                 "--chunk", "1"]) == 130
+    monkeypatch.undo()
+    assert _manifest(out)["status"] == "interrupted" and _manifest(out)["iterations_done"] == 1
+    outs = _processes(["resume", str(out), "--no-progress"])
+    _same_run(out, alone / "point_mass")
+    manifest = _manifest(out)
+    assert manifest["status"] == "complete" and manifest["device"]["processes"] == 1
+    assert [(r["after_iteration"], r["device"]["processes"]) for r in manifest["resumed"]] == [(1, 2)]
+    assert "iterations: 3" in outs[0][0] and outs[1][0] == ""   # process 0 reports, the other is silent
+
+
+def test_a_diagnostic_target_on_two_processes_equals_one(alone, tmp_path):
+    """fig-grad-variance measuring a saved run: subjects restored in every process, the measurement split over
+    them, the tables and figure written once by process 0. The tables equal those of one process bitwise,
+    except the cosines to the large-sample gradient: XLA compiles the per-device loop over subjects for 2
+    subjects differently from 3 (the same happens with 2 devices in one process), and those agree to float32
+    rounding (|Δ| ≤ 4 ulp of 1 = 4.8e-7)."""
+    import shutil
+
+    measure = ["--diag", "sizes=100,1000", "--diag", "estimates=2", "--diag", "true_pairs=2048", "--diag",
+               "batching=map", "--no-progress"]  # subjects one at a time: bitwise whatever the split
+    for name in ("one", "two"):
+        shutil.copytree(alone / "point_mass", tmp_path / name, ignore=shutil.ignore_patterns("diagnostics"))
+    assert main(["fig-grad-variance", "--run", str(tmp_path / "one"), "--out", str(tmp_path / "study-one"),
+                 *measure]) == 0
+    _processes(["fig-grad-variance", "--run", str(tmp_path / "two"), "--out", str(tmp_path / "study-two"), *measure])
+    tables = sorted(os.listdir(tmp_path / "one" / "diagnostics" / "gradients"))
+    assert "estimates.parquet" in tables and "pairs.parquet" in tables
+    for table in tables:
+        if table.endswith(".parquet"):
+            a, b = (pd.read_parquet(tmp_path / n / "diagnostics" / "gradients" / table).drop(columns="run")
+                    for n in ("one", "two"))
+            rounded = [c for c in a.columns if c in ("to_true", "true_norm", "true_to_exact")]
+            pd.testing.assert_frame_equal(a.drop(columns=rounded), b.drop(columns=rounded), check_exact=True)
+            for c in rounded:
+                np.testing.assert_allclose(b[c], a[c], rtol=4.8e-7 if c == "true_norm" else 0, atol=4.8e-7,
+                                           err_msg=c)
+    assert (tmp_path / "study-two" / "fig-grad-variance.png").is_file()
+    summary = [pd.read_csv(tmp_path / s / "fig-grad-variance-summary.csv") for s in ("study-one", "study-two")]
+    pd.testing.assert_frame_equal(summary[0], summary[1], check_exact=True)   # pairwise cosines only
+
+
 @pytest.mark.parametrize("given,match", [
     (dict(coordinator="localhost:1234", num_processes=2, process_id=2), "process_id must be in 0 … 1"),
     (dict(coordinator="localhost:1234", num_processes=0, process_id=0), "num_processes must be ≥ 1"),

@@ -126,3 +126,13 @@ def test_run_directory_round_trip(base, tmp_path):
 def test_knob_names_do_not_collide_with_metric_columns():
     reserved = {"agent", "point", "seed", "iteration", "env_steps", "label", "algorithm", "task"}
     assert not (set(KNOB_NAMES) & (set(METRICS) | reserved))
+
+
+def test_a_long_run_estimates_its_duration_after_the_first_chunk():
+    from pg_diag.run.progress import duration, estimate
+
+    assert [duration(s) for s in (45, 89.4, 720, 5399, 8640)] == ["45 s", "89 s", "12 min", "90 min", "2.4 h"]
+    # 3 iterations took 30 s: 97 more take 97 × 10 s = 970 s ≈ 16 min; under a minute says nothing
+    line = estimate("ppo/hopper", 3, 30.0, 97, now=0.0)
+    assert line.startswith("ppo/hopper: 3 iterations in 30 s; about 16 min for the remaining 97 (until about ")
+    assert estimate("ppo/hopper", 3, 30.0, 5) is None

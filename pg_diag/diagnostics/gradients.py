@@ -213,7 +213,7 @@ def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, actio
 
 def available_memory() -> int:
     """Bytes the program may use: the accelerator's limit, or half the host's RAM."""
-    dev = jax.devices()[0]
+    dev = jax.local_devices()[0]  # memory_stats answers for this process's devices only
     stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
     if stats and stats.get("bytes_limit"):
         return int(0.8 * stats["bytes_limit"])

@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from pg_diag.run import store
+from pg_diag.run.distributed import lead_writes
 from pg_diag.stats import bootstrap_mean_ci
 
 DIAGNOSTICS = "diagnostics"
@@ -30,17 +31,16 @@ def study_path(run_path: str, name: str) -> str:
 def write_study(tables: dict, manifest: dict, name: str) -> list:
     """Split every table by run and write each run's share under its diagnostics directory.
     Tables first, the manifest last (it is the record of a complete study)."""
-    written = []
     runs = sorted({r for t in tables.values() for r in t["run"].unique()})
-    for run in runs:
-        path = study_path(run, name)
-        os.makedirs(path, exist_ok=True)
-        for table, frame in tables.items():
-            part = frame[frame["run"] == run].reset_index(drop=True)
-            store.write_metrics(os.path.join(path, f"{table}.parquet"), part)
-        store.write_json(os.path.join(path, "manifest.json"), {**manifest, "run": run, "measured_with": runs})
-        written.append(path)
-    return written
+    with lead_writes(f"{name} tables") as lead:  # on several processes, process 0 writes
+        for run in runs if lead else ():
+            path = study_path(run, name)
+            os.makedirs(path, exist_ok=True)
+            for table, frame in tables.items():
+                part = frame[frame["run"] == run].reset_index(drop=True)
+                store.write_metrics(os.path.join(path, f"{table}.parquet"), part)
+            store.write_json(os.path.join(path, "manifest.json"), {**manifest, "run": run, "measured_with": runs})
+    return [study_path(run, name) for run in runs]
 
 
 def read_study(run_paths, name: str, tables) -> tuple:

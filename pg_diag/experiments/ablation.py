@@ -171,8 +171,8 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
         best = best_learning_rates(scores)
         sel = agents_at_best_lr(scores)
         effects = toggle_effects(sel)
-        best.to_csv(os.path.join(out, f"best_lr_{task}.csv"), index=False)
-        effects.to_csv(os.path.join(out, f"effects_{task}.csv"), index=False)
+        figures.write_csv(best, os.path.join(out, f"best_lr_{task}.csv"), index=False)
+        figures.write_csv(effects, os.path.join(out, f"effects_{task}.csv"), index=False)
         selected[task] = sel
         outputs["runs"][task] = result
         outputs["tables"][task] = (best, effects)

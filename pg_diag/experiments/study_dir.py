@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from pg_diag.config import Config, ConfigError
+from pg_diag.run.distributed import lead_writes
 from pg_diag.run.store import write_json
 
 STUDY_FILE = "study.json"
@@ -26,7 +27,8 @@ TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-re
            "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",),
            "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
            "fig-baselines": ("fig-baselines",),
-           "landscape": ("fig-landscape-concentration", "fig-landscape-surrogate")}
+           "landscape": ("fig-landscape-concentration", "fig-landscape-surrogate"),
+           "solver-compare": ("solver-compare",)}
 
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30
@@ -35,7 +37,9 @@ NO_CLIP = 1e30
 def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
     """Record ``study`` in ``out`` (written whole and renamed into place)."""
     record = {"format": FORMAT, "study": study, "scale": scale, "tasks": list(tasks), **extra}
-    write_json(os.path.join(out, STUDY_FILE), record)
+    with lead_writes("study record") as lead:
+        if lead:
+            write_json(os.path.join(out, STUDY_FILE), record)
     return record
 
 

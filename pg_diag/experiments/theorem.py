@@ -122,8 +122,8 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None)
                                                                    _optimizer(kind, lr), steps))
         frame = pd.DataFrame(trace, columns=COLUMNS).assign(optimizer=f"{name} lr={lr:g}", step=np.arange(len(trace)))
         frames.append(frame)
-    os.makedirs(out, exist_ok=True)
-    pd.concat(frames, ignore_index=True).to_csv(os.path.join(out, "fig-theorem.csv"), index=False)
+    # the study record's write waits for this one, so every process then reads the traces
+    figures.write_csv(pd.concat(frames, ignore_index=True), os.path.join(out, "fig-theorem.csv"), index=False)
     study_dir.write(out, "fig-theorem", scale, [task], seed=seed, steps=steps, clip_eps=float(eps),
                     batch_size=int(batch.obs.shape[0]), first_step_relative_difference=rel, ceiling=ceiling)
     return draw(out)
@@ -174,6 +174,6 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         "L^C / supremum at end": final.clipped_objective / ceiling,
         "max ratio at half": half.max_ratio, "max ratio at end": final.max_ratio,
         "mean KL at end": final.mean_kl})
-    summary.to_csv(os.path.join(out, "summary.csv"))
+    figures.write_csv(summary, os.path.join(out, "summary.csv"))
     return {"figure": path, "first_step_relative_difference": rel, "ceiling": ceiling, "trace": data,
             "summary": summary}

@@ -140,7 +140,7 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     out = out or from_dir
     table = summary(metrics)
     os.makedirs(out, exist_ok=True)
-    table.to_csv(os.path.join(out, "summary.csv"), index=False)
+    figures.write_csv(table, os.path.join(out, "summary.csv"), index=False)
     path = plot(metrics, os.path.join(out, "fig-trust-region.png"),
                 title=f"Trust regions of PPO, PPO-M and TRPO ({record['scale']} scale): training batch (upper rows) "
                       f"and held-out batch (lower rows)")

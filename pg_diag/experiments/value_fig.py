@@ -137,7 +137,7 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     out = out or from_dir
     curve = curves(metrics)
     os.makedirs(out, exist_ok=True)
-    curve.to_csv(os.path.join(out, f"{STUDY}-curves.csv"), index=False)
+    figures.write_csv(curve, os.path.join(out, f"{STUDY}-curves.csv"), index=False)
     table = summary(metrics)
     md, csv = figures.write_table(
         table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",

@@ -17,6 +17,7 @@ On CPUs the processes exchange data through gloo.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -112,3 +113,26 @@ def _check_reachable(address: str, process_id: int, timeout: float, where: str) 
                                   f"({e.strerror or e}); is process 0 started, and the address reachable from "
                                   f"this host?") from None
             time.sleep(0.25)
+
+
+# --- who writes, and when the others may read -------------------------------------------
+
+def is_lead() -> bool:
+    """True in the process that writes run directories, tables and figures (process 0)."""
+    return jax.process_index() == 0
+
+
+def sync(tag: str) -> None:
+    """Every process waits here until all have arrived (nothing to do for one process)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+        multihost_utils.sync_global_devices(f"pg_diag: {tag}")
+
+
+@contextlib.contextmanager
+def lead_writes(what: str):
+    """``with lead_writes("study record") as lead: if lead: write(...)``: process 0 writes once every
+    process has finished reading what the write replaces, and the others read it only after it is written."""
+    sync(f"before {what}")
+    yield is_lead()
+    sync(f"after {what}")

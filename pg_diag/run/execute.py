@@ -41,8 +41,9 @@ from jax.sharding import PartitionSpec as P
 
 from pg_diag.config import BOOL_KNOBS, KNOB_NAMES, Config, ConfigError, stack_knobs
 from pg_diag.run import store
+from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
-from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk
+from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk, estimate
 from pg_diag.run.shard import AXIS, agent_sharding, gather, over_devices, pad_and_shard
 from pg_diag.trainer import METRICS, make_train, seed_key
 
@@ -247,6 +248,10 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
     if manifest["status"] == "complete":
         sys.stderr.write(f"{run_dir}: the run is already complete ({manifest['iterations_done']} iterations)\n")
         return store.load_run(run_dir)
+    # where and how each continuation ran (the "device" entry stays the first run's)
+    manifest.setdefault("resumed", []).append({
+        "after_iteration": manifest["iterations_done"], "device": store.device_info(), "command": " ".join(sys.argv),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": store.versions()})
     return _execute(p, manifest, run_dir, progress, resume=True)
 
 
@@ -267,6 +272,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
     manifest.update(resume_command=resume_cmd,
                     checkpoints={"kept": sorted(kept), "saved": store.saved_iterations(out) if out else []})
 
+    sync("run start")  # every process has read what process 0 is about to replace
     t_start = time.perf_counter()
     compile_s = 0.0
 
@@ -295,7 +301,9 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
                 store.save_states(out, 0, state, n)
+            first_chunk = True
             for length in lengths:
+                t_chunk = time.perf_counter()
                 state, metrics = get(chunk_program, length, batching)(state, knobs)
                 _wait((state, metrics))
                 chunk_metrics = {k: np.asarray(v).T[:n] for k, v in gather(metrics).items()}
@@ -303,6 +311,12 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                            for k, v in chunk_metrics.items()}
                 done += length
                 ret = chunk_metrics["mean_return"][:, -1]
+                if first_chunk and lead:  # a long run says how long it will take (compiled before t_chunk)
+                    line = estimate(manifest["label"], length, time.perf_counter() - t_chunk,
+                                    static.num_iterations - done)
+                    if line:
+                        sys.stderr.write(("\n" if progress else "") + line + "\n")
+                first_chunk = False
                 bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
                 if out is not None:
                     store.save_states(out, done, state, n)  # every process takes part (orbax)
@@ -338,6 +352,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                          f"or losses): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
     if jax.process_count() > 1:  # every agent's final state on every process
         state = gather(state)
+    sync("run written")  # the others may now read the run directory
     final = jax.tree.map(lambda x: x[:n], state) if n_padded != n else state
     return store.RunResult(manifest=manifest, metrics=store.metrics_frame(p, history), path=out, final_state=final)
 

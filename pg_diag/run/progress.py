@@ -60,6 +60,26 @@ class Progress:
             sys.stderr.flush()
 
 
+def duration(seconds: float) -> str:
+    """``seconds`` in the unit a person reads: 45 s, 12 min, 2.4 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate(label: str, done: int, seconds: float, remaining: int, now: float | None = None) -> str | None:
+    """The line a long run prints after its first chunk: ``done`` iterations took ``seconds`` (compiling
+    excluded), so ``remaining`` more take about that many times as long. None when that is under a minute."""
+    left = seconds / max(done, 1) * remaining
+    if left < 60:
+        return None
+    end = time.strftime("%H:%M", time.localtime((time.time() if now is None else now) + left))
+    return (f"{label}: {done} iteration{'s' if done != 1 else ''} in {duration(seconds)}; about {duration(left)} "
+            f"for the remaining {remaining} (until about {end})")
+
+
 def default_chunk(num_iterations: int, target_chunks: int = 20) -> int:
     """The largest divisor of ``num_iterations`` giving at least ``target_chunks``
     chunks (fewer when the number has no suitable divisor)."""

@@ -267,7 +267,12 @@ def abstract_states(base: Config, num_agents: int):
 def restore_states(path: str, iteration: int, base: Config, num_agents: int):
     import orbax.checkpoint as ocp
 
-    return ocp.StandardCheckpointer().restore(checkpoint_dir(path, iteration), abstract_states(base, num_agents))
+    # every process reads the whole state onto its first device, whatever topology saved it (one
+    # process or several); callers shard it over the agents themselves
+    here = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=here),
+                          abstract_states(base, num_agents))
+    return ocp.StandardCheckpointer().restore(checkpoint_dir(path, iteration), target)
 
 
 def load_checkpoint(run: RunResult | str, iteration: int | None = None):

@@ -1,0 +1,130 @@
+"""solver-compare — do the fig-ablation and Table 2 conclusions hold under the ``fast`` solver settings?
+
+The same two studies (``make fig-ablation`` and ``make table-2``, same scale, seeds and configurations)
+train once with ``solver=converged`` (MuJoCo's own settings, the default) and once with ``solver=fast``
+(Brax's: 1 solver iteration, 4 line-search steps), and one table sets their conclusions side by side:
+
+* fig-ablation: each toggle's effect (mean score of best-LR agents with it on minus off) with a 95%
+  bootstrap CI, under both settings — same sign? CIs overlapping?
+* Table 2: each algorithm's mean agent reward with its 95% CI — CIs overlapping? The same ranking of the
+  algorithms, and the same verdict on IM's conclusion (ACLI > AAI: the code-level optimizations matter
+  more than the step choice)?
+
+``OUT/converged/`` and ``OUT/fast/`` hold the two studies (each redrawable by its own target with
+``--from``); ``draw`` works from them alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pg_diag.config import ConfigError
+from pg_diag.experiments import ablation, algorithms, figures, study_dir
+from pg_diag.stats import aai, acli, bootstrap_mean_ci
+
+SOLVERS = ("converged", "fast")
+TABLE_2 = ("ppo", "ppo-m", "trpo", "trpo+")
+
+
+def run(scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None, **overrides) -> dict:
+    """Train both studies under both solver settings (reusing what is on disk), then :func:`draw`."""
+    if "solver" in overrides:
+        raise ConfigError("solver-compare trains under both solver settings: do not set solver")
+    for solver in SOLVERS:
+        where = os.path.join(out, solver)
+        ablation.run(scale, out=os.path.join(where, "fig-ablation"), tasks=tasks, seeds=seeds, progress=progress,
+                     solver=solver, **overrides)
+        algorithms.table_2(scale, out=os.path.join(where, "algorithms"), tasks=tasks, seeds=seeds,
+                           progress=progress, solver=solver, **overrides)
+    study_dir.write(out, "solver-compare", scale, [], solvers=list(SOLVERS))
+    return draw(out)
+
+
+def difference_ci(on, off, resamples: int = 1000, seed: int = 0):
+    """mean(on) − mean(off) with a 95% percentile-bootstrap CI (each group resampled on its own)."""
+    on, off = np.asarray(on, float), np.asarray(off, float)
+    on, off = on[np.isfinite(on)], off[np.isfinite(off)]
+    if len(on) == 0 or len(off) == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boot = (rng.choice(on, (resamples, len(on))).mean(1) - rng.choice(off, (resamples, len(off))).mean(1))
+    return float(on.mean() - off.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
+def _overlap(a, b) -> bool:
+    return bool(max(a[1], b[1]) <= min(a[2], b[2]))
+
+
+def _fmt(m, lo, hi) -> str:
+    return f"{m:.0f} [{lo:.0f}, {hi:.0f}]" if np.isfinite(m) else "—"
+
+
+def _ablation(from_dir: str) -> dict:
+    """{(task, toggle): (difference, low, high)} of one solver's ablation study."""
+    from pg_diag.run import load_run
+
+    record = study_dir.read(from_dir, "fig-ablation", "solver-compare")
+    out = {}
+    for task in record["tasks"]:
+        sel = ablation.agents_at_best_lr(ablation.agent_scores(load_run(study_dir.run_dir(
+            from_dir, task, "solver-compare")).metrics))
+        for t in ablation.TOGGLES:
+            out[(task, t)] = difference_ci(sel.loc[sel[t], "score"], sel.loc[~sel[t], "score"])
+    return out
+
+
+def _table_2(from_dir: str) -> dict:
+    """{(task, algorithm): (mean, low, high)} of one solver's algorithms study."""
+    _, metrics = study_dir.load_runs(from_dir, "algorithms", "solver-compare")
+    summary = algorithms.summarize(algorithms.agent_scores(metrics[metrics.algorithm.isin(TABLE_2)]))
+    return {(r.task, r.algorithm): (r.mean, r.ci_low, r.ci_high) for r in summary.itertuples()}
+
+
+def compare(effects: dict, scores: dict):
+    """The side-by-side table from ``effects[solver]`` (:func:`_ablation`) and ``scores[solver]``
+    (:func:`_table_2`)."""
+    import pandas as pd
+
+    a, b = SOLVERS
+    rows = []
+    for key in effects[a]:
+        x, y = effects[a][key], effects[b].get(key, (np.nan,) * 3)
+        rows.append({"study": "fig-ablation", "task": key[0], "quantity": f"effect of {key[1]}", a: _fmt(*x),
+                     b: _fmt(*y), "agree": bool(np.sign(x[0]) == np.sign(y[0])), "CIs overlap": _overlap(x, y)})
+    for task in dict.fromkeys(k[0] for k in scores[a]):
+        for algo in TABLE_2:
+            x, y = scores[a].get((task, algo), (np.nan,) * 3), scores[b].get((task, algo), (np.nan,) * 3)
+            rows.append({"study": "table-2", "task": task, "quantity": algorithms.LABELS[algo], a: _fmt(*x),
+                         b: _fmt(*y), "agree": "", "CIs overlap": _overlap(x, y)})
+        means = {s: {algo: scores[s].get((task, algo), (np.nan,))[0] for algo in TABLE_2} for s in SOLVERS}
+        rank = {s: " > ".join(algorithms.LABELS[k] for k in sorted(means[s], key=lambda k: -means[s][k]))
+                for s in SOLVERS}
+        rows.append({"study": "table-2", "task": task, "quantity": "ranking", a: rank[a], b: rank[b],
+                     "agree": rank[a] == rank[b], "CIs overlap": ""})
+        # IM's conclusion: the code-level optimizations (ACLI) matter more than the step choice (AAI)
+        verdict = {s: f"ACLI {acli(means[s]):.0f} {'>' if acli(means[s]) > aai(means[s]) else '≤'} "
+                      f"AAI {aai(means[s]):.0f}" for s in SOLVERS}
+        rows.append({"study": "table-2", "task": task, "quantity": "ACLI vs AAI", a: verdict[a], b: verdict[b],
+                     "agree": (acli(means[a]) > aai(means[a])) == (acli(means[b]) > aai(means[b])),
+                     "CIs overlap": ""})
+    return pd.DataFrame(rows)
+
+
+def draw(from_dir: str, out: str | None = None) -> dict:
+    """The comparison table from ``from_dir``/converged and ``from_dir``/fast (written to ``out``)."""
+    record = study_dir.read(from_dir, "solver-compare", "solver-compare")
+    effects = {s: _ablation(os.path.join(from_dir, s, "fig-ablation")) for s in SOLVERS}
+    scores = {s: _table_2(os.path.join(from_dir, s, "algorithms")) for s in SOLVERS}
+    df = compare(effects, scores)
+    note = ("fig-ablation: a toggle's effect is the mean score (max over training) of the best-LR agents with it "
+            "on minus off, with a 95% bootstrap CI (on and off resampled separately). Table 2: mean agent reward "
+            f"(mean of the last 5 iterations) with its 95% CI; {record['scale']} scale. 'agree': an effect's sign, "
+            "the ranking, or ACLI > AAI is the same under both; 'CIs overlap': the two 95% CIs share a value.")
+    md, csv = figures.write_table(df, os.path.join(out or from_dir, "solver-compare"),
+                                  "fig-ablation and Table 2 under the converged and the fast solver settings", note)
+    return {"table": df, "markdown": md, "csv": csv}
+
+
+__all__ = ["SOLVERS", "compare", "difference_ci", "draw", "run"]
