@@ -146,29 +146,3 @@ def test_exact_baseline_only_on_lqr(tmp_path):
     with CompileCounter() as counter, pytest.raises(DiagnosticError, match="linear-quadratic"):
         baseline_study([str(tmp_path)], baselines=("exact",), save=False)
     assert counter.count == 0
-
-
-def test_fig_baselines_end_to_end_and_redrawn_without_compiling(lqr_runs, tmp_path, capsys):
-    """fig-baselines through the command line on the LQR runs (tiny grid and fit), then redrawn from disk
-    with zero compiles: every baseline of both algorithms is in the summary, cosines are cosines, and the
-    fitted net reports its own held-out error."""
-    import pandas as pd
-
-    from pg_diag.cli import main
-
-    out = str(tmp_path)
-    args = ["fig-baselines", "--out", out, "--run", lqr_runs["ppo"], "--run", lqr_runs["trpo"], "--no-progress",
-            "--diag", "sizes=100,400", "--diag", "estimates=3", "--diag", "fit_pairs=2048", "--diag", "fit_epochs=2"]
-    assert main(args) == 0
-    capsys.readouterr()
-    s = pd.read_csv(tmp_path / "fig-baselines-summary.csv")
-    assert set(s.label) == {"ppo/lqr", "trpo/lqr"} and set(s.iteration) == {0, 5}
-    assert set(s.baseline) == {"value", "fitted", "zero", "exact"}
-    assert ((s.at_largest_n >= -1 - 1e-6) & (s.at_largest_n <= 1 + 1e-6)).all()
-    assert np.isfinite(s.fitted_mre).all() and (s.fitted_mre >= 0).all()
-    with CompileCounter() as counter:
-        assert main(["fig-baselines", "--from", out, "--out", str(tmp_path / "again")]) == 0
-    assert counter.count == 0
-    again = pd.read_csv(tmp_path / "again" / "fig-baselines-summary.csv")
-    pd.testing.assert_frame_equal(again, s)
-    assert (tmp_path / "again" / "fig-baselines.png").exists()

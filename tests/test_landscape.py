@@ -137,28 +137,3 @@ def test_settings_have_the_papers_defaults():
     s = ls.LandscapeSettings()
     assert (s.extent, s.points, tuple(s.sizes)) == (3.0, 7, (2_000, 20_000, 100_000))
     assert dataclasses.asdict(s)["step_pairs"] == (0,)
-
-
-def test_landscape_targets_end_to_end_and_redrawn_without_compiling(tmp_path, capsys):
-    """Both landscape targets on the LQR task through the command line (tiny training and grid), then
-    redrawn from disk with zero compiles; the surrogate summary's CI brackets its agreement."""
-    from pg_diag.cli import main
-
-    out = str(tmp_path)
-    train = ["--task", "lqr", "--no-progress", "--set", "num_iterations=3", "--set", "checkpoint_at=2"]
-    small = ["--diag", "points=3", "--diag", "envs=4"]
-    assert main(["fig-landscape-concentration", "--out", out, *train, *small, "--diag", "sizes=400,2000"]) == 0
-    assert main(["fig-landscape-surrogate", "--out", out, *train, *small, "--diag", "sizes=2000",
-                 "--diag", "step_pairs=0,2048"]) == 0
-    capsys.readouterr()
-    import pandas as pd
-    s = pd.read_csv(tmp_path / "fig-landscape-surrogate-summary.csv")
-    assert set(s.label) == {"ppo", "ppo-m", "trpo"} and set(s.step_pairs) == {1024, 2048}
-    assert ((s.low <= s.agreement + 1e-9) & (s.agreement <= s.high + 1e-9)).all()
-    c = pd.read_csv(tmp_path / "fig-landscape-concentration-summary.csv")
-    assert set(c.label) == {"ppo", "trpo"} and set(c.n) == {400, 2000}
-    with CompileCounter() as counter:
-        for target in ("fig-landscape-concentration", "fig-landscape-surrogate"):
-            assert main([target, "--from", out, "--out", str(tmp_path / "again")]) == 0
-    assert counter.count == 0
-    assert "agreement" in capsys.readouterr().out

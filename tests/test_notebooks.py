@@ -37,9 +37,19 @@ def _outputs(nb, kind):
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if kind in o.get("data", {})]
 
 
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Every notebook run once at the tiny scale: {name: (executed notebook, its OUT)}."""
+    out = {}
+    for path in NOTEBOOKS:
+        where = tmp_path_factory.mktemp(path.stem)
+        out[path.stem] = (_execute(path, where), where)
+    return out
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_a_notebook_runs_top_to_bottom_at_the_tiny_scale(path, tmp_path):
-    nb = _execute(path, tmp_path)
+def test_a_notebook_runs_top_to_bottom_at_the_tiny_scale(path, executed):
+    nb, tmp_path = executed[path.stem]
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
@@ -70,3 +80,92 @@ def test_auto_picks_the_paper_scale_on_an_accelerator(backend, scale):
     tiny = notebook.choose("tiny", backend=backend)
     assert tiny.scale == "smoke" and tiny.train()["tasks"] == ("point_mass",)
     assert tiny.diagnostic("fig-grad-true")["tasks"] == ("lqr",)
+
+
+def test_the_install_cell_installs_from_the_named_source_or_says_what_to_set(monkeypatch):
+    """The first cell run where pg_diag is missing (find_spec patched): with neither REPOSITORY nor
+    PG_DIAG_SOURCE it says what to set; with a repository it pip-installs it (pip patched)."""
+    import importlib.util
+    import subprocess
+
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code")
+    assert cell.startswith("# Install pg_diag")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pg_diag" else real(name, *a))
+    monkeypatch.delenv("PG_DIAG_SOURCE", raising=False)
+    with pytest.raises(RuntimeError, match="set REPOSITORY to OWNER/NAME"):
+        exec(cell, {})
+    calls = []
+    monkeypatch.setattr(subprocess, "check_call", calls.append)
+    exec(cell.replace('REPOSITORY = ""', 'REPOSITORY = "someone/pg_diag"'), {})
+    assert calls[0][3:6] == ["install", "--quiet", "git+https://github.com/someone/pg_diag"]
+    monkeypatch.setenv("PG_DIAG_SOURCE", "/content/pg_diag")
+    exec(cell, {})
+    assert calls[1][5] == "/content/pg_diag"
+
+
+# The closer-look notebook runs the value, baseline and landscape targets end to end on the LQR task; what
+# they wrote is checked here, and redrawn from disk through the command line with zero compiles.
+
+def test_closer_look_value_curves_are_the_recorded_metrics_and_redraw(executed, tmp_path, capsys):
+    import numpy as np
+    import pandas as pd
+
+    from pg_diag.cli import main
+    from pg_diag.experiments import study_dir
+    from pg_diag.run import CompileCounter
+
+    out = executed["closer-look"][1] / "fig-value"
+    _, m = study_dir.load_runs(str(out), "fig-value", "fig-value")
+    c = pd.read_csv(out / "fig-value-curves.csv")
+    assert set(m.algorithm) == {"ppo", "trpo"} and m.agent.nunique() == 2
+    for kind in ("gae", "returns", "exact"):
+        train = c[(c.error == kind) & (c.batch == "train") & (c.algorithm == "ppo")].set_index("iteration")["mean"]
+        by_hand = m[m.algorithm == "ppo"].groupby("iteration")[f"value_mre_{kind}"].mean()
+        np.testing.assert_allclose(train.to_numpy(), by_hand.to_numpy(), rtol=1e-6)
+        held = c[(c.error == kind) & (c.batch == "held-out")]
+        assert sorted(held.iteration.unique()) == [0, 2, 4]   # heldout_every = 2 at smoke scale, 6 iterations
+    assert np.isfinite(pd.read_csv(out / "fig-value-summary.csv")["exact MRE (train)"]).all()
+    with CompileCounter() as counter:
+        assert main(["fig-value", "--from", str(out), "--out", str(tmp_path / "again")]) == 0
+    assert counter.count == 0
+    assert os.path.getsize(tmp_path / "again" / "fig-value.png") > 10_000
+    assert "exact MRE (train)" in capsys.readouterr().out
+
+
+def test_closer_look_baselines_cover_every_baseline_and_redraw(executed, tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from pg_diag.cli import main
+    from pg_diag.run import CompileCounter
+
+    out = executed["closer-look"][1] / "fig-baselines"
+    s = pd.read_csv(out / "fig-baselines-summary.csv")
+    assert set(s.label) == {"ppo", "trpo"} and set(s.task) == {"lqr"} and set(s.iteration) == {0, 5}
+    assert set(s.baseline) == {"value", "fitted", "zero", "exact"}
+    assert ((s.at_largest_n >= -1 - 1e-6) & (s.at_largest_n <= 1 + 1e-6)).all()    # cosines
+    assert np.isfinite(s.fitted_mre).all() and (s.fitted_mre >= 0).all()
+    with CompileCounter() as counter:
+        assert main(["fig-baselines", "--from", str(out), "--out", str(tmp_path / "again")]) == 0
+    assert counter.count == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "again" / "fig-baselines-summary.csv"), s)
+
+
+def test_closer_look_landscapes_bracket_their_agreement_and_redraw(executed, tmp_path):
+    import pandas as pd
+
+    from pg_diag.cli import main
+    from pg_diag.run import CompileCounter
+
+    out = executed["closer-look"][1] / "landscape"
+    s = pd.read_csv(out / "fig-landscape-surrogate-summary.csv")
+    assert set(s.label) == {"ppo", "ppo-m", "trpo"} and set(s.step_pairs) == {1024, 2048}
+    assert ((s.low <= s.agreement + 1e-9) & (s.agreement <= s.high + 1e-9)).all()
+    c = pd.read_csv(out / "fig-landscape-concentration-summary.csv")
+    assert set(c.label) == {"ppo", "trpo"} and set(c.n) == {512, 1024}
+    with CompileCounter() as counter:
+        for target in ("fig-landscape-concentration", "fig-landscape-surrogate"):
+            assert main([target, "--from", str(out), "--out", str(tmp_path / "again")]) == 0
+    assert counter.count == 0

@@ -6,7 +6,6 @@ within 4.5 standard errors: a false-failure rate below 1e-5 for a normal mean
 """
 
 import math
-import os
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +14,7 @@ import pytest
 
 from pg_diag import make_train, networks, preset, seed_key, stages
 from pg_diag.config import Knobs
-from pg_diag.envs import lqr, make
+from pg_diag.envs import make
 from pg_diag.normalize import RunningStat, push, reward_affine, scale_reward
 from pg_diag.objectives import mean_relative_error
 from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, episode_completes
@@ -110,28 +109,3 @@ def test_training_records_value_errors_and_the_exact_one_only_on_lqr():
                    value_epochs=1, ppo_epochs=1)
     _, m = jax.jit(make_train(other.static).train)(seed_key(0), other.knobs.as_arrays())
     assert np.isnan(m["value_mre_exact"][0]) and np.isfinite(m["value_mre_gae"][0])
-
-
-def test_fig_value_end_to_end_and_redrawn_without_compiling(tmp_path, capsys):
-    """The target on the LQR task: the curves are the per-iteration means of the recorded metrics,
-    the held-out ones only where measured, and --from redraws with zero compiles."""
-    from pg_diag.cli import main
-    from pg_diag.experiments import value_fig
-    from pg_diag.run import CompileCounter
-
-    tiny = dict(num_envs=2, steps_per_env=32, num_iterations=4, num_minibatches=4, ppo_epochs=2, value_epochs=2)
-    out = value_fig.run("smoke", out=str(tmp_path), tasks=("lqr",), seeds=2, **tiny)
-    m, c = out["metrics"], out["curves"]
-    assert set(m.algorithm) == {"ppo", "trpo"} and m.agent.nunique() == 2
-    for kind in ("gae", "returns", "exact"):
-        train = c[(c.error == kind) & (c.batch == "train") & (c.algorithm == "ppo")].set_index("iteration")["mean"]
-        by_hand = m[m.algorithm == "ppo"].groupby("iteration")[f"value_mre_{kind}"].mean()
-        np.testing.assert_allclose(train.to_numpy(), by_hand.to_numpy(), rtol=1e-6)
-        held = c[(c.error == kind) & (c.batch == "held-out")]
-        assert sorted(held.iteration.unique()) == [0, 2]  # heldout_every = 2 at smoke scale
-    assert np.isfinite(out["summary"]["exact MRE (train)"]).all()
-    with CompileCounter() as counter:
-        assert main(["fig-value", "--from", str(tmp_path), "--out", str(tmp_path / "again")]) == 0
-    assert counter.count == 0
-    assert os.path.getsize(tmp_path / "again" / "fig-value.png") > 10_000
-    assert "exact MRE (train)" in capsys.readouterr().out

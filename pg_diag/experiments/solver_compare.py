@@ -5,7 +5,7 @@ train once with ``solver=converged`` (MuJoCo's own settings, the default) and on
 (Brax's: 1 solver iteration, 4 line-search steps), and one table sets their conclusions side by side:
 
 * fig-ablation: each toggle's effect (mean score of best-LR agents with it on minus off) with a 95%
-  bootstrap CI, under both settings — same sign? CIs overlapping?
+  bootstrap CI, under both settings — the same verdict (> 0, < 0, or ≈ 0: the CI holds 0)? CIs overlapping?
 * Table 2: each algorithm's mean agent reward with its 95% CI — CIs overlapping? The same ranking of the
   algorithms, and the same verdict on IM's conclusion (ACLI > AAI: the code-level optimizations matter
   more than the step choice)?
@@ -61,6 +61,11 @@ def _fmt(m, lo, hi) -> str:
     return f"{m:.0f} [{lo:.0f}, {hi:.0f}]" if np.isfinite(m) else "—"
 
 
+def effect_verdict(m, lo, hi) -> str:
+    """What an effect's 95% CI says: "> 0", "< 0", or "≈ 0" (the CI holds 0)."""
+    return "> 0" if lo > 0 else "< 0" if hi < 0 else "≈ 0"
+
+
 def _ablation(from_dir: str) -> dict:
     """{(task, toggle): (difference, low, high)} of one solver's ablation study."""
     from pg_diag.run import load_run
@@ -91,8 +96,9 @@ def compare(effects: dict, scores: dict):
     rows = []
     for key in effects[a]:
         x, y = effects[a][key], effects[b].get(key, (np.nan,) * 3)
-        rows.append({"study": "fig-ablation", "task": key[0], "quantity": f"effect of {key[1]}", a: _fmt(*x),
-                     b: _fmt(*y), "agree": bool(np.sign(x[0]) == np.sign(y[0])), "CIs overlap": _overlap(x, y)})
+        rows.append({"study": "fig-ablation", "task": key[0], "quantity": f"effect of {key[1]}",
+                     a: f"{_fmt(*x)} {effect_verdict(*x)}", b: f"{_fmt(*y)} {effect_verdict(*y)}",
+                     "agree": effect_verdict(*x) == effect_verdict(*y), "CIs overlap": _overlap(x, y)})
     for task in dict.fromkeys(k[0] for k in scores[a]):
         for algo in TABLE_2:
             x, y = scores[a].get((task, algo), (np.nan,) * 3), scores[b].get((task, algo), (np.nan,) * 3)
@@ -120,11 +126,11 @@ def draw(from_dir: str, out: str | None = None) -> dict:
     df = compare(effects, scores)
     note = ("fig-ablation: a toggle's effect is the mean score (max over training) of the best-LR agents with it "
             "on minus off, with a 95% bootstrap CI (on and off resampled separately). Table 2: mean agent reward "
-            f"(mean of the last 5 iterations) with its 95% CI; {record['scale']} scale. 'agree': an effect's sign, "
-            "the ranking, or ACLI > AAI is the same under both; 'CIs overlap': the two 95% CIs share a value.")
+            f"(mean of the last 5 iterations) with its 95% CI; {record['scale']} scale. 'agree': an effect's verdict "
+            "(> 0, < 0, or ≈ 0 when its CI holds 0), the ranking, or ACLI > AAI is the same under both; 'CIs overlap': the two 95% CIs share a value.")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, "solver-compare"),
                                   "fig-ablation and Table 2 under the converged and the fast solver settings", note)
     return {"table": df, "markdown": md, "csv": csv}
 
 
-__all__ = ["SOLVERS", "compare", "difference_ci", "draw", "run"]
+__all__ = ["SOLVERS", "compare", "difference_ci", "draw", "effect_verdict", "run"]

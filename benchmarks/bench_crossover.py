@@ -1,0 +1,70 @@
+"""Native MuJoCo or MJX: which backend steps a batch faster on this host, per task and solver setting.
+
+For each task, solver setting and batch size: the time of one batched step (raw physics, random actions,
+compiling excluded) on native MuJoCo (the host's cores through the physics callback) and on MJX (the
+default JAX device), and the crossover: the smallest measured batch from which MJX is at least as fast.
+On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the measurements.
+
+    python benchmarks/bench_crossover.py [--tasks hopper walker2d humanoid] [--solvers converged fast]
+                                         [--batches 16 64 256 1024 4096] [--steps 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import jax
+from bench_throughput import physics_rate
+
+
+def measure(tasks, solvers, batches, steps) -> list[dict]:
+    rows = []
+    for task in tasks:
+        for solver in solvers:
+            for batch in batches:
+                ms = {p: 1e3 * batch / physics_rate(task, batch, steps, physics=p, solver=solver)
+                      for p in ("native", "mjx")}
+                rows.append({"task": task, "solver": solver, "batch": batch, "native_ms": ms["native"],
+                             "mjx_ms": ms["mjx"], "faster": min(ms, key=ms.get)})
+                r = rows[-1]
+                print(f"| {task} | {solver} | {batch:,} | {r['native_ms']:.2f} | {r['mjx_ms']:.2f} | {r['faster']} |",
+                      flush=True)
+    return rows
+
+
+def crossovers(rows) -> dict:
+    """{(task, solver): the smallest batch from which MJX is at least as fast at every larger measured
+    batch (None: never within the measured batches)}."""
+    out = {}
+    for key in dict.fromkeys((r["task"], r["solver"]) for r in rows):
+        mine = sorted((r for r in rows if (r["task"], r["solver"]) == key), key=lambda r: r["batch"])
+        out[key] = next((r["batch"] for i, r in enumerate(mine) if all(s["mjx_ms"] <= s["native_ms"]
+                                                                        for s in mine[i:])), None)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=["hopper", "walker2d", "humanoid"])
+    parser.add_argument("--solvers", nargs="+", default=["converged", "fast"])
+    parser.add_argument("--batches", nargs="+", type=int, default=[16, 64, 256, 1024, 4096])
+    parser.add_argument("--steps", type=int, default=64, help="batched steps per timing")
+    parser.add_argument("--json", default=None, help="also write the measurements here")
+    args = parser.parse_args()
+    device = jax.devices()[0]
+    print(f"device: {device.platform} ({device.device_kind}), {os.cpu_count()} host cores, jax {jax.__version__}\n")
+    print("| task | solver | batch | native ms/step | MJX ms/step | faster |\n|---|---|---|---|---|---|")
+    rows = measure(args.tasks, args.solvers, args.batches, args.steps)
+    print("\n| task | solver | MJX from batch |\n|---|---|---|")
+    for (task, solver), batch in crossovers(rows).items():
+        print(f"| {task} | {solver} | {f'{batch:,}' if batch else '— (native at every measured batch)'} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": f"{device.platform} ({device.device_kind})", "host_cores": os.cpu_count(),
+                       "jax": jax.__version__, "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
