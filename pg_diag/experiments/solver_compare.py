@@ -22,7 +22,7 @@ import numpy as np
 
 from pg_diag.config import ConfigError
 from pg_diag.experiments import ablation, algorithms, figures, study_dir
-from pg_diag.stats import aai, acli, bootstrap_mean_ci
+from pg_diag.stats import aai, acli
 
 SOLVERS = ("converged", "fast")
 TABLE_2 = ("ppo", "ppo-m", "trpo", "trpo+")
