@@ -36,6 +36,17 @@ def bootstrap_mean_ci(values, resamples: int = 1000, level: float = 0.95, seed: 
     return float(x.mean()), float(low), float(high)
 
 
+def difference_ci(on, off, resamples: int = 1000, seed: int = 0):
+    """mean(on) − mean(off) with a 95% percentile-bootstrap CI (each group resampled on its own)."""
+    on, off = np.asarray(on, float), np.asarray(off, float)
+    on, off = on[np.isfinite(on)], off[np.isfinite(off)]
+    if len(on) == 0 or len(off) == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boot = (rng.choice(on, (resamples, len(on))).mean(1) - rng.choice(off, (resamples, len(off))).mean(1))
+    return float(on.mean() - off.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
 def aai(means: Mapping[str, float]) -> float:
     """Average algorithmic improvement, IM §5: max(|PPO − TRPO+|, |PPO-M − TRPO|)."""
     return max(abs(means["ppo"] - means["trpo+"]), abs(means["ppo-m"] - means["trpo"]))

@@ -22,7 +22,7 @@ import numpy as np
 
 from pg_diag.config import ConfigError
 from pg_diag.experiments import ablation, algorithms, figures, study_dir
-from pg_diag.stats import aai, acli
+from pg_diag.stats import aai, acli, difference_ci
 
 SOLVERS = ("converged", "fast")
 TABLE_2 = ("ppo", "ppo-m", "trpo", "trpo+")
@@ -40,17 +40,6 @@ def run(scale="smoke", out="results/solver-compare", tasks=None, seeds=None, pro
                            progress=progress, solver=solver, **overrides)
     study_dir.write(out, "solver-compare", scale, [], solvers=list(SOLVERS))
     return draw(out)
-
-
-def difference_ci(on, off, resamples: int = 1000, seed: int = 0):
-    """mean(on) − mean(off) with a 95% percentile-bootstrap CI (each group resampled on its own)."""
-    on, off = np.asarray(on, float), np.asarray(off, float)
-    on, off = on[np.isfinite(on)], off[np.isfinite(off)]
-    if len(on) == 0 or len(off) == 0:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boot = (rng.choice(on, (resamples, len(on))).mean(1) - rng.choice(off, (resamples, len(off))).mean(1))
-    return float(on.mean() - off.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
 
 
 def _overlap(a, b) -> bool:
