@@ -2,7 +2,7 @@
 
 For Hopper on native physics with the PPO preset's update (10 value + 10 policy epochs × 32 minibatches),
 ``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
-filters, GAE), the value epochs, the policy epochs, the metrics (trust-region statistics and value
+filters, GAE), the value epochs, the policy epochs, both in the one loop training runs them in, the metrics (trust-region statistics and value
 errors on the batch), and the whole iteration as training compiles it, beside the raw physics of the
 same batch.
 
@@ -37,6 +37,8 @@ def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
                                                                    s.key)))
     policy = jax.jit(jax.vmap(lambda s, d, lr, k: stages.policy_step(static, s.policy, s.policy_opt, d.batch, lr,
                                                                      k, s.key)))
+    update = jax.jit(jax.vmap(lambda s, d, lr, k: stages.update(static, s.policy, s.policy_opt, s.value, s.value_opt,
+                                                                d.batch, lr, lr, k, s.key, s.key)))
     new_policy = policy(state, data, lr, knobs)
     new_value = value(state, data, lr, knobs)
 
@@ -51,6 +53,7 @@ def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
         ("rollout (collect_batch)", timed(collect, state, knobs)),
         ("value epochs (value_step)", timed(value, state, data, lr, knobs)),
         ("policy epochs (policy_step)", timed(policy, state, data, lr, knobs)),
+        ("both in one loop (update, as training runs them)", timed(update, state, data, lr, knobs)),
         ("metrics (trust region, value errors, episodes)",
          timed(metrics, state, data, new_policy.params, new_value.params, knobs)),
         ("whole iteration (as training runs it)", timed(whole, state, knobs)),

@@ -23,19 +23,36 @@ def _minibatch_indices(key, batch_size: int, num_minibatches: int):
     return jax.random.permutation(key, batch_size).reshape(num_minibatches, -1)
 
 
+def lockstep_epochs(minibatches, carries, keys, batch_size: int, epochs: int, num_minibatches: int):
+    """Several learners' ``epochs`` passes of freshly shuffled minibatches, in one loop.
+
+    Learner ``i`` runs ``minibatches[i]`` (``(carry, indices) -> (carry, out)``) from
+    ``carries[i]`` on permutations drawn from ``keys[i]`` alone, so each learner's
+    result is exactly what it computes alone; sharing the loop lets the two
+    networks' independent minibatch steps run side by side instead of one loop
+    after the other (a CPU fills its cores with small matmuls this way)."""
+
+    def epoch(cs, ks):
+        indices = tuple(_minibatch_indices(k, batch_size, num_minibatches) for k in ks)
+
+        def step(cs, idx):
+            outs = tuple(f(c, i) for f, c, i in zip(minibatches, cs, idx))
+            return tuple(o[0] for o in outs), tuple(o[1] for o in outs)
+
+        return jax.lax.scan(step, cs, indices)
+
+    return jax.lax.scan(epoch, tuple(carries), tuple(jax.random.split(k, epochs) for k in keys))
+
+
 def _epochs(minibatch, carry, key, batch_size: int, epochs: int, num_minibatches: int):
     """``epochs`` passes of ``minibatch`` over freshly shuffled minibatch indices."""
-
-    def epoch(c, k):
-        return jax.lax.scan(minibatch, c, _minibatch_indices(k, batch_size, num_minibatches))
-
-    return jax.lax.scan(epoch, carry, jax.random.split(key, epochs))
+    (carry,), (out,) = lockstep_epochs((minibatch,), (carry,), (key,), batch_size, epochs, num_minibatches)
+    return carry, out
 
 
-def value_update(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: int,
-                 num_minibatches: int):
-    """``epochs`` × ``num_minibatches`` Adam steps on :func:`pg_diag.objectives.value_loss`.
-    Returns params, optimizer state and the losses [epochs, minibatches]."""
+def value_minibatch(batch: UpdateBatch, lr, knobs):
+    """One Adam step of the value network on :func:`pg_diag.objectives.value_loss` over the
+    minibatch ``idx``: ``((params, opt_state), idx) -> ((params, opt_state), loss)``."""
 
     def loss_fn(p, idx):
         v = networks.value_apply(p, batch.obs[idx], knobs)
@@ -47,8 +64,15 @@ def value_update(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: 
         p, s = apply_update(p, grads, s, lr, knobs["adam_eps"])
         return (p, s), loss
 
-    (params, opt_state), losses = _epochs(minibatch, (params, opt_state), key, batch.obs.shape[0], epochs,
-                                          num_minibatches)
+    return minibatch
+
+
+def value_update(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: int,
+                 num_minibatches: int):
+    """``epochs`` × ``num_minibatches`` Adam steps on :func:`pg_diag.objectives.value_loss`.
+    Returns params, optimizer state and the losses [epochs, minibatches]."""
+    (params, opt_state), losses = _epochs(value_minibatch(batch, lr, knobs), (params, opt_state), key,
+                                          batch.obs.shape[0], epochs, num_minibatches)
     return params, opt_state, losses
 
 
@@ -76,10 +100,10 @@ class PPOInfo:
     grad_norm: jax.Array      # [E, M] global gradient norm before clipping
 
 
-def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: int, num_minibatches: int):
-    """PPO's policy step (ref §2.5): per minibatch, the gradient of
-    :func:`policy_loss`, clipped in global norm (IM opt. 9), one Adam step.
-    Returns the new parameters, optimizer state and a :class:`PPOInfo`."""
+def policy_minibatch(batch: UpdateBatch, lr, knobs):
+    """One PPO minibatch step (ref §2.5): the gradient of :func:`policy_loss` over the
+    minibatch ``idx``, clipped in global norm (IM opt. 9), one Adam step:
+    ``((params, opt_state), idx) -> ((params, opt_state), PPOInfo)``."""
 
     def minibatch(carry, idx):
         p, s = carry
@@ -89,6 +113,24 @@ def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: int,
         p, s = apply_update(p, grads, s, lr, knobs["adam_eps"])
         return (p, s), PPOInfo(loss=info.surrogate_loss, clip_fraction=info.clip_fraction, grad_norm=norm)
 
-    (params, opt_state), info = _epochs(minibatch, (params, opt_state), key, batch.obs.shape[0], epochs,
-                                        num_minibatches)
+    return minibatch
+
+
+def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, epochs: int, num_minibatches: int):
+    """PPO's policy step (ref §2.5): ``epochs`` passes of :func:`policy_minibatch`.
+    Returns the new parameters, optimizer state and a :class:`PPOInfo` [epochs, minibatches]."""
+    (params, opt_state), info = _epochs(policy_minibatch(batch, lr, knobs), (params, opt_state), key,
+                                        batch.obs.shape[0], epochs, num_minibatches)
     return params, opt_state, info
+
+
+def ppo_update(policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs, key_value,
+               key_policy, epochs: int, num_minibatches: int):
+    """:func:`value_update` and :func:`ppo_step` with equal epoch counts, run in one
+    loop (:func:`lockstep_epochs`); each result equals the separate call's with the
+    same key. Returns ``((value, value_opt, losses), (policy, policy_opt, PPOInfo))``."""
+    ((value, value_opt), (policy, policy_opt)), (losses, info) = lockstep_epochs(
+        (value_minibatch(batch, lr_value, knobs), policy_minibatch(batch, lr_policy, knobs)),
+        ((value, value_opt), (policy, policy_opt)), (key_value, key_policy), batch.obs.shape[0], epochs,
+        num_minibatches)
+    return (value, value_opt, losses), (policy, policy_opt, info)

@@ -3,6 +3,7 @@
     collect_batch  T steps with a policy (statistics updating, or frozen) → transitions + update batch
     value_step     the value network's epochs of minibatch Adam
     policy_step    PPO's or TRPO's step, computed and returned, never applied
+    update         training's value step and policy step (PPO: the two in one loop)
     trust_region   mean/max KL and max ratio between two policies on a batch
     heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched
     value_targets  the value diagnostics' targets on a batch: GAE target, returns, exact V^π (LQR)
@@ -87,11 +88,30 @@ def policy_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs
         return PolicyStep(params=new, opt_state=opt_state,
                           info=StepInfo(policy_loss=-info.surrogate_after, clip_fraction=jnp.float32(jnp.nan),
                                         grad_norm=info.grad_norm, step_scale=info.step_scale))
-    new, opt_state, info = ppo.ppo_step(params, opt_state, batch, lr, knobs, key, static.ppo_epochs,
-                                        static.num_minibatches)
-    return PolicyStep(params=new, opt_state=opt_state,
+    return _ppo_policy_step(*ppo.ppo_step(params, opt_state, batch, lr, knobs, key, static.ppo_epochs,
+                                          static.num_minibatches))
+
+
+def _ppo_policy_step(params, opt_state, info: ppo.PPOInfo) -> PolicyStep:
+    return PolicyStep(params=params, opt_state=opt_state,
                       info=StepInfo(policy_loss=jnp.mean(info.loss[-1]), clip_fraction=jnp.mean(info.clip_fraction[-1]),
                                     grad_norm=jnp.mean(info.grad_norm), step_scale=jnp.float32(jnp.nan)))
+
+
+def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs,
+           key_value, key_policy) -> tuple[ValueStep, PolicyStep]:
+    """Training's update: :func:`value_step` and :func:`policy_step`, each with its own key.
+
+    For PPO with as many value as policy epochs the two run in one loop
+    (:func:`pg_diag.ppo.ppo_update`), which is faster on a CPU and gives the
+    same numbers as the two calls one after the other."""
+    if static.algorithm == "ppo" and static.value_epochs == static.ppo_epochs:
+        (v, v_opt, losses), stepped = ppo.ppo_update(policy, policy_opt, value, value_opt, batch, lr_policy,
+                                                     lr_value, knobs, key_value, key_policy, static.ppo_epochs,
+                                                     static.num_minibatches)
+        return ValueStep(params=v, opt_state=v_opt, losses=losses), _ppo_policy_step(*stepped)
+    return (value_step(static, value, value_opt, batch, lr_value, knobs, key_value),
+            policy_step(static, policy, policy_opt, batch, lr_policy, knobs, key_policy))
 
 
 @struct.dataclass

@@ -124,8 +124,8 @@ def make_train(static: Static) -> Trainer:
                                     freeze_actions=state.diverged, keep_raw_obs=exact)
         lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
         lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
-        value = stages.value_step(static, state.value, state.value_opt, data.batch, lr_v, knobs, k_val)
-        policy = stages.policy_step(static, state.policy, state.policy_opt, data.batch, lr_pi, knobs, k_pol)
+        value, policy = stages.update(static, state.policy, state.policy_opt, state.value, state.value_opt,
+                                      data.batch, lr_pi, lr_v, knobs, k_val, k_pol)
 
         b = data.batch
         train_tr = stages.trust_region(state.policy, policy.params, b.obs, b.action, b.old_log_prob, knobs)
