@@ -4,7 +4,8 @@ For Hopper on native physics with the PPO preset's update (10 value + 10 policy 
 ``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
 filters, GAE), the value epochs, the policy epochs, both in the one loop training runs them in, the metrics (trust-region statistics and value
 errors on the batch), and the whole iteration as training compiles it, beside the raw physics of the
-same batch.
+same batch and a lower bound on the update: its matmuls' floating-point operations at the rate this CPU
+reaches on the update's own matmul shape.
 
     python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
 """
@@ -60,7 +61,35 @@ def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
     ]
     batch = agents * num_envs
     rows.append(("raw physics of the same batch", batch * steps / physics_rate("hopper", batch, steps)))
+    flops = update_flops(static, env, agents * num_envs * steps)
+    mb = num_envs * steps // static.num_minibatches
+    rate = matmul_rate(agents, mb, max(static.policy_hidden + static.value_hidden, default=64))
+    rows.append((f"update at this CPU's matmul rate on its shapes ({flops / 1e9:.1f} GFLOP at {rate / 1e9:.0f} "
+                 "GFLOP/s; a lower bound)", flops / rate))
     return rows
+
+
+def mlp_macs(sizes) -> int:
+    """Multiply-adds per sample of one minibatch step of an MLP with layer widths ``sizes``: the forward
+    pass, the weight gradients (as many) and the input gradients of every layer but the first."""
+    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+    return 3 * sum(layers) - layers[0]
+
+
+def update_flops(static, env, pairs: int) -> float:
+    """Floating-point operations of the matmuls in both networks' epochs over ``pairs`` samples."""
+    policy = mlp_macs((env.obs_size,) + tuple(static.policy_hidden) + (env.action_size,)) * static.ppo_epochs
+    value = mlp_macs((env.obs_size,) + tuple(static.value_hidden) + (1,)) * static.value_epochs
+    return 2.0 * pairs * (policy + value)
+
+
+def matmul_rate(agents: int, rows: int, width: int) -> float:
+    """FLOP/s of this CPU on the update's own matmul: ``agents`` × [rows, width] @ [width, width]."""
+    x = jnp.ones((agents, rows, width))
+    w = jnp.broadcast_to(jnp.eye(width), (agents, width, width))  # x stays ones: no overflow, no subnormals
+    n = 256
+    loop = jax.jit(lambda x, w: jax.lax.fori_loop(0, n, lambda i, x: x @ w, x))  # each product needs the last
+    return 2.0 * agents * rows * width * width * n / timed(loop, x, w)
 
 
 def main():

@@ -4,6 +4,8 @@ Both run ``epochs`` passes of ``num_minibatches`` shuffled minibatches, one
 Adam step each, on the same batch with advantages from the pre-update value
 network. Neither touches an agent: each returns new parameters, a new
 optimizer state and what it measured, and the caller decides what to keep.
+Training runs the two in one loop (:func:`ppo_update`), each network on its
+own shuffles, with the same numbers as one after the other.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ The one statistical test (``test_unbiased_estimator_converges_to_the_exact_gradi
 fixes its seed; its bounds and false-failure rates are stated where they are asserted.
 """
 
+import dataclasses
 import json
 import math
 import shutil
@@ -289,3 +290,33 @@ def test_runs_without_checkpoints_or_of_other_tasks_are_refused(runs, tmp_path):
         gradient_study([runs["ppo"], other])
     with pytest.raises(DiagnosticError, match=r"batches \(M\) must be an integer ≥ 2"):
         step_study(runs["ppo"], batches=1)
+
+
+def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width():
+    """Worked by hand: runs of 1 environment × 64 steps, N = 100, 1000, 10000 and the batch (64), a true
+    gradient from 20000 pairs, 3 subjects. Narrow: chunks of 64, N snapped to 64, 128, 1024, 9984 (156
+    chunks), R = ⌈20000/9984⌉ = 3, so 3 × (10 + 3) = 39 streams, and ⌈2048/39⌉ = 53 environments per
+    stream. Wide: chunks of 53 × 64 = 3392 pairs, N = 64, 100, 1000 as asked (below one chunk) and
+    round(10000/3392) = 3 chunks = 10176, R = ⌈20000/10176⌉ = 2. Resolving touches no device."""
+    from pg_diag.diagnostics.gradients import GradientSettings, widen
+
+    settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
+
+    def statics(physics):
+        return [preset("ppo", "hopper", physics=physics, num_envs=1, steps_per_env=64).static]
+
+    narrow = widen(settings, statics("native"), 3)
+    assert (narrow.sampling.envs, narrow.grid.chunk, narrow.grid.sizes, narrow.truth_streams) == (
+        1, 64, (64, 128, 1024, 9984), 3)
+    wide = widen(settings, statics("mjx"), 3)
+    assert (wide.sampling.envs, wide.sampling.steps, wide.sampling.start) == (53, 64, narrow.sampling.start)
+    assert (wide.grid.chunk, wide.grid.sizes, wide.truth_streams) == (3392, (64, 100, 1000, 10176), 2)
+    # the memory check halves the width until it fits: 53 → 26 → 13
+    assert widen(settings, statics("mjx"), 3, fits=lambda r: r.sampling.envs <= 20).sampling.envs == 13
+    assert widen(settings, statics("mjx"), 3, fits=lambda r: False).sampling.envs == 1
+    # asked for explicitly, or already wide enough (300 × 13 streams ≥ 2048), the width is kept
+    assert widen(dataclasses.replace(settings, envs=2), statics("mjx"), 3).sampling.envs == 2
+    assert widen(settings, statics("mjx"), 300).sampling.envs == 1
+    # never wider than the narrow stream's chunk count: N ≤ 100 is 2 chunks of 64 (1 subject, 10 streams)
+    short = dataclasses.replace(settings, sizes=(100,), true_pairs=0, with_batch_size=False)
+    assert widen(short, statics("mjx"), 1).sampling.envs == 2

@@ -67,12 +67,18 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
         raise DiagnosticError(f"{e}; gradient-study settings are: {fields}") from None
     planned = plan_subjects(runs, iterations, agents)
     statics = [run.config(agent).static for run, agent, _ in planned]
-    r = gradients.resolve(settings, statics)
+    gradients.resolve(settings, statics)  # bad settings fail before any checkpoint is read
     subjects = load_subjects(planned, optimizer=False)
     static = subjects.static
     obs_size, action_size, num_params = subjects.shapes
+
+    def need(r):
+        return gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params,
+                                         settings.batching)
+
+    r = gradients.widen(settings, statics, len(subjects), lambda r: need(r) <= gradients.available_memory())
     gradients.require_memory(
-        gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params, settings.batching),
+        need(r),
         "the study", f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
                      f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
     if verbose:
