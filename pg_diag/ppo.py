@@ -30,9 +30,9 @@ def lockstep_epochs(minibatches, carries, keys, batch_size: int, epochs: int, nu
 
     Learner ``i`` runs ``minibatches[i]`` (``(carry, indices) -> (carry, out)``) from
     ``carries[i]`` on permutations drawn from ``keys[i]`` alone, so each learner's
-    result is exactly what it computes alone; sharing the loop lets the two
+    result is exactly what it computes alone. Sharing the loop lets the two
     networks' independent minibatch steps run side by side instead of one loop
-    after the other (a CPU fills its cores with small matmuls this way)."""
+    after the other (README, "Where an iteration's time goes")."""
 
     def epoch(cs, ks):
         indices = tuple(_minibatch_indices(k, batch_size, num_minibatches) for k in ks)

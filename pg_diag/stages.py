@@ -103,8 +103,8 @@ def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBa
     """Training's update: :func:`value_step` and :func:`policy_step`, each with its own key.
 
     For PPO with as many value as policy epochs the two run in one loop
-    (:func:`pg_diag.ppo.ppo_update`), which is faster on a CPU and gives the
-    same numbers as the two calls one after the other."""
+    (:func:`pg_diag.ppo.ppo_update`), a little faster on a CPU, with the same
+    numbers as the two calls one after the other."""
     if static.algorithm == "ppo" and static.value_epochs == static.ppo_epochs:
         (v, v_opt, losses), stepped = ppo.ppo_update(policy, policy_opt, value, value_opt, batch, lr_policy,
                                                      lr_value, knobs, key_value, key_policy, static.ppo_epochs,
