@@ -3,9 +3,9 @@
 For Hopper on native physics with the PPO preset's update (10 value + 10 policy epochs × 32 minibatches),
 ``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
 filters, GAE), the value epochs, the policy epochs, both in the one loop training runs them in, the
-metrics (trust-region statistics and value errors on the batch), and the whole iteration as training compiles it, beside the raw physics of the
-same batch and a lower bound on the update: its matmuls' floating-point operations at the rate this CPU
-reaches on the update's own matmul shape.
+metrics (trust-region statistics and value errors on the batch), and the whole iteration as training
+compiles it, beside the raw physics of the same batch and a lower bound on the update: its matmuls'
+floating-point operations at the rate this CPU reaches on the update's own matmul shape.
 
     python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
 """
