@@ -3,10 +3,12 @@
 For each task, solver setting and batch size: the time of one batched step (raw physics, random actions,
 compiling excluded) on native MuJoCo (the host's cores through the physics callback) and on MJX (the
 default JAX device), and the crossover: the smallest measured batch from which MJX is at least as fast.
-On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the measurements.
+On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the measurements; ``--record``
+adds them to this host's physics measurements, from which ``physics=auto`` then decides
+(:mod:`pg_diag.envs.crossover`; without them it measures each new batch when a run first needs it).
 
     python benchmarks/bench_crossover.py [--tasks hopper walker2d humanoid] [--solvers converged fast]
-                                         [--batches 16 64 256 1024 4096] [--steps 64]
+                                         [--batches 16 64 256 1024 4096] [--steps 64] [--record]
 """
 
 from __future__ import annotations
@@ -16,19 +18,18 @@ import json
 import os
 
 import jax
-from bench_throughput import physics_rate
+
+from pg_diag.envs import crossover
 
 
-def measure(tasks, solvers, batches, steps) -> list[dict]:
+def measure(tasks, solvers, batches, steps, threads) -> list[dict]:
     rows = []
     for task in tasks:
         for solver in solvers:
             for batch in batches:
-                ms = {p: 1e3 * batch / physics_rate(task, batch, steps, physics=p, solver=solver)
-                      for p in ("native", "mjx")}
-                rows.append({"task": task, "solver": solver, "batch": batch, "native_ms": ms["native"],
-                             "mjx_ms": ms["mjx"], "faster": min(ms, key=ms.get)})
+                rows.append(crossover.measure(task, solver, batch, threads, steps=steps, repeats=3))
                 r = rows[-1]
+                r["faster"] = crossover.faster(r)
                 print(f"| {task} | {solver} | {batch:,} | {r['native_ms']:.2f} | {r['mjx_ms']:.2f} | {r['faster']} |",
                       flush=True)
     return rows
@@ -52,11 +53,15 @@ def main():
     parser.add_argument("--batches", nargs="+", type=int, default=[16, 64, 256, 1024, 4096])
     parser.add_argument("--steps", type=int, default=64, help="batched steps per timing")
     parser.add_argument("--json", default=None, help="also write the measurements here")
+    parser.add_argument("--threads", type=int, default=0, help="native backend threads (0: every core)")
+    parser.add_argument("--record", action="store_true",
+                        help="add the measurements to this host's, which physics=auto decides from")
     args = parser.parse_args()
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}), {os.cpu_count()} host cores, jax {jax.__version__}\n")
     print("| task | solver | batch | native ms/step | MJX ms/step | faster |\n|---|---|---|---|---|---|")
-    rows = measure(args.tasks, args.solvers, args.batches, args.steps)
+    threads = args.threads or os.cpu_count() or 1
+    rows = measure(args.tasks, args.solvers, args.batches, args.steps, threads)
     print("\n| task | solver | MJX from batch |\n|---|---|---|")
     for (task, solver), batch in crossovers(rows).items():
         print(f"| {task} | {solver} | {f'{batch:,}' if batch else '— (native at every measured batch)'} |")
@@ -64,6 +69,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"device": f"{device.platform} ({device.device_kind})", "host_cores": os.cpu_count(),
                        "jax": jax.__version__, "rows": rows}, f, indent=2)
+    if args.record:
+        print(f"\nrecorded for {crossover.host_key(threads)!r} in {crossover.record(crossover.host_key(threads), rows)}")
 
 
 if __name__ == "__main__":

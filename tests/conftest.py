@@ -1,8 +1,15 @@
 """Fixtures shared by several test modules."""
 
+import os
+import tempfile
+
 import pytest
 
 from pg_diag import preset, sweep
+
+# physics="auto" reads the physics measurements recorded on this host (pg_diag.envs.crossover); the
+# tests (and the processes they start) get an empty store of their own instead of the user's
+os.environ["PG_DIAG_CACHE"] = tempfile.mkdtemp(prefix="pg_diag-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,7 @@ def _same_run(a, b):
 POINT_MASS = ["--preset", "ppo", "--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32",
               "--set", "num_iterations=3", "--set", "num_minibatches=4", "--set", "ppo_epochs=2",
               "--set", "value_epochs=2", "--grid", "lr_policy=1e-4,3e-4,1e-3", "--seeds", "1"]
-HOPPER = ["--preset", "ppo", "--task", "hopper", "--set", "physics=native", "--set", "num_envs=2",
+HOPPER = ["--preset", "ppo", "--task", "hopper", "--set", "num_envs=2",
           "--set", "steps_per_env=32", "--set", "num_iterations=2", "--set", "num_minibatches=2",
           "--set", "ppo_epochs=1", "--set", "value_epochs=1", "--grid", "lr_policy=1e-4,3e-4,1e-3", "--seeds", "1"]
 
@@ -92,11 +92,14 @@ def test_two_processes_equal_one_on_a_pure_jax_task(alone, tmp_path):
 
 def test_two_processes_of_two_devices_equal_one_on_native_mujoco(alone, tmp_path):
     """3 agents over 2 processes × 2 virtual devices: each process steps the physics of its own agents
-    (the host callback inside shard_map)."""
+    (the host callback inside shard_map). ``physics=auto`` is decided by process 0 and taken by both."""
     _sweep(tmp_path / "run", HOPPER, processes=2, devices=2)
     _same_run(tmp_path / "run", alone / "hopper")
     manifest = _manifest(tmp_path / "run")
     assert manifest["device"]["count"] == 4 and manifest["num_agents"] == 3
+    physics = manifest["physics"]
+    assert (physics["requested"], physics["backend"], physics["batch_per_device"]) == ("auto", "native", 2)
+    assert manifest["base_config"]["static"]["physics"] == "native"   # the run is pinned to it
 
 
 def _processes(args, processes: int = 2) -> list:

@@ -4,7 +4,9 @@ MuJoCo tasks run on one of two physics backends: ``mjx`` (pure JAX; the
 backend for GPUs and TPUs) or ``native`` (MuJoCo's C library, multithreaded,
 called from the compiled program through a host callback; the fast backend
 on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
-and MJX otherwise. Pure-JAX tasks have no physics backend.
+and MJX otherwise; given the batch a program steps (:func:`choose_physics`,
+what sweeps use), it picks the backend measured faster for that batch on this
+host (:mod:`pg_diag.envs.crossover`). Pure-JAX tasks have no physics backend.
 """
 
 from __future__ import annotations
@@ -51,6 +53,20 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple
     return "mjx", 0
 
 
+def choose_physics(task: str, physics: str, threads: int, solver: str, batch: int) -> tuple[str, int, str]:
+    """:func:`resolve_physics` for a program that steps ``batch`` environments per batched step on each
+    device: ``auto`` takes the backend measured faster at that batch on this host
+    (:func:`pg_diag.envs.crossover.choose`). Returns the backend, its thread count and why."""
+    backend, resolved = resolve_physics(task, physics, threads)
+    if backend == "jax" or physics != "auto":
+        return backend, resolved, "pure-JAX task" if backend == "jax" else "asked for"
+    from pg_diag.envs import crossover
+
+    native_threads = threads or (os.cpu_count() or 1)
+    backend, why = crossover.choose(task, solver, batch, native_threads)
+    return backend, (native_threads if backend == "native" else 0), why
+
+
 @functools.lru_cache(maxsize=None)
 def _make(name: str, physics: str, threads: int, solver: str) -> Env:
     if name == "pendulum":
@@ -78,4 +94,4 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
     return _make(name, backend, threads, solver)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "make", "resolve_physics", "time_limit"]
+__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "choose_physics", "make", "resolve_physics", "time_limit"]

@@ -97,9 +97,13 @@ def _matches(run_dir: str, manifest: dict) -> bool:
         return False
     with open(path) as f:
         old = json.load(f)
+    from pg_diag.run.store import requested_config
+
+    if old.get("status") != "complete" or "base_config" not in old:
+        return False
+    old = {**old, "base_config": requested_config(old)}
     keys = ("base_config", "grid_points", "seeds", "labels")
-    return old.get("status") == "complete" and all(
-        json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
+    return all(json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
 
 
 def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,

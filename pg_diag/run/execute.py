@@ -19,12 +19,15 @@ the agent axis is sharded across them.
 An agent's randomness depends only on its seed, so a configuration inside a
 sweep gives the same numbers as the same configuration run alone, and agents
 with the same seed share initial weights and environment noise across grid
-points (common random numbers, which sharpen paired comparisons).
+points (common random numbers, which sharpen paired comparisons). (With
+``physics="auto"`` a wider sweep may step MuJoCo on the other backend, which
+agrees to ~1e-5 a step, not bitwise: name the backend to compare across widths.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -173,11 +176,17 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         raise ConfigError(f"{what} needs an output directory (out=...)")
     if batching not in AGENT_BATCHING:
         raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
+    # physics="auto" takes the backend measured faster for the batch each device steps; the run is
+    # pinned to it (the manifest's base configuration names it, so resume and rerun keep it)
+    per_device = static.num_envs * (-(-p.num_agents // jax.device_count()) if batching == "vmap" else 1)
+    physics = store.physics_info(static, per_device)
+    if physics["backend"] != "jax" and physics["backend"] != static.physics:
+        p = pin_physics(p, physics["backend"])
     manifest = {
         "format": store.FORMAT,
         "label": label or base.name,
         "status": "compiling",
-        "base_config": base.to_dict(),
+        "base_config": p.base.to_dict(),
         "grid_axes": list(p.grid_axes),
         "grid_points": list(p.points),
         "labels": list(p.labels),
@@ -194,10 +203,16 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         "chunk_iterations": chunk_iterations,
         "batching": batching,
         "save_checkpoint": bool(save_checkpoint),
-        "physics": store.physics_info(static),
+        "physics": physics,
         "iterations_done": 0,
     }
     return _execute(p, manifest, out, progress)
+
+
+def pin_physics(p: Plan, backend: str) -> Plan:
+    """``p`` with every configuration's physics backend set to ``backend``."""
+    return dataclasses.replace(p, base=p.base.replace(physics=backend),
+                               configs=tuple(c.replace(physics=backend) for c in p.configs))
 
 
 def train(config: Config, seed: int = 0, out: str | None = None, **kwargs) -> store.RunResult:
@@ -239,7 +254,7 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
     p = store.plan_from_manifest(manifest)
     if base is not None:
         given = plan(base, grid, seeds, labels)
-        for what, mine, theirs in (("base configuration", base.to_dict(), manifest["base_config"]),
+        for what, mine, theirs in (("base configuration", base.to_dict(), store.requested_config(manifest)),
                                    ("grid", list(given.points), manifest["grid_points"]),
                                    ("seeds", list(given.seeds), manifest["seeds"])):
             if json.loads(json.dumps(mine, default=list)) != theirs:

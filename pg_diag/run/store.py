@@ -98,14 +98,20 @@ def git_revision() -> str | None:
         return None
 
 
-def physics_info(static) -> dict:
-    """The physics backend a run actually used (``auto`` resolved), with its thread count."""
+def physics_info(static, batch: int | None = None) -> dict:
+    """The physics backend a run uses (``auto`` resolved: by the ``batch`` each device steps when
+    given, :func:`pg_diag.envs.choose_physics`), its thread count and why it was chosen."""
     from importlib import metadata
 
-    from pg_diag.envs import resolve_physics
+    from pg_diag.envs import choose_physics, resolve_physics
 
-    backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
-    info = {"requested": static.physics, "backend": backend}
+    if batch is None:
+        backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
+        info = {"requested": static.physics, "backend": backend}
+    else:
+        backend, threads, why = choose_physics(static.task, static.physics, static.physics_threads,
+                                               static.solver, batch)
+        info = {"requested": static.physics, "backend": backend, "batch_per_device": batch, "chosen_by": why}
     if backend != "jax":
         from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, solver_options
         info.update(solver=static.solver, solver_options=solver_options(MUJOCO_TASKS[static.task], static.solver))
@@ -129,6 +135,16 @@ def read_manifest(path: str) -> dict:
         raise FileNotFoundError(f"{path!r} is not a pg_diag run directory: it has no {MANIFEST}")
     with open(manifest_path) as f:
         return json.load(f)
+
+
+def requested_config(manifest: dict) -> dict:
+    """The base configuration as it was asked for: the manifest's ``base_config`` names the physics
+    backend the run used, ``physics.requested`` what was asked (``auto``)."""
+    base = json.loads(json.dumps(manifest["base_config"]))
+    requested = (manifest.get("physics") or {}).get("requested")
+    if requested and "static" in base:
+        base["static"]["physics"] = requested
+    return base
 
 
 def plan_from_manifest(manifest: dict) -> Plan:

@@ -1,0 +1,171 @@
+"""``physics="auto"`` by workload: the backend that steps a given batch faster on this host.
+
+Native MuJoCo's batched step grows with the batch (the host's cores integrate
+every environment), while MJX's costs nearly the same from a few hundred to a
+few thousand environments on an accelerator. So on an accelerator host narrow
+batches (the papers' one environment per agent) can step faster on native
+MuJoCo and wide ones on MJX; where they cross depends on the task, the
+solver setting, the accelerator and the host's cores, so it is measured,
+never assumed:
+
+* measurements are rows ``{task, solver, batch, native_ms, mjx_ms}`` per host
+  (device kind, cores, thread count and library versions: :func:`host_key`),
+  kept in ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``).
+  ``benchmarks/bench_crossover.py --record`` fills it over a grid of batches;
+* a batch is decided by a row at that batch or by the two rows around it
+  when they agree (:func:`decide`);
+* a batch the rows cannot decide on an accelerator is measured on the spot
+  (one batched step of each backend at that batch, :func:`measure`) and
+  recorded. A CPU host without rows uses native MuJoCo, measured faster there
+  at every batch from 4 to 256 environments with the converged solver
+  (1.9-30×) and from 64 with the fast one; where MJX's fast solver wins (a
+  few environments, by ≤ 1.5× per step), compiling MJX costs more than the
+  run saves (README, `bench_crossover.py`).
+
+On several processes process 0 decides and every process takes its answer, so
+all of them compile the same program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+BACKENDS = ("native", "mjx")
+
+
+def cache_path() -> str:
+    root = os.environ.get("PG_DIAG_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "pg_diag")
+    return os.path.join(root, "crossover.json")
+
+
+def host_key(threads: int) -> str:
+    """What a measurement depends on besides the task, solver and batch."""
+    from importlib import metadata
+
+    import jax
+
+    d = jax.devices()[0]
+    return (f"{d.platform}:{d.device_kind} | {os.cpu_count()} cores, {threads} physics threads | "
+            f"jax {jax.__version__}, mujoco {metadata.version('mujoco')}, mujoco-mjx {metadata.version('mujoco-mjx')}")
+
+
+def load(key: str, path: str | None = None) -> list[dict]:
+    """The rows recorded for ``key`` (none if the file is absent or unreadable)."""
+    try:
+        with open(path or cache_path()) as f:
+            return list(json.load(f).get("hosts", {}).get(key, []))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def record(key: str, rows: list[dict], path: str | None = None) -> str:
+    """Add ``rows`` to ``key``'s (a row replaces an earlier one of the same task, solver and batch);
+    written whole to a temporary file and moved into place. Returns the path."""
+    path = path or cache_path()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        data.setdefault("hosts", {})
+    except (OSError, ValueError):
+        data = {"hosts": {}}
+    new = {(r["task"], r["solver"], r["batch"]) for r in rows}
+    kept = [r for r in data["hosts"].get(key, []) if (r["task"], r["solver"], r["batch"]) not in new]
+    data["hosts"][key] = sorted(kept + [dict(r) for r in rows], key=lambda r: (r["task"], r["solver"], r["batch"]))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def faster(row: dict) -> str:
+    return "mjx" if row["mjx_ms"] <= row["native_ms"] else "native"
+
+
+def decide(rows: list[dict], task: str, solver: str, batch: int) -> tuple[str, str] | None:
+    """The backend for ``batch`` from measured rows, with the rows that decided it, or None when they
+    cannot: a row at this batch decides, and so do the nearest rows below and above when they agree.
+    Nothing is extrapolated past the measured batches: on a CPU, MJX with the fast solver wins at a
+    few environments and loses from 64 (README), so neither backend's lead is monotone everywhere."""
+    mine = sorted((r for r in rows if r["task"] == task and r["solver"] == solver), key=lambda r: r["batch"])
+
+    def why(r):
+        return f"batch {r['batch']:,}: native {r['native_ms']:.3g} ms, MJX {r['mjx_ms']:.3g} ms per step"
+
+    at = [r for r in mine if r["batch"] == batch]
+    if at:
+        return faster(at[-1]), f"measured at {why(at[-1])}"
+    below = [r for r in mine if r["batch"] < batch][-1:]
+    above = [r for r in mine if r["batch"] > batch][:1]
+    if below and above and faster(below[0]) == faster(above[0]):
+        return faster(below[0]), f"measured around it ({why(below[0])}; {why(above[0])})"
+    return None
+
+
+def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2) -> dict:
+    """One batched step of each backend at ``batch`` (random actions from reset states, compiling
+    excluded, the best of ``repeats`` timings of ``steps`` steps): a row for :func:`record`."""
+    import jax
+
+    from pg_diag import envs
+
+    row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
+    for backend in BACKENDS:
+        env = envs.make(task, backend, threads, solver)
+        states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
+
+        @jax.jit
+        def run(s, key, env=env):
+            def body(s, k):
+                a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
+                return jax.vmap(env.step)(s, a), None
+            return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
+
+        key = jax.random.PRNGKey(1)
+        jax.block_until_ready(run(states, key))
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            jax.block_until_ready(run(states, key))
+            best = min(best, time.perf_counter() - t)
+        row[f"{backend}_ms"] = 1e3 * best / steps
+    return row
+
+
+def choose(task: str, solver: str, batch: int, threads: int) -> tuple[str, str]:
+    """``auto``'s backend for a MuJoCo task stepping ``batch`` environments per batched step on each
+    device, and why (for the manifest)."""
+    import jax
+
+    if jax.process_count() == 1:
+        return _choose_here(task, solver, batch, threads)
+    from jax.experimental import multihost_utils
+
+    backend, reason = _choose_here(task, solver, batch, threads) if jax.process_index() == 0 else ("native", "")
+    pick = int(multihost_utils.broadcast_one_to_all(BACKENDS.index(backend)))
+    return BACKENDS[pick], reason or f"chosen by process 0 ({BACKENDS[pick]})"
+
+
+def _choose_here(task, solver, batch, threads):
+    import jax
+
+    decided = decide(load(host_key(threads)), task, solver, batch)
+    if decided:
+        return decided[0], f"{decided[1]} on this host ({cache_path()})"
+    if jax.default_backend() == "cpu":
+        return "native", "CPU host without physics measurements: native MuJoCo (the faster backend on CPUs)"
+    return measure_and_record(task, solver, batch, threads)
+
+
+def measure_and_record(task: str, solver: str, batch: int, threads: int) -> tuple[str, str]:
+    """:func:`measure` at ``batch``, recorded for this host: the faster backend and why."""
+    row = measure(task, solver, batch, threads)
+    try:
+        record(host_key(threads), [row])
+    except OSError as e:  # an unwritable cache costs a measurement next time, nothing else
+        print(f"pg_diag: could not record the physics measurement in {cache_path()}: {e}", flush=True)
+    return faster(row), (f"measured now at batch {batch:,}: native {row['native_ms']:.3g} ms, "
+                         f"MJX {row['mjx_ms']:.3g} ms per step")
