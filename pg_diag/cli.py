@@ -72,6 +72,11 @@ def _summary(result) -> str:
     axes = result.manifest["grid_axes"]
     lines = [f"run: {result.manifest['label']}  agents: {result.num_agents}  "
              f"iterations: {result.manifest['iterations_done']}  status: {result.manifest['status']}"]
+    phys = result.manifest.get("physics") or {}
+    if phys.get("backend") not in (None, "jax"):
+        threads = f", {phys['threads']} threads" if phys.get("threads") else ""
+        why = f" (auto: {phys['chosen_by']})" if phys.get("requested") == "auto" and phys.get("chosen_by") else ""
+        lines.append(f"physics: {phys['backend']}{threads}, solver {phys.get('solver', 'converged')}{why}")
     t = result.manifest.get("timings", {})
     if t:
         lines.append(f"compile {t['compile_s']:.1f}s  run {t['run_s']:.1f}s  "
