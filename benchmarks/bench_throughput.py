@@ -22,9 +22,9 @@ import time
 import jax
 import jax.numpy as jnp
 
-from pg_diag import envs, make_train, preset, seed_key, sweep
+from pg_diag import make_train, preset, seed_key, sweep
 from pg_diag.config import stack_knobs
-from pg_diag.envs import resolve_physics
+from pg_diag.envs import crossover, resolve_physics
 from pg_diag.rollout import collect
 
 
@@ -40,17 +40,8 @@ def timed(fn, *args, repeats=3):
 
 
 def physics_rate(task: str, batch: int, steps: int, physics: str = "auto", solver: str = "converged") -> float:
-    env = envs.make(task, physics, 0, solver)
-    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
-
-    @jax.jit
-    def run(s, key):
-        def body(s, k):
-            a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
-            return jax.vmap(env.step)(s, a), None
-        return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
-
-    return batch * steps / timed(run, states, jax.random.PRNGKey(1))
+    """Raw physics, environment steps per second: ``jit(scan(vmap(env.step)))`` with random actions."""
+    return 1e3 * batch / crossover.step_ms(task, physics, 0, solver, batch, steps, repeats=3)
 
 
 def rollout_rate(cfg, agents: int) -> float:

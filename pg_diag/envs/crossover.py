@@ -68,7 +68,7 @@ def record(key: str, rows: list[dict], path: str | None = None) -> str:
         with open(path) as f:
             data = json.load(f)
         data.setdefault("hosts", {})
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         data = {"hosts": {}}
     new = {(r["task"], r["solver"], r["batch"]) for r in rows}
     kept = [r for r in data["hosts"].get(key, []) if (r["task"], r["solver"], r["batch"]) not in new]
@@ -105,33 +105,40 @@ def decide(rows: list[dict], task: str, solver: str, batch: int) -> tuple[str, s
     return None
 
 
-def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2) -> dict:
-    """One batched step of each backend at ``batch`` (random actions from reset states, compiling
-    excluded, the best of ``repeats`` timings of ``steps`` steps): a row for :func:`record`."""
+def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, steps: int = 16,
+            repeats: int = 2) -> float:
+    """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
+    random actions from reset states, the best of ``repeats`` timings of ``steps`` steps, compiling
+    excluded)."""
     import jax
 
     from pg_diag import envs
 
+    env = envs.make(task, backend, threads, solver)
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
+
+    @jax.jit
+    def run(s, key):
+        def body(s, k):
+            a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
+            return jax.vmap(env.step)(s, a), None
+        return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
+
+    key = jax.random.PRNGKey(1)
+    jax.block_until_ready(run(states, key))
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(run(states, key))
+        best = min(best, time.perf_counter() - t)
+    return 1e3 * best / steps
+
+
+def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2) -> dict:
+    """:func:`step_ms` of each backend at ``batch``: a row for :func:`record`."""
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
     for backend in BACKENDS:
-        env = envs.make(task, backend, threads, solver)
-        states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
-
-        @jax.jit
-        def run(s, key, env=env):
-            def body(s, k):
-                a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
-                return jax.vmap(env.step)(s, a), None
-            return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
-
-        key = jax.random.PRNGKey(1)
-        jax.block_until_ready(run(states, key))
-        best = float("inf")
-        for _ in range(repeats):
-            t = time.perf_counter()
-            jax.block_until_ready(run(states, key))
-            best = min(best, time.perf_counter() - t)
-        row[f"{backend}_ms"] = 1e3 * best / steps
+        row[f"{backend}_ms"] = step_ms(task, backend, threads, solver, batch, steps, repeats)
     return row
 
 
