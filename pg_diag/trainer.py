@@ -84,7 +84,7 @@ class Trainer(NamedTuple):
     init: Callable       # (key, knobs) -> AgentState
     iteration: Callable  # (state, knobs[, heldout_now]) -> (state, metrics)
     run: Callable        # (state, knobs, num_iterations: static) -> (state, metrics [n])
-    run_agents: Callable  # (states, knobs, num_iterations, batching) -> (states, metrics [n, agents])
+    run_agents: Callable  # (states, knobs, num_iterations, batching[, count]) -> (states, metrics [n, agents])
     train: Callable      # (key, knobs) -> (state, metrics [num_iterations])
 
 
@@ -152,17 +152,29 @@ def make_train(static: Static) -> Trainer:
     def run(state, knobs, num_iterations: int):
         return jax.lax.scan(lambda s, _: iteration(s, knobs), state, None, length=num_iterations)
 
-    def run_agents(states, knobs, num_iterations: int, batching: str = "vmap"):
+    def run_agents(states, knobs, num_iterations: int, batching: str = "vmap", count=None):
         """``num_iterations`` iterations of a stack of agents that advance together.
-        Metrics come out as [iterations, agents]."""
+        Metrics come out as [iterations, agents]. ``count`` (a traced int, optional): take only the first
+        ``count`` iterations; the others leave the states as they are and give zero metrics. One compiled
+        program then serves every chunk length up to ``num_iterations`` (a run cut at its checkpoints
+        compiles once, not once per distinct length)."""
 
-        def body(s, _):
+        def step(s):
             due = heldout_due(static, s.iteration[0])  # one counter for all agents: a real branch
             if batching == "vmap":
                 return jax.vmap(iteration, in_axes=(0, 0, None))(s, knobs, due)
             return jax.lax.map(lambda a: iteration(a[0], a[1], due), (s, knobs))
 
-        return jax.lax.scan(body, states, None, length=num_iterations)
+        if count is None:
+            return jax.lax.scan(lambda s, _: step(s), states, None, length=num_iterations)
+        shapes = jax.eval_shape(step, states)[1]
+
+        def skip(s):
+            return s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+        # the predicate is one scalar for all agents: a real branch, skipped iterations cost nothing
+        return jax.lax.scan(lambda s, i: jax.lax.cond(i < count, step, skip, s), states,
+                            jnp.arange(num_iterations))
 
     def train(key, knobs):
         return run(init(key, knobs), knobs, static.num_iterations)

@@ -47,6 +47,23 @@ def test_toggle_sweep_is_one_program(toggle_sweep, base):
     assert counter.count == 2
 
 
+def test_a_run_cut_unevenly_by_its_checkpoints_compiles_one_chunk_program(toggle_sweep, base, tmp_path):
+    """Checkpoints after iterations 1 and 4 with chunks of 3 cut 5 iterations into 1, 2, 1, 1: still one
+    chunk program (it takes a count of iterations), and the curves are those of a run in chunks of 1."""
+    cfg = base.replace(num_iterations=5, checkpoint_at=(1, 4))
+    clear_compiled()
+    with CompileCounter() as counter:
+        run = sweep(cfg, None, seeds=[0], chunk_iterations=3, out=str(tmp_path / "cut"))
+    assert counter.count == 2 and run.manifest["timings"]["compiles"] == 2
+    assert run.manifest["checkpoints"]["saved"] == [1, 4]
+    one_by_one = sweep(cfg.replace(checkpoint_at=()), None, seeds=[0], chunk_iterations=1)
+    a, b = curves(run, 0), curves(one_by_one, 0)
+    assert len(a["mean_return"]) == 5 and np.all(a["policy_loss"] != 0)
+    for k in FLOAT_METRICS:
+        np.testing.assert_allclose(a[k], b[k], rtol=2e-4, atol=1e-6, err_msg=k)
+    np.testing.assert_array_equal(a["episodes"], b["episodes"])
+
+
 def test_sweep_member_equals_the_same_config_run_alone(toggle_sweep, base):
     run, _ = toggle_sweep
     for agent in (5, 22):

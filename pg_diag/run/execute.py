@@ -47,7 +47,7 @@ from pg_diag.run import store
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk, estimate
-from pg_diag.run.shard import AXIS, agent_sharding, gather, over_devices, pad_and_shard
+from pg_diag.run.shard import AXIS, agent_sharding, gather, over_devices, pad_and_shard, replicated, replicated_spec
 from pg_diag.trainer import METRICS, make_train, seed_key
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
@@ -91,15 +91,18 @@ def init_program(static, n_agents: int, batching: str = "vmap"):
 
 @functools.lru_cache(maxsize=32)
 def chunk_program(static, n_agents: int, length: int, batching: str = "vmap"):
-    """The compiled chunk of ``length`` iterations of ``n_agents`` agents (cached)."""
+    """The compiled chunk of up to ``length`` iterations of ``n_agents`` agents (cached):
+    ``program(states, knobs, replicated(count))`` takes the first ``count`` ≤ ``length`` of them, so one
+    program serves every chunk of a run however its checkpoints cut it. Metrics come out
+    [length, agents]; rows from ``count`` on are zeros."""
     trainer = _trainer(static)
     keys, knobs = _abstract_inputs(n_agents)
     states = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=agent_sharding()),
                           jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs))
-    # metrics come out [iterations, agents]
-    chunk = over_devices(lambda s, k: trainer.run_agents(s, k, length, batching), (P(AXIS), P(None, AXIS)))
+    chunk = over_devices(lambda s, k, c: trainer.run_agents(s, k, length, batching, count=c),
+                         (P(AXIS), P(None, AXIS)), in_specs=(P(AXIS), P(AXIS), P()))
     fn = jax.jit(chunk, donate_argnums=0)
-    return fn.lower(states, knobs).compile()
+    return fn.lower(states, knobs, replicated_spec((), jnp.int32)).compile()
 
 
 def clear_compiled() -> None:
@@ -310,8 +313,10 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             else:
                 state = get(init_program, batching)(keys, knobs)
             lengths = chunk_lengths(done, static.num_iterations, chunk, kept)
+            # one program for every chunk, sized by the run alone (a resumed run uses the same one)
+            longest = min(chunk, static.num_iterations)
             if lengths:
-                get(chunk_program, lengths[0], batching)  # compile the main chunk before the clock starts
+                get(chunk_program, longest, batching)  # compiled before the clock starts
             manifest["status"] = "running"
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
@@ -319,9 +324,9 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             first_chunk = True
             for length in lengths:
                 t_chunk = time.perf_counter()
-                state, metrics = get(chunk_program, length, batching)(state, knobs)
+                state, metrics = get(chunk_program, longest, batching)(state, knobs, replicated(np.int32(length)))
                 _wait((state, metrics))
-                chunk_metrics = {k: np.asarray(v).T[:n] for k, v in gather(metrics).items()}
+                chunk_metrics = {k: np.asarray(v)[:length].T[:n] for k, v in gather(metrics).items()}
                 history = {k: np.concatenate([history[k], v], axis=1) if history else v
                            for k, v in chunk_metrics.items()}
                 done += length

@@ -39,14 +39,30 @@ def padded_count(n_agents: int) -> int:
     return math.ceil(n_agents / jax.device_count()) * jax.device_count()
 
 
-def over_devices(fn, out_specs):
-    """``fn`` (a function of agent-stacked arrays) run on each device's block of agents. ``out_specs``:
-    where the agent axis is in each output (``PartitionSpec``s; a pytree prefix of the outputs)."""
+def over_devices(fn, out_specs, in_specs=PartitionSpec(AXIS)):
+    """``fn`` (a function of agent-stacked arrays) run on each device's block of agents. ``out_specs``
+    (``in_specs``): where the agent axis is in each output (input), ``PartitionSpec``s as a pytree prefix;
+    ``PartitionSpec()`` for a value every device sees whole (see :func:`replicated`)."""
     mesh = agent_mesh()
     if mesh is None:
         return fn
     # agents never communicate: no collectives, so no varying-axis bookkeeping is needed (check_vma off)
-    return jax.shard_map(fn, mesh=mesh, in_specs=PartitionSpec(AXIS), out_specs=out_specs, check_vma=False)
+    return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+
+def replicated_spec(shape, dtype) -> jax.ShapeDtypeStruct:
+    """The abstract input of a value every device holds whole (compiling before the value exists)."""
+    mesh = agent_mesh()
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=None if mesh is None else NamedSharding(mesh, PartitionSpec()))
+
+
+def replicated(x):
+    """A host value (the same on every process) placed whole on every device."""
+    x = np.asarray(x)
+    mesh = agent_mesh()
+    if mesh is None:
+        return x
+    return jax.make_array_from_callback(x.shape, NamedSharding(mesh, PartitionSpec()), lambda index: x[index])
 
 
 def pad_and_shard(tree, n_agents: int):
