@@ -153,3 +153,14 @@ def test_a_long_run_estimates_its_duration_after_the_first_chunk():
     line = estimate("ppo/hopper", 3, 30.0, 97, now=0.0)
     assert line.startswith("ppo/hopper: 3 iterations in 30 s; about 16 min for the remaining 97 (until about ")
     assert estimate("ppo/hopper", 3, 30.0, 5) is None
+
+
+def test_default_chunks_need_not_divide_the_run():
+    """At least 20 chunks, of equal length but the last: a prime count of iterations is not cut one by one,
+    and checkpoints add cuts without changing the other chunks."""
+    from pg_diag.run.progress import chunk_lengths, default_chunk
+
+    assert [default_chunk(n) for n in (5, 20, 487, 488, 976)] == [1, 1, 24, 24, 48]
+    assert chunk_lengths(0, 487, 24) == [24] * 20 + [7]
+    assert chunk_lengths(0, 487, 24, stops=(0, 30, 487)) == [24, 6, 18] + [24] * 18 + [7]
+    assert chunk_lengths(30, 487, 24, stops=(30,)) == [18] + [24] * 18 + [7]   # resumed from iteration 30

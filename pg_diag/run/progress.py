@@ -81,10 +81,10 @@ def estimate(label: str, done: int, seconds: float, remaining: int, now: float |
 
 
 def default_chunk(num_iterations: int, target_chunks: int = 20) -> int:
-    """The largest divisor of ``num_iterations`` giving at least ``target_chunks``
-    chunks (fewer when the number has no suitable divisor)."""
-    limit = max(1, num_iterations // target_chunks)
-    return max(d for d in range(1, limit + 1) if num_iterations % d == 0)
+    """Iterations per chunk giving at least ``target_chunks`` chunks (progress, and the state a resume
+    starts from, at most about ``1/target_chunks`` of the run apart); the last chunk may be shorter (the
+    chunk program runs any count up to its length: no extra compile)."""
+    return max(1, num_iterations // target_chunks)
 
 
 def chunk_lengths(start: int, num_iterations: int, chunk: int, stops=()) -> list[int]:
