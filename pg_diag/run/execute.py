@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import os
 import signal
@@ -38,17 +37,16 @@ import time
 from typing import Mapping, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
-from pg_diag.config import BOOL_KNOBS, KNOB_NAMES, Config, ConfigError, stack_knobs
+from pg_diag.config import Config, ConfigError, stack_knobs
 from pg_diag.run import store
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk, estimate
-from pg_diag.run.shard import AXIS, agent_sharding, gather, over_devices, pad_and_shard, replicated, replicated_spec
-from pg_diag.trainer import METRICS, make_train, seed_key
+from pg_diag.run.programs import chunk_program, init_program
+from pg_diag.run.shard import gather, pad_and_shard, replicated
+from pg_diag.trainer import METRICS, seed_key
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
 #: and the only sensible one on accelerators); "map" loops over them inside the
@@ -58,57 +56,6 @@ AGENT_BATCHING = ("vmap", "map")
 
 class Interrupted(KeyboardInterrupt):
     """A run was stopped by SIGTERM (Ctrl-C raises KeyboardInterrupt itself)."""
-
-
-# --- compiled programs ---------------------------------------------------------------
-
-@functools.lru_cache(maxsize=8)
-def _trainer(static):
-    return make_train(static)
-
-
-def _over_agents(fn, batching: str):
-    if batching == "vmap":
-        return jax.vmap(fn)
-    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
-
-
-def _abstract_inputs(n_agents: int):
-    sharding = agent_sharding()
-    keys = jax.ShapeDtypeStruct((n_agents,) + seed_key(0).shape, seed_key(0).dtype, sharding=sharding)
-    knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if name in BOOL_KNOBS else jnp.float32,
-                                        sharding=sharding) for name in KNOB_NAMES}
-    return keys, knobs
-
-
-@functools.lru_cache(maxsize=32)
-def init_program(static, n_agents: int, batching: str = "vmap"):
-    """The compiled initialization of ``n_agents`` agents (cached: a notebook
-    repeating a sweep of the same shape does not compile again)."""
-    init = over_devices(_over_agents(_trainer(static).init, batching), P(AXIS))
-    return jax.jit(init).lower(*_abstract_inputs(n_agents)).compile()
-
-
-@functools.lru_cache(maxsize=32)
-def chunk_program(static, n_agents: int, length: int, batching: str = "vmap"):
-    """The compiled chunk of up to ``length`` iterations of ``n_agents`` agents (cached):
-    ``program(states, knobs, replicated(count))`` takes the first ``count`` ≤ ``length`` of them, so one
-    program serves every chunk of a run however its checkpoints cut it. Metrics come out
-    [length, agents]; rows from ``count`` on are zeros."""
-    trainer = _trainer(static)
-    keys, knobs = _abstract_inputs(n_agents)
-    states = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=agent_sharding()),
-                          jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs))
-    chunk = over_devices(lambda s, k, c: trainer.run_agents(s, k, length, batching, count=c),
-                         (P(AXIS), P(None, AXIS)), in_specs=(P(AXIS), P(AXIS), P()))
-    fn = jax.jit(chunk, donate_argnums=0)
-    return fn.lower(states, knobs, replicated_spec((), jnp.int32)).compile()
-
-
-def clear_compiled() -> None:
-    """Forget the compiled programs (the next sweep compiles afresh)."""
-    init_program.cache_clear()
-    chunk_program.cache_clear()
 
 
 # --- waiting, responsive to signals ------------------------------------------------------
