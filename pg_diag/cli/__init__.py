@@ -1,0 +1,103 @@
+"""The ``pg-diag`` command line.
+
+    pg-diag tasks | knobs | presets
+    pg-diag train --preset ppo --task hopper --set lr_policy=1e-4 --out runs/one
+    pg-diag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
+                  --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
+    pg-diag show runs/sweep
+    pg-diag resume runs/sweep
+    pg-diag rerun runs/sweep --out runs/again
+    pg-diag plot runs/sweep --metric value_loss | pg-diag export runs/sweep   # TensorBoard
+    pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
+    pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
+            | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_export, cmd_knobs, cmd_plot, cmd_presets,
+                              cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pg_diag.cli.studies import add_studies
+from pg_diag.config import ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pg-diag", description="Experiments on deep policy-gradient algorithms.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
+    sub.add_parser("knobs", help="list traced knobs and static settings").set_defaults(func=cmd_knobs)
+    p = sub.add_parser("presets", help="list algorithm presets (the papers' hyperparameters)")
+    p.add_argument("--algorithm", default=None)
+    p.add_argument("--task", default=None)
+    p.add_argument("--full", action="store_true", help="print every setting, not just the preset's own")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("train", help="train one agent")
+    add_run_args(p, sweep=False)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sweep", help="train a grid of knob values × seeds as one compiled program")
+    add_run_args(p, sweep=True)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("show", help="summarize a run directory")
+    p.add_argument("run")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("resume", help="continue an interrupted run from its last saved state")
+    p.add_argument("run", help="the run directory (the one given to --out)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    add_distributed(p)
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95%% CI")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--metric", default="mean_return", help="a recorded metric (see `pg-diag knobs`); default "
+                                                            "mean_return")
+    p.add_argument("--out", default=None, help="the image to write (default RUN/plots/METRIC.png)")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("export", help="a run's metrics as TensorBoard event files, one per agent")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--logdir", default=None, help="where to write them (default RUN/tensorboard)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("rerun", help="run a recorded run again from scratch (same configuration, grid and seeds)")
+    p.add_argument("run", help="the run directory whose manifest to reproduce")
+    p.add_argument("--out", default=None, help="the new run directory to write")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    add_distributed(p)
+    p.set_defaults(func=cmd_rerun)
+
+    add_studies(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if hasattr(args, "coordinator"):
+            from pg_diag.run import distributed
+            if distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout) \
+                    and not distributed.is_lead():
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # process 0 reports; errors
+                # still reach stderr (the file descriptor, so that the collectives' own messages go too)
+        args.func(args)
+    except ConfigError as err:
+        print(f"pg-diag: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # the run directory is consistent and says how to resume
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The ``pg-diag`` commands on runs: list tasks, knobs and presets; train, sweep, show, resume, rerun, plot,
+export; and the options they share (a configuration from flags, several processes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
+                            ConfigError, parse_assignments, parse_grid, preset)
+
+
+def _config_from_args(args) -> Config:
+    overrides = parse_assignments(args.set, "--set")
+    if args.preset:
+        return preset(args.preset, args.task, **overrides)
+    return Config().replace(task=args.task, **overrides)
+
+
+def add_distributed(p):
+    g = p.add_argument_group("several processes or hosts (one SPMD program; see pg_diag.run.distributed)")
+    g.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="process 0's address, the same for every process ('auto': let JAX detect a SLURM or TPU "
+                        "cluster); default $PG_DIAG_COORDINATOR")
+    g.add_argument("--num-processes", type=int, default=None, help="processes in all; default $PG_DIAG_NUM_PROCESSES")
+    g.add_argument("--process-id", type=int, default=None,
+                   help="this process's index, 0 … num-processes − 1; default $PG_DIAG_PROCESS_ID")
+    g.add_argument("--join-timeout", type=int, default=120, help="seconds to wait for every process (default 120)")
+
+
+def add_run_args(p, sweep: bool):
+    p.add_argument("--preset", default="ppo", help="algorithm preset (see `pg-diag presets`); default ppo")
+    p.add_argument("--task", default="hopper", help="task (see `pg-diag tasks`); default hopper")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a knob or static setting (repeatable), e.g. --set lr_policy=1e-4")
+    p.add_argument("--out", default=None, help="run directory to write (manifest + metrics)")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="keep the final agent states (orbax); --set checkpoint_at=0,150,300 keeps others")
+    p.add_argument("--chunk", type=int, default=None, help="iterations per compiled chunk (progress granularity)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    p.add_argument("--batching", default="vmap", choices=["vmap", "map"],
+                   help="vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone")
+    add_distributed(p)
+    if sweep:
+        p.add_argument("--grid", action="append", metavar="KNOB=V1,V2,...",
+                       help="a grid axis (repeatable); the sweep runs the Cartesian product")
+        p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (0..n-1)")
+    else:
+        p.add_argument("--seed", type=int, default=0, help="agent seed")
+
+
+def _summary(result) -> str:
+    m = result.metrics
+    if m.empty:
+        return "no iterations completed"
+    last = m[m.iteration == m.iteration.max()]
+    axes = result.manifest["grid_axes"]
+    lines = [f"run: {result.manifest['label']}  agents: {result.num_agents}  "
+             f"iterations: {result.manifest['iterations_done']}  status: {result.manifest['status']}"]
+    phys = result.manifest.get("physics") or {}
+    if phys.get("backend") not in (None, "jax"):
+        threads = f", {phys['threads']} threads" if phys.get("threads") else ""
+        why = f" (auto: {phys['chosen_by']})" if phys.get("requested") == "auto" and phys.get("chosen_by") else ""
+        lines.append(f"physics: {phys['backend']}{threads}, solver {phys.get('solver', 'converged')}{why}")
+    t = result.manifest.get("timings", {})
+    if t:
+        lines.append(f"compile {t['compile_s']:.1f}s  run {t['run_s']:.1f}s  "
+                     f"{t['env_steps_per_s']:.0f} env steps/s  compiles {t['compiles']}")
+    score = m.groupby("agent")["mean_return"].max()
+    table = last.set_index("agent")[axes + ["seed"]].assign(final_return=last.set_index("agent")["mean_return"],
+                                                            best_return=score)
+    if axes:
+        summary = table.groupby(axes)[["final_return", "best_return"]].agg(["mean", "std"])
+        lines.append(summary.to_string())
+    else:
+        lines.append(table[["seed", "final_return", "best_return"]].to_string())
+    if result.diverged_agents:
+        lines.append(f"diverged agents: {result.diverged_agents}")
+    return "\n".join(lines)
+
+
+def cmd_tasks(args):
+    from pg_diag.envs import TASKS
+    for name, (kind, desc) in TASKS.items():
+        print(f"{name:12s} {kind:7s} {desc}")
+
+
+def cmd_knobs(args):
+    print("Traced knobs (sweepable in one compiled program):")
+    for name in KNOB_NAMES:
+        f = KNOB_FIELDS[name]
+        print(f"  {name:22s} default {f.default!s:8s} {f.metadata['doc']}")
+    print("\nStatic settings (shape the program; one compile per value):")
+    for name in STATIC_NAMES:
+        f = STATIC_FIELDS[name]
+        print(f"  {name:22s} default {f.default!s:8s} {f.metadata['doc']}")
+
+
+def cmd_presets(args):
+    for (algo, task), (values, desc) in sorted(PRESETS.items()):
+        if args.algorithm and algo != args.algorithm or args.task and task != args.task:
+            continue
+        cfg = preset(algo, task)
+        print(f"== {algo} / {task}: {desc}")
+        if args.full:
+            for half in (cfg.static, cfg.knobs):
+                for f in dataclasses.fields(half):
+                    print(f"    {f.name:22s} {getattr(half, f.name)!s}")
+        else:
+            print("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
+
+
+def cmd_train(args):
+    from pg_diag.run import train
+    cfg = _config_from_args(args)
+    result = train(cfg, seed=args.seed, out=args.out, progress=args.progress, chunk_iterations=args.chunk,
+                   save_checkpoint=args.checkpoint, batching=args.batching)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_sweep(args):
+    from pg_diag.run import sweep
+    cfg = _config_from_args(args)
+    grid = parse_grid(args.grid)
+    result = sweep(cfg, grid, seeds=args.seeds, out=args.out, progress=args.progress,
+                   chunk_iterations=args.chunk, save_checkpoint=args.checkpoint, batching=args.batching)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_show(args):
+    from pg_diag.run import load_run
+    try:
+        run = load_run(args.run)
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from None
+    print(_summary(run))
+    if run.checkpoints:
+        print(f"checkpoints after iterations: {', '.join(map(str, run.checkpoints))}")
+
+
+def cmd_resume(args):
+    from pg_diag.run import resume
+    result = resume(args.run, progress=args.progress)
+    print(_summary(result))
+    print(f"wrote {args.run}")
+
+
+def cmd_rerun(args):
+    from pg_diag.run import rerun
+    result = rerun(args.run, out=args.out, progress=args.progress)
+    print(_summary(result))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_plot(args):
+    from pg_diag.experiments import run_plot
+    print(f"wrote {run_plot.plot(args.run, args.metric, out=args.out)}")
+
+
+def cmd_export(args):
+    from pg_diag.run import tensorboard
+    try:
+        paths = tensorboard.export(args.run, args.logdir)
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from None
+    print(f"wrote {len(paths)} event files under {os.path.dirname(os.path.dirname(paths[0])) if paths else args.logdir}")

@@ -1,0 +1,223 @@
+"""The ``pg-diag`` commands of the paper figures and tables: train a study (``--scale``) or measure given
+runs (``--run``), or redraw saved results (``--from``); each one a thin call into :mod:`pg_diag.experiments`."""
+
+from __future__ import annotations
+
+from pg_diag.config import ConfigError, parse_assignments
+
+from pg_diag.cli.runs import add_distributed
+
+
+def cmd_fig_ablation(args):
+    from pg_diag.experiments import ablation
+    if args.from_dir:
+        out = ablation.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = ablation.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    for task, (best, effects) in out["tables"].items():
+        print(f"== {task}: best learning rate per toggle combination")
+        print(best.to_string(index=False))
+        print(effects.to_string(index=False))
+    print(f"wrote {out['figure']}")
+
+
+def _experiment_args(args) -> dict:
+    return dict(tasks=tuple(args.task) if args.task else None, seeds=args.seeds, progress=args.progress,
+                **parse_assignments(args.set, "--set"))
+
+
+def _from_args(args):
+    """The tasks to redraw with --from; the options that only choose what to train are refused."""
+    theorem = args.command == "fig-theorem"
+    given = [flag for flag, value in (("--scale", args.scale), ("--seeds", getattr(args, "seeds", None)),
+                                      ("--set", getattr(args, "set", None)), ("--steps", getattr(args, "steps", None)),
+                                      ("--task", args.task if theorem else None))
+             if value is not None]
+    if given:
+        raise ConfigError(f"{args.command} --from redraws saved results without training: {', '.join(given)} "
+                          f"choose what to train and cannot be combined with it (the study in {args.from_dir!r} "
+                          f"records what it was trained with)")
+    return tuple(args.task) if args.task and not theorem else None
+
+
+def cmd_solver_compare(args):
+    from pg_diag.experiments import solver_compare
+    if args.from_dir:
+        _from_args(args)
+        out = solver_compare.draw(args.from_dir, out=args.out)
+    else:
+        out = solver_compare.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['markdown']} and {out['csv']}")
+
+
+def cmd_fig_trust_region(args):
+    from pg_diag.experiments import trust_region
+    if args.from_dir:
+        out = trust_region.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = trust_region.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    print(out["summary"].to_string(index=False))
+    print(f"wrote {out['figure']}")
+
+
+def cmd_fig_value(args):
+    from pg_diag.experiments import value_fig
+    if args.from_dir:
+        out = value_fig.draw(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = value_fig.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['figure']} and {out['csv']}")
+
+
+def cmd_fig_rewards(args):
+    from pg_diag.experiments import algorithms
+    if args.from_dir:
+        out = algorithms.draw_rewards(args.from_dir, out=args.out, tasks=_from_args(args))
+    else:
+        out = algorithms.fig_rewards(args.scale or "smoke", out=args.out or args.default_out,
+                                     **_experiment_args(args))
+    print(f"wrote {out['figure']}")
+
+
+def cmd_table(args):
+    from pg_diag.experiments import algorithms
+    rules = dict(statistic=args.statistic, reporting=args.reporting)
+    if args.from_dir:
+        out = algorithms.draw_table(args.command, args.from_dir, out=args.out, tasks=_from_args(args), **rules)
+    else:
+        fn = algorithms.table_2 if args.command == "table-2" else algorithms.table_3
+        out = fn(args.scale or "smoke", out=args.out or args.default_out, **rules, **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['markdown']} and {out['csv']}")
+
+
+def cmd_fig_theorem(args):
+    from pg_diag.experiments import theorem
+    if args.from_dir:
+        _from_args(args)
+        out = theorem.draw(args.from_dir, out=args.out)
+    else:
+        out = theorem.run(args.scale or "smoke", out=args.out or args.default_out, steps=args.steps,
+                          task=args.task)
+    print(f"first step: |grad L^C - grad L| / |grad L| = {out['first_step_relative_difference']:.2e}")
+    print(out["summary"].to_string())
+    print(f"wrote {out['figure']}")
+
+
+def _diagnostic_target(command):
+    """(settings class, run(…), draw(from_dir, out)) of a diagnostic figure target."""
+    from pg_diag import diagnostics as d
+    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs
+    if command == "fig-baselines":
+        return d.BaselineSettings, baseline_fig.run, baseline_fig.draw
+    if command in landscape_figs.TARGETS:
+        return (d.LandscapeSettings, lambda *a, **k: landscape_figs.run(command, *a, **k),
+                lambda *a, **k: landscape_figs.draw(command, *a, **k))
+    kind = d.StepSettings if command == "fig-step-variance" else d.GradientSettings
+    return (kind, lambda *a, **k: gradient_figs.run(command, *a, **k),
+            lambda *a, **k: gradient_figs.draw(command, *a, **k))
+
+
+def cmd_diagnostic(args):
+    from pg_diag.diagnostics.subjects import parse_settings
+    kind, run, draw = _diagnostic_target(args.command)
+    if args.from_dir:
+        if args.run or args.diag:
+            raise ConfigError(f"{args.command} --from redraws saved results: --run and --diag choose what to measure "
+                              f"and cannot be combined with it")
+        _from_args(args)
+        out = draw(args.from_dir, out=args.out)
+    else:
+        diag = parse_settings(kind, args.diag)
+        if args.run and (args.scale or args.task or args.seeds or args.set):
+            raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
+                              f"choose what to train and cannot be combined with it")
+        out = run(args.scale or "smoke", out=args.out or args.default_out, runs=args.run, diag=diag,
+                  **_experiment_args(args))
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {out['figure']} and {out['csv']}")
+
+
+def _diagnostic_args(p):
+    p.add_argument("--run", action="append", metavar="RUN_DIR",
+                   help="measure this run directory (repeatable; it needs checkpoints) instead of training")
+    p.add_argument("--diag", action="append", metavar="NAME=VALUE",
+                   help="a measurement setting (repeatable), e.g. --diag estimates=10 --diag sizes=100,1000,1e4 "
+                        "--diag true_pairs=1e6 (see pg_diag.diagnostics.GradientSettings, StepSettings, "
+                        "BaselineSettings, LandscapeSettings)")
+
+
+def _add_from(p, default_out):
+    # --scale and --out default to None so that --from can tell what was given
+    p.add_argument("--scale", default=None, choices=["smoke", "paper"],
+                   help="smoke: minutes on a CPU (default); paper: the papers' setting, for accelerators")
+    p.add_argument("--out", default=None,
+                   help=f"output directory (default {default_out}; with --from: the --from directory)")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", default=None,
+                   help="redraw from the results saved in DIR (what --out was when the study trained) without "
+                        "training anything")
+    p.set_defaults(default_out=default_out)
+
+
+def _add_experiment(sub, name, help_, func, default_out, extra=None):
+    p = sub.add_parser(name, help=help_)
+    _add_from(p, default_out)
+    p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
+    p.add_argument("--seeds", type=int, default=None, help="agents per configuration (default: the scale's)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a static setting or knob")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    if func is cmd_table:
+        p.add_argument("--reporting", default="pg_diag", choices=["pg_diag", "original"],
+                       help="which episodes an iteration's mean return counts: every one that ended (pg_diag, "
+                            "default) or the original code's rule, as published (original: mean_return_reference)")
+    if extra:
+        extra(p)
+    add_distributed(p)
+    p.set_defaults(func=func)
+
+
+def add_studies(sub) -> None:
+    """Every figure and table target as a subcommand of ``sub``."""
+    _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
+                    cmd_fig_ablation, "results/fig-ablation")
+    _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
+                    cmd_fig_trust_region, "results/fig-trust-region")
+    _add_experiment(sub, "fig-value", "CL Fig 4/14/15: value-network MRE against its target, the returns and "
+                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value")
+    _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
+                    "results/algorithms")
+
+    statistic = lambda p: p.add_argument(  # noqa: E731
+        "--statistic", default="final", choices=["final", "max"],
+        help="per-agent score: mean of the last 5 iterations (final) or max over training (max)")
+    _add_experiment(sub, "table-2", "IM Table 2: PPO, PPO-M, TRPO, TRPO+ with bootstrap CIs, AAI, ACLI",
+                    cmd_table, "results/algorithms", statistic)
+    _add_experiment(sub, "table-3", "IM Table 3: PPO vs PPO-NoClip with bootstrap CIs", cmd_table,
+                    "results/algorithms", statistic)
+    for name, help_ in (("fig-grad-variance", "CL Fig 2/11: pairwise cosine of gradient estimates vs N"),
+                        ("fig-grad-true", "CL Fig 3/12: cosine of gradient estimates to the true (and exact LQR) "
+                                          "gradient vs N"),
+                        ("fig-step-variance", "CL Fig 13: pairwise cosine and KL of the algorithm's own steps")):
+        _add_experiment(sub, name, help_, cmd_diagnostic, "results/gradients", _diagnostic_args)
+    _add_experiment(sub, "fig-baselines", "CL Fig 5/16: gradient concentration with the value net, a fitted value "
+                    "net, no baseline and (LQR) the exact V^π", cmd_diagnostic, "results/fig-baselines",
+                    _diagnostic_args)
+    for name, help_ in (("fig-landscape-concentration", "CL Fig 6/26/27: true reward landscape from 2K/20K/100K "
+                                                         "pairs per point"),
+                        ("fig-landscape-surrogate", "CL Fig 7/8/17-25: true reward vs the surrogate on the plane "
+                                                     "of the step")):
+        _add_experiment(sub, name, help_, cmd_diagnostic, "results/landscape", _diagnostic_args)
+    _add_experiment(sub, "solver-compare", "fig-ablation and Table 2 trained under the converged and the fast "
+                    "solver settings, their conclusions side by side", cmd_solver_compare, "results/solver-compare")
+    p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
+    _add_from(p, "results/fig-theorem")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
+    p.add_argument("--task", default=None, help="the task whose batch is optimized (default: the scale's)")
+    p.set_defaults(func=cmd_fig_theorem)
