@@ -3,17 +3,28 @@ runs (``--run``), or redraw saved results (``--from``); each one a thin call int
 
 from __future__ import annotations
 
+from pg_diag.cli.runs import add_distributed
 from pg_diag.config import ConfigError, parse_assignments
 
-from pg_diag.cli.runs import add_distributed
+
+def _train_or_draw(args, run, draw, by_task: bool = True) -> dict:
+    """A study's outputs: redrawn from ``--from`` (``by_task``: restricted to ``--task``) or trained at
+    ``--scale`` into ``--out``."""
+    if args.from_dir:
+        tasks = _from_args(args)
+        return draw(args.from_dir, out=args.out, **({"tasks": tasks} if by_task else {}))
+    return run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+
+
+def _print_markdown(out: dict, *written: str) -> None:
+    with open(out["markdown"]) as f:
+        print(f.read())
+    print(f"wrote {' and '.join(out[k] for k in written)}")
 
 
 def cmd_fig_ablation(args):
     from pg_diag.experiments import ablation
-    if args.from_dir:
-        out = ablation.draw(args.from_dir, out=args.out, tasks=_from_args(args))
-    else:
-        out = ablation.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    out = _train_or_draw(args, ablation.run, ablation.draw)
     for task, (best, effects) in out["tables"].items():
         print(f"== {task}: best learning rate per toggle combination")
         print(best.to_string(index=False))
@@ -42,44 +53,24 @@ def _from_args(args):
 
 def cmd_solver_compare(args):
     from pg_diag.experiments import solver_compare
-    if args.from_dir:
-        _from_args(args)
-        out = solver_compare.draw(args.from_dir, out=args.out)
-    else:
-        out = solver_compare.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
-    with open(out["markdown"]) as f:
-        print(f.read())
-    print(f"wrote {out['markdown']} and {out['csv']}")
+    _print_markdown(_train_or_draw(args, solver_compare.run, solver_compare.draw, by_task=False), "markdown", "csv")
 
 
 def cmd_fig_trust_region(args):
     from pg_diag.experiments import trust_region
-    if args.from_dir:
-        out = trust_region.draw(args.from_dir, out=args.out, tasks=_from_args(args))
-    else:
-        out = trust_region.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
+    out = _train_or_draw(args, trust_region.run, trust_region.draw)
     print(out["summary"].to_string(index=False))
     print(f"wrote {out['figure']}")
 
 
 def cmd_fig_value(args):
     from pg_diag.experiments import value_fig
-    if args.from_dir:
-        out = value_fig.draw(args.from_dir, out=args.out, tasks=_from_args(args))
-    else:
-        out = value_fig.run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
-    with open(out["markdown"]) as f:
-        print(f.read())
-    print(f"wrote {out['figure']} and {out['csv']}")
+    _print_markdown(_train_or_draw(args, value_fig.run, value_fig.draw), "figure", "csv")
 
 
 def cmd_fig_rewards(args):
     from pg_diag.experiments import algorithms
-    if args.from_dir:
-        out = algorithms.draw_rewards(args.from_dir, out=args.out, tasks=_from_args(args))
-    else:
-        out = algorithms.fig_rewards(args.scale or "smoke", out=args.out or args.default_out,
-                                     **_experiment_args(args))
+    out = _train_or_draw(args, algorithms.fig_rewards, algorithms.draw_rewards)
     print(f"wrote {out['figure']}")
 
 
@@ -91,9 +82,7 @@ def cmd_table(args):
     else:
         fn = algorithms.table_2 if args.command == "table-2" else algorithms.table_3
         out = fn(args.scale or "smoke", out=args.out or args.default_out, **rules, **_experiment_args(args))
-    with open(out["markdown"]) as f:
-        print(f.read())
-    print(f"wrote {out['markdown']} and {out['csv']}")
+    _print_markdown(out, "markdown", "csv")
 
 
 def cmd_fig_theorem(args):
@@ -139,9 +128,7 @@ def cmd_diagnostic(args):
                               f"choose what to train and cannot be combined with it")
         out = run(args.scale or "smoke", out=args.out or args.default_out, runs=args.run, diag=diag,
                   **_experiment_args(args))
-    with open(out["markdown"]) as f:
-        print(f.read())
-    print(f"wrote {out['figure']} and {out['csv']}")
+    _print_markdown(out, "figure", "csv")
 
 
 def _diagnostic_args(p):
