@@ -1,5 +1,6 @@
-"""Configuration: static settings and traced knobs (:mod:`.schema`), the papers' presets
-(:mod:`.presets`) and command-line value parsing (:mod:`.parse`)."""
+"""Configuration: static settings (:mod:`.static`), traced knobs (:mod:`.knobs`), the run description that
+joins them (:mod:`.schema`), the papers' presets (:mod:`.presets`) and command-line value parsing
+(:mod:`.parse`)."""
 
 from pg_diag.config.parse import parse_assignments, parse_grid, parse_value
 from pg_diag.config.presets import (ALGORITHM_PRESETS, CPU_SCALE, PAPER_TASKS, PRESETS, preset,

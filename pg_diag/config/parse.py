@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pg_diag.config.schema import BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, STATIC_FIELDS, STATIC_NAMES, ConfigError
+from pg_diag.config.knobs import BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, ConfigError
+from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES
 
 
 def parse_value(name: str, text: str):

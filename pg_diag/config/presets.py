@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pg_diag.config.schema import Config, ConfigError, check_static
+from pg_diag.config.knobs import ConfigError
+from pg_diag.config.schema import Config
+from pg_diag.config.static import check_static
 
 # --------------------------------------------------------------------------
 # Presets: the papers' hyperparameters (reference/original-code.md §3).

@@ -1,0 +1,140 @@
+"""Static settings: what fixes array shapes or program structure (task, physics, batch sizes, epochs,
+iterations, network widths, checkpoints). They are part of the compile key: changing one recompiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any
+
+from pg_diag.config.knobs import KNOB_NAMES, ConfigError, _is_bool, _is_real
+
+
+def _static(default, doc: str):
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    """Settings that shape the compiled program (part of the compile key)."""
+
+    task: str = _static("hopper", "Task name (see `pg-diag tasks`).")
+    physics: str = _static("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library through a host "
+                                   "callback, multithreaded), 'mjx' (pure JAX) or 'auto' (in a sweep, the backend "
+                                   "measured faster on this host for the batch each device steps; elsewhere native "
+                                   "on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
+    physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
+    solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
+                                       "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
+                                       "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
+    algorithm: str = _static("ppo", "Update rule: 'ppo' (clipped surrogate, minibatch Adam) or 'trpo' "
+                                    "(natural gradient + line search, ref §2.7).")
+    num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")
+    steps_per_env: int = _static(2048, "Steps collected per environment per iteration; batch = num_envs × steps_per_env.")
+    num_iterations: int = _static(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).")
+    ppo_epochs: int = _static(10, "Passes over the batch in the policy update.")
+    value_epochs: int = _static(10, "Passes over the batch in the value update.")
+    num_minibatches: int = _static(32, "Minibatches per epoch, for both updates.")
+    policy_hidden: tuple = _static((64, 64), "Hidden layer widths of the policy MLP; () = a linear-Gaussian policy.")
+    value_hidden: tuple = _static((64, 64), "Hidden layer widths of the value MLP.")
+    reset_every_iteration: bool = _static(
+        True, "Reset every environment at the start of each iteration, dropping partial episodes (ref §2.1).")
+    cg_iterations: int = _static(10, "TRPO conjugate-gradient iterations (fixed, no early stop).")
+    line_search_steps: int = _static(10, "TRPO backtracking line search: step scales 2^0 … 2^-(n-1).")
+    fisher_fraction: float = _static(0.1, "TRPO: fraction of the batch (a random subset, fixed size) for the "
+                                          "Fisher-vector product.")
+    heldout_every: int = _static(
+        0, "Every this many iterations (0 = never), also collect a held-out batch with the pre-update policy "
+           "and report the trust-region metrics on it (ref §4.1).")
+    checkpoint_at: tuple = _static(
+        (), "Save every agent's full state after these iterations (0 = before training; e.g. 0,150,300,450), "
+            "kept in the run directory's checkpoints/. Needs an output directory; does not change the program.")
+    checkpoint_every: int = _static(
+        0, "Also save a checkpoint every this many iterations (0 = never). Does not change the program.")
+
+    def checkpoint_iterations(self) -> tuple:
+        """The iterations after which a checkpoint is kept, sorted (0 = the initial state)."""
+        every = range(self.checkpoint_every, self.num_iterations + 1, self.checkpoint_every) \
+            if self.checkpoint_every else ()
+        return tuple(sorted(set(self.checkpoint_at) | set(every)))
+
+    def program(self) -> "Static":
+        """These settings less those that do not shape the compiled program (the compile key)."""
+        return dataclasses.replace(self, checkpoint_at=(), checkpoint_every=0)
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.steps_per_env
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def fisher_size(self) -> int:
+        """States in TRPO's Fisher-vector-product subset: int(fraction · batch), truncated as the
+        original's ``int(0.1 * T)`` (ref §2.7): 204 of 2,048, 25 of 256."""
+        return max(1, int(self.fisher_fraction * self.batch_size))
+
+
+STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static)}
+STATIC_NAMES = tuple(STATIC_FIELDS)
+ALGORITHMS = ("ppo", "trpo")
+
+
+def check_static(name: str, value) -> Any:
+    """Validate one static setting; return it normalized."""
+    from pg_diag.envs import TASKS  # late import: envs import config-free modules only
+
+    if name not in STATIC_FIELDS:
+        raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
+                          f"knobs are: {', '.join(KNOB_NAMES)}")
+    if name == "task":
+        if not isinstance(value, str) or value not in TASKS:
+            raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(TASKS))}")
+        return value
+    if name == "algorithm":
+        if value not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {value!r}; algorithms are: {', '.join(ALGORITHMS)}")
+        return value
+    if name in ("policy_hidden", "value_hidden"):
+        # () is a linear network: a linear-Gaussian policy (the LQR task's closed forms need one)
+        if (not isinstance(value, (tuple, list))
+                or not all(isinstance(h, numbers.Integral) and not _is_bool(h) and h > 0 for h in value)):
+            raise ConfigError(f"{name} must be a tuple of positive ints (() for a linear network), got {value!r}")
+        return tuple(int(h) for h in value)
+    if name == "physics":
+        from pg_diag.envs import PHYSICS
+        if value not in PHYSICS:
+            raise ConfigError(f"unknown physics backend {value!r}; choose one of: {', '.join(PHYSICS)}")
+        return value
+    if name == "solver":
+        from pg_diag.envs import SOLVERS
+        if value not in SOLVERS:
+            raise ConfigError(f"unknown solver setting {value!r}; choose one of: {', '.join(SOLVERS)}")
+        return value
+    if name == "physics_threads":
+        if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:
+            raise ConfigError(f"physics_threads must be an int >= 0 (0 = every core), got {value!r}")
+        return int(value)
+    if name == "fisher_fraction":
+        if not _is_real(value) or not 0 < value <= 1:
+            raise ConfigError(f"fisher_fraction must be a number in (0, 1], got {value!r}")
+        return float(value)
+    if name == "checkpoint_at":
+        items = value if isinstance(value, (tuple, list)) else None
+        if items is None or not all(isinstance(i, numbers.Integral) and not _is_bool(i) and i >= 0 for i in items):
+            raise ConfigError(f"checkpoint_at must be a list of iterations (ints >= 0; 0 = before training), "
+                              f"got {value!r}")
+        return tuple(sorted({int(i) for i in items}))
+    if name in ("heldout_every", "checkpoint_every"):
+        if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:
+            raise ConfigError(f"{name} must be an int >= 0 (0 = never), got {value!r}")
+        return int(value)
+    if name == "reset_every_iteration":
+        if not _is_bool(value):
+            raise ConfigError(f"{name} must be True or False, got {value!r}")
+        return bool(value)
+    if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 1:
+        raise ConfigError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
+    return int(value)
