@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from pg_diag import ConfigError, envs, preset, sweep
-from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, NativeStepper, load_model
+from pg_diag.envs.mujoco_physics import NativeStepper
+from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, load_model
 
 B = 6
 

@@ -1,4 +1,5 @@
-"""Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX.
+"""Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX or native MuJoCo
+(:mod:`.mujoco_physics`).
 
 Each task is defined once (:class:`MujocoTask`): its MJCF model (Brax's
 assets), reset distribution, observation, reward and termination, written
@@ -26,18 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.envs.base import Env, EnvState, time_limit
+from pg_diag.envs.mujoco_physics import make_derived_fields, mjx_advance, native_advance
 
 MAX_EPISODE_STEPS = 1000
-
-
-def import_mjx():
-    """``mujoco.mjx``, imported without its notice about the optional Warp backend."""
-    import contextlib
-    import io
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        from mujoco import mjx
-    return mjx
 
 
 def brax_asset(filename: str) -> str:
@@ -194,120 +186,6 @@ def _model_info(task: MujocoTask, model) -> dict:
     return {"dt": float(model.opt.timestep * task.n_frames),
             "torso_z0": float(model.body_pos[torso, 2]),
             "ctrl_lo": ctrl_lo, "ctrl_hi": ctrl_hi}
-
-
-def actuator_to_joint_forces(model) -> np.ndarray:
-    """The constant matrix A [nv, nu] with qfrc_actuator = A·ctrl, for models whose
-    actuators are plain motors on joints (force = gear·ctrl, fixed moment arm).
-    Built column by column with MuJoCo itself; other actuator types are refused."""
-    import mujoco
-
-    ok = (np.all(model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
-          and np.all(model.actuator_dyntype == mujoco.mjtDyn.mjDYN_NONE)
-          and np.all(model.actuator_gaintype == mujoco.mjtGain.mjGAIN_FIXED)
-          and np.all(model.actuator_biastype == mujoco.mjtBias.mjBIAS_NONE))
-    if not ok:
-        raise ValueError("qfrc_actuator as a derived field needs motor actuators on joints")
-    data = mujoco.MjData(model)
-    cols = []
-    for i in range(model.nu):
-        # a control inside the range (MuJoCo clamps to ctrlrange), divided out again
-        c = 0.5 * model.actuator_ctrlrange[i, 1] if model.actuator_ctrllimited[i] else 1.0
-        data.ctrl[:] = 0.0
-        data.ctrl[i] = c
-        mujoco.mj_forward(model, data)
-        cols.append(np.array(data.qfrc_actuator) / c)
-    return np.stack(cols, axis=1).astype(np.float32)
-
-
-def make_derived_fields(task: MujocoTask, model):
-    """(qpos, qvel, ctrl) -> the task's derived fields, in JAX, shared by both
-    backends: forward kinematics, composite inertias and COM velocities
-    (MJX's kinematics, com_pos and com_vel, no contact or constraint work) and
-    the actuator forces of the clipped control."""
-    if not task.derived_fields:
-        return lambda qpos, qvel, ctrl: {}
-    mjx = import_mjx()
-    mx = mjx.put_model(model)
-    act = jnp.asarray(actuator_to_joint_forces(model)) if "qfrc_actuator" in task.derived_fields else None
-
-    def impl_field(d, name):
-        # MJX keeps some derived quantities (e.g. cinert) in its backend-specific part.
-        impl = getattr(d, "_impl", None)
-        return getattr(impl, name) if impl is not None and hasattr(impl, name) else getattr(d, name)
-
-    def derived(qpos, qvel, ctrl):
-        d = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel)
-        d = mjx.com_vel(mx, mjx.com_pos(mx, mjx.kinematics(mx, d)))
-        fields = {}
-        for name in task.derived_fields:
-            fields[name] = act @ ctrl if name == "qfrc_actuator" else impl_field(d, name)
-        return fields
-
-    return derived
-
-
-def mjx_advance(task: MujocoTask, model):
-    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MJX steps (pure JAX)."""
-    mjx = import_mjx()
-    mx = mjx.put_model(model)
-
-    def advance(qpos, qvel, ctrl):
-        d = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)  # solver warm start: zero
-        d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
-        return d.qpos, d.qvel
-
-    return advance
-
-
-class NativeStepper:
-    """Advances a whole batch of environments with MuJoCo's C ``rollout``, on a
-    persistent pool of ``threads`` threads. Called from compiled code through
-    ``jax.pure_callback``: every environment of every agent in one call.
-
-    Each environment is independent and integrated in float64, so results do
-    not depend on the thread count; the state crosses back into the compiled
-    program as float32."""
-
-    def __init__(self, model, n_frames: int, threads: int):
-        import threading
-
-        import mujoco
-        from mujoco import rollout
-
-        self.model, self.n_frames, self.threads = model, n_frames, threads
-        self.nq, self.nv = model.nq, model.nv
-        self.nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-        self._datas = [mujoco.MjData(model) for _ in range(threads)]
-        self._rollout = rollout.Rollout(nthread=threads)
-        self._lock = threading.Lock()
-
-    def __call__(self, qpos, qvel, ctrl):
-        qpos, qvel, ctrl = np.asarray(qpos), np.asarray(qvel), np.asarray(ctrl)  # host copies, no device ops
-        lead = qpos.shape[:-1]
-        batch = int(np.prod(lead, dtype=np.int64))
-        state = np.zeros((batch, self.nstate))
-        state[:, 1:1 + self.nq] = qpos.reshape(batch, self.nq)          # layout: time, qpos, qvel, ...
-        state[:, 1 + self.nq:1 + self.nq + self.nv] = qvel.reshape(batch, self.nv)
-        control = np.repeat(np.asarray(ctrl, np.float64).reshape(batch, 1, -1), self.n_frames, axis=1)
-        with self._lock:
-            out, _ = self._rollout.rollout(self.model, self._datas, state, control,
-                                           initial_warmstart=np.zeros((batch, self.nv)))
-        final = out[:, -1]
-        return (final[:, 1:1 + self.nq].astype(np.float32).reshape(lead + (self.nq,)),
-                final[:, 1 + self.nq:1 + self.nq + self.nv].astype(np.float32).reshape(lead + (self.nv,)))
-
-
-def native_advance(task: MujocoTask, model, threads: int):
-    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` native MuJoCo steps, as a
-    host callback inside the compiled program (vectorized: one call per batch)."""
-    stepper = NativeStepper(model, task.n_frames, threads)
-
-    def advance(qpos, qvel, ctrl):
-        shapes = (jax.ShapeDtypeStruct(qpos.shape, jnp.float32), jax.ShapeDtypeStruct(qvel.shape, jnp.float32))
-        return jax.pure_callback(stepper, shapes, qpos, qvel, ctrl, vmap_method="broadcast_all")
-
-    return advance
 
 
 def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
