@@ -292,6 +292,23 @@ def test_runs_without_checkpoints_or_of_other_tasks_are_refused(runs, tmp_path):
         step_study(runs["ppo"], batches=1)
 
 
+def test_runs_stepped_with_other_solver_settings_are_not_measured_together():
+    """Subjects share one sampling program, so runs whose physics differ in any way are refused (read from
+    the manifests: nothing is loaded or compiled)."""
+    from pg_diag.diagnostics.subjects import check_compatible
+
+    class Run:  # what check_compatible reads of a run: its path and its configuration
+        def __init__(self, path, solver):
+            self.path, self.cfg = path, preset("ppo", "hopper", physics="native", solver=solver)
+
+        def config(self, agent):
+            return self.cfg
+
+    check_compatible([Run("a", "fast"), Run("b", "fast")])
+    with pytest.raises(DiagnosticError, match="differ in solver \\('converged' vs 'fast'\\)"):
+        check_compatible([Run("a", "converged"), Run("b", "fast")])
+
+
 def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width():
     """Worked by hand: runs of 1 environment × 64 steps, N = 100, 1000, 10000 and the batch (64), a true
     gradient from 20000 pairs, 3 subjects. Narrow: chunks of 64, N snapped to 64, 128, 1024, 9984 (156

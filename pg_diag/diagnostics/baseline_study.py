@@ -17,7 +17,7 @@ import dataclasses
 import numpy as np
 
 from pg_diag.diagnostics import baselines, gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
 from pg_diag.run import store
 
 NAME = "baselines"
@@ -28,8 +28,6 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
                    save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> "BaselineStudy":
     """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
     ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
-    import pandas as pd
-
     try:
         settings = dataclasses.replace(settings or baselines.BaselineSettings(), **changes)
     except TypeError as e:
@@ -39,32 +37,30 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
     planned = plan_subjects(runs, iterations, agents)
     statics = [run.config(agent).static for run, agent, _ in planned]
     r = baselines.resolve(settings, statics)
-    loaded = load_by_program(planned, optimizer=False)
-    for static, subjects in loaded.items():
-        gradients.require_memory(
-            baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
-            "the baseline study", f"{len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each",
-            "lower fit_pairs or use batching='map' (subjects in turn)")
-    frames, timings = {t: [] for t in TABLES}, []
-    for static, subjects in loaded.items():
-        if verbose:
-            print(f"baseline study: {len(subjects)} subjects ({static.algorithm}) × baselines "
-                  f"{', '.join(r.baselines)} × {r.estimates} estimates at N = {list(r.grid.sizes)}"
-                  f"{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}", flush=True)
-        keys = gradients.subject_keys(settings.seed, subjects.rows)
-        prog = baselines.program(static, settings, r)
-        out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
-        timings.append(timing)
-        for t, f in _frames(subjects, r, out).items():
-            frames[t].append(f)
+    # One program for every subject: the study reads only the task, the value network's shape and the batch's
+    # shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together.
+    subjects = load_subjects(planned, optimizer=False)
+    static = subjects.static
+    gradients.require_memory(
+        baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
+        "the baseline study", f"{len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each",
+        "lower fit_pairs or use batching='map' (subjects in turn)")
+    if verbose:
+        print(f"baseline study: {len(subjects)} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
+              f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}",
+              flush=True)
+    keys = gradients.subject_keys(settings.seed, subjects.rows)
+    prog = baselines.program(static, settings, r)
+    out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
+    frames = _frames(subjects, r, out)
     manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "baselines",
                 "settings": dataclasses.asdict(settings),
                 "resolved": {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
                              "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
                              "start": r.own.start, "exact": r.exact, "batch_size": r.batch_size},
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
-                "versions": store.versions(), "device": store.device_info(), "timings": timings}
-    study = BaselineStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
+                "versions": store.versions(), "device": store.device_info(), "timings": timing}
+    study = BaselineStudy(manifest=manifest, **frames)
     if save:
         tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
     return study

@@ -5,7 +5,7 @@ what the run directories hold (before anything is compiled) and stacks the
 checkpointed :class:`~pg_diag.trainer.AgentState` of every (run, agent,
 iteration) along one leading axis, with their knobs and a table row each.
 Runs can be measured together when their sampling programs agree: same task,
-physics and network shapes (PPO and TRPO runs of one task do).
+physics, solver setting and network shapes (PPO and TRPO runs of one task do).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pg_diag.run import store
 from pg_diag.run.shard import AXIS, gather, over_devices, pad_and_shard
 
 #: Static settings that must agree for runs to share one sampling program.
-SHARED_STATIC = ("task", "physics", "physics_threads", "policy_hidden", "value_hidden")
+SHARED_STATIC = ("task", "physics", "physics_threads", "solver", "policy_hidden", "value_hidden")
 
 
 class DiagnosticError(ConfigError):
