@@ -25,7 +25,7 @@ setup: $(VENV)/.installed
 # fixtures (trained runs, compiled programs) are made once.
 TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The core of the suite on the newest releases that resolve. jax >= 0.11 needs Python >= 3.12, so this uses a
 # Python 3.12 when the machine has one (NEWEST_PYTHON=... to choose) in its own environment, .venv-newest.
@@ -39,7 +39,7 @@ test-newest:
 	.venv-newest/bin/python -m pip install --quiet --upgrade pip && \
 	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[test]" && \
 	.venv-newest/bin/python -c "import jax, flax, optax, orbax.checkpoint, mujoco; print('newest:', 'jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'mujoco', mujoco.__version__)" && \
-	.venv-newest/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(NEWEST_TESTS)
+	.venv-newest/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(NEWEST_TESTS)
 
 # $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
 study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2))

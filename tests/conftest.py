@@ -11,6 +11,17 @@ from pg_diag import preset, sweep
 # tests (and the processes they start) get an empty store of their own instead of the user's
 os.environ["PG_DIAG_CACHE"] = tempfile.mkdtemp(prefix="pg_diag-cache-")
 
+# The modules that take longest (mostly compiling their programs), longest first. `make test` hands whole
+# modules to the workers in collection order (--dist loadfile --no-loadscope-reorder), so starting with these
+# lets the workers finish together; the others follow in their usual order.
+LONGEST_FIRST = ("test_notebooks", "test_distributed", "test_physics", "test_experiments", "test_sweep",
+                 "test_diagnostics", "test_resume", "test_lqr", "test_baselines", "test_landscape", "test_devices")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))
+
 
 @pytest.fixture(scope="session")
 def lqr_runs(tmp_path_factory):
