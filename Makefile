@@ -7,6 +7,9 @@ OUT    ?= results
 # FROM=DIR: redraw a figure/table from the study saved in DIR (a previous output directory) without training,
 # e.g. make fig-ablation FROM=results/fig-ablation-smoke
 FROM   ?=
+# ARGS="...": more options for the target's pg-diag command when it trains (see `pg-diag TARGET --help`),
+# e.g. make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"
+ARGS   ?=
 
 .PHONY: setup test test-newest fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
@@ -42,7 +45,7 @@ test-newest:
 	.venv-newest/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(NEWEST_TESTS)
 
 # $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
-study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2))
+study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2) $(ARGS))
 
 fig-ablation: setup
 	$(VENV)/bin/pg-diag fig-ablation $(call study,fig-ablation,--progress)
