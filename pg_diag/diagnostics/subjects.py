@@ -69,7 +69,8 @@ def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
     if padded != n:
         out = jax.tree.map(lambda x: x[:n], out)
     t2 = time.perf_counter()
-    return out, {"algorithm": subjects.static.algorithm, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
+    algorithms = "+".join(dict.fromkeys(row["algorithm"] for row in subjects.rows))  # one program may hold both
+    return out, {"algorithm": algorithms, "compile_s": t1 - t0, "run_s": t2 - t1, "pairs": pairs,
                  "pairs_per_s": pairs / max(t2 - t1, 1e-9)}
 
 
