@@ -11,7 +11,7 @@ FROM   ?=
 # e.g. make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"
 ARGS   ?=
 
-.PHONY: setup test test-newest fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
+.PHONY: setup test test-newest test-isa fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
         fig-landscape-surrogate solver-compare figures bench hopper-1m clean
 
@@ -43,6 +43,25 @@ test-newest:
 	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[test]" && \
 	.venv-newest/bin/python -c "import jax, flax, optax, orbax.checkpoint, mujoco; print('newest:', 'jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'mujoco', mujoco.__version__)" && \
 	.venv-newest/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(NEWEST_TESTS)
+
+# The numerics-sensitive tests (tolerances derived from float32 rounding, comparisons between compiled programs,
+# statistical bounds) under other CPUs' floating-point paths: XLA's code for each instruction-set cap in ISAS
+# ("default" = this CPU's own), e.g. make test-isa ISAS="AVX2 SSE4_2".
+ISAS          ?= default AVX2 SSE4_2
+KNOWN_ISAS    := default SSE4_2 AVX AVX2 AVX512F AVX512_VNNI AVX512_BF16 AMX
+NUMERIC_TESTS ?= tests/test_objectives.py tests/test_networks.py tests/test_normalize.py tests/test_stages.py \
+                 tests/test_trpo.py tests/test_value.py tests/test_stats.py tests/test_lqr.py tests/test_sweep.py \
+                 tests/test_experiments.py tests/test_landscape.py tests/test_diagnostics.py tests/test_devices.py \
+                 tests/test_distributed.py
+test-isa: setup
+	@for isa in $(ISAS); do case " $(KNOWN_ISAS) " in *" $$isa "*) ;; *) \
+	  echo "test-isa: unknown instruction set '$$isa' in ISAS; choose from: $(KNOWN_ISAS)" >&2; exit 2;; esac; done
+	@for isa in $(ISAS); do \
+	  flags="$$(echo "$$XLA_FLAGS" | tr ' ' '\n' | grep -v xla_cpu_max_isa | tr '\n' ' ')"; \
+	  if [ "$$isa" != default ]; then flags="$$flags --xla_cpu_max_isa=$$isa"; fi; \
+	  echo "== $$isa: XLA_FLAGS=$$flags"; \
+	  XLA_FLAGS="$$flags" $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+	    --no-loadscope-reorder $(NUMERIC_TESTS) || exit 1; done
 
 # $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
 study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2) $(ARGS))

@@ -53,8 +53,11 @@ def rate(name: str) -> dict:
         jax.block_until_ready(compiled(*args))
         compiles = cc.count - before
     t = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
+    out = jax.block_until_ready(compiled(*args))
     study_s = time.perf_counter() - t
+    # the pairs the episodes actually took (n = N / L̂ complete episodes per point), not the plan's N
+    import numpy as np
+    pairs = int(np.sum(np.asarray(out["returns"].pairs)[..., -1])) + num * sum(r.step_pairs)
     batch = num * r.grid_points * r.envs
     physics = physics_rate("hopper", batch, r.chunk_steps)
     return {"shape": name, "subjects": num, "grid_points": r.grid_points, "batch": batch, "sizes": list(r.sizes),
@@ -83,7 +86,8 @@ def main():
               f"{r['physics_steps_per_s']:,.0f} | {r['ratio']:.2f} | {r['compiles']} |")
     mem = [] if args.skip_memory else [peak_memory(n) for n in (20_000, 200_000)]
     if mem:
-        print("\n| pairs per point (1 subject, 3 × 3 grid, chunks of 16 × 125) | peak RSS (MiB) |\n|---|---|")
+        print("\n| pairs per point (1 subject, 3 × 3 grid, chunks of 16 environments × 250 steps) | peak RSS (MiB) "
+              "|\n|---|---|")
         for m in mem:
             print(f"| {m['pairs_per_point']:,} | {m['peak_rss_mib']:.0f} |")
     if args.json:

@@ -171,19 +171,24 @@ class ValueErrors:
     gae: jax.Array      # MRE against V_old + Â over non-terminal samples
     returns: jax.Array  # MRE against the returns over non-terminal samples whose return is complete
     exact: jax.Array    # MRE against the exact V^π over non-terminal samples (LQR; NaN elsewhere)
+    returns_truncated: jax.Array  # MRE against the returns over all non-terminal samples, cut at the batch end
 
 
 def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     """Mean relative errors of the value network ``value_params`` against the targets of one batch
     (:func:`pg_diag.objectives.mean_relative_error`).
 
-    Against the returns only samples whose episode ends inside the batch count: the
-    original truncated the others' returns at the batch end without bootstrapping
-    (ref §4.1 item 3), which biases the error at every batch end."""
+    Against the returns two readings: ``returns`` counts only samples whose episode
+    ends inside the batch (complete returns); ``returns_truncated`` counts every
+    non-terminal sample with its return cut at the batch end without bootstrapping,
+    as the original's ``value_loss_returns`` (ref §4.1 item 3, §4.2 item 4). The
+    second is low-biased wherever an episode runs past the batch end, so its error
+    is partly the target's, not the network's."""
     v = networks.value_apply(value_params, t.obs, knobs)
     return ValueErrors(gae=mean_relative_error(v, t.gae, t.mask),
                        returns=mean_relative_error(v, t.returns, t.mask & t.complete),
-                       exact=mean_relative_error(v, t.exact, t.mask))
+                       exact=mean_relative_error(v, t.exact, t.mask),
+                       returns_truncated=mean_relative_error(v, t.returns, t.mask))
 
 
 @struct.dataclass

@@ -59,12 +59,15 @@ METRICS = {
                      "training batch's non-terminal states (CL §5.2: its own training target)",
     "value_mre_returns": "the same against the discounted returns of the learner's rewards, over non-terminal "
                          "states whose episode ends inside the batch (complete returns)",
+    "value_mre_returns_truncated": "the same against the discounted returns over every non-terminal state, each cut "
+                                   "at the batch end without bootstrapping (the original code's returns target)",
     "value_mre_exact": "linear-quadratic task: the same against the exact V^π of the pre-update policy, in the "
                        "learner's reward units (NaN on other tasks)",
     "heldout_value_mre_gae": "value_mre_gae on the held-out batch (GAE target from the pre-update value network "
                              "there; NaN when not measured)",
     "heldout_value_mre_returns": "value_mre_returns on the held-out batch",
     "heldout_value_mre_exact": "value_mre_exact on the held-out batch",
+    "heldout_value_mre_returns_truncated": "value_mre_returns_truncated on the held-out batch",
     "policy_std": "mean policy standard deviation after the update",
     "entropy": "policy entropy after the update",
     "value_loss": "value loss, mean over the last value epoch's minibatches",
@@ -200,10 +203,11 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
              diverged) -> dict:
     """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes."""
     nan = jnp.float32(jnp.nan)
-    held = (nan,) * 6 if held_tr is None else (
+    held = (nan,) * 7 if held_tr is None else (
         jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio,
-                                                     held_v.gae, held_v.returns, held_v.exact))
-    h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact = held
+                                                     held_v.gae, held_v.returns, held_v.exact,
+                                                     held_v.returns_truncated))
+    h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact, hv_truncated = held
     metrics = {
         "mean_return": episodes.mean_return, "mean_return_reference": episodes.mean_return_reference,
         "episodes": episodes.episodes, "mean_length": episodes.mean_length,
@@ -211,6 +215,8 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         "heldout_mean_kl": h_mean_kl, "heldout_max_kl": h_max_kl, "heldout_max_ratio": h_max_ratio,
         "value_mre_gae": train_v.gae, "value_mre_returns": train_v.returns, "value_mre_exact": train_v.exact,
         "heldout_value_mre_gae": hv_gae, "heldout_value_mre_returns": hv_returns, "heldout_value_mre_exact": hv_exact,
+        "value_mre_returns_truncated": train_v.returns_truncated,
+        "heldout_value_mre_returns_truncated": hv_truncated,
         "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
         "entropy": entropy(policy.params["log_std"]),
         "value_loss": jnp.mean(value.losses[-1]),

@@ -3,13 +3,21 @@
 import os
 import tempfile
 
-import pytest
-
-from pg_diag import preset, sweep
-
 # physics="auto" reads the physics measurements recorded on this host (pg_diag.envs.crossover); the
 # tests (and the processes they start) get an empty store of their own instead of the user's
 os.environ["PG_DIAG_CACHE"] = tempfile.mkdtemp(prefix="pg_diag-cache-")
+
+# JAX's persistent compilation cache, one directory for the whole session: set here, before JAX is imported,
+# by the first process that loads this file (pytest's, or xdist's controller), so its workers, the processes
+# the tests start and the notebooks' kernels inherit it and reuse each other's compiled programs. It is a new
+# temporary directory per session (compiled code is specific to the CPU and XLA flags it was made for), unless
+# JAX_COMPILATION_CACHE_DIR is already set.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="pg_diag-test-xla-"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+import pytest  # noqa: E402
+
+from pg_diag import preset, sweep  # noqa: E402
 
 # The modules that take longest (mostly compiling their programs), longest first. `make test` hands whole
 # modules to the workers in collection order (--dist loadfile --no-loadscope-reorder), so starting with these

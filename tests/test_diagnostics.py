@@ -19,7 +19,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import make_train, networks, preset, seed_key, stages, sweep
 from pg_diag.diagnostics import (DiagnosticError, gradient_study, load_gradient_study, load_step_study,
                                  step_study)
-from pg_diag.diagnostics.sampling import Sampling, sample_chunk, start_carry
+from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
 from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, snap_sizes, stream
 from pg_diag.diagnostics.tables import crossing
 from pg_diag.envs import lqr
@@ -226,7 +226,7 @@ def test_step_study_computes_the_algorithms_own_step_from_the_checkpoint(runs):
     key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(0), 0), 2)
     k_batches, _ = jax.random.split(key)
     lr = annealed_learning_rate(knobs["lr_policy"], state.iteration, cfg.num_iterations, knobs)
-    own = Sampling(envs=cfg.num_envs, steps=cfg.steps_per_env, start="checkpoint")
+    own = algorithm_sampling(cfg.static)
 
     @jax.jit
     def by_hand(state, m):
@@ -254,6 +254,43 @@ def test_step_study_with_annealed_rate_zero_takes_no_step(runs):
     study = step_study(out, batches=2, save=False)
     assert np.all(study.steps.norm == 0) and np.all(study.pairs.kl_ij == 0)
     assert study.pairs.cosine.isna().all()
+
+
+def test_streams_start_independently_in_the_runs_own_state_distribution(agent):
+    """A run that never resets (point_mass at CPU scale, 4 × 256 steps per iteration) is sampled from
+    independent resets burnt in to its state distribution: two streams' first states differ, and the
+    states of 64 streams' first chunks have the mean of the run's own next 32 batches (the checkpoint's
+    environments continued with the frozen policy), per observation dimension within 5 standard errors
+    of the difference (the own batches' error from their batch means; false-failure rate ~6e-7 per
+    dimension for normal means)."""
+    from pg_diag.rollout import collect
+
+    env, state, knobs = agent
+    own = algorithm_sampling(make_train(preset("ppo", "point_mass").static).static)
+    assert own.start == "independent" and own.burn_in == 400 and own.per_iteration == 256
+    assert int(state.iteration) * own.per_iteration >= own.burn_in      # the whole burn-in applies
+
+    @jax.jit
+    def first_chunk(key):
+        k_start, k_roll = jax.random.split(key)
+        carry = start_carry(env, own, state, knobs, k_start)
+        return carry.obs, collect(env, state.policy, carry, state.filters, k_roll, knobs, own.steps,
+                                  frozen=True)[2].obs
+
+    firsts, chunks = jax.vmap(first_chunk)(jax.random.split(jax.random.PRNGKey(0), 64))
+    assert not np.allclose(firsts[0], firsts[1])
+    stream_means = np.asarray(chunks, np.float64).mean(axis=(1, 2))                    # [64, obs]
+
+    @jax.jit
+    def own_batches(key):
+        def one(carry, k):
+            carry, _, tr = collect(env, state.policy, carry, state.filters, k, knobs, own.steps, frozen=True)
+            return carry, tr.obs.mean(axis=(0, 1))
+        return jax.lax.scan(one, state.envs, jax.random.split(key, 32))[1]
+
+    batch_means = np.asarray(own_batches(jax.random.PRNGKey(1)), np.float64)        # [32, obs]
+    se = np.hypot(stream_means.std(0, ddof=1) / 8, batch_means.std(0, ddof=1) / np.sqrt(32))
+    np.testing.assert_array_less(np.abs(stream_means.mean(0) - batch_means.mean(0)), 5 * se)
 
 
 # --- bad input, refused before compiling -------------------------------------------------------------

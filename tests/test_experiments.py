@@ -10,6 +10,7 @@ import optax
 import pandas as pd
 import pytest
 
+from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
 from pg_diag.experiments import algorithms, study_dir, theorem, trust_region
@@ -154,8 +155,9 @@ def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
     measured = np.isfinite(held.heldout_mean_kl.to_numpy())
     np.testing.assert_array_equal(measured, [True, False, False, False, True, False])
     assert np.isnan(plain.heldout_mean_kl).all()
-    for k in ("mean_return", "mean_kl", "max_ratio", "value_loss"):
-        np.testing.assert_allclose(held[k], plain[k], rtol=1e-5, err_msg=k)
+    # the held-out branch makes it another program: equal to float32 rounding (tests/compare.py)
+    columns = ["mean_return", "mean_kl", "max_ratio", "value_loss", "episodes"]
+    assert_frames_close(held[columns], plain[columns])
     assert (held.heldout_max_ratio[measured] >= 1.0).all()
 
 
@@ -199,10 +201,34 @@ def test_theorem_target_saves_what_the_figure_needs_and_redraws_it(tmp_path):
     assert len(out["summary"]) == len(theorem.OPTIMIZERS) and os.path.exists(tmp_path / "redraw" / "fig-theorem.png")
 
 
+def _first_step_rounding_bound(params, batch, knobs):
+    """A worst-case float32 bound on |∇L^C − ∇L| / |∇L| at θ_old, where the two are equal in exact
+    arithmetic. Each is (1/n)·Σ_i Â_i ∇log π_i, summed in float32 by two different compiled programs
+    (different fusions and summation orders), so each is within γ·‖Σ_i |Â_i ∇log π_i|‖ of the exact sum,
+    γ = (n + p)·2^-24 (Higham's bound for a sum of n terms, each term itself the result of a backward pass
+    through a layer of width p ≤ 64). The bound is then 2γ·κ with κ = ‖Σ|x_i|‖ / ‖Σ x_i‖ the sum's
+    cancellation ratio, computed here from the per-sample gradients. A first step that were not the
+    unclipped one (a clip binding at θ_old) would differ by O(1)."""
+    adv = normalize_advantages(batch.advantages)
+
+    def sample_grad(obs, action, old, a):
+        def objective(p):
+            mean, log_std = networks.policy_apply(p, obs[None], knobs)
+            return (probability_ratio(networks.gaussian_log_prob(mean, log_std, action[None]), old[None]) * a)[0]
+        return jnp.concatenate([g.ravel() for g in jax.tree.leaves(jax.grad(objective)(params))])
+
+    per_sample = np.asarray(jax.vmap(sample_grad)(batch.obs, batch.action, batch.old_log_prob, adv), np.float64)
+    kappa = np.linalg.norm(np.abs(per_sample).sum(0)) / np.linalg.norm(per_sample.sum(0))
+    n = per_sample.shape[0]
+    return 2 * (n + 64) * 2.0 ** -24 * kappa
+
+
 def test_theorem_first_step_is_unclipped_and_ratios_escape_while_objective_saturates():
     cfg, params, batch, knobs = theorem.fixed_batch("point_mass")
     eps = cfg.clip_eps
-    assert theorem.first_step_check(params, batch, knobs, eps) == 0.0
+    bound = _first_step_rounding_bound(params, batch, knobs)
+    assert bound < 0.1                                           # the check below can tell O(1) apart
+    assert theorem.first_step_check(params, batch, knobs, eps) <= bound
     trace = np.asarray(jax.jit(theorem.optimize, static_argnums=(4, 5))(
         params, batch, knobs, eps, optax.adam(3e-2, eps=1e-5), 600))
     ceiling = theorem.clipped_ceiling(batch, eps)
@@ -211,9 +237,11 @@ def test_theorem_first_step_is_unclipped_and_ratios_escape_while_objective_satur
     assert abs(objective[0]) < 1e-5                              # L^C(θ_old) = mean of normalized Â = 0
     assert np.all(objective <= 1.0 + 1e-5)                       # never above its supremum (exact bound)
     # flattening: the second half of the optimization adds less than a quarter of what the first half
-    # added (the objective is concave in progress), while the ratios keep leaving the trust region
+    # added (the objective is concave in progress). The theorem says the ratios may then sit anywhere
+    # outside [1 − ε, 1 + ε], not that they keep growing (Adam's path through the flat region is not
+    # monotone and differs between CPUs): asserted is that they stay far outside it throughout the flat half.
     assert objective[-1] - objective[300] < 0.25 * (objective[300] - objective[0])
-    assert max_ratio[-1] > 3 * (1 + eps) and max_ratio[-1] > max_ratio[300]
+    assert max_ratio[300:].min() > 2 * (1 + eps)
 
 
 def test_clipped_gradient_is_the_unclipped_gradient_of_the_unclipped_samples():

@@ -119,7 +119,7 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
     (dict(envs=500, sizes=(100,)), "envs must be"),
     (dict(step_pairs=(-1,)), "step_pairs"),
     (dict(step_pairs=(1.5,)), "step_pairs"),
-    (dict(points=400, sizes=(2000,)), "needs about"),
+    (dict(points=10_000, sizes=(2000,)), "needs about"),
     (dict(iterations=[3]), "iteration"),
 ])
 def test_bad_input_is_refused_before_compiling(runs, change, match):
@@ -137,3 +137,87 @@ def test_settings_have_the_papers_defaults():
     s = ls.LandscapeSettings()
     assert (s.extent, s.points, tuple(s.sizes)) == (3.0, 7, (2_000, 20_000, 100_000))
     assert dataclasses.asdict(s)["step_pairs"] == (0,)
+
+
+# --- the estimator of the true return: complete episodes, none cut by the sample size --------------------
+
+def _survival_task():
+    """A pure-JAX task whose episode length is set by the policy and whose return is that length: every step
+    pays 1, and the episode ends with probability 0.02 + 0.08·sigmoid(a₀) (a₀ the first action component).
+    Short episodes are the low-return ones, so an estimator that favours them is biased low."""
+    from pg_diag.envs.base import Env, EnvState
+
+    def reset(key):
+        return EnvState(physics=key, obs=jnp.zeros(4, jnp.float32), reward=jnp.float32(0),
+                        terminated=jnp.bool_(False), truncated=jnp.bool_(False), t=jnp.int32(0))
+
+    def step(state, action):
+        key, k = jax.random.split(state.physics)
+        ends = jax.random.uniform(k) < 0.02 + 0.08 * jax.nn.sigmoid(action[0])
+        t = state.t + 1
+        return EnvState(physics=key, obs=state.obs, reward=jnp.float32(1), terminated=ends,
+                        truncated=(t >= 1000) & ~ends, t=t)
+
+    return Env(name="survival", obs_size=4, action_size=2, max_episode_steps=1000, reset=reset, step=step)
+
+
+def test_small_sample_returns_are_unbiased_where_the_windowed_estimate_is_not():
+    """2,000 independent streams on the survival task. Each stream's estimate at the small size is the mean of
+    2 complete episodes; their average must equal the large-size value (200 episodes per stream, 400,000 in
+    all) within 4.5 standard errors of the difference (false-failure rate 7e-6 for a normal difference; the
+    two share their first episodes, which only shrinks the difference's variance, so the bound is
+    conservative). The windowed estimate of the same pairs — the returns of the episodes that *end* within
+    N / envs steps of each environment — keeps only short episodes and misses it by far more."""
+    from pg_diag import make_train, preset, seed_key
+    from pg_diag.rollout import collect, reset_envs
+
+    env = _survival_task()
+    cfg = preset("ppo", "point_mass")            # its networks fit the task's 4-d observation, 2-d action
+    knobs = dict(cfg.knobs.as_arrays(), obs_normalization=jnp.bool_(False))
+    agent = make_train(cfg.static).init(seed_key(0), knobs)
+    r = ls.Resolved(coords=(0.0,), random_norm=1.0, envs=4, chunk_steps=32, sizes=(32, 3200), max_chunks=10_000,
+                    step_envs=(1,), own=None, exact=False)
+    counts = jnp.array([2, 200], jnp.int32)
+    streams = jax.random.split(jax.random.PRNGKey(0), 2000)
+    out = jax.jit(jax.vmap(lambda k: ls.return_stream(env, r, agent.policy, agent.filters, knobs, k, counts)))(streams)
+    n, mean, m2, pairs = (np.asarray(x, np.float64) for x in (out.n, out.mean, out.m2, out.pairs))
+    assert (n[:, 0] == 2).all() and (n[:, 1] == 200).all()
+    assert np.all(pairs[:, 1] >= 200) and np.all(pairs[:, 0] <= pairs[:, 1])
+    sd = np.sqrt(m2[:, 1].sum() / (n[:, 1].sum() - 1))
+    large, large_se = np.sum(n[:, 1] * mean[:, 1]) / n[:, 1].sum(), sd / np.sqrt(n[:, 1].sum())
+    small, small_se = mean[:, 0].mean(), sd / np.sqrt(n[:, 0].sum())
+    bound = 4.5 * np.hypot(small_se, large_se)
+    assert abs(small - large) < bound, (small, large, bound)
+    assert 10 < large < 50 and np.mean(pairs[:, 0]) == pytest.approx(2 * large, rel=0.1)   # return = length
+
+    def windowed(key, steps=int(np.mean(pairs[:, 0]) / 4)):
+        k_reset, k_run = jax.random.split(key)
+        carry, _ = reset_envs(env, k_reset, 4, agent.filters, knobs, frozen=True)
+        _, _, tr = collect(env, agent.policy, carry, agent.filters, k_run, knobs, steps, frozen=True)
+        return jnp.sum(tr.finished_return), jnp.sum(tr.done)
+
+    total, ended = (np.asarray(x, np.float64) for x in jax.jit(jax.vmap(windowed))(streams))
+    assert abs(total.sum() / ended.sum() - large) > 5 * bound
+
+
+def test_a_plan_too_large_splits_itself_before_it_refuses():
+    """The papers' surrogate landscape (1e6 pairs per point, 7 × 7 grid, steps from 2,048 and 1e6 pairs) for 6
+    Humanoid subjects, against memory budgets set from its own estimates: what fits runs as asked; below the
+    vmapped estimate the subjects go in turn; below that the chunks shorten (memory falls, the episodes run
+    are the same); below every plan's floor (the 1e6-pair step batch) the study refuses. Nothing is compiled."""
+    from pg_diag import preset
+
+    static = preset("ppo", "humanoid").static
+    r = ls.resolve(ls.LandscapeSettings(sizes=(1_000_000,), step_pairs=(0, 1_000_000)), [static])
+    shapes = (276, 17, 30_000)
+    vmapped = ls.memory_estimate(static, r, 6, *shapes, "vmap")
+    in_turn = ls.memory_estimate(static, r, 6, *shapes, "map")
+    assert in_turn * 6 == vmapped
+    assert ls.fit(static, r, 6, *shapes, "vmap", vmapped) == (r, "vmap", vmapped, "")
+    assert ls.fit(static, r, 6, *shapes, "vmap", vmapped - 1) == (r, "map", in_turn, "subjects in turn")
+    fitted, batching, need, changed = ls.fit(static, r, 6, *shapes, "vmap", in_turn - 1)
+    assert batching == "map" and fitted.chunk_steps < r.chunk_steps and need <= in_turn - 1
+    assert fitted.chunk_steps * fitted.max_chunks >= r.chunk_steps * r.max_chunks   # still runs every episode
+    assert changed == f"subjects in turn, chunks of {fitted.chunk_steps} steps instead of {r.chunk_steps}"
+    floor = ls.fit(static, r, 6, *shapes, "vmap", 1)[2]
+    assert floor > 1 and ls.fit(static, r, 6, *shapes, "map", floor)[2] == floor

@@ -25,11 +25,11 @@ def test_the_three_notebooks_are_there_without_outputs():
         assert len(tagged) == 1 and 'SCALE = "auto"' in "".join(tagged[0]["source"]), path.name
 
 
-def _execute(path, out):
+def _execute(path, out, km):
     nb = nbformat.read(path, as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = f'SCALE = "tiny"\nOUT = {str(out)!r}'
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(out)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", km=km).execute()
     return nb
 
 
@@ -39,11 +39,20 @@ def _outputs(nb, kind):
 
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    """Every notebook run once at the tiny scale: {name: (executed notebook, its OUT)}."""
-    out = {}
-    for path in NOTEBOOKS:
-        where = tmp_path_factory.mktemp(path.stem)
-        out[path.stem] = (_execute(path, where), where)
+    """Every notebook run once at the tiny scale, one after another in ONE kernel (as a user would run them
+    in one session; imports and compiled programs are shared): {name: (executed notebook, its OUT)}. The
+    kernel's working directory is a directory of its own, so a notebook writing anywhere but OUT shows."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel-cwd")))
+    try:
+        out = {}
+        for path in NOTEBOOKS:
+            where = tmp_path_factory.mktemp(path.stem)
+            out[path.stem] = (_execute(path, where, km), where)
+    finally:
+        km.shutdown_kernel(now=True)
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from compare import assert_trees_close
 from pg_diag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
 from pg_diag import networks
 from pg_diag.run import store
@@ -63,7 +64,8 @@ def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
     for x, y in zip(values(saved), values(expected), strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-4, atol=1e-6)
     initial = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 0))
-    leaves_equal(initial.policy, trainer.init(seed_key(1), knobs).policy)
+    # the sweep's vmapped init program against the trainer's init alone: two programs, float32 rounding
+    assert_trees_close(initial.policy, trainer.init(seed_key(1), knobs).policy)
     # the final checkpoint is the run's final state
     leaves_equal(load_checkpoint(run), uninterrupted.final_state)
 

@@ -2,7 +2,9 @@
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
+from compare import assert_frames_close
 
 from pg_diag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
 from pg_diag.config import KNOB_NAMES
@@ -75,14 +77,16 @@ def test_sweep_member_equals_the_same_config_run_alone(toggle_sweep, base):
         np.testing.assert_array_equal(a["episodes"], b["episodes"])
 
 
-def test_looped_agents_are_bitwise_identical_to_runs_alone(base):
+def test_looped_agents_equal_runs_alone(base):
+    """With looped agents every agent runs the arithmetic of a run alone; the loop over 4 agents and the
+    run alone are still two compiled programs (XLA may simplify a loop of one), so they agree to float32
+    rounding (tests/compare.py), episode counts exactly; on the CPUs measured they are bitwise equal."""
     run = sweep(base, {"value_clipping": [False, True], "orthogonal_init": [False, True]}, seeds=[7],
                 batching="map")
     for agent in (0, 3):
         alone = train(run.config(agent), seed=7, batching="map")
         a, b = curves(run, agent), curves(alone, 0)
-        for k in METRICS:
-            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        assert_frames_close(pd.DataFrame(a), pd.DataFrame(b))
 
 
 def test_agents_differ_by_their_knobs(toggle_sweep):

@@ -52,6 +52,7 @@ def test_value_errors_by_hand():
     e = stages.value_errors(value, t, knobs)
     assert float(e.gae) == pytest.approx((0.5 + 0.25) / 2)          # t = 0: |3−2|/2, t = 2: |3−4|/4
     assert float(e.returns) == pytest.approx(1.0)                   # t = 0 only: |3−1.5|/1.5
+    assert float(e.returns_truncated) == pytest.approx((1.0 + 2.0) / 2)   # t = 0 and t = 2 (cut): |3−1|/1
     assert float(e.exact) == pytest.approx(0.5)
 
 
@@ -102,7 +103,7 @@ def test_training_records_value_errors_and_the_exact_one_only_on_lqr():
                  num_minibatches=4, value_epochs=2, ppo_epochs=2)
     tr = make_train(cfg.static)
     _, m = jax.jit(tr.train)(seed_key(0), cfg.knobs.as_arrays())
-    for name in ("value_mre_gae", "value_mre_returns", "value_mre_exact"):
+    for name in ("value_mre_gae", "value_mre_returns", "value_mre_returns_truncated", "value_mre_exact"):
         assert np.all(np.isfinite(m[name])), name
         assert np.isfinite(m["heldout_" + name][0]) and np.isnan(m["heldout_" + name][1]), name
     other = preset("ppo", "point_mass", num_iterations=1, num_envs=2, steps_per_env=64, num_minibatches=4,

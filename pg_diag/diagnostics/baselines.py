@@ -30,7 +30,7 @@ from flax import struct
 
 from pg_diag import envs, networks, ppo, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
-from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
+from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.objectives import mean_relative_error
@@ -44,6 +44,11 @@ TAIL = 1000
 PAPER_SIZES = tuple(sorted(set(range(1_000, 10_001, 1_000)) | set(log_sizes(1e2, 1e4))))
 
 
+#: Where the fitted value network's training starts: the agent's own network (its error is then the agent's
+#: before the first step and Monte-Carlo regression can only refine it), or a fresh initialization.
+FIT_STARTS = ("agent", "fresh")
+
+
 @dataclasses.dataclass(frozen=True)
 class BaselineSettings:
     sizes: tuple = PAPER_SIZES
@@ -53,6 +58,7 @@ class BaselineSettings:
     fit_epochs: int = 30                     # passes of Adam over them, the learning rate annealed to 0
     fit_minibatch: int = 1024
     fit_lr: float = 1e-3
+    fit_start: str = "agent"                 # the fit starts from the agent's value network, or "fresh" (new init)
     heldout_fraction: float = 0.1            # share of the fit pairs kept out to report the fit's error
     seed: int = 0
     batching: str = "vmap"
@@ -76,6 +82,8 @@ class BaselineSettings:
         require(self.fit_epochs >= 1 and self.fit_lr > 0 and self.fit_minibatch >= 2,
              f"fit_epochs ≥ 1, fit_lr > 0 and fit_minibatch ≥ 2 are needed, got {self.fit_epochs}, {self.fit_lr}, "
              f"{self.fit_minibatch}")
+        require(self.fit_start in FIT_STARTS, f"fit_start must be one of {', '.join(FIT_STARTS)}, got "
+                                              f"{self.fit_start!r}")
         check_batching(self.batching, self.resamples)
 
 
@@ -109,10 +117,10 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
         raise DiagnosticError(f"the 'exact' baseline needs the linear-quadratic task with a linear policy, not task "
                               f"{first.task!r}")
     baselines = tuple(dict.fromkeys(tuple(settings.baselines) + (("exact",) if exact else ())))
-    own = Sampling(envs=first.num_envs, steps=first.steps_per_env,
-                   start="reset" if first.reset_every_iteration else "checkpoint", advantages="gae")
-    chunks = max(2, math.ceil(settings.fit_pairs / own.chunk)) if "fitted" in baselines else 0
-    held = max(1, round(chunks * settings.heldout_fraction)) if chunks else 0
+    own = algorithm_sampling(first)
+    # at least 2 held-out chunks: the fit's comparison with the agent's network takes its error across them
+    chunks = max(3, math.ceil(settings.fit_pairs / own.chunk)) if "fitted" in baselines else 0
+    held = max(2, round(chunks * settings.heldout_fraction)) if chunks else 0
     sizes = snap_sizes(tuple(settings.sizes) + (own.chunk,), own.chunk)  # the algorithm's batch size always
     return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk),
                     estimates=settings.estimates, own=own, fit_chunks=chunks, heldout_chunks=held,
@@ -156,6 +164,8 @@ class FitReport:
     fitted_ev: jax.Array     # explained variance 1 − Var(R − V)/Var(R) of the fitted network
     agent_ev: jax.Array
     final_loss: jax.Array    # the fit's training loss, mean over its last epoch
+    improvement: jax.Array   # agent_mre − fitted_mre, the mean over held-out segments of the paired difference
+    improvement_se: jax.Array  # its standard error across the held-out segments (independent batches)
 
 
 def _explained_variance(v, target, mask):
@@ -169,9 +179,15 @@ def _explained_variance(v, target, mask):
 
 
 def fit_value(static, settings: BaselineSettings, r: Resolved, data: FitData, agent, knobs, key):
-    """A fresh value network fit to the complete returns of ``data`` (all but the held-out chunks):
-    ``fit_epochs`` passes of minibatch Adam on the squared error (ppo.value_update with clipping off),
-    the learning rate annealed linearly to 0. Returns its parameters and a :class:`FitReport`."""
+    """A value network fit to the complete returns of ``data`` (all but the held-out chunks), starting from
+    the agent's network (``fit_start="agent"``) or a fresh one: ``fit_epochs`` passes of minibatch Adam on
+    the squared error (ppo.value_update with clipping off), the learning rate annealed linearly to 0.
+
+    Both networks are then scored on the held-out chunks against the same Monte-Carlo returns; the paired
+    difference of their relative errors is averaged per held-out chunk (each an independent batch of the
+    algorithm's shape) and its standard error taken across the chunks, so "V* is closer to the true value
+    than the agent's network" is a claim with a confidence bound. Returns the parameters and a
+    :class:`FitReport`."""
     train = r.fit_chunks - r.heldout_chunks
     flat = lambda x: x[:train].reshape((-1,) + x.shape[2:])  # noqa: E731
     n = (train * r.own.chunk) // settings.fit_minibatch * settings.fit_minibatch
@@ -180,7 +196,8 @@ def fit_value(static, settings: BaselineSettings, r: Resolved, data: FitData, ag
                         value_targets=ret, value_mask=ok)
     plain = {**knobs, "value_clipping": jnp.bool_(False)}
     k_init, k_fit = jax.random.split(key)
-    params = networks.init_value(k_init, obs.shape[-1], static.value_hidden, knobs)
+    params = agent.value if settings.fit_start == "agent" else \
+        networks.init_value(k_init, obs.shape[-1], static.value_hidden, knobs)
     opt = adam(knobs["adam_eps"]).init(params)
 
     def epoch(carry, e):
@@ -195,10 +212,20 @@ def fit_value(static, settings: BaselineSettings, r: Resolved, data: FitData, ag
     h_obs, h_ret, h_ok = held(data.obs), held(data.returns), held(data.complete)
     v_fit = networks.value_apply(params, h_obs, knobs)
     v_agent = networks.value_apply(agent.value, h_obs, knobs)
+    # per held-out chunk: the agent's MRE minus the fitted network's on the same states
+    per_chunk = jax.vmap(lambda o, t, ok: mean_relative_error(networks.value_apply(agent.value, o, knobs), t, ok)
+                         - mean_relative_error(networks.value_apply(params, o, knobs), t, ok))(
+        data.obs[train:], data.returns[train:], data.complete[train:])
+    ok = jnp.isfinite(per_chunk)
+    m = jnp.maximum(jnp.sum(ok), 1)
+    diff = jnp.where(ok, per_chunk, 0.0)
+    mean = jnp.sum(diff) / m
+    se = jnp.sqrt(jnp.sum(jnp.where(ok, jnp.square(diff - mean), 0.0)) / jnp.maximum(m - 1, 1) / m)
     report = FitReport(fitted_mre=mean_relative_error(v_fit, h_ret, h_ok),
                        agent_mre=mean_relative_error(v_agent, h_ret, h_ok),
                        fitted_ev=_explained_variance(v_fit, h_ret, h_ok),
-                       agent_ev=_explained_variance(v_agent, h_ret, h_ok), final_loss=losses[-1])
+                       agent_ev=_explained_variance(v_agent, h_ret, h_ok), final_loss=losses[-1],
+                       improvement=mean, improvement_se=jnp.where(m > 1, se, jnp.nan))
     return params, report
 
 
@@ -212,7 +239,7 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
         k_fit, k_net, k_streams = jax.random.split(jax.random.fold_in(key, 0x5EED), 3)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_streams, i))(jnp.arange(r.estimates))
         nan = jnp.float32(jnp.nan)
-        report = FitReport(nan, nan, nan, nan, nan)
+        report = FitReport(nan, nan, nan, nan, nan, nan, nan)
         pairwise, norms = [], []
         for baseline in r.baselines:
             subject_agent, sampling, exact_value = agent, r.own, None

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, stages
-from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling, frozen_filters, needs_warmup
+from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
+                                         independent_burn_in, needs_warmup)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
@@ -113,8 +114,7 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
     first = statics[0]
 
     def own(s):
-        start = settings.start if settings.start != "algorithm" else (
-            "reset" if s.reset_every_iteration else "checkpoint")
+        start = settings.start if settings.start != "algorithm" else algorithm_sampling(s).start
         return (start, settings.envs or s.num_envs, settings.steps or s.steps_per_env,
                 s.num_envs * s.steps_per_env)
 
@@ -130,14 +130,16 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
         raise DiagnosticError(f"advantages={settings.advantages!r} needs the linear-quadratic task (task 'lqr') "
                               f"with a linear policy (policy_hidden=()), not task {first.task!r} with hidden sizes "
                               f"{tuple(first.policy_hidden)}")
-    sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=settings.burn_in,
-                        advantages=settings.advantages)
+    burn_in = settings.burn_in
+    if start == "independent" and not burn_in:
+        burn_in = independent_burn_in(first.task)
+    sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=burn_in, advantages=settings.advantages,
+                        per_iteration=first.steps_per_env if start == "independent" else 0)
     requested = tuple(settings.sizes) + ((batch,) if settings.with_batch_size else ())
     grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk)
     stream_pairs = grid.num_chunks * grid.chunk
     truth = -(-settings.true_pairs // stream_pairs) if settings.true_pairs else 0
-    own = Sampling(envs=first.num_envs, steps=first.steps_per_env,
-                   start="reset" if first.reset_every_iteration else "checkpoint")
+    own = algorithm_sampling(first)
     return Resolved(sampling=sampling, grid=grid, estimates=settings.estimates, truth_streams=truth,
                     normalize=settings.normalize, exact=exact, batch_size=batch, own=own)
 

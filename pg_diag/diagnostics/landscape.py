@@ -10,14 +10,21 @@ The plane (CL §5.3, Figs 6–8): θ(x, y) = θ + x·Δ + y·d, where
   vector": "norm 2" as the L2 norm, the length a setting, 1 by default);
 
 both axes span 0 … ``extent`` on a ``points`` × ``points`` grid. At every grid
-point the program estimates the true mean return by sampling the perturbed
-policy (observation normalizer and reward scaler frozen): ``envs`` environments
-from reset run on through episode ends, and the estimate after N pairs is the
-mean raw return of the episodes that ended within them (complete episodes,
-as training's ``mean_return``; the count is reported), with its standard
-error. The sizes are nested prefixes of one stream per point, and every point
-has its own stream (independent noise, so the picture shows the noise an
-estimate from N pairs has).
+point the program estimates the true mean return of the perturbed policy
+(observation normalizer and reward scaler frozen) from complete episodes
+from reset (:func:`return_stream`). A sample of N pairs stands for
+n = N / L̂ episodes, L̂ the mean episode length of the subject's own policy
+on its step batch (an independent sample); every one of the n episodes runs
+to termination or the time limit, however long, and the estimate is their
+mean raw return, with its standard error and the pairs the n episodes
+actually took. Fixing the number of episodes before sampling keeps the
+estimate unbiased: a rule that stops at a pair budget keeps the episodes
+that fit (short ones, when it counts those that end inside the budget) or
+stops after a long one (when it counts those that start inside it), and
+either biases the mean toward one length. The sizes are nested prefixes of
+one stream per point, and every point has its own stream (independent
+noise, so the picture shows the noise an estimate from N pairs has).
+Memory does not depend on N: streams run in chunks of ``chunk_steps``.
 
 Beside it, on the batch the step was computed from, the program evaluates the
 surrogate the algorithm maximizes — PPO: the clipped objective plus its
@@ -41,7 +48,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS
-from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
+from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 from pg_diag.objectives import clipped_surrogate, entropy, kl, normalize_advantages, probability_ratio, surrogate
@@ -58,6 +65,7 @@ class LandscapeSettings:
     step_pairs: tuple = (0,)                # pairs of each step's batch (rounded to whole segments of the run's
     #                                         steps_per_env); 0 = the algorithm's own batch
     envs: int = 16                          # environments per grid point
+    chunk_steps: int = 250                  # steps per environment per chunk of a return stream (memory, not N)
     seed: int = 0
     batching: str = "vmap"                  # subjects vmapped together, or "map": in turn (less memory)
     resamples: int = 500                    # bootstrap resamples of the sign-agreement CIs
@@ -76,6 +84,10 @@ class LandscapeSettings:
                                       f"2^24 = {MAX_PAIRS}")
         require(isinstance(self.envs, int) and 1 <= self.envs <= min(sizes),
              f"envs must be an integer between 1 and the smallest size ({min(sizes)}), got {self.envs!r}")
+        require(isinstance(self.chunk_steps, int) and not isinstance(self.chunk_steps, bool)
+                and 1 <= self.chunk_steps <= 100_000,
+                f"chunk_steps must be an integer in 1 … 100000 (steps per chunk of a return stream), got "
+                f"{self.chunk_steps!r}")
         steps = tuple(self.step_pairs)
         require(len(steps) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_PAIRS
                                     for n in steps),
@@ -91,16 +103,12 @@ class Resolved:
     coords: tuple       # the axis values 0 … extent
     random_norm: float
     envs: int           # environments per grid point
-    chunk_steps: int    # steps per environment per chunk
-    record: tuple       # chunk index at which each size is complete
-    sizes: tuple        # the pairs each size stands for: envs × chunk_steps × (record + 1)
+    chunk_steps: int    # steps per environment per chunk (independent of the sizes)
+    sizes: tuple        # pairs per grid point each estimate stands for (sorted)
+    max_chunks: int     # a bound on a stream's chunks: every episode of the largest size at the time limit
     step_envs: tuple    # environments of each step's batch (× the run's steps_per_env)
     own: Sampling       # the algorithm's own batch shape
     exact: bool         # J is closed-form (the LQR task with a linear policy)
-
-    @property
-    def num_chunks(self) -> int:
-        return self.record[-1] + 1
 
     @property
     def step_pairs(self) -> tuple:
@@ -114,16 +122,15 @@ class Resolved:
 def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
     settings.check()
     first = statics[0]
-    own = Sampling(envs=first.num_envs, steps=first.steps_per_env,
-                   start="reset" if first.reset_every_iteration else "checkpoint")
+    own = algorithm_sampling(first)
     for s in statics[1:]:
         if (s.num_envs, s.steps_per_env, s.reset_every_iteration) != (own.envs, own.steps, own.start == "reset"):
             raise DiagnosticError("the runs' batches differ in shape (num_envs, steps_per_env or "
                                   "reset_every_iteration): measure them in separate studies")
-    sizes = sorted(set(int(n) for n in settings.sizes))
-    chunk_steps = max(1, sizes[0] // settings.envs)
-    per_chunk = settings.envs * chunk_steps
-    record = tuple(sorted({max(1, round(n / per_chunk)) - 1 for n in sizes}))
+    sizes = tuple(sorted(set(int(n) for n in settings.sizes)))
+    # n ≤ N episodes (L̂ ≥ 1), each at most the time limit: a bound the loop never reaches in practice
+    episodes_per_env = -(-sizes[-1] // settings.envs)
+    max_chunks = min(-(-episodes_per_env * envs.episode_limit(first.task) // settings.chunk_steps), 2 ** 30)
     step_envs = []
     for n in settings.step_pairs:
         e = own.envs if n == 0 else max(1, round(n / own.steps))
@@ -136,49 +143,79 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
     coords = tuple(float(settings.extent) * i / (settings.points - 1) for i in range(settings.points))
     exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
     return Resolved(coords=coords, random_norm=float(settings.random_norm), envs=settings.envs,
-                    chunk_steps=chunk_steps, record=record, sizes=tuple(per_chunk * (c + 1) for c in record),
+                    chunk_steps=settings.chunk_steps, sizes=sizes, max_chunks=max_chunks,
                     step_envs=tuple(step_envs), own=own, exact=exact)
 
 
 @struct.dataclass
 class ReturnSums:
-    """Episodes that ended, and the Chan-merged mean and M2 of their raw returns."""
+    """Episodes counted, the state–action pairs they took, and the Chan-merged mean and M2 of their raw
+    returns."""
 
     n: jax.Array
+    pairs: jax.Array
     mean: jax.Array
     m2: jax.Array
 
     @staticmethod
-    def of(returns, ended) -> "ReturnSums":
-        w = ended.astype(jnp.float32)
+    def of(returns, counted, lengths) -> "ReturnSums":
+        w = counted.astype(jnp.float32)
         n = jnp.sum(w)
         mean = jnp.sum(w * returns) / jnp.maximum(n, 1.0)
-        return ReturnSums(n=n, mean=mean, m2=jnp.sum(w * jnp.square(returns - mean)))
+        return ReturnSums(n=n, pairs=jnp.sum(w * lengths), mean=mean, m2=jnp.sum(w * jnp.square(returns - mean)))
 
     def merge(self, other: "ReturnSums") -> "ReturnSums":
         n = self.n + other.n
         delta = other.mean - self.mean
         safe = jnp.maximum(n, 1.0)
-        return ReturnSums(n=n, mean=self.mean + delta * other.n / safe,
+        return ReturnSums(n=n, pairs=self.pairs + other.pairs, mean=self.mean + delta * other.n / safe,
                           m2=self.m2 + other.m2 + delta * delta * self.n * other.n / safe)
 
 
-def return_stream(env, r: Resolved, policy, filters, knobs, key) -> ReturnSums:
-    """The episodes of ``r.envs`` environments from reset under ``policy`` (filters frozen), cumulated at
-    every recorded size: a [sizes]-stacked :class:`ReturnSums`."""
-    k_reset, k_run = jax.random.split(key)
-    carry, _ = reset_envs(env, k_reset, r.envs, filters, knobs, frozen=True)
+def episode_counts(sizes, mean_length) -> jax.Array:
+    """Episodes standing for N pairs at each size: round(N / L̂), at least 1 (``mean_length`` traced)."""
+    n = jnp.round(jnp.asarray(sizes, jnp.float32) / jnp.maximum(mean_length, 1.0))
+    return jnp.clip(n, 1, jnp.asarray(sizes, jnp.float32)).astype(jnp.int32)
 
-    def body(state, c):
-        carry, acc = state
+
+def mean_episode_length(transitions, fallback) -> jax.Array:
+    """The mean length of the episodes that ended in ``transitions`` (``fallback`` when none did)."""
+    ended = jnp.sum(transitions.done)
+    return jnp.where(ended > 0, jnp.sum(transitions.finished_length) / jnp.maximum(ended, 1), fallback)
+
+
+def return_stream(env, r: Resolved, policy, filters, knobs, key, counts) -> ReturnSums:
+    """The mean raw return of ``counts[s]`` complete episodes from reset under ``policy`` (filters frozen),
+    for every size s: a [sizes]-stacked :class:`ReturnSums`.
+
+    ``r.envs`` environments run from reset through episode ends, in chunks of ``r.chunk_steps`` steps;
+    environment e owns episodes e, e + envs, e + 2·envs, … of the sample, so size s counts the first
+    ``counts[s]`` episodes (a prefix: sizes nest). Which episodes count is fixed before any is sampled, so
+    each counted return is an independent draw of the episode return, whatever its length; the stream runs
+    until every counted episode has ended (at the latest at the time limit)."""
+    E = r.envs
+    # quota[s, e]: episodes environment e contributes to size s
+    quota = counts[:, None] // E + (jnp.arange(E)[None, :] < counts[:, None] % E)
+    k_reset, k_run = jax.random.split(key)
+    carry, _ = reset_envs(env, k_reset, E, filters, knobs, frozen=True)
+    zero = jax.tree.map(lambda x: jnp.zeros(counts.shape, jnp.float32), ReturnSums(n=0, pairs=0, mean=0, m2=0))
+
+    def unfinished(state):
+        _, ended, _, c = state
+        return (c < r.max_chunks) & jnp.any(ended < quota[-1])
+
+    def body(state):
+        carry, ended, acc, c = state
         carry, _, tr = collect(env, policy, carry, filters, jax.random.fold_in(k_run, c), knobs, r.chunk_steps,
                                frozen=True)
-        acc = acc.merge(ReturnSums.of(tr.finished_return, tr.done))
-        return (carry, acc), acc
+        # the index, within its environment, of the episode that ends at each step
+        index = ended[None, :] + jnp.cumsum(tr.done, axis=0) - 1                            # [T, E]
+        counted = tr.done[None] & (index[None] < quota[:, None, :])                           # [S, T, E]
+        part = jax.vmap(lambda w: ReturnSums.of(tr.finished_return, w, tr.finished_length))(counted)
+        return carry, ended + jnp.sum(tr.done, axis=0), acc.merge(part), c + 1
 
-    zero = ReturnSums(n=jnp.float32(0), mean=jnp.float32(0), m2=jnp.float32(0))
-    _, history = jax.lax.scan(body, (carry, zero), jnp.arange(r.num_chunks))
-    return jax.tree.map(lambda x: x[jnp.asarray(r.record)], history)
+    state = (carry, jnp.zeros(E, jnp.int32), zero, jnp.int32(0))
+    return jax.lax.while_loop(unfinished, body, state)[2]
 
 
 @struct.dataclass
@@ -204,13 +241,18 @@ def surrogate_surface(static, policy, old, batch, knobs) -> Surface:
     return Surface(surrogate=objective, unclipped=plain, kl=jnp.mean(kl(old_mean, old_log_std, mean, log_std)))
 
 
-def step_batch(env, static, own: Sampling, agent, knobs, key, num_envs: int):
-    """A batch of ``num_envs`` × ``steps_per_env`` pairs of the frozen policy, from where the algorithm would
-    sample next."""
+def step_data(env, static, own: Sampling, agent, knobs, key, num_envs: int):
+    """``num_envs`` × ``steps_per_env`` pairs of the frozen policy, from where the algorithm would sample next
+    (:func:`pg_diag.stages.collect_batch`'s result: the update batch and the transitions)."""
     k_start, k_roll = jax.random.split(key)
     carry = start_carry(env, dataclasses.replace(own, envs=num_envs), agent, knobs, k_start)
     return stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll, own.steps,
-                                frozen=True).batch
+                                frozen=True)
+
+
+def step_batch(env, static, own: Sampling, agent, knobs, key, num_envs: int):
+    """The update batch of :func:`step_data`."""
+    return step_data(env, static, own, agent, knobs, key, num_envs).batch
 
 
 def step_direction(static, agent, batch, lr, knobs, key):
@@ -242,16 +284,22 @@ def subject_program(env, static, r: Resolved):
         k_dir, k_steps, k_true = jax.random.split(key, 3)
         d = random_direction(k_dir, theta.shape[0], r.random_norm)
         lr = annealed_learning_rate(knobs["lr_policy"], agent.iteration, static.num_iterations, knobs)
-        out = {"returns": [], "surface": [], "exact": [], "step_norm": [], "step_kl": []}
+        out = {"returns": [], "surface": [], "exact": [], "step_norm": [], "step_kl": [], "mean_length": []}
+        counts = None
         for b, num_envs in enumerate(r.step_envs):
             k_batch, k_step = jax.random.split(jax.random.fold_in(k_steps, b))
-            batch = step_batch(env, static, r.own, agent, knobs, k_batch, num_envs)
+            data = step_data(env, static, r.own, agent, knobs, k_batch, num_envs)
+            batch = data.batch
+            if counts is None:   # L̂ from the first step batch, the same episode counts on every plane
+                length = mean_episode_length(data.transitions, float(env.max_episode_steps))
+                counts = episode_counts(r.sizes, length)
             delta = step_direction(static, agent, batch, lr, knobs, k_step)
             thetas = plane(theta, delta, d, r.coords)
             keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(k_true, b), i))(
                 jnp.arange(thetas.shape[0]))
             out["returns"].append(jax.vmap(lambda th, k: return_stream(env, r, unravel(th), agent.filters, knobs,
-                                                                       k))(thetas, keys))
+                                                                       k, counts))(thetas, keys))
+            out["mean_length"].append(length)
             surface = jax.vmap(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs))(thetas)
             out["surface"].append(surface)
             out["step_norm"].append(jnp.linalg.norm(delta))
@@ -284,6 +332,29 @@ def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, actio
     return 4 * per_subject * (num_subjects if batching == "vmap" else 1)
 
 
+def fit(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int, batching: str,
+        have: int) -> tuple:
+    """The plan that fits in ``have`` bytes: as asked; else the subjects in turn (``batching="map"``); else
+    also shorter chunks (halved down to 1 step; only the memory changes, not the estimates' distribution).
+    Returns (resolved, batching, estimated bytes, what was changed: "" when nothing)."""
+    need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+    if need <= have:
+        return r, batching, need, ""
+    changes = []
+    if batching == "vmap" and num_subjects > 1:
+        batching, changes = "map", ["subjects in turn"]
+        need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+    asked = r.chunk_steps
+    while need > have and r.chunk_steps > 1:
+        r = dataclasses.replace(r, chunk_steps=r.chunk_steps // 2, max_chunks=min(2 * r.max_chunks, 2 ** 30))
+        need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+    if r.chunk_steps != asked:
+        changes.append(f"chunks of {r.chunk_steps} steps instead of {asked}")
+    return r, batching, need, ", ".join(changes)
+
+
 def pairs_total(r: Resolved, num_subjects: int) -> int:
-    """State–action pairs sampled: the true-return streams and the step batches."""
+    """State–action pairs sampled, as planned: the true-return streams (N pairs per point at the largest size;
+    the episodes actually sampled take about that many where the plane's policies live as long as the
+    subject's) and the step batches."""
     return num_subjects * (len(r.step_envs) * r.grid_points * r.sizes[-1] + sum(r.step_pairs))

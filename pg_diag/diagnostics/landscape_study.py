@@ -43,20 +43,25 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
     planned = plan_subjects(runs, iterations, agents, labels)
     r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
     loaded = load_by_program(planned)
-    for static, subjects in loaded.items():  # every program's memory checked before the first compiles
+    plans, have = {}, gradients.available_memory()
+    for static, subjects in loaded.items():  # every program's plan checked before the first compiles
+        plans[static] = landscape.fit(static, r, len(subjects), *subjects.shapes, settings.batching, have)
+        fitted, batching, need, changed = plans[static]
         gradients.require_memory(
-            landscape.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
-            "the landscape", f"{len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
-                             f"{r.envs} environments",
-            "lower points or envs, or use batching='map' (subjects in turn)")
-    frames, timings = {t: [] for t in TABLES}, []
+            need, "the landscape", f"{len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid "
+                                   f"points × {r.envs} environments, even with subjects in turn and chunks of "
+                                   f"{fitted.chunk_steps} steps", "lower points or envs")
+    frames, timings, splits = {t: [] for t in TABLES}, [], []
     for static, subjects in loaded.items():
+        fitted, batching, need, changed = plans[static]
+        if changed:
+            splits.append({"algorithm": static.algorithm, "changed": changed, "bytes": need})
         if verbose:
             print(f"landscape: {len(subjects)} subjects ({static.algorithm}) × {len(r.step_envs)} planes × "
-                  f"{r.grid_points} points × N = {list(r.sizes)}: {landscape.pairs_total(r, len(subjects)):,} pairs",
-                  flush=True)
+                  f"{r.grid_points} points × N = {list(r.sizes)}: {landscape.pairs_total(r, len(subjects)):,} pairs"
+                  + (f" ({changed}, to fit the memory)" if changed else ""), flush=True)
         keys = gradients.subject_keys(settings.seed, subjects.rows)
-        prog = landscape.program(static, r, settings.batching)
+        prog = landscape.program(static, fitted, batching)
         out, timing = compile_and_run(prog, subjects, keys, landscape.pairs_total(r, len(subjects)))
         timings.append(timing)
         for t, f in _frames(subjects, r, out).items():
@@ -64,10 +69,10 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
     manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "landscape",
                 "settings": dataclasses.asdict(settings),
                 "resolved": {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs,
-                             "chunk_steps": r.chunk_steps, "step_pairs": list(r.step_pairs), "exact": r.exact,
+                             "chunk_steps": r.chunk_steps, "estimator": "complete episodes from reset, n = N / L̂", "step_pairs": list(r.step_pairs), "exact": r.exact,
                              "batch_size": r.own.envs * r.own.steps},
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
-                "versions": store.versions(), "device": store.device_info(), "timings": timings}
+                "fitted": splits, "versions": store.versions(), "device": store.device_info(), "timings": timings}
     study = LandscapeStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
     if save:
         tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
@@ -90,6 +95,7 @@ def _frames(subjects, r: landscape.Resolved, out) -> dict:
                 se = np.sqrt(ret.m2[s, b, :, k] / np.maximum(count - 1, 1) / np.maximum(count, 1))
                 returns.append(pd.DataFrame({**row, "step_pairs": pairs, "x": xs, "y": ys, "n": n,
                                              "episodes": count.astype(np.int64),
+                                             "pairs": ret.pairs[s, b, :, k].astype(np.int64),
                                              "mean": np.where(count > 0, ret.mean[s, b, :, k], np.nan),
                                              "se": np.where(count > 1, se, np.nan)}))
             sur = out["surface"]
@@ -97,6 +103,7 @@ def _frames(subjects, r: landscape.Resolved, out) -> dict:
                                          "surrogate": sur.surrogate[s, b], "unclipped": sur.unclipped[s, b],
                                          "kl": sur.kl[s, b], "exact": out["exact"][s, b]}))
             planes.append({**row, "step_pairs": pairs, "step_norm": float(out["step_norm"][s, b]),
+                           "mean_length": float(out["mean_length"][s, b]),
                            "random_norm": r.random_norm, "step_kl": float(out["step_kl"][s, b]),
                            "kl_bound": float(knobs["kl_bound"][s]), "clip_eps": float(knobs["clip_eps"][s]),
                            "diverged": bool(np.asarray(subjects.states.diverged)[s])})
@@ -127,9 +134,10 @@ def sign_agreement(true_mean, true_se, surrogate, resamples: int = 500, seed: in
 @dataclasses.dataclass
 class LandscapeStudy:
     manifest: dict
-    returns: object   # DataFrame: KEYS, step_pairs, x, y, n, episodes, mean, se
+    returns: object   # DataFrame: KEYS, step_pairs, x, y, n (pairs asked), episodes, pairs (used), mean, se
     surface: object   # DataFrame: KEYS, step_pairs, x, y, surrogate, unclipped, kl, exact
-    planes: object    # DataFrame: KEYS, step_pairs, step_norm, random_norm, step_kl, kl_bound, clip_eps, diverged
+    planes: object    # DataFrame: KEYS, step_pairs, step_norm, mean_length (L̂), random_norm, step_kl, kl_bound,
+    #                   clip_eps, diverged
 
     @property
     def sizes(self) -> list:

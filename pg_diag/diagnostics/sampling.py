@@ -12,10 +12,18 @@ Which states a chunk visits (:class:`Sampling`):
   through episode ends: the batch of an algorithm that resets its
   environments every iteration (the original's, ref §7) when ``steps`` is the
   algorithm's ``steps_per_env``;
+* ``start="independent"`` — the default for an algorithm that never resets
+  (the CPU scale): every stream starts from its own resets and runs a
+  burn-in of min(iteration × steps_per_env, ``burn_in``) steps with the
+  frozen policy — as far as the run itself had run its environments, up to
+  a few episode lengths, after which the episode phase has mixed — then
+  continues from chunk to chunk. Streams, step batches and fit data thus
+  never share start states, while sampling the run's own state distribution;
 * ``start="checkpoint"`` — the streams start from the checkpoint's own
   environment states (environment e from the checkpoint's environment
   e mod num_envs) and continue from chunk to chunk: the states an algorithm
-  that never resets would visit next;
+  that never resets would visit next, shared by every stream (their
+  estimates agree more than independent ones would at small N);
 * ``start="stationary"`` — start from reset, discard ``burn_in`` steps, then
   continue from chunk to chunk: the long-run state distribution of the
   environments. On the linear-quadratic task it is exactly the (continuation-)
@@ -62,9 +70,9 @@ import jax.numpy as jnp
 from pg_diag import stages
 from pg_diag.envs.base import Env
 from pg_diag.normalize import NORM_EPS
-from pg_diag.rollout import EnvCarry, Filters, discounted_returns, gae_advantages, reset_envs
+from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, gae_advantages, reset_envs
 
-STARTS = ("reset", "checkpoint", "stationary")
+STARTS = ("reset", "checkpoint", "stationary", "independent")
 ADVANTAGES = ("gae", "returns", "exact", "gae_exact_value")
 
 
@@ -75,8 +83,9 @@ class Sampling:
     envs: int          # environments stepped together per stream
     steps: int         # steps per environment per chunk (the segment length)
     start: str         # one of STARTS
-    burn_in: int = 0   # steps discarded at a stream's start (start="stationary")
+    burn_in: int = 0   # steps discarded at a stream's start (start="stationary"; "independent": at most)
     advantages: str = "gae"
+    per_iteration: int = 0  # start="independent": burn-in steps per training iteration the checkpoint completed
 
     @property
     def chunk(self) -> int:
@@ -96,6 +105,24 @@ jax.tree_util.register_dataclass(Chunk, data_fields=["obs", "action", "advantage
 
 
 WARMUP_KEY = 0x7FFFFFFF  # fold_in data of the statistics warm-up (stream keys use 0, 1, 2, …)
+
+
+def independent_burn_in(task: str) -> int:
+    """The longest burn-in of ``start="independent"``: two episode lengths (every environment has been
+    through at least one episode end), at most 2,048 steps."""
+    from pg_diag.envs import episode_limit
+
+    return min(2 * episode_limit(task), 2048)
+
+
+def algorithm_sampling(static, advantages: str = "gae") -> Sampling:
+    """How the algorithm itself samples its next batch: from reset when it resets every iteration, else from
+    independent resets burnt in to the run's state distribution (``start="independent"``)."""
+    if static.reset_every_iteration:
+        return Sampling(envs=static.num_envs, steps=static.steps_per_env, start="reset", advantages=advantages)
+    return Sampling(envs=static.num_envs, steps=static.steps_per_env, start="independent",
+                    burn_in=independent_burn_in(static.task), per_iteration=static.steps_per_env,
+                    advantages=advantages)
 
 
 def needs_warmup(filters: Filters) -> jax.Array:
@@ -126,6 +153,17 @@ def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
     if sampling.start == "stationary" and sampling.burn_in:
         carry = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_burn,
                                      sampling.burn_in, frozen=True).carry
+    if sampling.start == "independent" and sampling.burn_in:
+        # as many steps as the run had taken (iteration × steps_per_env), at most burn_in: every step is
+        # computed, the ones past the subject's own length are not kept (the length is traced)
+        length = jnp.minimum(agent.iteration * sampling.per_iteration, sampling.burn_in)
+
+        def step(c, t):
+            moved, _, _ = collect(env, agent.policy, c, agent.filters, jax.random.fold_in(k_burn, t), knobs, 1,
+                                  frozen=True)
+            return jax.tree.map(lambda a, b: jnp.where(t < length, a, b), moved, c), None
+
+        carry, _ = jax.lax.scan(step, carry, jnp.arange(sampling.burn_in))
     return carry
 
 

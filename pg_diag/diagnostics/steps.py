@@ -28,7 +28,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics import tables
-from pg_diag.diagnostics.sampling import Sampling, frozen_filters, start_carry
+from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, over_subjects, plan_subjects
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
@@ -61,10 +61,8 @@ def _cosines(x):
 
 
 def subject_program(env, static, settings: StepSettings):
-    own = Sampling(envs=static.num_envs, steps=static.steps_per_env,
-                   start="reset" if static.reset_every_iteration else "checkpoint")
-    held_shape = Sampling(envs=settings.heldout_envs or static.num_envs, steps=static.steps_per_env,
-                          start=own.start)
+    own = algorithm_sampling(static)
+    held_shape = dataclasses.replace(own, envs=settings.heldout_envs or static.num_envs)
 
     def subject(agent, knobs, key):
         agent = agent.replace(filters=frozen_filters(env, own, agent, knobs, key))

@@ -82,6 +82,16 @@ def _make(name: str, physics: str, threads: int, solver: str) -> Env:
     return make_mujoco_env(MUJOCO_TASKS[name], physics, threads, solver=solver)
 
 
+def episode_limit(task: str) -> int:
+    """The task's time limit in steps, without building its physics."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
+    if TASKS[task][0] == "jax":
+        return _make(task, "jax", 0, "converged").max_episode_steps
+    from pg_diag.envs.mujoco_tasks import MAX_EPISODE_STEPS
+    return MAX_EPISODE_STEPS
+
+
 def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "converged") -> Env:
     """Build the named task on a physics backend with a solver setting (``SOLVERS``; MuJoCo tasks only),
     cached per resolved backend."""
@@ -94,4 +104,4 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
     return _make(name, backend, threads, solver)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "choose_physics", "make", "resolve_physics", "time_limit"]
+__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "choose_physics", "episode_limit", "make", "resolve_physics", "time_limit"]

@@ -102,12 +102,31 @@ def summary(studies: dict):
     rows = []
     for task, study in studies.items():
         s = study.summary().assign(task=task)
-        fits = study.fits.groupby(["label", "iteration"])[["fitted_mre", "agent_mre", "fitted_ev", "agent_ev"]].mean()
+        fits = study.fits.copy()
+        if "improvement" not in fits:        # a study saved before the comparison was recorded
+            fits["improvement"] = fits["agent_mre"] - fits["fitted_mre"]
+            fits["improvement_se"] = np.nan
+        fits["variance"] = np.square(fits["improvement_se"])
+        grouped = fits.groupby(["label", "iteration"])
+        fits = grouped[["fitted_mre", "agent_mre", "fitted_ev", "agent_ev", "improvement"]].mean()
+        # the mean over agents of independent per-agent differences: its standard error
+        fits["improvement_se"] = np.sqrt(grouped["variance"].sum(min_count=1)) / grouped.size()
         rows.append(s.merge(fits.reset_index(), on=["label", "iteration"], how="left"))
     out = pd.concat(rows, ignore_index=True)
+    out["fitted_better"] = true_value_verdicts(out)
     cols = ["task", "label", "iteration", "baseline", "at_batch_size", "at_largest_n", "n_at_0.5", "n_at_0.9",
-            "agents", "fitted_mre", "agent_mre", "fitted_ev", "agent_ev"]
+            "agents", "fitted_mre", "agent_mre", "improvement", "improvement_se", "fitted_better", "fitted_ev",
+            "agent_ev"]
     return out[cols]
+
+
+def true_value_verdicts(table):
+    """Whether the fitted V* is measurably closer to the Monte-Carlo returns than the agent's network: the
+    held-out MRE improvement (agent − fitted) above 0 by 1.96 standard errors ("yes"), below 0 by as much
+    ("no: worse"), else "not shown"; "—" where no fit was made."""
+    imp, se = table["improvement"].to_numpy(float), table["improvement_se"].to_numpy(float)
+    out = np.where(imp - 1.96 * se > 0, "yes", np.where(imp + 1.96 * se < 0, "no: worse", "not shown"))
+    return np.where(np.isfinite(imp) & np.isfinite(se), out, "—")
 
 
 def plot(studies: dict, path: str, title: str) -> str:
@@ -118,6 +137,8 @@ def plot(studies: dict, path: str, title: str) -> str:
     cols = max(sum(1 for p in panels if p[:2] == r) for r in rows)
     fig, axes = plt.subplots(len(rows), cols, figsize=(4.4 * cols, 3.3 * len(rows)), squeeze=False)
     curves = {task: pooled_curves(st) for task, st in studies.items()}
+    table = summary(studies)
+    verdict = {(t, lab, it): v for t, lab, it, v in zip(table.task, table.label, table.iteration, table.fitted_better)}
     for r, (task, label) in enumerate(rows):
         its = [it for t, lab, it in panels if (t, lab) == (task, label)]
         for c, it in enumerate(its):
@@ -125,7 +146,10 @@ def plot(studies: dict, path: str, title: str) -> str:
             cur = curves[task]
             for baseline in studies[task].baselines:
                 d = cur[(cur.label == label) & (cur.iteration == it) & (cur.baseline == baseline)]
-                ax.plot(d.n, d["mean"], color=COLORS[baseline], lw=1.3, marker="o", ms=2.5, label=NAMES[baseline])
+                name = NAMES[baseline]
+                if baseline == "fitted" and verdict.get((task, label, it)) != "yes":
+                    name = "fitted value net (not shown closer to the true V than V_t)"
+                ax.plot(d.n, d["mean"], color=COLORS[baseline], lw=1.3, marker="o", ms=2.5, label=name)
                 ax.fill_between(d.n, d.low, d.high, color=COLORS[baseline], alpha=0.15)
             ax.axvline(studies[task].batch_size, color="grey", ls=":", lw=1)
             ax.set_xlim(0, max(cur.n.max(), 1))
@@ -151,7 +175,10 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         shown, os.path.join(out, f"{STUDY}-summary"), "Gradient-estimate concentration under each baseline",
         "at_batch_size / at_largest_n: mean pairwise cosine (mean over agents); n_at_X: N where it first reaches X. "
         "fitted_* / agent_*: the fitted and the agent's value networks on held-out Monte-Carlo returns (MRE, "
-        "explained variance).")
+        "explained variance); improvement: agent_mre − fitted_mre on the same states, with its standard error "
+        "across held-out batches; fitted_better: whether the fitted network is measurably closer to the true "
+        "value (95%). Where it is not, the 'fitted' curve is a second learned baseline, not the true value "
+        "function of CL Fig 5.")
     path = plot(studies, os.path.join(out, f"{STUDY}.png"),
                 f"Baselines: mean pairwise cosine of gradient estimates vs N ({record['scale']} scale)")
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}

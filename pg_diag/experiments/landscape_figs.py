@@ -143,8 +143,9 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
         if concentration:
             for c, n in enumerate(st.sizes):
                 eps = st.grid(subject, p.step_pairs, n, "episodes")
-                _heat(axes[r, c], st.grid(subject, p.step_pairs, n),
-                      coords, f"{head}: N = {n:,} (~{np.mean(eps):.0f} episodes per point)")
+                used = st.grid(subject, p.step_pairs, n, "pairs") if "pairs" in st.returns else np.full(1, n)
+                _heat(axes[r, c], st.grid(subject, p.step_pairs, n), coords,
+                      f"{head}: N = {n:,}\n({np.mean(eps):.0f} episodes, ~{np.mean(used):,.0f} pairs per point)")
         else:
             a = st.agreement()
             a = a[(a.run == p.run) & (a.agent == p.agent) & (a.iteration == p.iteration) &
@@ -171,8 +172,10 @@ def summary(target: str, studies: dict):
     frames = []
     for task, st in studies.items():
         if target == "fig-landscape-concentration":
-            r = st.returns.groupby(["label", "iteration", "n"]).agg(episodes_per_point=("episodes", "mean"),
-                                                                    mean_se=("se", "mean")).reset_index()
+            agg = dict(episodes_per_point=("episodes", "mean"), mean_se=("se", "mean"))
+            if "pairs" in st.returns:
+                agg["pairs_per_point"] = ("pairs", "mean")
+            r = st.returns.groupby(["label", "iteration", "n"]).agg(**agg).reset_index()
             steps = st.planes.groupby(["label", "iteration"])["step_norm"].mean().reset_index()
             frames.append(r.merge(steps, on=["label", "iteration"]).assign(task=task))
         else:
@@ -192,8 +195,9 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     for col in shown.columns:
         if shown[col].dtype.kind == "f":
             shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
-    note = ("episodes_per_point: complete episodes behind each point's estimate; mean_se: the estimates' mean "
-            "standard error." if target == "fig-landscape-concentration" else
+    note = ("n: the pairs per point asked for; episodes_per_point: the complete episodes from reset behind each "
+            "point's estimate (n / L̂, L̂ the policy's mean episode length), pairs_per_point: the pairs they "
+            "took; mean_se: the estimates' mean standard error." if target == "fig-landscape-concentration" else
             "agreement: share of neighbouring grid pairs along the step where surrogate and true return change "
             "with the same sign, 95% CI from the Monte-Carlo noise (low, high); true/surrogate_step_change: "
             "their change from (0, 0) to (1, 0), the step itself.")

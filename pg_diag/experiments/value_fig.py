@@ -6,7 +6,11 @@ value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
 * against its own training target V_old + Â (GAE MRE) — what it is fit to;
 * against the discounted returns of the rewards it is trained on (returns
   MRE), over the states whose episode ends inside the batch, so every
-  return is complete (the original cut the others at the batch end);
+  return is complete;
+* against the same returns over every state, each cut at the batch end
+  without bootstrapping (truncated returns MRE): the original code's target,
+  whose error is partly the target's own wherever an episode outlives the
+  batch;
 * on the linear-quadratic task, against the exact V^π of the pre-update
   policy in the same reward units — the true value, not a sample of it;
 
@@ -33,6 +37,7 @@ ALGORITHMS = ("ppo", "trpo")
 #: (metric suffix, panel title); each panel draws the training and the held-out batch
 ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
           ("returns", "against the complete returns (returns MRE)"),
+          ("returns_truncated", "against returns cut at the batch end (the original's)"),
           ("exact", "against the exact V^π (LQR)"))
 
 SCALES = {
@@ -98,6 +103,8 @@ def summary(metrics):
                "iterations": f"{int(late.iteration.min())}–{int(late.iteration.max())}"}
         for kind, _ in ERRORS:
             for batch, prefix in (("train", ""), ("held-out", "heldout_")):
+                if f"{prefix}value_mre_{kind}" not in late:   # runs recorded before the metric existed
+                    continue
                 values = late[f"{prefix}value_mre_{kind}"].to_numpy()
                 row[f"{kind} MRE ({batch})"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
         rows.append(row)
@@ -142,7 +149,8 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     md, csv = figures.write_table(
         table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",
         "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; returns: "
-        "discounted returns of the learner's rewards, only states whose episode ends inside the batch; exact: the "
+        "discounted returns of the learner's rewards, only states whose episode ends inside the batch; "
+        "returns_truncated: the same returns on every state, cut at the batch end (the original's); exact: the "
         "closed-form V^π of the pre-update policy (LQR). Means over agents and the second half of training.")
     path = plot(curve, os.path.join(out, f"{STUDY}.png"),
                 f"Value prediction error of the updated value network ({record['scale']} scale): solid = training "

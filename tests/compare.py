@@ -1,0 +1,57 @@
+"""Comparing two runs (or studies) that two *different* compiled programs computed.
+
+Bitwise equality holds only where one compiled program computes both sides at the same shapes. A loop over
+2 agents and a loop over 3, a program sharded over 2 devices and one on 1, or a vmapped and an unbatched
+program are different programs: XLA fuses, vectorizes and orders their sums differently (and differently again
+on another CPU's instruction set), so their float32 results may differ in the last bits, and training carries
+those differences forward. The tolerances here follow from that:
+
+* ``RTOL`` = 1e-4, relative to the scale of the whole column (or array): a few units of float32 roundoff
+  (2^-24 ≈ 6e-8) at the start, amplified by the few optimizer steps of a test-sized run, stay below 1e-5; a
+  different agent, seed, knob or iteration changes a column by ≥ 1e-2 of its scale.
+* Quantities computed by cancellation carry an *absolute* error set by the terms that cancel, not by their
+  result: the Gaussian KL sums, per action dimension, log σ₂/σ₁ + (σ₁² + Δμ²)/(2σ₂²) − 1/2, terms of order 1,
+  so its float32 error is up to ~4 · dims · 2^-24 ≈ 4e-6 for a 17-dimensional action, whatever the KL; PPO's
+  loss is a mean of normalized advantages (terms of order 1) that nearly cancel. ``CANCELLING_ATOL`` = 1e-5.
+* Integer and boolean columns (episode counts, flags) are compared exactly.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pandas as pd
+
+RTOL = 1e-4
+CANCELLING_ATOL = 1e-5
+CANCELLING = ("kl", "policy_loss", "surrogate", "unclipped")
+
+
+def assert_frames_close(a: pd.DataFrame, b: pd.DataFrame, rtol: float = RTOL, exact: tuple = ()):
+    """Same rows and columns; non-float columns (and those named in ``exact``) equal, float columns within
+    ``rtol`` of the column's scale (plus ``CANCELLING_ATOL`` for quantities computed by cancellation)."""
+    assert list(a.columns) == list(b.columns) and len(a) == len(b) > 0
+    floats = [c for c in a.columns if a[c].dtype.kind == "f" and c not in exact]
+    pd.testing.assert_frame_equal(a.drop(columns=floats), b.drop(columns=floats), check_exact=True)
+    for c in floats:
+        x, y = a[c].to_numpy(np.float64), b[c].to_numpy(np.float64)
+        np.testing.assert_array_equal(np.isnan(x), np.isnan(y), err_msg=c)
+        scale = np.nanmax(np.abs(y)) if np.isfinite(y).any() else 0.0
+        atol = rtol * scale + (CANCELLING_ATOL if any(k in c for k in CANCELLING) else 0.0)
+        np.testing.assert_allclose(x, y, rtol=0, atol=max(atol, np.finfo(np.float32).tiny), err_msg=c,
+                                   equal_nan=True)
+
+
+def assert_trees_close(a, b, rtol: float = RTOL):
+    """Leaf by leaf: integer and boolean leaves equal, float leaves within ``rtol`` of the leaf's largest
+    magnitude (norm-wise, so entries near 0 are held to the leaf's scale)."""
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype
+        if x.dtype.kind != "f":
+            np.testing.assert_array_equal(x, y)
+            continue
+        scale = float(np.nanmax(np.abs(y))) if y.size and np.isfinite(y).any() else 0.0
+        np.testing.assert_allclose(x, y, rtol=0, atol=max(rtol * scale, np.finfo(np.float32).tiny), equal_nan=True)
