@@ -129,13 +129,18 @@ def test_the_value_fit_starts_from_the_agents_network_by_default():
 @pytest.fixture(scope="module")
 def study(lqr_runs):
     return baseline_study([lqr_runs["ppo"], lqr_runs["trpo"]], iterations=[5], sizes=(100, 1000, 2048),
-                          estimates=4, fit_pairs=8192, fit_epochs=5, fit_minibatch=512)
+                          estimates=4, fit_pairs=8192, fit_epochs=5, fit_minibatch=512,
+                          baselines=("value", "fitted", "zero", "zero_raw"))
 
 
 def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_runs):
-    assert study.baselines == ["value", "fitted", "zero", "exact"]        # exact added on the LQR task
+    assert study.baselines == ["value", "fitted", "zero", "zero_raw", "exact"]   # exact added on the LQR task
     assert sorted(study.pairs.n.unique()) == [100, 1000, 1024, 2048]      # the batch size (1,024) added
-    assert len(study.pairs) == 2 * 4 * 4 * 6 and np.all(np.abs(study.pairs.cosine) <= 1 + 1e-5)
+    assert len(study.pairs) == 2 * 5 * 4 * 6 and np.all(np.abs(study.pairs.cosine) <= 1 + 1e-5)
+    # the two readings of "no baseline" are different estimators (with and without the normalization's mean
+    # subtraction) on the same trajectories: their cosines differ
+    c = study.pairs[study.pairs.n == 2048].groupby(["run", "baseline"]).cosine.mean().unstack()
+    assert (c["zero_raw"] != c["zero"]).all()
     f = study.fits
     # 8 batches of 1,024 pairs, 10% held out but at least 2 batches (the comparison's error is taken across them)
     assert len(f) == 2 and (f.fit_pairs == 8192).all() and (f.heldout_pairs == 2048).all()
@@ -144,7 +149,7 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     again = load_baseline_study([lqr_runs["ppo"], lqr_runs["trpo"]])
     np.testing.assert_allclose(again.pairs.cosine, study.pairs.cosine)
     s = again.summary()
-    assert set(s.baseline) == {"value", "fitted", "zero", "exact"} and np.isfinite(s.at_batch_size).all()
+    assert set(s.baseline) == {"value", "fitted", "zero", "zero_raw", "exact"} and np.isfinite(s.at_batch_size).all()
 
 
 @pytest.mark.parametrize("change,match", [

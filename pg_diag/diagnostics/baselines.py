@@ -37,7 +37,10 @@ from pg_diag.objectives import mean_relative_error
 from pg_diag.optim import adam
 from pg_diag.rollout import UpdateBatch, discounted_returns, episode_completes
 
-BASELINES = ("value", "fitted", "zero", "exact")
+#: value: the agent's network; fitted: V* fit to Monte-Carlo returns; zero: returns in place of advantages, through
+#: the algorithm's normalization (mean subtracted: CL §5.2's reading); zero_raw: the same returns with no
+#: normalization at all (no baseline in any sense); exact: V^π in closed form (LQR)
+BASELINES = ("value", "fitted", "zero", "zero_raw", "exact")
 #: steps a fit segment runs on past its last kept state (capped by the task's episode length)
 TAIL = 1000
 #: the paper's linear axis (0 … 1e4) and the log grid 1e2 … 1e4
@@ -247,13 +250,13 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
                 fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit), agent, knobs,
                                            k_net)
                 subject_agent = agent.replace(value=fitted)
-            elif baseline == "zero":
+            elif baseline in ("zero", "zero_raw"):
                 sampling = dataclasses.replace(r.own, advantages="returns")
             elif baseline == "exact":
                 sampling = dataclasses.replace(r.own, advantages="gae_exact_value")
                 exact_value = stages.lqr_value(agent.policy, agent.filters, knobs)
-            est, _ = jax.vmap(lambda k: stream(env, sampling, r.grid, subject_agent, knobs, k, True,
-                                               exact_value))(keys)          # [K, G, P]
+            est, _ = jax.vmap(lambda k: stream(env, sampling, r.grid, subject_agent, knobs, k,
+                                               baseline != "zero_raw", exact_value))(keys)          # [K, G, P]
             unit = _unit(est)
             pairwise.append(jnp.einsum("kgp,lgp->gkl", unit, unit))
             norms.append(jnp.linalg.norm(est, axis=-1).T)

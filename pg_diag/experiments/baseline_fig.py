@@ -26,8 +26,9 @@ from pg_diag.experiments import checkpointed, figures, study_dir
 
 STUDY = "fig-baselines"
 ALGORITHMS = ("ppo", "trpo")
-COLORS = {"value": "tab:blue", "fitted": "tab:green", "zero": "tab:red", "exact": "k"}
+COLORS = {"value": "tab:blue", "fitted": "tab:green", "zero": "tab:red", "zero_raw": "tab:orange", "exact": "k"}
 NAMES = {"value": "agent's value net V_t", "fitted": "fitted value net (\"true\" V)", "zero": "no baseline (returns)",
+         "zero_raw": "returns, unnormalized",
          "exact": "exact V^π (LQR)"}
 
 
