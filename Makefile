@@ -13,7 +13,7 @@ ARGS   ?=
 
 .PHONY: setup test test-newest test-isa fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
-        fig-landscape-surrogate solver-compare figures bench hopper-1m clean
+        fig-landscape-surrogate solver-compare closer-look-report figures bench hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -109,6 +109,12 @@ fig-landscape-concentration: setup
 
 fig-landscape-surrogate: setup
 	$(VENV)/bin/pg-diag fig-landscape-surrogate $(call study,landscape,--progress)
+
+# CL §5's claims checked on the diagnostic studies of this SCALE (each trained and measured unless already on
+# disk): one page, $(OUT)/closer-look-report-$(SCALE)/report.md, with every figure and each claim's CI and verdict.
+closer-look-report: fig-grad-variance fig-step-variance fig-value fig-baselines fig-landscape-concentration \
+                    fig-landscape-surrogate
+	$(VENV)/bin/pg-diag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
 
 # fig-ablation and Table 2 under the converged and the fast solver settings, their conclusions side by side.
 solver-compare: setup

@@ -178,3 +178,30 @@ def test_closer_look_landscapes_bracket_their_agreement_and_redraw(executed, tmp
         for target in ("fig-landscape-concentration", "fig-landscape-surrogate"):
             assert main([target, "--from", str(out), "--out", str(tmp_path / "again")]) == 0
     assert counter.count == 0
+
+
+def test_the_claims_report_reads_the_closer_look_studies_without_compiling(executed, tmp_path, capsys):
+    """``pg-diag report`` on the notebook's studies (gradients, steps, value, baselines, landscapes at the tiny
+    scale): every claim measured there gets a row with a verdict, every figure is redrawn, nothing compiles."""
+    import pandas as pd
+
+    from pg_diag.cli import main
+    from pg_diag.experiments import claims
+    from pg_diag.run import CompileCounter
+
+    root = executed["closer-look"][1]
+    with CompileCounter() as counter:
+        assert main(["report", "--from", str(root), "--out", str(tmp_path / "report")]) == 0
+    assert counter.count == 0
+    assert "claim tests from fig-baselines, fig-value, gradients, landscape" in capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "report" / "claims.csv")
+    assert set(table.verdict) <= set(claims.VERDICTS) and set(table.task) <= {"lqr", "point_mass"}
+    measured = {"gradients-poorly-concentrated", "gradients-far-from-true", "gradients-converge-with-samples",
+                "steps-vary", "value-fits-its-target-not-the-returns", "value-baseline-helps",
+                "true-value-baseline-helps-more", "landscape-noisy-at-small-n"}
+    assert measured <= set(table.claim)
+    text = (tmp_path / "report" / "report.md").read_text()
+    for target in ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-value", "fig-baselines",
+                   "fig-landscape-concentration", "fig-landscape-surrogate"):
+        assert (tmp_path / "report" / "figures" / target / f"{target}.png").is_file(), target
+        assert f"![{target}](figures/{target}/{target}.png)" in text

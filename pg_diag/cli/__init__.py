@@ -11,6 +11,7 @@
     pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
+    pg-diag report --from results [--scale smoke] [--out DIR]   # CL §5's claims checked on saved studies
 """
 
 from __future__ import annotations
@@ -76,8 +77,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_distributed(p)
     p.set_defaults(func=cmd_rerun)
 
+    p = sub.add_parser("report", help="check the claims of CL §5 on saved diagnostic studies: one Markdown page with "
+                                      "every figure, each claim's statistic, 95%% CI and verdict")
+    p.add_argument("--from", dest="from_dir", default="results", help="a directory holding the studies' output "
+                                                                      "directories (default results)")
+    p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there)")
+    p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report)")
+    p.set_defaults(func=cmd_report)
+
     add_studies(sub)
     return parser
+
+
+def cmd_report(args) -> None:
+    from pg_diag.experiments.report import report
+
+    result = report(args.from_dir, args.out, args.scale)
+    counts = result["claims"].verdict.value_counts()
+    print(f"{result['report']}: {len(result['claims'])} claim tests from {', '.join(sorted(result['studies']))}: "
+          + ", ".join(f"{n} {v}" for v, n in counts.items()))
 
 
 def main(argv=None) -> int:
