@@ -112,9 +112,35 @@ def _diagnostic_target(command):
             lambda *a, **k: gradient_figs.draw(command, *a, **k))
 
 
+def cmd_dry_run(args, kind):
+    """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.plan`), printed; nothing compiled."""
+    from pg_diag.diagnostics.gradients import fmt_bytes
+    from pg_diag.diagnostics.subjects import parse_settings
+    from pg_diag.experiments import plan
+
+    if args.from_dir or args.run:
+        raise ConfigError(f"{args.command} --dry-run plans what the target trains and measures at --scale; it "
+                          f"cannot be combined with --from or --run")
+    extra = _experiment_args(args)
+    extra.pop("progress", None)
+    programs = plan.plan(args.command, args.scale or "smoke", diag=parse_settings(kind, args.diag), **extra)
+    frame = plan.table(programs, plan.recorded_step_ms())
+    shown = frame.assign(memory=frame.memory.map(fmt_bytes))
+    print(shown.to_string(index=False))
+    total = frame.estimated_s
+    print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
+          + ("every program fits the memory available" if frame.fits.all() else
+             f"{int((~frame.fits).sum())} do not fit the memory available")
+          + ("; estimated duration (without compiling): "
+             f"{total.sum() / 60:.1f} min" if total.notna().all() else
+             "; no per-step cost recorded for this host (python benchmarks/bench_crossover.py --record)"))
+
+
 def cmd_diagnostic(args):
     from pg_diag.diagnostics.subjects import parse_settings
     kind, run, draw = _diagnostic_target(args.command)
+    if getattr(args, "dry_run", False):
+        return cmd_dry_run(args, kind)
     if args.from_dir:
         if args.run or args.diag:
             raise ConfigError(f"{args.command} --from redraws saved results: --run and --diag choose what to measure "
@@ -132,6 +158,9 @@ def cmd_diagnostic(args):
 
 
 def _diagnostic_args(p):
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (programs, subjects, pairs, sequential steps, memory, duration) and stop; "
+                        "nothing is trained, measured or compiled")
     p.add_argument("--run", action="append", metavar="RUN_DIR",
                    help="measure this run directory (repeatable; it needs checkpoints) instead of training")
     p.add_argument("--diag", action="append", metavar="NAME=VALUE",
@@ -142,8 +171,10 @@ def _diagnostic_args(p):
 
 def _add_from(p, default_out):
     # --scale and --out default to None so that --from can tell what was given
-    p.add_argument("--scale", default=None, choices=["smoke", "paper"],
-                   help="smoke: minutes on a CPU (default); paper: the papers' setting, for accelerators")
+    p.add_argument("--scale", default=None, choices=["smoke", "mid", "paper"],
+                   help="smoke: minutes on a CPU (default); mid (the diagnostic targets): Hopper at the papers' "
+                        "shape, PPO and TRPO, 100 iterations, under an hour on a CPU; paper: the papers' setting, "
+                        "for accelerators")
     p.add_argument("--out", default=None,
                    help=f"output directory (default {default_out}; with --from: the --from directory)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", default=None,

@@ -27,7 +27,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, networks, stages
-from pg_diag.diagnostics import tables
+from pg_diag.diagnostics import gradients, tables
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, over_subjects, plan_subjects
 from pg_diag.objectives import kl
@@ -36,6 +36,29 @@ from pg_diag.run import store
 
 NAME = "steps"
 TABLES = ("pairs", "steps")
+
+
+def memory_estimate(static, settings: "StepSettings", num_subjects: int, obs_size: int, action_size: int,
+                    batching: str) -> int:
+    """A rough upper estimate of the program's peak bytes: every subject's M + 1 batches (the steps' and the
+    held-out one) in flight with their activations."""
+    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
+    held = (settings.heldout_envs or static.num_envs) * static.steps_per_env
+    per_subject = (settings.batches * static.num_envs * static.steps_per_env + held) * per_pair
+    return 4 * per_subject * (num_subjects if batching == "vmap" else 1)
+
+
+def batching_that_fits(static, settings: "StepSettings", num_subjects: int, obs_size: int, action_size: int,
+                       have: int) -> str:
+    """"vmap" (subjects together) when it fits in ``have`` bytes, else "map" (subjects in turn); a study that
+    does not fit even so is refused, naming what to lower."""
+    if memory_estimate(static, settings, num_subjects, obs_size, action_size, "vmap") <= have:
+        return "vmap"
+    gradients.require_memory(memory_estimate(static, settings, num_subjects, obs_size, action_size, "map"),
+                             "the step study", f"{settings.batches} batches of {static.num_envs} × "
+                                               f"{static.steps_per_env} pairs per subject, subjects in turn",
+                             "lower batches (M)")
+    return "map"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +131,20 @@ def step_study(runs, iterations=None, agents=None, settings: StepSettings | None
         raise DiagnosticError(f"{e}; step-study settings are: {fields}") from None
     settings.check()
     planned = plan_subjects(runs, iterations, agents)
+    loaded = load_by_program(planned)
+    batching = {}
+    for static, subjects in loaded.items():   # every program's memory checked before the first compiles
+        obs_size, action_size, _ = subjects.shapes
+        batching[static] = batching_that_fits(static, settings, len(subjects), obs_size, action_size,
+                                              gradients.available_memory())
     frames, timings = {t: [] for t in TABLES}, []
-    for static, subjects in load_by_program(planned).items():
+    for static, subjects in loaded.items():
         if verbose:
             print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
-                  f"{static.num_envs} × {static.steps_per_env}", flush=True)
+                  f"{static.num_envs} × {static.steps_per_env}"
+                  + (" (subjects in turn, to fit the memory)" if batching[static] == "map" else ""), flush=True)
         env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
-        prog = over_subjects(subject_program(env, static, settings))
+        prog = over_subjects(subject_program(env, static, settings), batching[static])
         keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
                                              r["iteration"]) for r in subjects.rows])
         pairs = len(subjects) * settings.batches * static.batch_size

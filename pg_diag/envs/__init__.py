@@ -26,6 +26,13 @@ TASKS = {
     "lqr": ("jax", "Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
                    "(mean 50 steps); J, ∇J and V^π in closed form."),
 }
+#: name -> (observation size, action size), known without building the task (plans, memory estimates); a test
+#: checks it against every task built
+TASK_SIZES = {"hopper": (11, 3), "walker2d": (17, 6), "humanoid": (276, 17), "pendulum": (3, 1), "point_mass": (4, 2),
+              "lqr": (2, 1)}
+#: name -> time limit in steps (the LQR task's is a cap its geometric episodes practically never reach)
+EPISODE_LIMITS = {"hopper": 1000, "walker2d": 1000, "humanoid": 1000, "pendulum": 200, "point_mass": 200,
+                  "lqr": 10_000}
 PHYSICS = ("auto", "mjx", "native")
 #: MuJoCo solver settings (:data:`pg_diag.envs.mujoco_tasks.SOLVERS`): the task's converged ones, or Brax's fast ones.
 SOLVERS = ("converged", "fast")
@@ -83,13 +90,10 @@ def _make(name: str, physics: str, threads: int, solver: str) -> Env:
 
 
 def episode_limit(task: str) -> int:
-    """The task's time limit in steps, without building its physics."""
+    """The task's time limit in steps, without building it."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
-    if TASKS[task][0] == "jax":
-        return _make(task, "jax", 0, "converged").max_episode_steps
-    from pg_diag.envs.mujoco_tasks import MAX_EPISODE_STEPS
-    return MAX_EPISODE_STEPS
+    return EPISODE_LIMITS[task]
 
 
 def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "converged") -> Env:
@@ -104,4 +108,4 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
     return _make(name, backend, threads, solver)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "choose_physics", "episode_limit", "make", "resolve_physics", "time_limit"]
+__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "TASK_SIZES", "EPISODE_LIMITS", "choose_physics", "episode_limit", "make", "resolve_physics", "time_limit"]

@@ -60,6 +60,12 @@ SCALES = {
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 "
                     "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
                     "N = 1e2 … 1e4, a true gradient from 1e5 pairs; M = 10 steps per checkpoint."),
+    "mid": Scale(
+        tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99)},
+        task_overrides={}, gradients=dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=262_144),
+        steps=dict(batches=16),
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 32,768, a true gradient from "
+                    "2^18 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU in minutes." ),
 }
 
 

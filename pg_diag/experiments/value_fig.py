@@ -49,6 +49,9 @@ SCALES = {
                    overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 2},
                    description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of "
                                "4 × 256 steps, 2 agents per algorithm, a held-out batch every 2 iterations."),
+    "mid": Scale(tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "heldout_every": 5},
+                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), PPO and TRPO, "
+                             "2 agents each, 100 iterations, a held-out batch every 5 iterations."),
 }
 
 

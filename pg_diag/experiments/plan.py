@@ -1,0 +1,180 @@
+"""What a diagnostic target will do, before it does it: ``pg-diag TARGET --dry-run`` and :func:`plan`.
+
+A plan lists every compiled program a target runs at a scale — the training sweeps that make its checkpoints,
+then each measurement — with its agents or subjects, state–action pairs, sequential batched steps, the batch
+each step moves, the estimated peak memory against the memory the host (or a declared accelerator) has, and
+an estimated duration where this host has a recorded per-step cost (``benchmarks/bench_crossover.py
+--record``). Nothing is compiled: the measurements are resolved against the configurations the target would
+train, as the study itself resolves them against the runs, and a measurement that does not fit is planned as
+the study will run it (the landscape's subjects in turn and shorter chunks, an MJX gradient study narrower).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pg_diag.config import ConfigError, preset
+from pg_diag.envs import TASK_SIZES
+
+DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
+                      "fig-landscape-concentration", "fig-landscape-surrogate")
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    stage: str            # "train" or the measurement
+    task: str
+    algorithms: str
+    units: int            # agents (training) or subjects (measurement)
+    pairs: int            # state–action pairs sampled
+    sequential_steps: int  # batched steps one after another
+    width: int            # environments one batched step moves
+    memory: int           # estimated peak bytes
+    fits: bool
+    note: str = ""
+
+
+def num_params(static, obs_size: int, action_size: int) -> int:
+    """The policy's parameter count (the diagnostics' gradient length): its MLP and the log-std vector."""
+    sizes = (obs_size,) + tuple(static.policy_hidden) + (action_size,)
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])) + action_size
+
+
+def _training(task, algos, seeds, over, have) -> list:
+    """One training sweep per static configuration (PPO and PPO-M share one: their toggles are knobs)."""
+    sweeps = {}
+    for algo in algos:
+        sweeps.setdefault(preset(algo, task, **over).static, []).append(algo)
+    out = []
+    for s, names in sweeps.items():
+        obs, act = TASK_SIZES[task]
+        n = seeds * len(names)
+        per_pair = 2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden) + 3 * sum(s.value_hidden)
+        memory = 4 * n * s.num_envs * s.steps_per_env * per_pair
+        out.append(Program("train", task, "+".join(names), n, n * s.num_iterations * s.num_envs * s.steps_per_env,
+                           s.num_iterations * s.steps_per_env, n * s.num_envs, memory, memory <= have))
+    return out
+
+
+def _measure(target, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
+    """The measurement programs of ``target`` on ``task`` (``statics``: algorithm -> Static of its runs)."""
+    from pg_diag.diagnostics import baselines, gradients, landscape, steps
+
+    obs, act = TASK_SIZES[task]
+    first = next(iter(statics.values()))
+    shapes = (obs, act, num_params(first, obs, act))
+    # runs of one static configuration (PPO and PPO-M: toggles are knobs) are measured by one program
+    programs = {}
+    for algo, s in statics.items():
+        programs.setdefault(s, []).append(algo)
+    out = []
+    if target in ("fig-grad-variance", "fig-grad-true"):
+        n = subjects_per * len(statics)
+        fits = lambda r: gradients.memory_estimate(first, r, n, *shapes, "vmap") <= have  # noqa: E731
+        r = gradients.widen(gradients.GradientSettings(**settings), list(statics.values()), n, fits)
+        mem = gradients.memory_estimate(first, r, n, *shapes, "vmap")
+        seq = r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in
+        out.append(Program("gradients", task, "+".join(statics), n, gradients.pairs_total(r, n), seq,
+                           n * (r.estimates + r.truth_streams) * r.sampling.envs, mem, mem <= have))
+    elif target == "fig-step-variance":
+        st = steps.StepSettings(**settings)
+        for s, algos in programs.items():
+            own, n = s.num_envs * s.steps_per_env, subjects_per * len(algos)
+            together = steps.memory_estimate(s, st, n, obs, act, "vmap") <= have
+            mem = steps.memory_estimate(s, st, n, obs, act, "vmap" if together else "map")
+            turns = 1 if together else n
+            out.append(Program("steps", task, "+".join(algos), n, n * (st.batches + 1) * own,
+                               s.steps_per_env * turns, (n // turns) * (st.batches + 1) * s.num_envs,
+                               mem, mem <= have, "" if together else "subjects in turn"))
+    elif target == "fig-baselines":
+        n = subjects_per * len(statics)
+        bs = baselines.BaselineSettings(**settings)
+        r = baselines.resolve(bs, list(statics.values()))
+        mem = baselines.memory_estimate(first, r, n, *shapes, bs.batching)
+        seq = r.fit_chunks * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps
+        out.append(Program("baselines", task, "+".join(statics), n, baselines.pairs_total(r, n), seq,
+                           n * r.estimates * r.own.envs, mem, mem <= have))
+    else:
+        ls = landscape.LandscapeSettings(**settings)
+        r = landscape.resolve(ls, list(statics.values()))
+        for s, algos in programs.items():
+            n = subjects_per * len(algos)
+            fitted, batching, mem, changed = landscape.fit(s, r, n, *shapes, ls.batching, have)
+            per_point = -(-max(r.sizes) // r.envs)
+            out.append(Program("landscape", task, "+".join(algos), n, landscape.pairs_total(r, n),
+                               per_point * (n if batching == "map" else 1),
+                               r.envs * r.grid_points * len(r.step_envs) * (1 if batching == "map" else n),
+                               mem, mem <= have, changed))
+    return out
+
+
+def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
+         memory: int | None = None, **overrides) -> list:
+    """The programs ``target`` runs at ``scale`` (see the module docstring); ``memory``: the bytes available
+    (default: what the study itself would check against on this host)."""
+    from pg_diag.diagnostics import gradients
+    from pg_diag.experiments import baseline_fig, checkpointed, gradient_figs, landscape_figs
+
+    if target not in DIAGNOSTIC_TARGETS:
+        raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: {', '.join(DIAGNOSTIC_TARGETS)}")
+    have = int(memory) if memory is not None else gradients.available_memory()
+    if target in landscape_figs.TARGETS:
+        sc = checkpointed.pick_scale(landscape_figs.SCALES, scale)
+        tasks, algos = tuple(tasks or sc.tasks[target]), landscape_figs.MEASURED[target]
+        trained = landscape_figs.ALGORITHMS
+        settings_of = lambda t: {**sc.settings[target], **sc.task_settings.get(t, {}), **(diag or {})}  # noqa: E731
+    elif target == "fig-baselines":
+        sc = checkpointed.pick_scale(baseline_fig.SCALES, scale)
+        tasks, algos = tuple(tasks or sc.tasks), baseline_fig.ALGORITHMS
+        trained = algos
+        settings_of = lambda t: {**sc.settings, **(diag or {})}  # noqa: E731
+    else:
+        sc = checkpointed.pick_scale(gradient_figs.SCALES, scale)
+        tasks, algos = tuple(tasks or sc.tasks), gradient_figs.ALGORITHMS
+        trained = algos
+        kind = sc.steps if target == "fig-step-variance" else sc.gradients
+        settings_of = lambda t: {**kind, **(diag or {})}  # noqa: E731
+    seeds = seeds or sc.seeds
+    programs = []
+    for task in tasks:
+        over = {**sc.overrides, **sc.task_overrides.get(task, {}), **overrides}
+        programs += _training(task, trained, seeds, over, have)
+        statics = {a: preset(a, task, **over).static for a in algos}
+        checkpoints = len(next(iter(statics.values())).checkpoint_at) or 1
+        programs += _measure(target, task, statics, seeds * checkpoints, settings_of(task), have)
+    return programs
+
+
+def table(programs: list, step_ms=None):
+    """The plan as a DataFrame; ``step_ms(task, width) -> ms or None`` adds an estimated duration."""
+    import pandas as pd
+
+    rows = []
+    for p in programs:
+        row = dataclasses.asdict(p)
+        ms = step_ms(p.task, p.width) if step_ms else None
+        row["estimated_s"] = None if ms is None else round(p.sequential_steps * ms / 1e3, 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def recorded_step_ms(solver: str = "converged"):
+    """``step_ms(task, width)`` from this host's recorded physics measurements (the faster backend at the
+    nearest recorded batch), or None where none is recorded; pure-JAX tasks: None."""
+    import os
+
+    from pg_diag.envs import TASKS, crossover
+
+    rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
+
+    def step_ms(task, width):
+        near = [r for r in rows if r.get("task") == task and r.get("solver") == solver]
+        if TASKS[task][0] != "mujoco" or not near:
+            return None
+        r = min(near, key=lambda r: abs(r["batch"] - width))
+        return min(r.get("native_ms", float("inf")), r.get("mjx_ms", float("inf"))) * max(1.0, width / r["batch"])
+
+    return step_ms
+
+
+__all__ = ["DIAGNOSTIC_TARGETS", "Program", "num_params", "plan", "recorded_step_ms", "table"]

@@ -1,0 +1,61 @@
+"""Plans before anything runs: every diagnostic target at every scale resolves, fits the memory of a 24 GiB host
+with half of it available and of a declared 80 GB accelerator, and compiles nothing."""
+
+import pytest
+
+from pg_diag.cli import main
+from pg_diag.config import ConfigError
+from pg_diag.envs import EPISODE_LIMITS, TASK_SIZES, TASKS, make
+from pg_diag.experiments import plan
+from pg_diag.run import CompileCounter
+
+GiB = 2 ** 30
+
+
+@pytest.mark.parametrize("memory", [12 * GiB, 80 * 10 ** 9], ids=["cpu-host", "accelerator"])
+@pytest.mark.parametrize("scale", ["smoke", "mid", "paper"])
+def test_every_plan_fits_and_compiles_nothing(scale, memory):
+    with CompileCounter() as counter:
+        for target in plan.DIAGNOSTIC_TARGETS:
+            programs = plan.plan(target, scale, memory=memory)
+            stages = {p.stage for p in programs}
+            assert "train" in stages and len(stages) == 2, target
+            for p in programs:
+                assert p.fits, (target, p)
+                assert p.memory <= memory and p.units > 0 and p.pairs > 0 and p.sequential_steps > 0, (target, p)
+    assert counter.count == 0
+
+
+def test_the_paper_landscape_runs_its_subjects_in_turn_where_memory_is_short():
+    """The 1e6-pair step batches of the paper's surrogate landscape (4 checkpoints of one Humanoid agent) fit a
+    12 GiB host only with the subjects in turn; the plan says so, and that it then fits."""
+    humanoid = [p for p in plan.plan("fig-landscape-surrogate", "paper", memory=12 * GiB)
+                if p.stage == "landscape" and p.task == "humanoid"]
+    assert humanoid and all(p.fits for p in humanoid)
+    assert any("subjects in turn" in p.note for p in humanoid)
+
+
+def test_task_sizes_and_limits_are_those_of_the_built_tasks():
+    for task, (kind, _) in TASKS.items():
+        if kind == "jax" or task == "hopper":
+            env = make(task, "native" if kind == "mujoco" else "auto")
+            assert TASK_SIZES[task] == (env.obs_size, env.action_size), task
+            assert EPISODE_LIMITS[task] == env.max_episode_steps, task
+    assert set(TASK_SIZES) == set(TASKS) == set(EPISODE_LIMITS)
+
+
+def test_bad_targets_and_scales_are_named(capsys):
+    with pytest.raises(ConfigError, match="no plan for target 'fig-ablation'"):
+        plan.plan("fig-ablation")
+    with pytest.raises(ConfigError, match="unknown scale 'huge'"):
+        plan.plan("fig-grad-variance", "huge")
+    assert main(["fig-baselines", "--dry-run", "--from", "results/x"]) == 2
+    assert "cannot be combined with --from" in capsys.readouterr().err
+
+
+def test_the_cli_prints_the_plan_without_compiling(capsys):
+    with CompileCounter() as counter:
+        assert main(["fig-grad-variance", "--dry-run", "--scale", "mid"]) == 0
+    assert counter.count == 0
+    out = capsys.readouterr().out
+    assert "gradients" in out and "train" in out and "programs" in out and "pairs" in out
