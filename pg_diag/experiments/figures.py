@@ -9,9 +9,14 @@ from pg_diag.run.distributed import is_lead, lead_writes
 
 
 def pyplot():
-    """matplotlib.pyplot on the non-interactive Agg backend (figures are written to files, often with no display)."""
+    """matplotlib.pyplot, on the non-interactive Agg backend unless pyplot was already set up by its user
+    (figures are written to files, often with no display; a notebook's inline backend must stay, or its own
+    plots would no longer show)."""
+    import sys
+
     import matplotlib
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
 
