@@ -15,7 +15,8 @@ def pyplot():
     import sys
 
     import matplotlib
-    if "matplotlib.pyplot" not in sys.modules:
+    # in a Jupyter kernel (ipykernel loaded) the default backend is the inline one, which also writes files
+    if "matplotlib.pyplot" not in sys.modules and "ipykernel" not in sys.modules:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
