@@ -14,6 +14,9 @@ those differences forward. The tolerances here follow from that:
   so its float32 error is up to ~4 · dims · 2^-24 ≈ 4e-6 for a 17-dimensional action, whatever the KL; PPO's
   loss is a mean of normalized advantages (terms of order 1) that nearly cancel. ``CANCELLING_ATOL`` = 1e-5.
 * Integer and boolean columns (episode counts, flags) are compared exactly.
+* The normalizer's running statistics are double-float pairs hi + lo (pg_diag.normalize.RunningStat): a lo
+  part is a rounding residue of its hi part and may differ entirely between programs, so it is held to the
+  scale of its hi part (the pair's value agrees to ``RTOL``), not to its own.
 """
 
 from __future__ import annotations
@@ -44,14 +47,20 @@ def assert_frames_close(a: pd.DataFrame, b: pd.DataFrame, rtol: float = RTOL, ex
 
 def assert_trees_close(a, b, rtol: float = RTOL):
     """Leaf by leaf: integer and boolean leaves equal, float leaves within ``rtol`` of the leaf's largest
-    magnitude (norm-wise, so entries near 0 are held to the leaf's scale)."""
-    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    magnitude (norm-wise, so entries near 0 are held to the leaf's scale); a double-float ``*_lo`` leaf within
+    ``rtol`` of its ``*_hi`` sibling's."""
+    la = jax.tree_util.tree_leaves_with_path(a)
+    lb = jax.tree.leaves(b)
     assert len(la) == len(lb)
-    for x, y in zip(la, lb):
+    names = [jax.tree_util.keystr(path) for path, _ in la]
+    by_name = {n: np.asarray(y) for n, y in zip(names, lb)}
+    for name, (_, x), y in zip(names, la, lb):
         x, y = np.asarray(x), np.asarray(y)
-        assert x.shape == y.shape and x.dtype == y.dtype
+        assert x.shape == y.shape and x.dtype == y.dtype, name
         if x.dtype.kind != "f":
-            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(x, y, err_msg=name)
             continue
-        scale = float(np.nanmax(np.abs(y))) if y.size and np.isfinite(y).any() else 0.0
-        np.testing.assert_allclose(x, y, rtol=0, atol=max(rtol * scale, np.finfo(np.float32).tiny), equal_nan=True)
+        ref = by_name.get(name[:-3] + "_hi", y) if name.endswith("_lo") else y
+        scale = float(np.nanmax(np.abs(ref))) if ref.size and np.isfinite(ref).any() else 0.0
+        np.testing.assert_allclose(x, y, rtol=0, atol=max(rtol * scale, np.finfo(np.float32).tiny), equal_nan=True,
+                                   err_msg=name)
