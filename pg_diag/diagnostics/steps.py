@@ -28,7 +28,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, networks, stages
 from pg_diag.diagnostics import gradients, tables
-from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
+from pg_diag.diagnostics.sampling import algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, over_subjects, plan_subjects
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
