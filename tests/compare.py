@@ -17,6 +17,12 @@ those differences forward. The tolerances here follow from that:
 * The normalizer's running statistics are double-float pairs hi + lo (pg_diag.normalize.RunningStat): a lo
   part is a rounding residue of its hi part and may differ entirely between programs, so it is held to the
   scale of its hi part (the pair's value agrees to ``RTOL``), not to its own.
+* A mean relative error (``*_mre_*``, CL §5.2) averages |V − R| / |R| over states whose target R can come
+  arbitrarily close to 0 (a return truncated after one step's reward, a state near balance): perturbing V and
+  R by δ moves a term by about (1 + its value) · δ / |R|, so the condition number is scale(R) / min |R| over
+  the batch, which no a-priori bound limits (a factor ~10 was seen between two programs on one CPU). Such
+  columns are held to ``ILL_CONDITIONED_RTOL`` = 2e-2 of each value here — a wrong batch, agent or
+  iteration moves them by O(1) — and bitwise wherever one program computes both sides (tests/test_sweep.py).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import pandas as pd
 RTOL = 1e-4
 CANCELLING_ATOL = 1e-5
 CANCELLING = ("kl", "policy_loss", "surrogate", "unclipped")
+ILL_CONDITIONED = ("mre",)
+ILL_CONDITIONED_RTOL = 2e-2
 
 
 def assert_frames_close(a: pd.DataFrame, b: pd.DataFrame, rtol: float = RTOL, exact: tuple = ()):
@@ -40,6 +48,9 @@ def assert_frames_close(a: pd.DataFrame, b: pd.DataFrame, rtol: float = RTOL, ex
         x, y = a[c].to_numpy(np.float64), b[c].to_numpy(np.float64)
         np.testing.assert_array_equal(np.isnan(x), np.isnan(y), err_msg=c)
         scale = np.nanmax(np.abs(y)) if np.isfinite(y).any() else 0.0
+        if any(k in c for k in ILL_CONDITIONED):  # each value to its own size: their sizes differ by 100x
+            np.testing.assert_allclose(x, y, rtol=max(rtol, ILL_CONDITIONED_RTOL), err_msg=c, equal_nan=True)
+            continue
         atol = rtol * scale + (CANCELLING_ATOL if any(k in c for k in CANCELLING) else 0.0)
         np.testing.assert_allclose(x, y, rtol=0, atol=max(atol, np.finfo(np.float32).tiny), err_msg=c,
                                    equal_nan=True)

@@ -55,14 +55,13 @@ def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
     saved = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 3))
     assert int(saved.iteration) == 3
     # a vmapped sweep and one agent alone differ by float32 rounding (XLA's kernels differ with the
-    # batch), the same bound as the sweep-member test; statistics are compared as values (the low
+    # batch): tests/compare.py's bound; statistics are compared as values (the low
     # halves of their compensated sums are rounding residues and may differ entirely)
     def values(s):
         stats = (s.filters.obs, s.filters.ret)
         return jax.tree.leaves((s.policy, s.value, [(x.mean, x.std, x.n) for x in stats]))
 
-    for x, y in zip(values(saved), values(expected), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-4, atol=1e-6)
+    assert_trees_close(values(saved), values(expected))
     initial = jax.tree.map(lambda x: x[agent], load_checkpoint(run, 0))
     # the sweep's vmapped init program against the trainer's init alone: two programs, float32 rounding
     assert_trees_close(initial.policy, trainer.init(seed_key(1), knobs).policy)
