@@ -131,6 +131,7 @@ bench: setup
 	$(PY) benchmarks/bench_landscape.py
 	$(PY) benchmarks/bench_solver.py
 	$(PY) benchmarks/bench_stages.py
+	$(PY) benchmarks/bench_studies.py
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup

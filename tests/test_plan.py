@@ -1,4 +1,4 @@
-"""Plans before anything runs: every diagnostic target at every scale resolves, fits the memory of a 24 GiB host
+"""Plans before anything runs: every diagnostic and training target at every scale resolves, fits the memory of a 24 GiB host
 with half of it available and of a declared 80 GB accelerator, and compiles nothing."""
 
 import pytest
@@ -23,7 +23,30 @@ def test_every_plan_fits_and_compiles_nothing(scale, memory):
             for p in programs:
                 assert p.fits, (target, p)
                 assert p.memory <= memory and p.units > 0 and p.pairs > 0 and p.sequential_steps > 0, (target, p)
+        for target in plan.TRAINING_TARGETS:
+            try:
+                programs = plan.plan(target, scale, memory=memory)
+            except ConfigError as e:  # the training targets have no mid scale
+                assert scale == "mid" and "unknown scale 'mid'" in str(e), (target, e)
+                continue
+            assert programs and all(p.stage == "train" and p.fits and p.units > 0 for p in programs), target
     assert counter.count == 0
+
+
+def test_training_plans_count_what_the_targets_train():
+    """Worked by hand from the scales: fig-ablation smoke is 2^4 toggles × 4 learning rates × 2 seeds = 128 agents
+    on Hopper, 20 iterations of 4 environments × 256 steps; table-2 paper trains the five presets on three tasks
+    as two sweeps per task (PPO, PPO-M and PPO-NoClip share a static configuration, TRPO and TRPO+ another),
+    80 agents per preset, 488 iterations of 1 × 2,048 steps."""
+    (ablation,) = plan.plan("fig-ablation", "smoke", memory=12 * GiB)
+    assert (ablation.task, ablation.units, ablation.width) == ("hopper", 128, 128 * 4)
+    assert ablation.pairs == 128 * 20 * 4 * 256 and ablation.sequential_steps == 20 * 256
+    table = plan.plan("table-2", "paper", memory=80 * 10 ** 9)
+    assert [(p.task, p.algorithms, p.units) for p in table] == [
+        (t, a, n) for t in ("hopper", "walker2d", "humanoid") for a, n in (("ppo+ppo-m+ppo-noclip", 240),
+                                                                           ("trpo+trpo+", 160))]
+    assert all(p.pairs == p.units * 488 * 2048 and p.sequential_steps == 488 * 2048 for p in table)
+    assert plan.plan("fig-value", "smoke", seeds=3, memory=GiB)[0].units == 3
 
 
 def test_the_paper_landscape_runs_its_subjects_in_turn_where_memory_is_short():
@@ -45,8 +68,10 @@ def test_task_sizes_and_limits_are_those_of_the_built_tasks():
 
 
 def test_bad_targets_and_scales_are_named(capsys):
-    with pytest.raises(ConfigError, match="no plan for target 'fig-ablation'"):
-        plan.plan("fig-ablation")
+    with pytest.raises(ConfigError, match="no plan for target 'fig-theorem'"):
+        plan.plan("fig-theorem")
+    with pytest.raises(ConfigError, match="fig-ablation only trains"):
+        plan.plan("fig-ablation", diag={"estimates": 4})
     with pytest.raises(ConfigError, match="unknown scale 'huge'"):
         plan.plan("fig-grad-variance", "huge")
     assert main(["fig-baselines", "--dry-run", "--from", "results/x"]) == 2
@@ -59,3 +84,8 @@ def test_the_cli_prints_the_plan_without_compiling(capsys):
     assert counter.count == 0
     out = capsys.readouterr().out
     assert "gradients" in out and "train" in out and "programs" in out and "pairs" in out
+    with CompileCounter() as counter:
+        assert main(["table-2", "--dry-run", "--scale", "paper", "--task", "hopper"]) == 0
+    assert counter.count == 0
+    out = capsys.readouterr().out
+    assert "ppo+ppo-m+ppo-noclip" in out and "2 programs" in out

@@ -118,12 +118,13 @@ def cmd_dry_run(args, kind):
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import plan
 
-    if args.from_dir or args.run:
+    if args.from_dir or getattr(args, "run", None):
         raise ConfigError(f"{args.command} --dry-run plans what the target trains and measures at --scale; it "
                           f"cannot be combined with --from or --run")
     extra = _experiment_args(args)
     extra.pop("progress", None)
-    programs = plan.plan(args.command, args.scale or "smoke", diag=parse_settings(kind, args.diag), **extra)
+    diag = parse_settings(kind, args.diag) if kind is not None else None
+    programs = plan.plan(args.command, args.scale or "smoke", diag=diag, **extra)
     frame = plan.table(programs, plan.recorded_step_ms())
     shown = frame.assign(memory=frame.memory.map(fmt_bytes))
     print(shown.to_string(index=False))
@@ -157,10 +158,21 @@ def cmd_diagnostic(args):
     _print_markdown(out, "figure", "csv")
 
 
-def _diagnostic_args(p):
+def _dry_run_arg(p):
     p.add_argument("--dry-run", action="store_true",
-                   help="print the plan (programs, subjects, pairs, sequential steps, memory, duration) and stop; "
-                        "nothing is trained, measured or compiled")
+                   help="print the plan (programs, agents or subjects, pairs, sequential steps, memory, duration) "
+                        "and stop; nothing is trained, measured or compiled")
+
+
+def _planned(func):
+    """A training target's command, or its plan with --dry-run."""
+    def command(args):
+        return cmd_dry_run(args, None) if args.dry_run else func(args)
+    return command
+
+
+def _diagnostic_args(p):
+    _dry_run_arg(p)
     p.add_argument("--run", action="append", metavar="RUN_DIR",
                    help="measure this run directory (repeatable; it needs checkpoints) instead of training")
     p.add_argument("--diag", action="append", metavar="NAME=VALUE",
@@ -183,7 +195,7 @@ def _add_from(p, default_out):
     p.set_defaults(default_out=default_out)
 
 
-def _add_experiment(sub, name, help_, func, default_out, extra=None):
+def _add_experiment(sub, name, help_, func, default_out, extra=None, planned=False):
     p = sub.add_parser(name, help=help_)
     _add_from(p, default_out)
     p.add_argument("--task", action="append", help="restrict to these tasks (repeatable)")
@@ -197,28 +209,30 @@ def _add_experiment(sub, name, help_, func, default_out, extra=None):
                             "default) or the original code's rule, as published (original: mean_return_reference)")
     if extra:
         extra(p)
+    if planned:
+        _dry_run_arg(p)
     add_distributed(p)
-    p.set_defaults(func=func)
+    p.set_defaults(func=_planned(func) if planned else func)
 
 
 def add_studies(sub) -> None:
     """Every figure and table target as a subcommand of ``sub``."""
     _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
-                    cmd_fig_ablation, "results/fig-ablation")
+                    cmd_fig_ablation, "results/fig-ablation", planned=True)
     _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
-                    cmd_fig_trust_region, "results/fig-trust-region")
+                    cmd_fig_trust_region, "results/fig-trust-region", planned=True)
     _add_experiment(sub, "fig-value", "CL Fig 4/14/15: value-network MRE against its target, the returns and "
-                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value")
+                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value", planned=True)
     _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
-                    "results/algorithms")
+                    "results/algorithms", planned=True)
 
     statistic = lambda p: p.add_argument(  # noqa: E731
         "--statistic", default="final", choices=["final", "max"],
         help="per-agent score: mean of the last 5 iterations (final) or max over training (max)")
     _add_experiment(sub, "table-2", "IM Table 2: PPO, PPO-M, TRPO, TRPO+ with bootstrap CIs, AAI, ACLI",
-                    cmd_table, "results/algorithms", statistic)
+                    cmd_table, "results/algorithms", statistic, planned=True)
     _add_experiment(sub, "table-3", "IM Table 3: PPO vs PPO-NoClip with bootstrap CIs", cmd_table,
-                    "results/algorithms", statistic)
+                    "results/algorithms", statistic, planned=True)
     for name, help_ in (("fig-grad-variance", "CL Fig 2/11: pairwise cosine of gradient estimates vs N"),
                         ("fig-grad-true", "CL Fig 3/12: cosine of gradient estimates to the true (and exact LQR) "
                                           "gradient vs N"),

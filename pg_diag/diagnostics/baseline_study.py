@@ -41,23 +41,23 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
     # shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together.
     subjects = load_subjects(planned, optimizer=False)
     static = subjects.static
-    gradients.require_memory(
-        baselines.memory_estimate(static, r, len(subjects), *subjects.shapes, settings.batching),
-        "the baseline study", f"{len(subjects)} subjects, a fit set of {r.fit_pairs:,} pairs each",
-        "lower fit_pairs or use batching='map' (subjects in turn)")
+    # subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)
+    batching = baselines.batching_that_fits(static, r, len(subjects), *subjects.shapes, settings.batching,
+                                            gradients.available_memory())
     if verbose:
         print(f"baseline study: {len(subjects)} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
               f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}",
               flush=True)
     keys = gradients.subject_keys(settings.seed, subjects.rows)
-    prog = baselines.program(static, settings, r)
+    prog = baselines.program(static, dataclasses.replace(settings, batching=batching), r)
     out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
     frames = _frames(subjects, r, out)
     manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "baselines",
                 "settings": dataclasses.asdict(settings),
                 "resolved": {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
                              "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
-                             "start": r.own.start, "exact": r.exact, "batch_size": r.batch_size},
+                             "start": r.own.start, "exact": r.exact, "batch_size": r.batch_size,
+                             "fit_lanes": r.fit_lanes, "batching": batching},
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
                 "versions": store.versions(), "device": store.device_info(), "timings": timing}
     study = BaselineStudy(manifest=manifest, **frames)

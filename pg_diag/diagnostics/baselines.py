@@ -12,9 +12,10 @@ the grid with each baseline, all streams vmapped in one program:
   units (:func:`pg_diag.stages.lqr_value`) in the same GAE: the best a
   baseline can do.
 
-The K streams of every baseline use the same keys, so the baselines are
-compared on the very same trajectories: a difference in the pairwise cosine is
-the baseline's alone. The fitted network's own quality is reported: its mean
+Every baseline is computed on the very same pairs: each of the K streams is
+sampled once and carries one advantage head per baseline (streaming.stream's
+``heads``), so a difference in the pairwise cosine is the baseline's alone and
+the study costs one rollout per stream, not one per baseline. The fitted network's own quality is reported: its mean
 relative error and explained variance on held-out returns, beside the agent's
 network on the same states.
 """
@@ -29,6 +30,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from pg_diag import envs, networks, ppo, stages
+from pg_diag.diagnostics import gradients
 from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
@@ -43,6 +45,9 @@ from pg_diag.rollout import UpdateBatch, discounted_returns, episode_completes
 BASELINES = ("value", "fitted", "zero", "zero_raw", "exact")
 #: steps a fit segment runs on past its last kept state (capped by the task's episode length)
 TAIL = 1000
+#: environments the fit data steps side by side (chains of the algorithm's batch shape, fit_chunks rounded up
+#: to a multiple): wide enough to keep a batched physics step busy, narrow enough to stay small in memory
+FIT_WIDTH = 64
 #: the paper's linear axis (0 … 1e4) and the log grid 1e2 … 1e4
 PAPER_SIZES = tuple(sorted(set(range(1_000, 10_001, 1_000)) | set(log_sizes(1e2, 1e4))))
 
@@ -99,6 +104,7 @@ class Resolved:
     fit_chunks: int       # batches of the own shape sampled for the fit
     heldout_chunks: int   # of which kept out
     tail: int             # extra steps per segment (at most) so the returns of the fit states are complete
+    fit_lanes: int        # fit chains sampled side by side (fit_chunks is a multiple)
     exact: bool
     batch_size: int
 
@@ -123,11 +129,14 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
     own = algorithm_sampling(first)
     # at least 2 held-out chunks: the fit's comparison with the agent's network takes its error across them
     chunks = max(3, math.ceil(settings.fit_pairs / own.chunk)) if "fitted" in baselines else 0
+    rounds = -(-chunks // max(1, FIT_WIDTH // own.envs))    # sequential segments per lane
+    lanes = max(1, -(-chunks // rounds)) if chunks else 1  # as few extra chunks as the rounding needs
+    chunks = rounds * lanes
     held = max(2, round(chunks * settings.heldout_fraction)) if chunks else 0
     sizes = snap_sizes(tuple(settings.sizes) + (own.chunk,), own.chunk)  # the algorithm's batch size always
     return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk),
                     estimates=settings.estimates, own=own, fit_chunks=chunks, heldout_chunks=held,
-                    tail=TAIL, exact=exact, batch_size=own.chunk)
+                    tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk)
 
 
 @struct.dataclass
@@ -140,10 +149,13 @@ class FitData:
 def fit_data(env, r: Resolved, agent, knobs, key) -> FitData:
     """``fit_chunks`` batches of the algorithm's shape, each segment run on for the task's episode length
     (at most ``r.tail`` steps) so the returns of its states are complete; only the first ``steps`` states
-    of a segment are kept."""
+    of a segment are kept. ``r.fit_lanes`` chains run side by side (each from its own start, continuing from
+    chunk to chunk unless the algorithm resets), so the sequential length is fit_chunks / fit_lanes
+    segments, not fit_chunks."""
     steps, tail = r.own.steps, min(env.max_episode_steps, r.tail)
+    lanes = r.fit_lanes
 
-    def body(carry, k):
+    def segment(carry, k):
         k_start, k_roll = jax.random.split(k)
         if r.own.start == "reset":
             carry = start_carry(env, r.own, agent, knobs, k_start)
@@ -155,9 +167,13 @@ def fit_data(env, r: Resolved, agent, knobs, key) -> FitData:
                       complete=env_major(episode_completes(tr.done)))
         return data.carry, out
 
-    carry = start_carry(env, r.own, agent, knobs, jax.random.fold_in(key, 1))
-    _, data = jax.lax.scan(body, carry, jax.random.split(key, r.fit_chunks))
-    return data
+    def body(carries, k):
+        return jax.vmap(segment)(carries, jax.random.split(k, lanes))
+
+    starts = jax.random.split(jax.random.fold_in(key, 1), lanes)
+    carries = jax.vmap(lambda k: start_carry(env, r.own, agent, knobs, k))(starts)
+    _, data = jax.lax.scan(body, carries, jax.random.split(key, r.fit_chunks // lanes))   # [S, lanes, B, ...]
+    return jax.tree.map(lambda x: x.reshape((r.fit_chunks,) + x.shape[2:]), data)
 
 
 @struct.dataclass
@@ -236,31 +252,30 @@ def _unit(x):
     return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-30)
 
 
+#: the advantage estimator each baseline puts in the same GAE stream (sampling.ADVANTAGES), and whether the
+#: estimate normalizes its advantages as the algorithm does
+HEADS = {"value": ("gae", True), "fitted": ("gae", True), "zero": ("returns", True), "zero_raw": ("returns", False),
+         "exact": ("gae_exact_value", True)}
+
+
 def subject_program(env, static, settings: BaselineSettings, r: Resolved):
     def subject(agent, knobs, key):
         agent = agent.replace(filters=frozen_filters(env, r.own, agent, knobs, key))
         k_fit, k_net, k_streams = jax.random.split(jax.random.fold_in(key, 0x5EED), 3)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_streams, i))(jnp.arange(r.estimates))
         nan = jnp.float32(jnp.nan)
-        report = FitReport(nan, nan, nan, nan, nan, nan, nan)
-        pairwise, norms = [], []
-        for baseline in r.baselines:
-            subject_agent, sampling, exact_value = agent, r.own, None
-            if baseline == "fitted":
-                fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit), agent, knobs,
-                                           k_net)
-                subject_agent = agent.replace(value=fitted)
-            elif baseline in ("zero", "zero_raw"):
-                sampling = dataclasses.replace(r.own, advantages="returns")
-            elif baseline == "exact":
-                sampling = dataclasses.replace(r.own, advantages="gae_exact_value")
-                exact_value = stages.lqr_value(agent.policy, agent.filters, knobs)
-            est, _ = jax.vmap(lambda k: stream(env, sampling, r.grid, subject_agent, knobs, k,
-                                               baseline != "zero_raw", exact_value))(keys)          # [K, G, P]
-            unit = _unit(est)
-            pairwise.append(jnp.einsum("kgp,lgp->gkl", unit, unit))
-            norms.append(jnp.linalg.norm(est, axis=-1).T)
-        return {"pairwise": jnp.stack(pairwise), "norm": jnp.stack(norms), "fit": report}
+        report, fitted = FitReport(nan, nan, nan, nan, nan, nan, nan), None
+        if "fitted" in r.baselines:
+            fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit), agent, knobs,
+                                       k_net)
+        exact_value = stages.lqr_value(agent.policy, agent.filters, knobs) if "exact" in r.baselines else None
+        # every baseline on the very same pairs: each stream is sampled once, one advantage head per baseline
+        heads = tuple((HEADS[b][0], fitted if b == "fitted" else agent.value, HEADS[b][1]) for b in r.baselines)
+        est, _ = jax.vmap(lambda k: stream(env, r.own, r.grid, agent, knobs, k, exact_value=exact_value,
+                                           heads=heads))(keys)                               # [K, B, G, P]
+        unit = _unit(est)
+        return {"pairwise": jnp.einsum("kbgp,lbgp->bgkl", unit, unit),
+                "norm": jnp.transpose(jnp.linalg.norm(est, axis=-1), (1, 2, 0)), "fit": report}
 
     return subject
 
@@ -273,13 +288,28 @@ def program(static, settings: BaselineSettings, r: Resolved):
 
 def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
                     batching: str) -> int:
-    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
-    streams = r.estimates * r.own.chunk * per_pair + r.estimates * (len(r.grid.sizes) + 4) * num_params
-    fit = r.fit_pairs * (obs_size + 3) + r.own.envs * (r.own.steps + r.tail) * per_pair
+    heads = len(r.baselines)
+    per_pair = 2 * obs_size + 2 * action_size + 12 + heads + 3 * sum(static.policy_hidden) + \
+        3 * sum(static.value_hidden)
+    streams = r.estimates * r.own.chunk * per_pair + r.estimates * heads * (len(r.grid.sizes) + 4) * num_params
+    fit = r.fit_pairs * (obs_size + 3) + r.fit_lanes * r.own.envs * (r.own.steps + r.tail) * per_pair
     return 4 * (streams + fit) * (num_subjects if batching == "vmap" else 1)
+
+
+def batching_that_fits(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
+                       batching: str, have: int) -> str:
+    """``batching`` when the study fits in ``have`` bytes; subjects vmapped together that do not fit run in turn
+    ("map") instead; a study that does not fit even so is refused, naming what to lower."""
+    shapes = (obs_size, action_size, num_params)
+    if batching == "vmap" and memory_estimate(static, r, num_subjects, *shapes, "vmap") <= have:
+        return "vmap"
+    gradients.require_memory(memory_estimate(static, r, num_subjects, *shapes, "map"), "the baseline study",
+                             f"a fit set of {r.fit_pairs:,} pairs and {r.estimates} streams per subject, subjects "
+                             f"in turn", "lower fit_pairs or estimates (K)")
+    return "map"
 
 
 def pairs_total(r: Resolved, num_subjects: int) -> int:
     stream = r.grid.num_chunks * r.grid.chunk
     fit = r.fit_chunks * r.own.envs * (r.own.steps + r.tail)
-    return num_subjects * (len(r.baselines) * r.estimates * stream + fit)
+    return num_subjects * (r.estimates * stream + fit)  # the baselines share each stream's pairs

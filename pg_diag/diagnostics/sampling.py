@@ -70,7 +70,7 @@ import jax.numpy as jnp
 from pg_diag import stages
 from pg_diag.envs.base import Env
 from pg_diag.normalize import NORM_EPS
-from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, gae_advantages, reset_envs
+from pg_diag.rollout import EnvCarry, Filters, build_batch, collect, discounted_returns, gae_advantages, reset_envs
 
 STARTS = ("reset", "checkpoint", "stationary", "independent")
 ADVANTAGES = ("gae", "returns", "exact", "gae_exact_value")
@@ -97,7 +97,7 @@ class Sampling:
 class Chunk:
     obs: jax.Array       # [C, obs] filtered observations, environment-major
     action: jax.Array    # [C, act]
-    advantage: jax.Array  # [C] Â, not normalized
+    advantage: jax.Array  # [C] Â, not normalized ([H, C] with several heads)
     log_prob: jax.Array  # [C] log π(a|s) under the sampling policy
 
 
@@ -167,30 +167,43 @@ def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
     return carry
 
 
-def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None):
+def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None, heads=None):
     """One chunk from ``carry``: returns the carry to continue from and the :class:`Chunk`.
-    ``exact_value`` (``advantages="exact"`` or ``"gae_exact_value"``): raw state [.., obs] -> V^π."""
+    ``exact_value`` (``advantages="exact"`` or ``"gae_exact_value"``): raw state [.., obs] -> V^π.
+
+    ``heads``: several advantage estimators on the very same pairs, a tuple of (advantages kind, value
+    network parameters or None); the chunk's ``advantage`` is then [H, C]. The pairs do not depend on the
+    heads (the policy is frozen), so the baselines of fig-baselines differ on identical samples."""
     k_reset, k_roll = jax.random.split(key)
     if sampling.start == "reset":
         carry, _ = reset_envs(env, k_reset, sampling.envs, agent.filters, knobs, frozen=True)
-    data = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll,
-                                sampling.steps, frozen=True, keep_raw_obs=sampling.advantages == "gae_exact_value")
-    tr = data.transitions
-    if sampling.advantages == "gae":
-        adv = data.batch.advantages.reshape(tr.reward.shape)
-    elif sampling.advantages == "returns":
-        adv = discounted_returns(tr.reward, tr.done, knobs["gamma"])
-    elif sampling.advantages == "gae_exact_value":
-        values = exact_value(tr.raw_obs)
-        last = jnp.where(knobs["reference_batch_end"], values[-1], exact_value(data.carry.state.obs))
-        adv = gae_advantages(tr.reward, values, last, tr.done, knobs["gamma"], knobs["gae_lambda"])
-    else:
-        raw = lambda x: unfilter(agent.filters, x, knobs)  # noqa: E731
-        values, last = exact_value(raw(tr.obs)), exact_value(raw(data.carry.obs))
-        adv = gae_advantages(tr.raw_reward, values, last, tr.done, 1.0, knobs["gae_lambda"])
+    kinds = (sampling.advantages,) if heads is None else tuple(kind for kind, _ in heads)
+    carry, _, tr = collect(env, agent.policy, carry, agent.filters, k_roll, knobs, sampling.steps, frozen=True,
+                           keep_raw_obs="gae_exact_value" in kinds)
     env_major = lambda x: jnp.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])  # noqa: E731 [T, E] -> [E·T]
-    return data.carry, Chunk(obs=env_major(tr.obs), action=env_major(tr.action), advantage=env_major(adv),
-                             log_prob=env_major(tr.log_prob))
+    if heads is None:
+        adv = env_major(advantages(sampling.advantages, agent.value, tr, carry, agent.filters, knobs, exact_value))
+    else:
+        adv = jnp.stack([env_major(advantages(kind, value, tr, carry, agent.filters, knobs, exact_value))
+                         for kind, value in heads])
+    return carry, Chunk(obs=env_major(tr.obs), action=env_major(tr.action), advantage=adv,
+                        log_prob=env_major(tr.log_prob))
+
+
+def advantages(kind: str, value_params, tr, after: EnvCarry, filters: Filters, knobs, exact_value=None):
+    """Â [T, E] of one of ``ADVANTAGES`` on the transitions ``tr``, ``after`` the environments past their
+    last step (its observation bootstraps the segment end)."""
+    if kind == "gae":
+        return build_batch(value_params, tr, after.obs, knobs).advantages.reshape(tr.reward.shape)
+    if kind == "returns":
+        return discounted_returns(tr.reward, tr.done, knobs["gamma"])
+    if kind == "gae_exact_value":
+        values = exact_value(tr.raw_obs)
+        last = jnp.where(knobs["reference_batch_end"], values[-1], exact_value(after.state.obs))
+        return gae_advantages(tr.reward, values, last, tr.done, knobs["gamma"], knobs["gae_lambda"])
+    raw = lambda x: unfilter(filters, x, knobs)  # noqa: E731
+    values, last = exact_value(raw(tr.obs)), exact_value(raw(after.obs))
+    return gae_advantages(tr.raw_reward, values, last, tr.done, 1.0, knobs["gae_lambda"])
 
 
 def unfilter(filters: Filters, obs, knobs):

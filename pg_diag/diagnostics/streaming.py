@@ -70,11 +70,12 @@ def estimate(s: GradSums, normalize: bool = True) -> jax.Array:
 
 
 def chunk_sums(policy, knobs, chunk: Chunk, masks: jax.Array) -> GradSums:
-    """The sums over the pairs each row of ``masks`` [M, C] (bool) selects, [M]-stacked.
+    """The sums over the pairs each row of ``masks`` [M, C] (bool) selects, [M]-stacked ([M, H] when the
+    chunk carries H advantage heads, ``advantage`` [H, C]).
 
     One forward pass of the policy on the chunk; per row, one VJP with
-    cotangent mask·Â and one with the mask (run in turn, so memory is that of
-    a single backward pass)."""
+    cotangent mask (shared by the heads) and one per head with cotangent
+    mask·Â, run in turn so memory is that of a single backward pass."""
     flat, unravel = ravel_pytree(policy)
 
     def log_prob(theta):
@@ -82,12 +83,20 @@ def chunk_sums(policy, knobs, chunk: Chunk, masks: jax.Array) -> GradSums:
         return networks.gaussian_log_prob(mean, log_std, chunk.action)
 
     _, vjp = jax.vjp(log_prob, flat)
+    adv = chunk.advantage if chunk.advantage.ndim == 2 else chunk.advantage[None]
     w = masks.astype(jnp.float32)
-    adv_score, score = jax.lax.map(lambda row: (vjp(row * chunk.advantage)[0], vjp(row)[0]), w)
+
+    def row(r):
+        return jax.lax.map(lambda a: vjp(r * a)[0], adv), vjp(r)[0]
+
+    adv_score, score = jax.lax.map(row, w)                                   # [M, H, P], [M, P]
     n = jnp.sum(masks, axis=1).astype(jnp.int32)
-    mean = jnp.sum(w * chunk.advantage, axis=1) / jnp.maximum(n, 1)
-    m2 = jnp.sum(w * jnp.square(chunk.advantage - mean[:, None]), axis=1)
-    return GradSums(n=n, mean=mean, m2=m2, adv_score=adv_score, score=score)
+    mean = jnp.einsum("mc,hc->mh", w, adv) / jnp.maximum(n, 1)[:, None]
+    m2 = jnp.einsum("mc,mhc->mh", w, jnp.square(adv[None] - mean[:, :, None]))
+    heads = adv.shape[0]
+    sums = GradSums(n=jnp.repeat(n[:, None], heads, axis=1), mean=mean, m2=m2, adv_score=adv_score,
+                    score=jnp.repeat(score[:, None], heads, axis=1))
+    return sums if chunk.advantage.ndim == 2 else jax.tree.map(lambda x: x[:, 0], sums)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,34 +134,49 @@ def snap_sizes(requested, chunk: int) -> tuple:
     return tuple(out)
 
 
-def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bool = True, exact_value=None):
+def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bool = True, exact_value=None,
+           heads=None):
     """One stream: estimates at every size of ``grid`` ([G, P]) and the sums of the
     whole stream (to merge streams into a larger-sample estimate).
 
+    ``heads``: several advantage estimators on the very same pairs, a tuple of (advantages kind, value
+    network parameters or None, normalize); the estimates are then [H, G, P] and the sums [H]-stacked. Each
+    chunk is sampled once and costs one VJP per head plus one shared, not a rollout per head.
+
     Chunk c is sampled with key fold_in(key, c): a stream's first N pairs do not
     depend on how long it runs or on the other sizes asked for."""
-    size = ravel_pytree(agent.policy)[0].shape[0]
+    single = heads is None
+    if single:
+        heads = ((sampling.advantages, agent.value, normalize),)
+    normalized = jnp.asarray([h[2] for h in heads])
+    advantage_heads = tuple((kind, value) for kind, value, _ in heads)
+    size, count = ravel_pytree(agent.policy)[0].shape[0], len(heads)
     k_start, k_chunks = jax.random.split(key)
     carry = start_carry(env, sampling, agent, knobs, k_start)
     cuts = jnp.asarray(grid.partial + (grid.chunk,), jnp.int32)
     first_masks = jnp.arange(grid.chunk)[None, :] < cuts[:, None]      # [M, C]
     whole_index = jnp.asarray(grid.whole, jnp.int32).reshape(-1)
 
+    def estimates(s: GradSums):  # [H]-stacked sums -> [H, P], each head normalized as asked
+        return jax.vmap(lambda x, norm: jnp.where(norm, estimate(x, True), estimate(x, False)))(s, normalized)
+
     def body(state, c):
         carry, acc, partial, whole = state
-        carry, chunk = sample_chunk(env, sampling, agent, knobs, carry, jax.random.fold_in(k_chunks, c), exact_value)
+        carry, chunk = sample_chunk(env, sampling, agent, knobs, carry, jax.random.fold_in(k_chunks, c), exact_value,
+                                    advantage_heads)
         # Only the first chunk needs the masked sums of the sizes that end inside it.
         sums = jax.lax.cond(c == 0, lambda: chunk_sums(agent.policy, knobs, chunk, first_masks),
                             lambda: jax.tree.map(lambda x: jnp.repeat(x, cuts.shape[0], axis=0),
                                                  chunk_sums(agent.policy, knobs, chunk, first_masks[-1:])))
         if grid.partial:
-            partial = jnp.where(c == 0, jax.vmap(lambda s: estimate(s, normalize))(
-                jax.tree.map(lambda x: x[:-1], sums)), partial)
+            partial = jnp.where(c == 0, jax.vmap(estimates)(jax.tree.map(lambda x: x[:-1], sums)), partial)
         acc = merge(acc, jax.tree.map(lambda x: x[-1], sums))
-        whole = jnp.where((whole_index == c)[:, None], estimate(acc, normalize)[None], whole)
+        whole = jnp.where((whole_index == c)[:, None, None], estimates(acc)[None], whole)
         return (carry, acc, partial, whole), None
 
-    init = (carry, GradSums.zeros(size), jnp.zeros((len(grid.partial), size), jnp.float32),
-            jnp.zeros((len(grid.whole), size), jnp.float32))
+    zeros = jax.tree.map(lambda x: jnp.broadcast_to(x, (count,) + x.shape), GradSums.zeros(size))
+    init = (carry, zeros, jnp.zeros((len(grid.partial), count, size), jnp.float32),
+            jnp.zeros((len(grid.whole), count, size), jnp.float32))
     (_, acc, partial, whole), _ = jax.lax.scan(body, init, jnp.arange(grid.num_chunks))
-    return jnp.concatenate([partial, whole]), acc
+    out = jnp.swapaxes(jnp.concatenate([partial, whole]), 0, 1)          # [H, G, P]
+    return (out[0], jax.tree.map(lambda x: x[0], acc)) if single else (out, acc)

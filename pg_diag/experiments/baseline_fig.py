@@ -84,7 +84,8 @@ def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=Non
     return draw(out)
 
 
-def _load(from_dir: str):
+def load_studies(from_dir: str):
+    """The study record saved under ``from_dir`` and, per task, the baseline study of its runs."""
     record = study_dir.read(from_dir, STUDY, STUDY)
     studies = {}
     for task, dirs in record["runs"].items():
@@ -170,7 +171,7 @@ def plot(studies: dict, path: str, title: str) -> str:
 
 
 def draw(from_dir: str, out: str | None = None) -> dict:
-    record, studies = _load(from_dir)
+    record, studies = load_studies(from_dir)
     out = out or from_dir
     table = summary(studies)
     shown = table.copy()
@@ -190,4 +191,4 @@ def draw(from_dir: str, out: str | None = None) -> dict:
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
-__all__ = ["SCALES", "STUDY", "draw", "run", "summary"]
+__all__ = ["SCALES", "STUDY", "draw", "load_studies", "run", "summary"]

@@ -94,7 +94,9 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
     return draw(target, out)
 
 
-def _load(target: str, from_dir: str):
+def load_studies(target: str, from_dir: str):
+    """The study record saved under ``from_dir`` and, per task, the gradient (or, for fig-step-variance, step)
+    study of its runs: what ``draw`` and the claims report read."""
     record = study_dir.read(from_dir, STUDY, target)
     kind = "steps" if target == "fig-step-variance" else "gradients"
     out = {}
@@ -111,7 +113,7 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     """The figure and summary table of ``target`` from the diagnostics saved under ``from_dir``."""
     import pandas as pd
 
-    record, studies = _load(target, from_dir)
+    record, studies = load_studies(target, from_dir)
     out = out or from_dir
     title = {"fig-grad-variance": "Gradient-estimate variance: mean pairwise cosine of K estimates vs N",
              "fig-grad-true": "Gradient estimates vs the true gradient: mean cosine to a large-sample "
@@ -213,4 +215,4 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=100)
 
 
-__all__ = ["ALGORITHMS", "LABELS", "SCALES", "TARGETS", "draw", "run"]
+__all__ = ["ALGORITHMS", "LABELS", "SCALES", "TARGETS", "draw", "load_studies", "run"]

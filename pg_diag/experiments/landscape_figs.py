@@ -106,7 +106,8 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
     return draw(target, out)
 
 
-def _load(target: str, from_dir: str):
+def load_studies(target: str, from_dir: str):
+    """The study record saved under ``from_dir`` and, per measured task, ``target``'s landscape study."""
     record = study_dir.read(from_dir, STUDY, target)
     tasks = record.get("measured", {}).get(target)
     if not tasks:
@@ -197,7 +198,7 @@ def summary(target: str, studies: dict):
 
 
 def draw(target: str, from_dir: str, out: str | None = None) -> dict:
-    record, studies = _load(target, from_dir)
+    record, studies = load_studies(target, from_dir)
     out = out or from_dir
     table = summary(target, studies)
     shown = table.copy()
@@ -217,4 +218,4 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
-__all__ = ["SCALES", "TARGETS", "draw", "run"]
+__all__ = ["SCALES", "TARGETS", "draw", "load_studies", "run"]

@@ -18,6 +18,8 @@ from pg_diag.envs import TASK_SIZES
 
 DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
                       "fig-landscape-concentration", "fig-landscape-surrogate")
+#: targets that only train (their figures read the training metrics)
+TRAINING_TARGETS = ("fig-ablation", "fig-trust-region", "fig-value", "fig-rewards", "table-2", "table-3")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,20 +42,39 @@ def num_params(static, obs_size: int, action_size: int) -> int:
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])) + action_size
 
 
+def _program(task, names: str, static, agents: int, have) -> Program:
+    """One training sweep of ``agents`` agents sharing ``static`` (one compiled program)."""
+    obs, act = TASK_SIZES[task]
+    per_pair = 2 * obs + 2 * act + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
+    memory = 4 * agents * static.num_envs * static.steps_per_env * per_pair
+    return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
+                   static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
+                   memory, memory <= have)
+
+
 def _training(task, algos, seeds, over, have) -> list:
     """One training sweep per static configuration (PPO and PPO-M share one: their toggles are knobs)."""
     sweeps = {}
     for algo in algos:
         sweeps.setdefault(preset(algo, task, **over).static, []).append(algo)
-    out = []
-    for s, names in sweeps.items():
-        obs, act = TASK_SIZES[task]
-        n = seeds * len(names)
-        per_pair = 2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden) + 3 * sum(s.value_hidden)
-        memory = 4 * n * s.num_envs * s.steps_per_env * per_pair
-        out.append(Program("train", task, "+".join(names), n, n * s.num_iterations * s.num_envs * s.steps_per_env,
-                           s.num_iterations * s.steps_per_env, n * s.num_envs, memory, memory <= have))
-    return out
+    return [_program(task, "+".join(names), s, seeds * len(names), have) for s, names in sweeps.items()]
+
+
+def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
+    """The sweeps of a target that only trains, as its ``run`` would start them."""
+    from pg_diag.experiments import ablation, algorithms, checkpointed, trust_region, value_fig
+
+    if target == "fig-ablation":
+        sc = checkpointed.pick_scale(ablation.SCALES, scale)
+        agents = 2 ** len(ablation.TOGGLES) * len(sc.learning_rates) * (seeds or sc.seeds)
+        return [_program(t, "ppo (2^4 toggles × LR)", ablation.base_config(t, sc).replace(**overrides).static,
+                         agents, have) for t in tuple(tasks or sc.tasks)]
+    module, algos = {"fig-trust-region": (trust_region, trust_region.ALGORITHMS),
+                     "fig-value": (value_fig, value_fig.ALGORITHMS)}.get(
+        target, (algorithms, algorithms.ALGORITHM_PRESETS))
+    sc = checkpointed.pick_scale(module.SCALES, scale)
+    over = {**sc.overrides, **overrides}
+    return [p for t in tuple(tasks or sc.tasks) for p in _training(t, algos, seeds or sc.seeds, over, have)]
 
 
 def _measure(target, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
@@ -90,10 +111,13 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
         n = subjects_per * len(statics)
         bs = baselines.BaselineSettings(**settings)
         r = baselines.resolve(bs, list(statics.values()))
-        mem = baselines.memory_estimate(first, r, n, *shapes, bs.batching)
-        seq = r.fit_chunks * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps
+        together = bs.batching == "vmap" and baselines.memory_estimate(first, r, n, *shapes, "vmap") <= have
+        mem = baselines.memory_estimate(first, r, n, *shapes, "vmap" if together else "map")
+        turns = 1 if together else n
+        seq = (r.fit_chunks // r.fit_lanes * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps) * turns
         out.append(Program("baselines", task, "+".join(statics), n, baselines.pairs_total(r, n), seq,
-                           n * r.estimates * r.own.envs, mem, mem <= have))
+                           (n // turns) * r.estimates * r.own.envs, mem, mem <= have,
+                           "" if together else "subjects in turn"))
     else:
         ls = landscape.LandscapeSettings(**settings)
         r = landscape.resolve(ls, list(statics.values()))
@@ -115,9 +139,14 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
     from pg_diag.diagnostics import gradients
     from pg_diag.experiments import baseline_fig, checkpointed, gradient_figs, landscape_figs
 
-    if target not in DIAGNOSTIC_TARGETS:
-        raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: {', '.join(DIAGNOSTIC_TARGETS)}")
+    if target not in DIAGNOSTIC_TARGETS + TRAINING_TARGETS:
+        raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: "
+                          f"{', '.join(DIAGNOSTIC_TARGETS + TRAINING_TARGETS)}")
     have = int(memory) if memory is not None else gradients.available_memory()
+    if target in TRAINING_TARGETS:
+        if diag:
+            raise ConfigError(f"{target} only trains: it has no measurement settings, got {sorted(diag)}")
+        return _training_target(target, scale, tasks, seeds, have, overrides)
     if target in landscape_figs.TARGETS:
         sc = checkpointed.pick_scale(landscape_figs.SCALES, scale)
         tasks, algos = tuple(tasks or sc.tasks[target]), landscape_figs.MEASURED[target]
@@ -177,4 +206,4 @@ def recorded_step_ms(solver: str = "converged"):
     return step_ms
 
 
-__all__ = ["DIAGNOSTIC_TARGETS", "Program", "num_params", "plan", "recorded_step_ms", "table"]
+__all__ = ["DIAGNOSTIC_TARGETS", "TRAINING_TARGETS", "Program", "num_params", "plan", "recorded_step_ms", "table"]

@@ -159,20 +159,20 @@ def _evidence(found: dict):
 
     rows = []
     if "gradients" in found:
-        rows += gradient_evidence(gradient_figs._load("fig-grad-variance", found["gradients"])[1])
+        rows += gradient_evidence(gradient_figs.load_studies("fig-grad-variance", found["gradients"])[1])
         try:
-            rows += step_evidence(gradient_figs._load("fig-step-variance", found["gradients"])[1])
+            rows += step_evidence(gradient_figs.load_studies("fig-step-variance", found["gradients"])[1])
         except ConfigError:
             pass   # the step study was not measured
     if "fig-value" in found:
         rows += value_evidence(study_dir.load_runs(found["fig-value"], "fig-value", "fig-value")[1])
     if "fig-baselines" in found:
-        rows += baseline_evidence(baseline_fig._load(found["fig-baselines"])[1])
+        rows += baseline_evidence(baseline_fig.load_studies(found["fig-baselines"])[1])
     if "landscape" in found:
         measured = {}
         for target in landscape_figs.TARGETS:
             try:
-                measured[target] = landscape_figs._load(target, found["landscape"])[1]
+                measured[target] = landscape_figs.load_studies(target, found["landscape"])[1]
             except ConfigError:
                 measured[target] = {}
         rows += landscape_evidence(*measured.values())
