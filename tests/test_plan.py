@@ -29,7 +29,8 @@ def test_every_plan_fits_and_compiles_nothing(scale, memory):
             except ConfigError as e:  # the training targets have no mid scale
                 assert scale == "mid" and "unknown scale 'mid'" in str(e), (target, e)
                 continue
-            assert programs and all(p.stage == "train" and p.fits and p.units > 0 for p in programs), target
+            assert programs and all(p.stage in ("train", "optimize") and p.fits and p.units > 0
+                                    for p in programs), target
     assert counter.count == 0
 
 
@@ -47,6 +48,10 @@ def test_training_plans_count_what_the_targets_train():
                                                                            ("trpo+trpo+", 160))]
     assert all(p.pairs == p.units * 488 * 2048 and p.sequential_steps == 488 * 2048 for p in table)
     assert plan.plan("fig-value", "smoke", seeds=3, memory=GiB)[0].units == 3
+    both = plan.plan("solver-compare", "smoke", memory=12 * GiB)   # fig-ablation + table-2 under each solver
+    assert [p.note for p in both] == ["solver=converged"] * 3 + ["solver=fast"] * 3
+    (theorem,) = plan.plan("fig-theorem", "smoke", memory=GiB)      # Hopper's paper batch, 6 optimizers × 600
+    assert (theorem.pairs, theorem.units, theorem.sequential_steps) == (2048, 6, 2048 + 6 * 600)
 
 
 def test_the_paper_landscape_runs_its_subjects_in_turn_where_memory_is_short():
@@ -68,8 +73,8 @@ def test_task_sizes_and_limits_are_those_of_the_built_tasks():
 
 
 def test_bad_targets_and_scales_are_named(capsys):
-    with pytest.raises(ConfigError, match="no plan for target 'fig-theorem'"):
-        plan.plan("fig-theorem")
+    with pytest.raises(ConfigError, match="no plan for target 'hopper-1m'"):
+        plan.plan("hopper-1m")
     with pytest.raises(ConfigError, match="fig-ablation only trains"):
         plan.plan("fig-ablation", diag={"estimates": 4})
     with pytest.raises(ConfigError, match="unknown scale 'huge'"):

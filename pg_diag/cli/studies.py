@@ -33,8 +33,9 @@ def cmd_fig_ablation(args):
 
 
 def _experiment_args(args) -> dict:
-    return dict(tasks=tuple(args.task) if args.task else None, seeds=args.seeds, progress=args.progress,
-                **parse_assignments(args.set, "--set"))
+    task = args.task if isinstance(args.task, (list, tuple)) or args.task is None else [args.task]
+    return dict(tasks=tuple(task) if task else None, seeds=getattr(args, "seeds", None),
+                progress=getattr(args, "progress", None), **parse_assignments(getattr(args, "set", None), "--set"))
 
 
 def _from_args(args):
@@ -247,9 +248,11 @@ def add_studies(sub) -> None:
                                                      "of the step")):
         _add_experiment(sub, name, help_, cmd_diagnostic, "results/landscape", _diagnostic_args)
     _add_experiment(sub, "solver-compare", "fig-ablation and Table 2 trained under the converged and the fast "
-                    "solver settings, their conclusions side by side", cmd_solver_compare, "results/solver-compare")
+                    "solver settings, their conclusions side by side", cmd_solver_compare, "results/solver-compare",
+                    planned=True)
     p = sub.add_parser("fig-theorem", help="CL Theorem 5.1: optimizing the clipped objective on one batch")
     _add_from(p, "results/fig-theorem")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
     p.add_argument("--task", default=None, help="the task whose batch is optimized (default: the scale's)")
-    p.set_defaults(func=cmd_fig_theorem)
+    _dry_run_arg(p)
+    p.set_defaults(func=_planned(cmd_fig_theorem))

@@ -19,7 +19,8 @@ from pg_diag.envs import TASK_SIZES
 DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
                       "fig-landscape-concentration", "fig-landscape-surrogate")
 #: targets that only train (their figures read the training metrics)
-TRAINING_TARGETS = ("fig-ablation", "fig-trust-region", "fig-value", "fig-rewards", "table-2", "table-3")
+TRAINING_TARGETS = ("fig-ablation", "fig-trust-region", "fig-value", "fig-rewards", "table-2", "table-3",
+                    "solver-compare", "fig-theorem")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,26 @@ def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
     """The sweeps of a target that only trains, as its ``run`` would start them."""
     from pg_diag.experiments import ablation, algorithms, checkpointed, trust_region, value_fig
 
+    if target == "solver-compare":  # fig-ablation and table-2 under each solver setting
+        from pg_diag.experiments.solver_compare import SOLVERS
+
+        if "solver" in overrides:
+            raise ConfigError("solver-compare trains under both solver settings: do not set solver")
+        return [dataclasses.replace(p, note=f"solver={solver}") for solver in SOLVERS
+                for part in ("fig-ablation", "table-2")
+                for p in _training_target(part, scale, tasks, seeds, have, {**overrides, "solver": solver})]
+    if target == "fig-theorem":  # one batch of the PPO preset, then every optimizer on it in turn
+        from pg_diag.experiments import theorem
+
+        sc = checkpointed.pick_scale(theorem.SCALES, scale)
+        task = (tasks or (sc["task"],))[0]
+        s = preset("ppo", task, **overrides).static
+        obs, act = TASK_SIZES[task]
+        pairs = s.num_envs * s.steps_per_env
+        memory = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
+        return [Program("optimize", task, "ppo", len(theorem.OPTIMIZERS), pairs,
+                        s.steps_per_env + len(theorem.OPTIMIZERS) * sc["steps"], s.num_envs, memory, memory <= have,
+                        f"{sc['steps']} full-batch steps per optimizer")]
     if target == "fig-ablation":
         sc = checkpointed.pick_scale(ablation.SCALES, scale)
         agents = 2 ** len(ablation.TOGGLES) * len(sc.learning_rates) * (seeds or sc.seeds)
