@@ -22,13 +22,13 @@ def test_the_three_notebooks_are_there_without_outputs():
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), path.name
         tagged = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
-        assert len(tagged) == 1 and 'SCALE = "auto"' in "".join(tagged[0]["source"]), path.name
+        assert len(tagged) == 1 and 'SCALE = "auto"\nBUDGET_MINUTES = 20' in "".join(tagged[0]["source"]), path.name
 
 
 def _execute(path, out, km):
     nb = nbformat.read(path, as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = f'SCALE = "tiny"\nOUT = {str(out)!r}'
+    params.source = f'SCALE = "tiny"\nBUDGET_MINUTES = 20\nOUT = {str(out)!r}'
     NotebookClient(nb, timeout=600, kernel_name="python3", km=km).execute()
     return nb
 
@@ -77,12 +77,50 @@ def test_a_notebook_runs_top_to_bottom_at_the_tiny_scale(path, executed):
 
 
 def test_an_unknown_scale_is_named():
-    with pytest.raises(ConfigError, match="unknown notebook scale 'huge'; choose one of: auto, paper, smoke, tiny"):
+    with pytest.raises(ConfigError, match="unknown notebook scale 'huge'; choose one of: auto, paper, mid, smoke, tiny"):
         notebook.choose("huge")
+    for budget in (0, -5, "20", True):
+        with pytest.raises(ConfigError, match=f"time budget must be a number of minutes > 0, got {budget!r}"):
+            notebook.choose("auto", budget, "quickstart")
+    with pytest.raises(ConfigError, match="unknown notebook 'intro'; notebooks: quickstart"):
+        notebook.choose("auto", 20, "intro")
+
+
+def test_auto_picks_the_largest_scale_that_fits_the_budget():
+    """At a per-step cost of 1 ms the quickstart's sweep (one training program) takes, by hand: sequential steps
+    × 1 ms × 2.5 (training's overhead over physics) + 30 s of compiling — smoke 30 × 256 steps: 49.2 s; mid
+    100 × 2,048: 542 s; paper 488 × 2,048: 2,528.56 s."""
+    def one_ms(task, width):
+        return 1.0
+
+    assert notebook.estimate("quickstart", "smoke", one_ms) == pytest.approx(49.2)
+    assert notebook.estimate("quickstart", "mid", one_ms) == pytest.approx(542.0)
+    assert notebook.estimate("quickstart", "paper", one_ms) == pytest.approx(2528.56)
+    picks = {budget: notebook.choose("auto", budget, "quickstart", step_ms=one_ms).scale
+             for budget in (0.5, 1, 10, 42, 43)}
+    assert picks == {0.5: "smoke", 1: "smoke", 10: "mid", 42: "mid", 43: "paper"}   # 0.5 min: none fits
+    # a cost of `width` ms: a scale is first bounded from one environment's cost (1 ms) and costed in full only
+    # when that bound fits — paper's bound 2,528.56 s fits 60 min, in full (10 agents: 10 ms) 25,015.6 s does
+    # not; mid's bound 542 s fits, in full (6 agents) 3,102 s fits; smoke then stays a bound
+    choice = notebook.choose("auto", 60, "quickstart", step_ms=lambda task, width: float(width))
+    assert [(s, round(t, 2), bound) for s, t, bound in choice.estimates] == [
+        ("paper", 25015.6, False), ("mid", 3102.0, False), ("smoke", 49.2, True)]
+    assert str(choice).startswith("backend cpu: mid scale (auto, budget 60 min; estimated paper 6.9 h, mid 52 min")
+    # a notebook whose targets have no mid scale is never offered it
+    scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]
+    assert scales == ["paper", "smoke"]
+
+
+def test_a_step_cost_is_measured_here_when_none_is_recorded():
+    from pg_diag.experiments import plan
+
+    step_ms = plan.measured_step_ms()
+    ms = step_ms("point_mass", 8)
+    assert 0 < ms < 1e3 and step_ms("point_mass", 8) == ms   # timed once, then cached
 
 
 @pytest.mark.parametrize("backend,scale", [("gpu", "paper"), ("tpu", "paper"), ("cpu", "smoke")])
-def test_auto_picks_the_paper_scale_on_an_accelerator(backend, scale):
+def test_auto_without_a_notebook_picks_by_device(backend, scale):
     choice = notebook.choose("auto", backend=backend)
     assert choice.scale == scale and not choice.tiny and choice.train() == {} and choice.diagnostic(
         "fig-baselines") == {}

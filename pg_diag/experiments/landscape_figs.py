@@ -72,12 +72,13 @@ SCALES = {
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
         tasks={"fig-landscape-concentration": ("hopper",), "fig-landscape-surrogate": ("hopper",)},
-        seeds=1, overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99)}, task_overrides={},
+        seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 99)}, task_overrides={},
         settings={"fig-landscape-concentration": dict(points=5, sizes=(2_000, 8_000, 32_000), envs=8),
                   "fig-landscape-surrogate": dict(points=5, sizes=(32_000,), step_pairs=(0, 32_768), envs=8)},
         task_settings={},
-        description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), one agent per preset, "
-                    "100 iterations, checkpoints after 0/50/99; a 5 × 5 grid; 2K/8K/32K pairs per point "
+        description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), two agents per preset "
+                    "(the claims compare planes across agents), 100 iterations, checkpoints after 0/99 (early and "
+                    "late); a 5 × 5 grid; 2K/8K/32K pairs per point "
                     "(concentration); 32K pairs per point and steps from 2,048 and 32,768 pairs (surrogate)."),
 }
 

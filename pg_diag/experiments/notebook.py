@@ -1,7 +1,10 @@
 """The notebooks' choice of scale: what a notebook in ``notebooks/`` trains and measures where it runs.
 
-``choose("auto")`` picks the papers' scale on a GPU or TPU and the smoke scale on a CPU; ``"paper"`` and
-``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test suite runs every notebook at it:
+``choose("auto", budget_minutes, notebook)`` picks the largest scale (paper, then mid where every target of
+the notebook has it, then smoke) whose estimated duration on this device fits the time budget: each
+target's plan (:mod:`pg_diag.experiments.plan`, nothing compiled) costed with this host's recorded physics
+step costs or a short timed batch of steps now; it prints the choice and the estimates. ``"paper"``,
+``"mid"`` and ``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test suite runs every notebook at it:
 the cheap ``point_mass`` task for training studies, the linear-quadratic task for diagnostics, a few
 iterations, small measurements). A notebook passes ``choice.train()`` or ``choice.diagnostic(target)`` to a
 target's ``run`` function, so a notebook runs exactly what the matching make target runs.
@@ -15,7 +18,16 @@ import jax
 
 from pg_diag.config import CPU_SCALE, ConfigError
 
-NAMES = ("auto", "paper", "smoke", "tiny")
+NAMES = ("auto", "paper", "mid", "smoke", "tiny")
+#: what each notebook runs (targets sharing a study are costed once); the quickstart runs one sweep of its own
+NOTEBOOKS = {
+    "quickstart": ("quickstart",),
+    "implementation-matters": ("fig-ablation", "table-2", "table-3", "fig-rewards"),
+    "closer-look": ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-value", "fig-baselines",
+                    "fig-landscape-concentration", "fig-landscape-surrogate"),
+}
+#: the scales ``auto`` considers, largest first
+AUTO_ORDER = ("paper", "mid", "smoke")
 
 #: a few iterations of a small batch (what the suite's experiment tests train)
 TINY_TRAINING = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
@@ -35,17 +47,17 @@ TINY_DIAG = {
 class Choice:
     name: str                 # what the notebook asked for (auto resolved)
     backend: str              # jax's default backend here: cpu, gpu or tpu
-    scale: str                # the targets' scale: paper or smoke
+    scale: str                # the targets' scale: paper, mid or smoke
     tiny: bool                # the tiny overrides on top of the smoke scale
+    estimates: tuple = ()     # auto: (scale, estimated seconds or None, whether only a lower bound) per scale
+    budget_s: float = 0.0     # auto: the time budget
 
     def sweep(self) -> dict:
         """The quickstart's sweep: ``task``, preset ``overrides`` and ``seeds`` (Hopper at the paper's or the
         CPU's scale; ``point_mass`` at the tiny one)."""
         if self.tiny:
             return dict(task="point_mass", overrides=dict(TINY_TRAINING), seeds=2)
-        if self.scale == "smoke":
-            return dict(task="hopper", overrides={**CPU_SCALE, "num_iterations": 30}, seeds=3)
-        return dict(task="hopper", overrides={}, seeds=5)
+        return quickstart_sweep(self.scale)
 
     def train(self, task: str = "point_mass") -> dict:
         """Keyword arguments of a training study's ``run`` (fig-ablation, table-2, …): the scale's own tasks and
@@ -67,20 +79,87 @@ class Choice:
 
     def __str__(self) -> str:
         picked = f"{self.scale} scale" + (", tiny settings" if self.tiny else "")
-        return f"backend {self.backend}: {picked}" + (" (auto)" if self.name == "auto" else "")
+        if self.name != "auto":
+            return f"backend {self.backend}: {picked}"
+        costs = ", ".join(f"{s} {'> ' if bound else ''}{_minutes(t)}" for s, t, bound in self.estimates)
+        return f"backend {self.backend}: {picked} (auto, budget {self.budget_s / 60:g} min; estimated {costs})"
 
 
-def choose(name: str = "auto", backend: str | None = None) -> Choice:
-    """The scale for ``name`` (one of :data:`NAMES`) on ``backend`` (default: jax's default backend)."""
+def _minutes(seconds) -> str:
+    if seconds is None:
+        return "unknown"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def quickstart_sweep(scale: str) -> dict:
+    """The quickstart's sweep at ``scale``: Hopper at the CPU's scale (smoke) or the paper's (mid: the papers'
+    shape for 100 iterations)."""
+    if scale == "smoke":
+        return dict(task="hopper", overrides={**CPU_SCALE, "num_iterations": 30}, seeds=3)
+    if scale == "mid":
+        return dict(task="hopper", overrides={"num_iterations": 100}, seeds=3)
+    return dict(task="hopper", overrides={}, seeds=5)
+
+
+def programs(target: str, scale: str) -> list:
+    """What ``target`` (a notebook's, see :data:`NOTEBOOKS`) runs at ``scale``; ConfigError where it has no
+    such scale."""
+    from pg_diag.config import preset
+    from pg_diag.experiments import plan
+
+    if target == "quickstart":  # a two-point sweep (value clipping off and on) × seeds
+        s = quickstart_sweep(scale)
+        static = preset("ppo", s["task"], **s["overrides"]).static
+        return [plan.training_program(s["task"], "ppo", static, 2 * s["seeds"], 1 << 62)]
+    return plan.plan(target, scale, memory=1 << 62)
+
+
+def estimate(notebook: str, scale: str, step_ms) -> float | None:
+    """Estimated seconds for ``notebook`` at ``scale`` (:func:`pg_diag.experiments.plan.duration`); ConfigError
+    where one of its targets has no such scale."""
+    from pg_diag.experiments import plan
+
+    return plan.duration([p for t in NOTEBOOKS[notebook] for p in programs(t, scale)], step_ms)
+
+
+def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | None = None,
+           backend: str | None = None, step_ms=None) -> Choice:
+    """The scale for ``name`` (one of :data:`NAMES`) on ``backend`` (default: jax's default backend). With
+    ``auto``: the largest of :data:`AUTO_ORDER` whose estimate for ``notebook`` fits ``budget_minutes`` (the
+    smoke scale when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
+    width)``: the per-step cost (default: :func:`pg_diag.experiments.plan.measured_step_ms`)."""
     if name not in NAMES:
-        raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: paper on a "
-                          f"GPU or TPU, smoke on a CPU)")
+        raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: the largest "
+                          f"scale whose estimated duration here fits the time budget)")
+    if isinstance(budget_minutes, bool) or not isinstance(budget_minutes, (int, float)) or not budget_minutes > 0:
+        raise ConfigError(f"the time budget must be a number of minutes > 0, got {budget_minutes!r}")
+    if notebook is not None and notebook not in NOTEBOOKS:
+        raise ConfigError(f"unknown notebook {notebook!r}; notebooks: {', '.join(NOTEBOOKS)}")
     backend = backend or jax.default_backend()
-    if name == "auto":
+    if name != "auto":
+        return Choice(name=name, backend=backend, scale="smoke" if name == "tiny" else name, tiny=name == "tiny")
+    if notebook is None:
         scale = "paper" if backend in ("gpu", "tpu", "cuda", "rocm") else "smoke"
-    else:
-        scale = "smoke" if name == "tiny" else name
-    return Choice(name=name, backend=backend, scale=scale, tiny=name == "tiny")
+        return Choice(name=name, backend=backend, scale=scale, tiny=False)
+    from pg_diag.experiments import plan
+
+    step_ms = step_ms or plan.measured_step_ms()
+    budget, estimates, scale = budget_minutes * 60.0, [], None
+    def floor(task, width):  # a batched step costs at least one environment's: a bound from one timing per task
+        return step_ms(task, 1)
+
+    for candidate in AUTO_ORDER:
+        try:
+            seconds, bound = estimate(notebook, candidate, floor), True
+        except ConfigError:   # a target without this scale (the training targets have no mid)
+            continue
+        if scale is None and seconds is not None and seconds <= budget:
+            seconds, bound = estimate(notebook, candidate, step_ms), False   # time the widths it needs
+            scale = candidate if seconds is not None and seconds <= budget else None
+        estimates.append((candidate, seconds, bound))
+    return Choice(name=name, backend=backend, scale=scale or AUTO_ORDER[-1], tiny=False,
+                  estimates=tuple(estimates), budget_s=budget)
 
 
-__all__ = ["NAMES", "TINY_DIAG", "TINY_TRAINING", "Choice", "choose"]
+__all__ = ["AUTO_ORDER", "NAMES", "NOTEBOOKS", "TINY_DIAG", "TINY_TRAINING", "Choice", "choose", "estimate",
+           "programs", "quickstart_sweep"]
