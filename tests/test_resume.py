@@ -237,3 +237,34 @@ def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path,
     straight = sweep(cfg, {"value_clipping": [False, True]}, seeds=[0], chunk_iterations=2)
     for k in ("mean_return", "value_loss", "max_kl", "policy_loss"):
         np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), straight.metrics[k].to_numpy(), err_msg=k)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkeypatch, sig):
+    """A signal that arrives while a chunk's checkpoint is being written (here: sent from inside the write)
+    stops the run only once the write is done: the checkpoint, the metrics and the manifest agree, and the
+    run resumes from it to the numbers of a straight run."""
+    out = str(tmp_path / "run")
+    real_save, calls = store.save_states, []
+
+    def save_and_get_signalled(path, iteration, *args, **kwargs):
+        calls.append(iteration)
+        if iteration == 4:
+            os.kill(os.getpid(), sig)      # delivered now, in the middle of the write
+        return real_save(path, iteration, *args, **kwargs)
+
+    monkeypatch.setattr(store, "save_states", save_and_get_signalled)
+    cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=8, num_minibatches=4,
+                 ppo_epochs=2, value_epochs=2, lr_annealing=False)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(cfg, seeds=[0], out=out, chunk_iterations=2)
+    assert calls == [2, 4]                  # stopped after the write it interrupted, not inside it
+    run = load_run(out)
+    assert run.manifest["status"] == "interrupted" and run.manifest["iterations_done"] == 4
+    assert run.checkpoints[-1] == 4 and int(load_checkpoint(run).iteration[0]) == 4
+    assert run.metrics.iteration.max() == 3
+    monkeypatch.setattr(store, "save_states", real_save)
+    resumed = resume(out)
+    straight = sweep(cfg, seeds=[0], chunk_iterations=2)
+    for k in ("mean_return", "value_loss", "max_kl", "policy_loss"):
+        np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), straight.metrics[k].to_numpy(), err_msg=k)

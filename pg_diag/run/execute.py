@@ -70,21 +70,59 @@ def _wait(tree) -> None:
             delay = min(2 * delay, 0.05)
 
 
+class _Signals:
+    """Ctrl-C and SIGTERM during a run: raised at once, except while the run directory is being written
+    (:func:`_writing`), where they wait for the write to finish — an exception inside orbax's checkpoint
+    save can leave its background threads waiting forever and the directory half written."""
+
+    writing = False
+    pending: int | None = None
+
+
+def _raise_for(signum: int):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Interrupted(f"signal {signum}")
+
+
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """Turn SIGTERM into :class:`Interrupted` for the duration of a run (main thread only)."""
+    """Turn SIGTERM into :class:`Interrupted` and Ctrl-C into KeyboardInterrupt for the duration of a run,
+    deferred while the run directory is written (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, _frame):
-        raise Interrupted(f"signal {signum}")
+        if _Signals.writing:
+            _Signals.pending = signum
+            return
+        _raise_for(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    # a process started with a signal ignored (SIGINT in a background job) keeps ignoring it
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        _Signals.pending = None
+
+
+@contextlib.contextmanager
+def _writing(raise_pending: bool = True):
+    """A section during which a signal waits (see :class:`_Signals`); it is raised when the section ends
+    (with ``raise_pending``; the run's last write, after which there is nothing left to stop, drops it)."""
+    outer = _Signals.writing
+    _Signals.writing = True
+    try:
+        yield
+    finally:
+        _Signals.writing = outer
+    if not outer and raise_pending and _Signals.pending is not None:
+        signum, _Signals.pending = _Signals.pending, None
+        _raise_for(signum)
 
 
 # --- the public entry points -----------------------------------------------------------------
@@ -267,7 +305,8 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             manifest["status"] = "running"
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
-                store.save_states(out, 0, state, n)
+                with _writing():
+                    store.save_states(out, 0, state, n)
             first_chunk = True
             for length in lengths:
                 t_chunk = time.perf_counter()
@@ -286,13 +325,14 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 first_chunk = False
                 bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
                 if out is not None:
-                    store.save_states(out, done, state, n)  # every process takes part (orbax)
-                    if lead:
-                        store.write_metrics(out, store.metrics_frame(p, history))
-                        if latest is not None and latest not in kept:
-                            store.drop_checkpoint(out, latest)
-                        store.write_manifest(out, _progress_manifest(manifest, done, out, history))
-                    latest = done
+                    with _writing():
+                        store.save_states(out, done, state, n)  # every process takes part (orbax)
+                        if lead:
+                            store.write_metrics(out, store.metrics_frame(p, history))
+                            if latest is not None and latest not in kept:
+                                store.drop_checkpoint(out, latest)
+                            store.write_manifest(out, _progress_manifest(manifest, done, out, history))
+                        latest = done
             if out is not None and lead and latest is not None and latest not in kept:
                 store.drop_checkpoint(out, latest)
             status = "complete"
@@ -307,8 +347,9 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 "env_steps": done * static.batch_size * n,
                 "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
             if out is not None and lead:
-                store.write_metrics(out, store.metrics_frame(p, history))
-                store.write_manifest(out, manifest)
+                with _writing(raise_pending=False):
+                    store.write_metrics(out, store.metrics_frame(p, history))
+                    store.write_manifest(out, manifest)
             if status != "complete" and lead:
                 where = f"; resume with: {resume_cmd}" if resume_cmd else ""
                 sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
