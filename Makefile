@@ -13,7 +13,7 @@ ARGS   ?=
 
 .PHONY: setup test test-newest test-isa fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
         fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
-        fig-landscape-surrogate solver-compare closer-look-report figures bench hopper-1m clean
+        fig-landscape-surrogate solver-compare closer-look-report figures bench accelerator-report hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -132,6 +132,12 @@ bench: setup
 	$(PY) benchmarks/bench_solver.py
 	$(PY) benchmarks/bench_stages.py
 	$(PY) benchmarks/bench_studies.py
+
+# What the paper-scale targets cost on this host (crossover, every training program's first iteration, throughput):
+# one Markdown report under benchmarks/results/ within BUDGET minutes (30). SCALE=tiny: seconds, on a CPU.
+BUDGET ?= 30
+accelerator-report: setup
+	$(PY) benchmarks/accelerator_report.py --scale $(if $(filter tiny,$(SCALE)),tiny,paper) --budget-minutes $(BUDGET)
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup

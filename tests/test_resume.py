@@ -206,7 +206,12 @@ def _start_and_signal(out, sig, after_iterations=4):
             pass
         time.sleep(0.05)
     child.send_signal(sig)
-    _, err = child.communicate(timeout=120)
+    try:
+        _, err = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        child.kill()  # a child that ignores the signal must not outlive the test
+        child.communicate()
+        raise
     return child.returncode, err
 
 

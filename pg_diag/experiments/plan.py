@@ -35,6 +35,9 @@ class Program:
     memory: int           # estimated peak bytes
     fits: bool
     note: str = ""
+    #: a training program's sweep: (base Config, grid, seeds) as ``sweep`` takes them (not part of the plan's
+    #: identity: two targets that train the same runs plan the same program)
+    spec: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def num_params(static, obs_size: int, action_size: int) -> int:
@@ -43,22 +46,27 @@ def num_params(static, obs_size: int, action_size: int) -> int:
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])) + action_size
 
 
-def training_program(task, names: str, static, agents: int, have) -> Program:
-    """One training sweep of ``agents`` agents sharing ``static`` (one compiled program)."""
+def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
+    """One training sweep of ``agents`` agents sharing ``static`` (one compiled program); ``spec``: its
+    (base Config, grid, seeds)."""
     obs, act = TASK_SIZES[task]
     per_pair = 2 * obs + 2 * act + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
     memory = 4 * agents * static.num_envs * static.steps_per_env * per_pair
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
-                   memory, memory <= have)
+                   memory, memory <= have, spec=spec)
 
 
 def _training(task, algos, seeds, over, have) -> list:
     """One training sweep per static configuration (PPO and PPO-M share one: their toggles are knobs)."""
-    sweeps = {}
-    for algo in algos:
-        sweeps.setdefault(preset(algo, task, **over).static, []).append(algo)
-    return [training_program(task, "+".join(names), s, seeds * len(names), have) for s, names in sweeps.items()]
+    from pg_diag.experiments.algorithms import programs
+
+    out = []
+    for base, points in programs(task, algos, **over):
+        names = [a for a, _ in points]
+        out.append(training_program(task, "+".join(names), base.static, seeds * len(names), have,
+                                    spec=(base, [p for _, p in points], seeds)))
+    return out
 
 
 def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
@@ -87,9 +95,11 @@ def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
                         f"{sc['steps']} full-batch steps per optimizer")]
     if target == "fig-ablation":
         sc = checkpointed.pick_scale(ablation.SCALES, scale)
-        agents = 2 ** len(ablation.TOGGLES) * len(sc.learning_rates) * (seeds or sc.seeds)
-        return [training_program(t, "ppo (2^4 toggles × LR)", ablation.base_config(t, sc).replace(**overrides).static,
-                         agents, have) for t in tuple(tasks or sc.tasks)]
+        n = seeds or sc.seeds
+        agents = 2 ** len(ablation.TOGGLES) * len(sc.learning_rates) * n
+        bases = {t: ablation.base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks)}
+        return [training_program(t, "ppo (2^4 toggles × LR)", base.static, agents, have,
+                                 spec=(base, ablation.grid(sc), n)) for t, base in bases.items()]
     module, algos = {"fig-trust-region": (trust_region, trust_region.ALGORITHMS),
                      "fig-value": (value_fig, value_fig.ALGORITHMS)}.get(
         target, (algorithms, algorithms.ALGORITHM_PRESETS))
@@ -201,7 +211,7 @@ def table(programs: list, step_ms=None):
 
     rows = []
     for p in programs:
-        row = dataclasses.asdict(p)
+        row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "spec"}
         ms = step_ms(p.task, p.width) if step_ms else None
         row["estimated_s"] = None if ms is None else round(p.sequential_steps * ms / 1e3, 1)
         rows.append(row)

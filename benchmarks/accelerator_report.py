@@ -1,0 +1,224 @@
+"""What the paper-scale targets cost on this host, measured in one command: one Markdown report.
+
+On whatever host it runs (a laptop, a cluster node, a GPU or TPU machine), within ``--budget-minutes``:
+
+1. the device, the host's cores and the package versions;
+2. ``physics=auto``'s crossover: one batched step of native MuJoCo and of MJX for Hopper, Walker2d and Humanoid
+   under both solver settings over a ladder of batches, recorded for this host (``physics=auto`` then decides
+   from them; ``--no-record`` leaves the record alone), and from which batch MJX is faster;
+3. the first iteration of every training program the paper-scale targets start (each target's sweeps, as
+   ``--dry-run`` lists them; programs that two targets share are timed once): compile time, iteration time,
+   and the program's duration extrapolated from them beside the plan's estimate from step costs alone;
+4. training throughput at the papers' shape (one environment × 2,048 steps per agent) with 1, 16 and 320
+   agents (one agent, a seed sweep, the ablation's width) against the physics rate of the same batch.
+
+What does not fit the budget is listed as not measured. ``--scale tiny`` runs every section at a few seconds'
+size on a CPU (Hopper at batch 1, the pure-JAX tasks' training): the test suite runs it.
+
+    python benchmarks/accelerator_report.py [--scale paper|tiny] [--out benchmarks/results]
+                                            [--budget-minutes 30] [--no-record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+SCALES = {
+    "paper": dict(tasks=("hopper", "walker2d", "humanoid"), solvers=("converged", "fast"),
+                  batches=(1, 16, 64, 256, 1024, 4096), plan_scale="paper", plan_tasks=None,
+                  targets=None, shape=dict(num_envs=1, steps_per_env=2048), agents=(1, 16, 320),
+                  throughput_task="hopper"),
+    "tiny": dict(tasks=("hopper",), solvers=("fast",), batches=(1,), plan_scale="smoke",
+                 plan_tasks=("point_mass",), targets=("fig-value", "table-3"),
+                 shape=dict(num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2),
+                 agents=(1, 2), throughput_task="point_mass"),
+}
+
+
+class Budget:
+    def __init__(self, minutes: float):
+        self.end = time.monotonic() + 60.0 * minutes
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+def device_section() -> dict:
+    import jax
+
+    from pg_diag.run import store
+
+    d = jax.devices()[0]
+    return {"device": f"{d.platform} ({d.device_kind})", "devices": jax.device_count(), "host": platform.node(),
+            "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": store.versions()}
+
+
+def crossover_section(sc: dict, budget: Budget, record: bool) -> dict:
+    from pg_diag.envs import crossover
+
+    threads = os.cpu_count() or 1
+    rows, skipped = [], []
+    for task in sc["tasks"]:
+        for solver in sc["solvers"]:
+            for batch in sc["batches"]:
+                if budget.left() <= 0:
+                    skipped.append(f"{task}/{solver}/{batch}")
+                    continue
+                row = crossover.measure(task, solver, batch, threads)
+                rows.append({**row, "faster": crossover.faster(row)})
+    where = crossover.record(crossover.host_key(threads), rows) if record and rows else None
+    return {"rows": rows, "skipped": skipped, "recorded": where}
+
+
+def crossover_batches(rows: list) -> dict:
+    """{(task, solver): the smallest measured batch from which MJX is at least as fast at every larger one}."""
+    out = {}
+    for key in dict.fromkeys((r["task"], r["solver"]) for r in rows):
+        mine = sorted((r for r in rows if (r["task"], r["solver"]) == key), key=lambda r: r["batch"])
+        wins = [r["faster"] == "mjx" for r in mine]
+        out[key] = next((mine[i]["batch"] for i in range(len(mine)) if all(wins[i:])), None)
+    return out
+
+
+def first_chunks(sc: dict, budget: Budget) -> list:
+    """Every training program of the targets at the scale, timed over one iteration."""
+    from pg_diag import sweep
+    from pg_diag.experiments import plan
+
+    targets = sc["targets"] or plan.DIAGNOSTIC_TARGETS + plan.TRAINING_TARGETS
+    step_ms = plan.measured_step_ms()
+    programs, owners = {}, {}
+    for target in targets:
+        over = dict(sc["shape"]) if sc["plan_tasks"] else {}
+        for p in plan.plan(target, sc["plan_scale"], tasks=sc["plan_tasks"], memory=1 << 62, **over):
+            if p.spec is not None:
+                programs.setdefault(p, p)
+                owners.setdefault(p, []).append(target)
+    rows = []
+    for p in programs:
+        base, grid, seeds = p.spec
+        row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.algorithms, "agents": p.units,
+               "iterations": base.static.num_iterations, "note": p.note,
+               "planned_s": plan.duration([p], step_ms)}
+        if budget.left() <= 0:
+            rows.append({**row, "measured": False})
+            continue
+        cfg = base.replace(num_iterations=1, checkpoint_at=(), checkpoint_every=0)
+        t = sweep(cfg, grid, seeds, chunk_iterations=1, progress=False).manifest["timings"]
+        rows.append({**row, "measured": True, "compile_s": t["compile_s"], "iteration_s": t["run_s"],
+                     "extrapolated_s": t["compile_s"] + t["run_s"] * base.static.num_iterations})
+    return rows
+
+
+def throughput(sc: dict, budget: Budget) -> list:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_throughput import physics_rate, training_rate
+
+    from pg_diag import preset
+
+    rows = []
+    for agents in sc["agents"]:
+        if budget.left() <= 0:
+            rows.append({"agents": agents, "measured": False})
+            continue
+        cfg = preset("ppo", sc["throughput_task"], **sc["shape"], num_iterations=1)
+        train, compile_s = training_rate(cfg, agents)
+        batch = agents * cfg.static.num_envs
+        physics = physics_rate(sc["throughput_task"], batch, 64)
+        rows.append({"agents": agents, "measured": True, "batch": batch, "training_steps_per_s": train,
+                     "physics_steps_per_s": physics, "ratio": train / physics, "compile_s": compile_s})
+    return rows
+
+
+def _s(x) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.1f} s" if x < 120 else f"{x / 60:.1f} min" if x < 7200 else f"{x / 3600:.1f} h"
+
+
+def markdown(report: dict) -> str:
+    d, c = report["device"], report["crossover"]
+    lines = [f"# Accelerator report: {d['device']} × {d['devices']}, {d['host_cores']} host cores",
+             "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])} "
+             f"(budget {report['budget_minutes']:g} min) with Python {d['python']}, "
+             + ", ".join(f"{k} {v}" for k, v in d["versions"].items()) + ".", "",
+             "## Physics: native MuJoCo or MJX (`physics=auto`)", "",
+             "| task | solver | batch | native ms/step | MJX ms/step | faster |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['solver']} | {r['batch']:,} | {r['native_ms']:.3g} | {r['mjx_ms']:.3g} | "
+              f"{r['faster']} |" for r in c["rows"]]
+    lines += ["", "| task | solver | MJX from batch |", "|---|---|---|"]
+    lines += [f"| {t} | {s} | {f'{b:,}' if b else '— (native at every measured batch)'} |"
+              for (t, s), b in crossover_batches(c["rows"]).items()]
+    if c["skipped"]:
+        lines += ["", f"Not measured (budget): {', '.join(c['skipped'])}."]
+    if c["recorded"]:
+        lines += ["", f"Recorded for `physics=auto` in `{c['recorded']}`."]
+    lines += ["", "## The targets' training programs: first iteration timed", "",
+              "| targets | task | algorithms | agents | iterations | compile | one iteration | extrapolated | "
+              "planned |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["programs"]:
+        timed = (f"{_s(r['compile_s'])} | {_s(r['iteration_s'])} | {_s(r['extrapolated_s'])}" if r["measured"]
+                 else "not measured (budget) | | ")
+        lines.append(f"| {r['targets']} | {r['task']} | {r['algorithms']}{' (' + r['note'] + ')' if r['note'] else ''}"
+                     f" | {r['agents']} | {r['iterations']} | {timed} | {_s(r['planned_s'])} |")
+    lines += ["", "## Training throughput against the physics of the same batch", "",
+              "| agents | batch | training steps/s | physics steps/s | training / physics | compile |",
+              "|---|---|---|---|---|---|"]
+    for r in report["throughput"]:
+        lines.append(f"| {r['agents']} | {r['batch']:,} | {r['training_steps_per_s']:,.0f} | "
+                     f"{r['physics_steps_per_s']:,.0f} | {r['ratio']:.2f} | {_s(r['compile_s'])} |"
+                     if r["measured"] else f"| {r['agents']} | not measured (budget) | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
+        record: bool = True) -> str:
+    """Measure every section and write ``out/accelerator-report-<device>.md`` (and ``.json``); returns the
+    Markdown file's path. Errors name a bad scale, budget or output directory before anything is measured."""
+    if scale not in SCALES:
+        raise SystemExit(f"accelerator-report: unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    if isinstance(budget_minutes, bool) or not isinstance(budget_minutes, (int, float)) or not budget_minutes > 0:
+        raise SystemExit(f"accelerator-report: the budget must be a number of minutes > 0, got {budget_minutes!r}")
+    try:
+        os.makedirs(out, exist_ok=True)
+        probe = os.path.join(out, ".writable")
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as e:
+        raise SystemExit(f"accelerator-report: cannot write the report directory {out!r}: {e}") from None
+    sc, budget, t0 = SCALES[scale], Budget(budget_minutes), time.monotonic()
+    report = {"scale": scale, "budget_minutes": budget_minutes, "date": time.strftime("%Y-%m-%d"),
+              "device": device_section()}
+    report["crossover"] = crossover_section(sc, budget, record)
+    report["programs"] = first_chunks(sc, budget)
+    report["throughput"] = throughput(sc, budget)
+    report["elapsed_s"] = time.monotonic() - t0
+    name = "accelerator-report-" + "".join(ch if ch.isalnum() else "-" for ch in report["device"]["device"]).strip("-")
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(report, f, indent=2, default=str)
+    path = os.path.join(out, name + ".md")
+    with open(path, "w") as f:
+        f.write(markdown(report))
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", default="paper", help="paper (default) or tiny (seconds, on a CPU)")
+    parser.add_argument("--out", default="benchmarks/results", help="the report's directory")
+    parser.add_argument("--budget-minutes", type=float, default=30.0, help="wall-clock budget (default 30)")
+    parser.add_argument("--no-record", action="store_true", help="do not record the physics measurements")
+    args = parser.parse_args(argv)
+    path = run(args.scale, args.out, args.budget_minutes, not args.no_record)
+    with open(path) as f:
+        print(f.read())
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
