@@ -261,8 +261,14 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
     monkeypatch.setattr(store, "save_states", save_and_get_signalled)
     cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=8, num_minibatches=4,
                  ppo_epochs=2, value_epochs=2, lr_annealing=False)
-    with pytest.raises(KeyboardInterrupt):
-        sweep(cfg, seeds=[0], out=out, chunk_iterations=2)
+    # a process started in the background ignores SIGINT, and a run keeps ignoring it: restore Ctrl-C's
+    # handler as an interactive terminal has it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sweep(cfg, seeds=[0], out=out, chunk_iterations=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert calls == [2, 4]                  # stopped after the write it interrupted, not inside it
     run = load_run(out)
     assert run.manifest["status"] == "interrupted" and run.manifest["iterations_done"] == 4
