@@ -22,9 +22,9 @@ def test_the_tiny_report_measures_every_section(report_module, tmp_path):
     path = report_module.run("tiny", str(tmp_path), budget_minutes=20, record=False)
     text = pathlib.Path(path).read_text()
     data = json.loads(pathlib.Path(path).with_suffix(".json").read_text())
-    # the physics ladder: Hopper, fast solver, batch 1, both backends timed
+    # the physics ladder: Hopper, converged solver, batch 4, both backends timed
     (row,) = data["crossover"]["rows"]
-    assert (row["task"], row["solver"], row["batch"]) == ("hopper", "fast", 1)
+    assert (row["task"], row["solver"], row["batch"]) == ("hopper", "converged", 4)
     assert row["native_ms"] > 0 and row["mjx_ms"] > 0 and data["crossover"]["recorded"] is None
     # fig-value (PPO and TRPO: two sweeps of 2 agents) on the point mass, each timed over one iteration and
     # extrapolated to its length
@@ -47,7 +47,7 @@ def test_a_spent_budget_lists_what_was_not_measured(report_module, tmp_path, mon
     monkeypatch.setattr(report_module.Budget, "left", lambda self: -1.0)
     data = json.loads(pathlib.Path(report_module.run("tiny", str(tmp_path), 1, record=False))
                       .with_suffix(".json").read_text())
-    assert data["crossover"]["rows"] == [] and data["crossover"]["skipped"] == ["hopper/fast/1"]
+    assert data["crossover"]["rows"] == [] and data["crossover"]["skipped"] == ["hopper/converged/4"]
     assert all(not p["measured"] for p in data["programs"]) and all(not r["measured"] for r in data["throughput"])
 
 
