@@ -2,8 +2,10 @@
 
     collect_batch  T steps with a policy (statistics updating, or frozen) → transitions + update batch
     value_step     the value network's epochs of minibatch Adam
-    policy_step    PPO's or TRPO's step, computed and returned, never applied
-    update         training's value step and policy step (PPO: the two in one loop)
+    policy_init    the algorithm's optimizer state for a fresh policy
+    policy_step    the algorithm's step (pg_diag.algorithms), computed and returned, never applied
+    update         training's value step and policy step (fused where the algorithm offers it)
+    objective_terms  what every algorithm's objective is written in (ratio, Â, log σ, KL) at θ on a batch
     trust_region   mean/max KL and max ratio between two policies on a batch
     heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched
     value_targets  the value diagnostics' targets on a batch: GAE target, returns, exact V^π (LQR)
@@ -22,12 +24,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from pg_diag import networks, ppo, trpo
+from pg_diag import algorithms, networks
+from pg_diag.algorithms import PolicyStep, Terms, ValueStep
+from pg_diag.algorithms.epochs import value_update
 from pg_diag.config import Static
 from pg_diag.envs import lqr
 from pg_diag.envs.base import Env
 from pg_diag.normalize import reward_affine
-from pg_diag.objectives import kl_stats, mean_relative_error, probability_ratio
+from pg_diag.objectives import kl, kl_stats, mean_relative_error, normalize_advantages, probability_ratio
 from pg_diag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
                              episode_completes, reset_envs)
 
@@ -50,68 +54,48 @@ def collect_batch(env: Env, policy, value, carry: EnvCarry, filters: Filters, kn
     return Collected(carry=carry, filters=filters, transitions=tr, batch=build_batch(value, tr, carry.obs, knobs))
 
 
-@struct.dataclass
-class ValueStep:
-    params: dict
-    opt_state: object
-    losses: jax.Array  # [epochs, minibatches]
-
-
 def value_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs, key) -> ValueStep:
-    """The value network's update (ref §2.4), the same for PPO and TRPO."""
-    params, opt_state, losses = ppo.value_update(params, opt_state, batch, lr, knobs, key, static.value_epochs,
-                                                 static.num_minibatches)
+    """The value network's update (ref §2.4), the same for every algorithm."""
+    params, opt_state, losses = value_update(params, opt_state, batch, lr, knobs, key, static.value_epochs,
+                                             static.num_minibatches)
     return ValueStep(params=params, opt_state=opt_state, losses=losses)
 
 
-@struct.dataclass
-class StepInfo:
-    policy_loss: jax.Array    # PPO: −L^C, mean over the last epoch's minibatches; TRPO: −L after the step
-    clip_fraction: jax.Array  # PPO: mean over the last epoch; TRPO: NaN
-    grad_norm: jax.Array      # PPO: mean over minibatches, before clipping; TRPO: |g|
-    step_scale: jax.Array     # TRPO: the accepted 2^-i, 0 if none; PPO: NaN
-
-
-@struct.dataclass
-class PolicyStep:
-    params: dict       # the policy after the step
-    opt_state: object  # PPO: the Adam state after it; TRPO: None (its step keeps no optimizer state)
-    info: StepInfo
+def policy_init(static: Static, policy, knobs):
+    """The algorithm's optimizer state for a fresh ``policy`` (:mod:`pg_diag.algorithms`)."""
+    return algorithms.get(static.algorithm).init_state(policy, knobs)
 
 
 def policy_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs, key) -> PolicyStep:
-    """The algorithm's policy step from ``params`` on ``batch`` (PPO ref §2.5,
-    TRPO ref §2.7), returned without being applied to any agent."""
-    if static.algorithm == "trpo":
-        new, info = trpo.trpo_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
-                                   line_search_steps=static.line_search_steps, fisher_size=static.fisher_size)
-        return PolicyStep(params=new, opt_state=opt_state,
-                          info=StepInfo(policy_loss=-info.surrogate_after, clip_fraction=jnp.float32(jnp.nan),
-                                        grad_norm=info.grad_norm, step_scale=info.step_scale))
-    return _ppo_policy_step(*ppo.ppo_step(params, opt_state, batch, lr, knobs, key, static.ppo_epochs,
-                                          static.num_minibatches))
-
-
-def _ppo_policy_step(params, opt_state, info: ppo.PPOInfo) -> PolicyStep:
-    return PolicyStep(params=params, opt_state=opt_state,
-                      info=StepInfo(policy_loss=jnp.mean(info.loss[-1]), clip_fraction=jnp.mean(info.clip_fraction[-1]),
-                                    grad_norm=jnp.mean(info.grad_norm), step_scale=jnp.float32(jnp.nan)))
+    """The algorithm's policy step from ``params`` on ``batch`` (PPO ref §2.5, TRPO ref §2.7, the others
+    in their modules of :mod:`pg_diag.algorithms`), returned without being applied to any agent."""
+    return algorithms.get(static.algorithm).step(static, params, opt_state, batch, lr, knobs, key)
 
 
 def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs,
            key_value, key_policy) -> tuple[ValueStep, PolicyStep]:
     """Training's update: :func:`value_step` and :func:`policy_step`, each with its own key.
 
-    For PPO with as many value as policy epochs the two run in one loop
-    (:func:`pg_diag.ppo.ppo_update`), a little faster on a CPU, with the same
-    numbers as the two calls one after the other."""
-    if static.algorithm == "ppo" and static.value_epochs == static.ppo_epochs:
-        (v, v_opt, losses), stepped = ppo.ppo_update(policy, policy_opt, value, value_opt, batch, lr_policy,
-                                                     lr_value, knobs, key_value, key_policy, static.ppo_epochs,
-                                                     static.num_minibatches)
-        return ValueStep(params=v, opt_state=v_opt, losses=losses), _ppo_policy_step(*stepped)
+    An algorithm may fuse the two (PPO with as many value as policy epochs runs
+    both in one loop, :func:`pg_diag.algorithms.ppo.ppo_update`, a little faster
+    on a CPU), with the same numbers as the two calls one after the other."""
+    fused = algorithms.get(static.algorithm).update
+    both = fused and fused(static, policy, policy_opt, value, value_opt, batch, lr_policy, lr_value, knobs,
+                           key_value, key_policy)
+    if both:
+        return both
     return (value_step(static, value, value_opt, batch, lr_value, knobs, key_value),
             policy_step(static, policy, policy_opt, batch, lr_policy, knobs, key_policy))
+
+
+def objective_terms(policy, old, batch: UpdateBatch, knobs) -> Terms:
+    """The :class:`pg_diag.algorithms.Terms` of ``policy`` on ``batch`` collected by ``old``, advantages
+    normalized over the whole batch (what an algorithm's ``objective`` is written in)."""
+    mean, log_std = networks.policy_apply(policy, batch.obs, knobs)
+    old_mean, old_log_std = networks.policy_apply(old, batch.obs, knobs)
+    return Terms(ratio=probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action), batch.old_log_prob),
+                 adv=normalize_advantages(batch.advantages), log_std=log_std,
+                 kl=kl(old_mean, old_log_std, mean, log_std))
 
 
 @struct.dataclass

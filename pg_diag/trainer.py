@@ -33,7 +33,7 @@ class AgentState:
 
     policy: dict
     value: dict
-    policy_opt: object     # PPO: Adam state; TRPO: None
+    policy_opt: object     # the algorithm's state (PPO: Adam's moments; TRPO: None; PPO-KL: Adam's and β)
     value_opt: object
     filters: Filters
     envs: EnvCarry
@@ -71,10 +71,12 @@ METRICS = {
     "policy_std": "mean policy standard deviation after the update",
     "entropy": "policy entropy after the update",
     "value_loss": "value loss, mean over the last value epoch's minibatches",
-    "policy_loss": "PPO: clipped surrogate loss, mean over the last epoch's minibatches; TRPO: −surrogate after the step",
-    "clip_fraction": "PPO: fraction of samples with |r − 1| > ε, mean over the last epoch (NaN for TRPO)",
-    "grad_norm": "policy gradient norm (PPO: before clipping, mean over minibatches; TRPO: of g)",
-    "step_scale": "TRPO: the accepted line-search scale 2^-i, 0 if none (NaN for PPO)",
+    "policy_loss": "minus the objective the step optimized: PPO (and PPO-KL): mean over the last epoch's "
+                   "minibatches; TRPO and NPG: −surrogate after the step; VPG: before it",
+    "clip_fraction": "PPO: fraction of samples with |r − 1| > ε, mean over the last epoch (NaN for the others)",
+    "grad_norm": "policy gradient norm (minibatch algorithms: before clipping, mean over minibatches; TRPO, NPG: "
+                 "of g)",
+    "step_scale": "TRPO: the accepted line-search scale 2^-i, 0 if none; NPG: 1 (NaN for the others)",
     "lr_policy_used": "policy learning rate used this iteration (after annealing)",
     "lr_value_used": "value learning rate used this iteration (after annealing)",
     "diverged": "the agent's parameters or losses became non-finite (sticky)",
@@ -105,7 +107,7 @@ def make_train(static: Static) -> Trainer:
         carry, pushed = reset_envs(env, k_env, n_envs, filters, knobs)
         if not static.reset_every_iteration:
             filters = pushed  # these observations are seen: count them once, now
-        policy_opt = adam(knobs["adam_eps"]).init(policy) if static.algorithm == "ppo" else None
+        policy_opt = stages.policy_init(static, policy, knobs)
         return AgentState(policy=policy, value=value, policy_opt=policy_opt,
                           value_opt=adam(knobs["adam_eps"]).init(value), filters=filters, envs=carry,
                           iteration=jnp.int32(0), key=k_next, diverged=jnp.bool_(False))

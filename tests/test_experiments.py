@@ -181,9 +181,12 @@ def test_trust_region_target_end_to_end_with_the_runs_own_reference_lines(tmp_pa
 
 
 def test_trust_region_lines_for_every_distinct_value():
-    m = pd.DataFrame({"task": "t", "program": ["ppo", "ppo", "ppo", "trpo", "trpo"],
-                      "clip_eps": [0.1, 0.3, 1e32, 0.2, 0.2], "kl_bound": [0.01, 0.01, 0.01, 0.07, 0.02]})
-    assert trust_region.reference_values(m) == {"t": {"ratio": (1.1, 1.3), "kl_bound": (0.02, 0.07)}}
+    """Each agent's line comes from its algorithm's registered constraint: a ratio band 1 + ε (none for a
+    disabled clip), a KL bound (TRPO's δ, PPO-KL's d_targ), nothing for VPG."""
+    m = pd.DataFrame({"task": "t", "program": ["ppo", "ppo", "ppo", "trpo", "trpo", "ppo-kl", "vpg"],
+                      "constraint": ["ratio", "ratio", "ratio", "kl", "kl", "kl", ""],
+                      "constraint_value": [0.1, 0.3, 1e32, 0.07, 0.02, 0.005, np.nan]})
+    assert trust_region.reference_values(m) == {"t": {"ratio": (1.1, 1.3), "kl_bound": (0.005, 0.02, 0.07)}}
 
 
 def test_theorem_target_saves_what_the_figure_needs_and_redraws_it(tmp_path):

@@ -9,7 +9,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import networks
 from pg_diag.config import Knobs
 from pg_diag.rollout import UpdateBatch
-from pg_diag.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
+from pg_diag.algorithms.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
 
 OBS, ACT, HIDDEN = 3, 2, (5,)
 
@@ -166,7 +166,7 @@ def test_mean_kl_is_zero_at_the_old_policy():
 def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
     """ref §2.7: the original takes int(0.1·T) states, truncating (204.8 → 204, 25.6 → 25);
     the step's Fisher-vector product runs on exactly that many."""
-    import pg_diag.trpo
+    import pg_diag.algorithms.trpo
     from pg_diag import preset, stages
 
     cfg = preset("trpo", "hopper", num_envs=1, steps_per_env=steps, num_minibatches=32)
@@ -177,7 +177,7 @@ def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
         seen.append(obs.shape[0])
         return fisher_vector_product(p, obs, knobs, damping)
 
-    monkeypatch.setattr(pg_diag.trpo, "fisher_vector_product", spy)
+    monkeypatch.setattr(pg_diag.algorithms.trpo, "fisher_vector_product", spy)
     params, batch = fixed_batch(n=steps)
     stages.policy_step(cfg.static, params, None, batch, 0.0, Knobs().as_arrays(), jax.random.PRNGKey(0))
     assert seen == [expected]

@@ -1,6 +1,6 @@
 """The ``pg-diag`` command line.
 
-    pg-diag tasks | knobs | presets
+    pg-diag tasks | knobs | algorithms | presets
     pg-diag train --preset ppo --task hopper --set lr_policy=1e-4 --out runs/one
     pg-diag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_export, cmd_knobs, cmd_plot, cmd_presets,
+from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot, cmd_presets,
                               cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pg_diag.cli.studies import add_studies
 from pg_diag.config import ConfigError
@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
     sub.add_parser("knobs", help="list traced knobs and static settings").set_defaults(func=cmd_knobs)
+    sub.add_parser("algorithms", help="list the registered algorithms, their knobs and constraints").set_defaults(
+        func=cmd_algorithms)
     p = sub.add_parser("presets", help="list algorithm presets (the papers' hyperparameters)")
     p.add_argument("--algorithm", default=None)
     p.add_argument("--task", default=None)

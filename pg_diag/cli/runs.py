@@ -86,6 +86,15 @@ def cmd_tasks(args):
         print(f"{name:12s} {kind:7s} {desc}")
 
 
+def cmd_algorithms(args):
+    from pg_diag import algorithms
+    for name in algorithms.names():
+        a = algorithms.get(name)
+        bound = f"constraint {a.constraint.label} ({a.constraint.knob})" if a.constraint else "no constraint"
+        print(f"{name:10s} {a.summary}\n{'':10s} knobs: {', '.join(a.knobs) or '-'}; static: "
+              f"{', '.join(a.static) or '-'}; {bound}")
+
+
 def cmd_knobs(args):
     print("Traced knobs (sweepable in one compiled program):")
     for name in KNOB_NAMES:

@@ -86,12 +86,18 @@ class Knobs:
     entropy_coef: float = _knob(
         0.0, "Entropy coefficient; the loss adds −coef·H, so negative values penalize entropy.", *_any_real)
 
-    # --- TRPO (ref §2.7) ---
-    kl_bound: float = _knob(0.01, "TRPO mean-KL bound δ (the original's max_kl).", *_positive)
-    damping: float = _knob(0.1, "TRPO Fisher damping λ: CG solves (F + λI)x = g.",
+    # --- TRPO (ref §2.7) and the natural policy gradient ---
+    kl_bound: float = _knob(0.01, "TRPO/NPG mean-KL step size δ (the original's max_kl).", *_positive)
+    damping: float = _knob(0.1, "TRPO/NPG Fisher damping λ: CG solves (F + λI)x = g.",
                            lambda v: v >= 0, "a number >= 0")
     accept_ratio: float = _knob(0.1, "TRPO line search: accept when actual/expected improvement exceeds this.",
                                 lambda v: v >= 0, "a number >= 0")
+
+    # --- PPO with an adaptive KL penalty (PPO paper §4) ---
+    kl_target: float = _knob(0.01, "PPO-KL: the target mean KL d_targ that adapts the penalty coefficient β.",
+                             *_positive)
+    kl_beta_init: float = _knob(1.0, "PPO-KL: the initial KL penalty coefficient β.", lambda v: v >= 0,
+                                "a number >= 0")
 
     # --- the original's other reward filter ---
     reward_scaling_uses_rewards: bool = _knob(

@@ -110,6 +110,28 @@ for _key in list(PRESETS):
     _over, _desc = PRESETS[_key]
     PRESETS[_key] = (dict(_PAPER_COMMON, **_over), _desc)
 
+#: Algorithms beyond the papers' (pg_diag.algorithms), each on the papers' tasks from the nearest paper
+#: preset: PPO-KL from PPO's (its optimizations and learning rates; d_targ 0.01 and β₀ 1, PPO paper §4 and
+#: Table 1's best setting), NPG from TRPO's (its δ), VPG from TRPO's minimal settings with one Adam step
+#: of learning rate 3e-4 per batch (Spinning Up's VPG). Not tuned: starting points for a comparison.
+MORE_PRESETS = ("ppo-kl", "npg", "vpg")
+for _task in PAPER_TASKS:
+    _ppo, _ = PRESETS[("ppo", _task)]
+    _trpo, _ = PRESETS[("trpo", _task)]
+    _minimal = {k: v for k, v in _trpo.items() if k != "kl_bound"}
+    PRESETS[("ppo-kl", _task)] = (
+        dict(_ppo, algorithm="ppo-kl", kl_target=0.01, kl_beta_init=1.0),
+        f"PPO with an adaptive KL penalty (PPO paper §4: d_targ 0.01, β₀ 1) on {_task}, with the PPO preset's "
+        f"optimizations and learning rates; not tuned.")
+    PRESETS[("npg", _task)] = (
+        dict(_trpo, algorithm="npg"),
+        f"The natural policy gradient on {_task}: TRPO's preset (δ = {_trpo['kl_bound']}) without the line search; "
+        f"not tuned.")
+    PRESETS[("vpg", _task)] = (
+        dict(_minimal, algorithm="vpg", lr_policy=3e-4),
+        f"Vanilla policy gradient on {_task}: one Adam step (learning rate 3e-4, as Spinning Up's VPG) per batch "
+        f"with TRPO's minimal settings and value network; not tuned.")
+
 #: Static settings that make a study fit a 2-core CPU: 4 environments × 256 steps
 #: per iteration (1,024 samples, minibatches of 64 as in the papers), episodes
 #: continuing across iterations. The smoke scale of every figure uses them.
@@ -118,7 +140,7 @@ CPU_SCALE = dict(num_envs=4, steps_per_env=256, num_minibatches=16, reset_every_
 # Cheap pure-JAX tasks: each algorithm with its Hopper knobs at CPU scale.
 _SMOKE = dict(CPU_SCALE, num_iterations=60)
 for _task in ("pendulum", "point_mass"):
-    for _algo in ALGORITHM_PRESETS:
+    for _algo in ALGORITHM_PRESETS + MORE_PRESETS:
         _over, _ = PRESETS[(_algo, "hopper")]
         PRESETS[(_algo, _task)] = (
             dict(_over, **_SMOKE),
@@ -127,7 +149,7 @@ for _task in ("pendulum", "point_mass"):
 
 # The linear-quadratic task: a linear-Gaussian policy, and observation clipping off, so the
 # policy stays affine in the state and the closed forms of pg_diag.envs.lqr apply to it.
-for _algo in ALGORITHM_PRESETS:
+for _algo in ALGORITHM_PRESETS + MORE_PRESETS:
     _over, _ = PRESETS[(_algo, "hopper")]
     PRESETS[(_algo, "lqr")] = (
         dict(_over, **_SMOKE, policy_hidden=(), obs_clipping=False),
@@ -151,3 +173,16 @@ def preset(algorithm: str, task: str, **overrides) -> Config:
         raise ConfigError(f"no preset for {algorithm!r} on task {task!r}; tasks with that preset: {', '.join(tasks)}")
     values, _ = PRESETS[key]
     return Config(name=f"{key[0]}/{key[1]}").replace(task=key[1], **{**values, **overrides})
+
+
+def study_preset(algorithm: str, task: str, **overrides) -> Config:
+    """:func:`preset` for one of several presets that a study trains with one set of ``overrides``: a knob
+    that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the presets of those
+    algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's runs as they
+    are. :func:`preset` itself refuses such a knob for another algorithm."""
+    from pg_diag import algorithms  # late import: the registry sits above the configuration
+
+    values, _ = PRESETS.get((str(algorithm).lower(), str(task).lower()), ({}, ""))
+    algo = overrides.get("algorithm", values.get("algorithm"))
+    kept = {k: v for k, v in overrides.items() if not algorithms.owners(k) or algo in algorithms.owners(k)}
+    return preset(algorithm, task, **kept)

@@ -23,7 +23,7 @@ from typing import Mapping
 
 from pg_diag.config.knobs import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, ConfigError, Knobs,
                                   check_knob, stack_knobs)
-from pg_diag.config.static import ALGORITHMS, STATIC_FIELDS, STATIC_NAMES, Static, check_static
+from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES, Static, check_static
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +89,7 @@ def validate(cfg: Config) -> None:
     for name in KNOB_NAMES:
         check_knob(name, getattr(cfg.knobs, name))
     s = cfg.static
+    _check_owned_knobs(cfg)
     if task_kind(s.task) == "jax" and s.physics != "auto":
         raise ConfigError(f"task {s.task!r} is written in pure JAX and has no physics backend; physics must be "
                           f"'auto', got {s.physics!r} (mjx and native run the MuJoCo tasks: hopper, walker2d, "
@@ -114,6 +115,20 @@ def validate(cfg: Config) -> None:
             f"normalization needs at least 2 (batch {s.batch_size}, num_minibatches {s.num_minibatches})")
 
 
-__all__ = ["ALGORITHMS", "BOOL_KNOBS", "KNOB_FIELDS", "KNOB_NAMES", "OPTIMIZATIONS", "STATIC_FIELDS", "STATIC_NAMES",
+def _check_owned_knobs(cfg: Config) -> None:
+    """A knob that registered algorithms declare as their own (PPO's clip_eps, TRPO's kl_bound, ...) must keep
+    its default under any other algorithm: there it would do nothing, silently."""
+    from pg_diag import algorithms
+
+    algo = cfg.static.algorithm
+    for name in KNOB_NAMES:
+        owners = algorithms.owners(name)
+        if owners and algo not in owners and getattr(cfg.knobs, name) != KNOB_FIELDS[name].default:
+            raise ConfigError(f"knob {name}={getattr(cfg.knobs, name)!r} belongs to {', '.join(owners)}; algorithm "
+                              f"{algo!r} does not read it (leave it at its default "
+                              f"{KNOB_FIELDS[name].default!r}, or choose one of: {', '.join(owners)})")
+
+
+__all__ = ["BOOL_KNOBS", "KNOB_FIELDS", "KNOB_NAMES", "OPTIMIZATIONS", "STATIC_FIELDS", "STATIC_NAMES",
            "Config", "ConfigError", "Knobs", "Static", "check_knob", "check_static", "stack_knobs", "task_kind",
            "validate"]

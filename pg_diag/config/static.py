@@ -27,8 +27,9 @@ class Static:
     solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
                                        "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
                                        "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
-    algorithm: str = _static("ppo", "Update rule: 'ppo' (clipped surrogate, minibatch Adam) or 'trpo' "
-                                    "(natural gradient + line search, ref §2.7).")
+    algorithm: str = _static("ppo", "Update rule, a registered algorithm (see `pg-diag algorithms`): 'ppo' "
+                                    "(clipped surrogate, minibatch Adam), 'trpo' (natural gradient + line search, "
+                                    "ref §2.7), 'ppo-kl', 'npg', 'vpg' or one registered by the user.")
     num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")
     steps_per_env: int = _static(2048, "Steps collected per environment per iteration; batch = num_envs × steps_per_env.")
     num_iterations: int = _static(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).")
@@ -79,7 +80,6 @@ class Static:
 
 STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static)}
 STATIC_NAMES = tuple(STATIC_FIELDS)
-ALGORITHMS = ("ppo", "trpo")
 
 
 def check_static(name: str, value) -> Any:
@@ -94,8 +94,10 @@ def check_static(name: str, value) -> Any:
             raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(TASKS))}")
         return value
     if name == "algorithm":
-        if value not in ALGORITHMS:
-            raise ConfigError(f"unknown algorithm {value!r}; algorithms are: {', '.join(ALGORITHMS)}")
+        from pg_diag import algorithms  # late import: the registry sits above the configuration
+
+        if not isinstance(value, str) or value not in algorithms.names():
+            raise ConfigError(f"unknown algorithm {value!r}; registered algorithms: {', '.join(algorithms.names())}")
         return value
     if name in ("policy_hidden", "value_hidden"):
         # () is a linear network: a linear-Gaussian policy (the LQR task's closed forms need one)

@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from pg_diag import envs, networks, ppo, stages
+from pg_diag import envs, networks, stages
+from pg_diag.algorithms.epochs import value_update
 from pg_diag.diagnostics import gradients
 from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
@@ -222,7 +223,7 @@ def fit_value(static, settings: BaselineSettings, r: Resolved, data: FitData, ag
     def epoch(carry, e):
         p, s = carry
         lr = settings.fit_lr * (1.0 - e / settings.fit_epochs)
-        p, s, losses = ppo.value_update(p, s, batch, lr, plain, jax.random.fold_in(k_fit, e), 1,
+        p, s, losses = value_update(p, s, batch, lr, plain, jax.random.fold_in(k_fit, e), 1,
                                         n // settings.fit_minibatch)
         return (p, s), jnp.mean(losses)
 

@@ -65,10 +65,44 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
     except TypeError as e:
         fields = ", ".join(f.name for f in dataclasses.fields(gradients.GradientSettings))
         raise DiagnosticError(f"{e}; gradient-study settings are: {fields}") from None
+    import pandas as pd
+
     planned = plan_subjects(runs, iterations, agents)
     statics = [run.config(agent).static for run, agent, _ in planned]
     gradients.resolve(settings, statics)  # bad settings fail before any checkpoint is read
-    subjects = load_subjects(planned, optimizer=False)
+    # the surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
+    # algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)
+    own = settings.objective == "own"
+    groups: dict = {}
+    for item, s in zip(planned, statics):
+        groups.setdefault(s.algorithm if own else None, []).append(item)
+    frames, rows, timings = [], [], []
+    for items in groups.values():
+        subjects = load_subjects(items, optimizer=own)
+        r, out, timing = _measure(subjects, settings, [run.config(agent).static for run, agent, _ in items],
+                                  verbose)
+        frames.append(_frames(subjects, r, out))
+        rows += subjects.rows
+        timings.append(timing)
+    manifest = {
+        "format": "pg_diag.diagnostic/1", "study": name, "kind": "gradients",
+        "settings": dataclasses.asdict(settings),
+        "resolved": {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
+                     "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
+                     "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
+                     "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective},
+        "subjects": rows, "versions": store.versions(), "device": store.device_info(),
+        "timings": timings[0] if len(timings) == 1 else timings,
+    }
+    study = GradientStudy(manifest=manifest, **{t: pd.concat([f[t] for f in frames], ignore_index=True)
+                                                for t in TABLES})
+    if save:
+        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
+    return study
+
+
+def _measure(subjects, settings, statics, verbose):
+    """One program's measurement of ``subjects``: (resolved shape, reductions, timing)."""
     static = subjects.static
     obs_size, action_size, num_params = subjects.shapes
 
@@ -85,25 +119,13 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
         print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
               f"{f' + a true gradient from {r.true_pairs:,} pairs' if r.truth_streams else ''}; "
               f"{gradients.pairs_total(r, len(subjects)):,} pairs in chunks of {r.sampling.envs} envs × "
-              f"{r.sampling.steps} steps ({r.sampling.start})", flush=True)
-
+              f"{r.sampling.steps} steps ({r.sampling.start}); the gradient of "
+              f"{'the algorithm' + chr(39) + 's own objective' if r.objective == 'own' else 'the surrogate'}",
+              flush=True)
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = gradients.program(static, r, settings.batching)
     out, timing = compile_and_run(prog, subjects, keys, gradients.pairs_total(r, len(subjects)))
-    manifest = {
-        "format": "pg_diag.diagnostic/1", "study": name, "kind": "gradients",
-        "settings": dataclasses.asdict(settings),
-        "resolved": {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
-                     "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
-                     "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
-                     "stream_pairs": r.grid.num_chunks * r.grid.chunk},
-        "subjects": subjects.rows, "versions": store.versions(), "device": store.device_info(),
-        "timings": timing,
-    }
-    study = GradientStudy(manifest=manifest, **_frames(subjects, r, out))
-    if save:
-        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
-    return study
+    return r, out, timing
 
 
 def _frames(subjects, r: gradients.Resolved, out) -> dict:

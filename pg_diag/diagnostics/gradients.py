@@ -11,6 +11,17 @@ vmapped together, and streams the sums of :mod:`.streaming` through them:
 * on the linear-quadratic task with a linear policy, ∇J of the reported return
   (γ = 1) is computed exactly from the closed forms.
 
+What is differentiated (``objective``): ``"surrogate"`` (the default, as CL)
+is eq. 15's surrogate mean(r·Â) at θ_old, whose gradient is the policy
+gradient estimate; ``"own"`` is the algorithm's own objective as its registry
+entry writes it (:mod:`pg_diag.algorithms`: PPO's entropy term, PPO-KL's
+penalty). Its gradient at θ_old is the surrogate's plus that of the other
+terms, and the latter is computed once per subject on one batch of the
+algorithm's own shape (:func:`objective_extra`): exact for terms that do not
+depend on the samples (the entropy of a state-independent σ) or whose
+gradient vanishes at θ_old (a KL penalty, a ratio clip), a one-batch
+estimate for any other.
+
 Per subject and N it returns the K×K matrix of pairwise cosines (CL Fig 2 is
 the mean over the K(K−1)/2 pairs), each estimate's cosine to the true gradient
 (Fig 3) and to ∇J, and the estimates' norms. Everything is reduced in the
@@ -26,15 +37,18 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import envs, stages
+from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
-                                         independent_burn_in, needs_warmup)
+                                         independent_burn_in, needs_warmup, start_carry)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 
 #: advantage modes that need the closed forms of the linear-quadratic task
 EXACT_ADVANTAGES = ("exact", "gae_exact_value")
+
+#: what a gradient study differentiates (see the module docstring)
+OBJECTIVES = ("surrogate", "own")
 
 #: 2^24: the largest count a float32 mean update keeps exact.
 MAX_PAIRS = 2 ** 24
@@ -64,6 +78,7 @@ class GradientSettings:
     burn_in: int = 0               # steps discarded at a stream's start (start="stationary")
     advantages: str = "gae"        # one of ADVANTAGES
     normalize: bool = True         # normalize Â over each estimate's N pairs, as the algorithms do
+    objective: str = "surrogate"   # one of OBJECTIVES: CL eq. 15's surrogate, or the algorithm's own objective
     with_batch_size: bool = True   # add the algorithm's batch size to the sizes
     seed: int = 0
     batching: str = "vmap"         # subjects vmapped together, or "map": in turn (less memory)
@@ -87,6 +102,8 @@ class GradientSettings:
              f"start must be one of {', '.join(('algorithm',) + STARTS)}, got {self.start!r}")
         require(self.advantages in ADVANTAGES, f"advantages must be one of {', '.join(ADVANTAGES)}, got "
                                             f"{self.advantages!r}")
+        require(self.objective in OBJECTIVES, f"objective must be one of {', '.join(OBJECTIVES)}, got "
+                                              f"{self.objective!r}")
         check_batching(self.batching, self.resamples)
 
 
@@ -102,6 +119,7 @@ class Resolved:
     exact: bool       # ∇J is closed-form (the linear-quadratic task with a linear policy)
     batch_size: int   # the algorithm's batch (the vertical line)
     own: Sampling     # the algorithm's own batch shape (the statistics warm-up)
+    objective: str = "surrogate"
 
     @property
     def true_pairs(self) -> int:
@@ -141,7 +159,7 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
     truth = -(-settings.true_pairs // stream_pairs) if settings.true_pairs else 0
     own = algorithm_sampling(first)
     return Resolved(sampling=sampling, grid=grid, estimates=settings.estimates, truth_streams=truth,
-                    normalize=settings.normalize, exact=exact, batch_size=batch, own=own)
+                    normalize=settings.normalize, exact=exact, batch_size=batch, own=own, objective=settings.objective)
 
 
 #: On MJX a batched step costs about as much for a few hundred environments as for a few thousand (an
@@ -180,8 +198,25 @@ def _unit(x, axis=-1):
     return x / jnp.maximum(jnp.linalg.norm(x, axis=axis, keepdims=True), 1e-30)
 
 
-def subject_program(env, r: Resolved):
-    """(agent, knobs, key) -> the reductions of one subject (see the module docstring)."""
+def objective_extra(env, static, own: Sampling, agent, knobs, key) -> jax.Array:
+    """∇_θ [objective − surrogate] at θ_old (flat): the part of the algorithm's own objective's gradient that
+    the surrogate's lacks, on one batch of the algorithm's shape from where it would sample next."""
+    k_start, k_roll = jax.random.split(key)
+    batch = stages.collect_batch(env, agent.policy, agent.value, start_carry(env, own, agent, knobs, k_start),
+                                 agent.filters, knobs, k_roll, own.steps, frozen=True).batch
+    flat, unravel = ravel_pytree(agent.policy)
+    algorithm = algorithms.get(static.algorithm)
+
+    def extra(theta):
+        terms = stages.objective_terms(unravel(theta), agent.policy, batch, knobs)
+        return algorithm.objective(terms, knobs, agent.policy_opt) - jnp.mean(terms.ratio * terms.adv)
+
+    return jax.grad(extra)(flat)
+
+
+def subject_program(env, r: Resolved, static=None):
+    """(agent, knobs, key) -> the reductions of one subject (see the module docstring); ``static`` (the runs'
+    settings) names the algorithm whose objective ``objective="own"`` differentiates."""
 
     def subject(agent, knobs, key):
         warmed = needs_warmup(agent.filters)
@@ -198,7 +233,11 @@ def subject_program(env, r: Resolved):
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(r.estimates + r.truth_streams))
         est, sums = jax.vmap(lambda k: stream(env, r.sampling, r.grid, agent, knobs, k, r.normalize,
                                               exact_value))(keys)
-        est_k = est[:r.estimates]                                # [K, G, P]
+        extra = 0.0
+        if r.objective == "own":
+            extra = objective_extra(env, static, r.own, agent, knobs,
+                                    jax.random.fold_in(key, r.estimates + r.truth_streams))
+        est_k = est[:r.estimates] + extra                        # [K, G, P]
         unit = _unit(est_k)
         nan_gk = jnp.full(est_k.shape[:2], jnp.nan).T
         out = {"pairwise": jnp.einsum("kgp,lgp->gkl", unit, unit), "norm": jnp.linalg.norm(est_k, axis=-1).T,
@@ -209,7 +248,7 @@ def subject_program(env, r: Resolved):
             total = GradSums.zeros(est.shape[-1])
             for i in range(r.estimates, r.estimates + r.truth_streams):
                 total = merge(total, jax.tree.map(lambda x: x[i], sums))
-            truth = estimate(total, r.normalize)
+            truth = estimate(total, r.normalize) + extra
             out.update(to_true=jnp.einsum("kgp,p->gk", unit, _unit(truth)), true_norm=jnp.linalg.norm(truth))
         if exact_grad is not None:
             out.update(to_exact=jnp.einsum("kgp,p->gk", unit, _unit(exact_grad)),
@@ -224,7 +263,7 @@ def subject_program(env, r: Resolved):
 def program(static, r: Resolved, batching: str = "vmap"):
     """The study's jitted program over stacked subjects: (states, knobs, keys) -> reductions [S, ...]."""
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
-    subject = subject_program(env, r)
+    subject = subject_program(env, r, static)
     return over_subjects(subject, batching)
 
 

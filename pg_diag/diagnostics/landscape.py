@@ -46,12 +46,12 @@ import jax.numpy as jnp
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import envs, networks, stages
+from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.gradients import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
-from pg_diag.objectives import clipped_surrogate, entropy, kl, normalize_advantages, probability_ratio, surrogate
+from pg_diag.objectives import surrogate
 from pg_diag.optim import annealed_learning_rate
 from pg_diag.rollout import collect, reset_envs
 
@@ -225,20 +225,13 @@ class Surface:
     kl: jax.Array           # mean over the batch's states of KL(π_θ ‖ π_θ(x,y))
 
 
-def surrogate_surface(static, policy, old, batch, knobs) -> Surface:
-    """The surrogate of the algorithm at ``policy`` on ``batch`` (collected by ``old``), advantages
-    normalized over the whole batch (objectives.py: CL eqs. 13/15)."""
-    mean, log_std = networks.policy_apply(policy, batch.obs, knobs)
-    ratio = probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action), batch.old_log_prob)
-    adv = normalize_advantages(batch.advantages)
-    plain = surrogate(ratio, adv)
-    if static.algorithm == "ppo":
-        clipped, _ = clipped_surrogate(ratio, adv, knobs["clip_eps"])
-        objective = clipped + knobs["entropy_coef"] * jnp.mean(entropy(log_std))
-    else:
-        objective = plain
-    old_mean, old_log_std = networks.policy_apply(old, batch.obs, knobs)
-    return Surface(surrogate=objective, unclipped=plain, kl=jnp.mean(kl(old_mean, old_log_std, mean, log_std)))
+def surrogate_surface(static, policy, old, batch, knobs, state=None) -> Surface:
+    """The objective of the algorithm (its registry entry's ``objective``, with the algorithm's ``state``,
+    e.g. PPO-KL's β) at ``policy`` on ``batch`` (collected by ``old``), advantages normalized over the
+    whole batch (objectives.py: CL eqs. 13/15)."""
+    terms = stages.objective_terms(policy, old, batch, knobs)
+    objective = algorithms.get(static.algorithm).objective(terms, knobs, state)
+    return Surface(surrogate=objective, unclipped=surrogate(terms.ratio, terms.adv), kl=jnp.mean(terms.kl))
 
 
 def step_data(env, static, own: Sampling, agent, knobs, key, num_envs: int):
@@ -300,10 +293,12 @@ def subject_program(env, static, r: Resolved):
             out["returns"].append(jax.vmap(lambda th, k: return_stream(env, r, unravel(th), agent.filters, knobs,
                                                                        k, counts))(thetas, keys))
             out["mean_length"].append(length)
-            surface = jax.vmap(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs))(thetas)
+            surface = jax.vmap(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs,
+                                                                        agent.policy_opt))(thetas)
             out["surface"].append(surface)
             out["step_norm"].append(jnp.linalg.norm(delta))
-            out["step_kl"].append(surrogate_surface(static, unravel(theta + delta), agent.policy, batch, knobs).kl)
+            out["step_kl"].append(surrogate_surface(static, unravel(theta + delta), agent.policy, batch, knobs,
+                                                    agent.policy_opt).kl)
             if r.exact:
                 spec = lqr.default_spec()
                 out["exact"].append(jax.vmap(lambda th: lqr.policy_return(spec, unravel(th), agent.filters.obs,

@@ -19,6 +19,7 @@ import dataclasses
 import jax
 import numpy as np
 
+from pg_diag import algorithms
 from pg_diag.diagnostics import gradients, landscape, tables
 from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, plan_subjects
 from pg_diag.run import store
@@ -79,6 +80,13 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
     return study
 
 
+def _constraint(algorithm: str, knobs, s: int) -> dict:
+    """The subject's registered constraint (:class:`pg_diag.algorithms.Constraint`): its kind ('ratio', 'kl'
+    or '' for none) and its knob's value."""
+    c = algorithms.get(algorithm).constraint
+    return {"constraint": c.kind if c else "", "constraint_value": float(knobs[c.knob][s]) if c else float("nan")}
+
+
 def _frames(subjects, r: landscape.Resolved, out) -> dict:
     import pandas as pd
 
@@ -106,6 +114,7 @@ def _frames(subjects, r: landscape.Resolved, out) -> dict:
                            "mean_length": float(out["mean_length"][s, b]),
                            "random_norm": r.random_norm, "step_kl": float(out["step_kl"][s, b]),
                            "kl_bound": float(knobs["kl_bound"][s]), "clip_eps": float(knobs["clip_eps"][s]),
+                           **_constraint(row["algorithm"], knobs, s),
                            "diverged": bool(np.asarray(subjects.states.diverged)[s])})
     return {"returns": pd.concat(returns, ignore_index=True), "surface": pd.concat(surface, ignore_index=True),
             "planes": pd.DataFrame(planes)}

@@ -35,13 +35,26 @@ import os
 
 import numpy as np
 
-from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, preset
+from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
 
-LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+"}
-COLORS = {"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
-          "trpo+": "tab:red"}
+class _Named(dict):
+    """A lookup with a default for names it does not list (a user's algorithm or preset)."""
+
+    def __init__(self, known: dict, default):
+        super().__init__(known)
+        self.default = default
+
+    def __missing__(self, key):
+        return self.default(key)
+
+
+LABELS = _Named({"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+",
+                 "ppo-kl": "PPO-KL", "npg": "NPG", "vpg": "VPG"}, lambda name: str(name).upper())
+COLORS = _Named({"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
+                 "trpo+": "tab:red", "ppo-kl": "tab:cyan", "npg": "tab:olive", "vpg": "tab:brown"},
+                lambda name: "tab:gray")
 #: the tables' reporting rule -> the per-iteration metric it reads
 REPORTING = {"pg_diag": "mean_return", "original": "mean_return_reference"}
 REPORTING_NOTES = {
@@ -77,7 +90,7 @@ def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
     """
     groups: dict = {}
     for algo in algorithms:
-        cfg = preset(algo, task, **overrides)
+        cfg = study_preset(algo, task, **overrides)
         groups.setdefault(cfg.static, []).append((algo, cfg))
     out = []
     for members in groups.values():
@@ -246,7 +259,7 @@ def _study(scale: str, out: str, tasks, seeds, progress, overrides) -> None:
     over = {**sc.overrides, **overrides}
     for task in tasks:  # validate every configuration before training anything
         for algo in ALGORITHM_PRESETS:
-            preset(algo, task, **over)
+            study_preset(algo, task, **over)
     for t in tasks:
         train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHM_PRESETS, progress, **over)
     study_dir.write(out, "algorithms", scale, tasks, algorithms=list(ALGORITHM_PRESETS),

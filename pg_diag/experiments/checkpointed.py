@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from pg_diag.config import ConfigError, preset
+from pg_diag.config import ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments.algorithms import run_names, train_study
 
@@ -53,7 +53,7 @@ def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, ta
     for task in tasks:
         over = {**overrides, **task_overrides.get(task, {}), **(user or {})}
         for algo in algorithms:
-            preset(algo, task, **over)
+            study_preset(algo, task, **over)
         plans[task] = over
     for task, over in plans.items():
         train_study(task, seeds, os.path.join(out, "runs"), algorithms, progress, **over)

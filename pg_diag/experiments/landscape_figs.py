@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
 from pg_diag.experiments import checkpointed, figures, study_dir
@@ -166,9 +167,11 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
             sur = st.grid(subject, p.step_pairs, column="surrogate")
             _heat(axes[r, 1], sur, coords, f"surrogate; sign agreement {a.agreement:.2f} "
                                            f"[{a.low:.2f}, {a.high:.2f}]", cmap="magma")
-            if p.algorithm == "trpo":
+            bound = algorithms.get(p.algorithm).constraint
+            if bound and bound.kind == "kl":   # the algorithm's KL bound as a contour
                 kl = st.grid(subject, p.step_pairs, column="kl")
-                axes[r, 1].contour(coords, coords, kl.T, levels=[p.kl_bound], colors="w", linewidths=1)
+                level = p["constraint_value"] if "constraint_value" in p.index else p[bound.knob]
+                axes[r, 1].contour(coords, coords, kl.T, levels=[level], colors="w", linewidths=1)
             if cols > 2 and st.manifest["resolved"]["exact"]:
                 _heat(axes[r, 2], st.grid(subject, p.step_pairs, column="exact"), coords, "exact J (LQR)")
         for c in range(cols):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pg_diag.config import ConfigError, preset
+from pg_diag.config import ConfigError, preset, study_preset
 from pg_diag.envs import TASK_SIZES
 
 DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
@@ -199,7 +199,7 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
     for task in tasks:
         over = {**sc.overrides, **sc.task_overrides.get(task, {}), **overrides}
         programs += _training(task, trained, seeds, over, have)
-        statics = {a: preset(a, task, **over).static for a in algos}
+        statics = {a: study_preset(a, task, **over).static for a in algos}
         checkpoints = len(next(iter(statics.values())).checkpoint_at) or 1
         programs += _measure(target, task, statics, seeds * checkpoints, settings_of(task), have)
     return programs

@@ -108,15 +108,23 @@ def run_dir(from_dir: str, name: str, target: str) -> str:
 
 def with_configs(run):
     """``run.metrics`` with what each agent was trained with: ``program`` (its static
-    algorithm, ppo or trpo), ``clip_eps`` and ``kl_bound`` from the manifest's base
-    configuration and the agent's grid point (what reference lines must show)."""
+    algorithm), ``clip_eps`` and ``kl_bound`` from the manifest's base configuration and the
+    agent's grid point, and the algorithm's constraint as registered
+    (:class:`pg_diag.algorithms.Constraint`): ``constraint`` ('ratio', 'kl' or '') and
+    ``constraint_value`` (its knob's value; NaN for none) — what reference lines must show."""
+    from pg_diag import algorithms
+
     base = Config.from_dict(run.manifest["base_config"])
     points = [base.replace(**p) for p in run.manifest["grid_points"] or [{}]]
     point_of = np.array([a["point"] for a in run.manifest["agents"]])
     agent = run.metrics["agent"].to_numpy()
+    kinds = [algorithms.get(c.static.algorithm).constraint for c in points]
     return run.metrics.assign(program=np.array([c.static.algorithm for c in points])[point_of[agent]],
                               clip_eps=np.array([c.clip_eps for c in points], float)[point_of[agent]],
-                              kl_bound=np.array([c.kl_bound for c in points], float)[point_of[agent]])
+                              kl_bound=np.array([c.kl_bound for c in points], float)[point_of[agent]],
+                              constraint=np.array([k.kind if k else "" for k in kinds])[point_of[agent]],
+                              constraint_value=np.array([getattr(c.knobs, k.knob) if k else np.nan
+                                                         for c, k in zip(points, kinds)], float)[point_of[agent]])
 
 
 def tidy(metrics, task: str):

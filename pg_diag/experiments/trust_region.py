@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, preset
+from pg_diag.config import CPU_SCALE, study_preset
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
 
@@ -36,15 +36,15 @@ SCALES = {
 
 
 def reference_values(metrics) -> dict:
-    """Per task, the reference lines as the runs were configured: ``ratio`` = 1 + ε for
-    every distinct clip ε of the PPO agents (no line for a disabled clip) and ``kl_bound``
-    = every distinct δ of the TRPO agents. ``metrics`` needs the ``program``,
-    ``clip_eps`` and ``kl_bound`` columns of :func:`study_dir.with_configs`."""
+    """Per task, the reference lines as the runs were configured, from each algorithm's registered
+    constraint: ``ratio`` = 1 + ε for every distinct ratio clip ε (PPO; no line for a disabled clip)
+    and ``kl_bound`` = every distinct KL bound (TRPO's δ, NPG's δ, PPO-KL's d_targ). ``metrics``
+    needs the ``constraint`` and ``constraint_value`` columns of :func:`study_dir.with_configs`."""
     out = {}
     for task, m in metrics.groupby("task", sort=False):
-        ppo = m[(m.program == "ppo") & (m.clip_eps < study_dir.NO_CLIP)]
-        out[task] = {"ratio": tuple(float(1 + e) for e in sorted(ppo.clip_eps.unique())),
-                     "kl_bound": tuple(float(d) for d in sorted(m[m.program == "trpo"].kl_bound.unique()))}
+        ratio = m[(m.constraint == "ratio") & (m.constraint_value < study_dir.NO_CLIP)]
+        out[task] = {"ratio": tuple(float(1 + e) for e in sorted(ratio.constraint_value.unique())),
+                     "kl_bound": tuple(float(d) for d in sorted(m[m.constraint == "kl"].constraint_value.unique()))}
     return out
 
 
@@ -100,8 +100,8 @@ def summary(metrics):
     refs = reference_values(metrics)
     rows = []
     for (task, algo), m in metrics.groupby(["task", "algorithm"]):
-        if (m.program == "ppo").all():
-            bound = 1 + m.clip_eps
+        if (m.constraint == "ratio").all():
+            bound = 1 + m.constraint_value
         else:
             bound = min(refs[task]["ratio"], default=np.nan)
         held = m[np.isfinite(m.heldout_mean_kl)]
@@ -125,7 +125,7 @@ def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, p
     over = {**sc.overrides, **overrides}
     for task in tasks:
         for algo in ALGORITHMS:
-            preset(algo, task, **over)
+            study_preset(algo, task, **over)
     for t in tasks:
         train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
     study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(ALGORITHMS),

@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, ConfigError, preset
+from pg_diag.config import CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
 from pg_diag.stats import bootstrap_mean_ci
@@ -65,7 +65,7 @@ def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, **overri
     over = {**sc.overrides, **overrides}
     for task in tasks:
         for algo in ALGORITHMS:
-            preset(algo, task, **over)  # every configuration validated before anything trains
+            study_preset(algo, task, **over)  # every configuration validated before anything trains
     for task in tasks:
         train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
     study_dir.write(out, STUDY, scale, tasks, algorithms=list(ALGORITHMS),

@@ -1,4 +1,4 @@
-"""The TRPO policy step (ref §2.7), pure and vmappable.
+"""TRPO (ref §2.7; Schulman et al. 2015): a natural-gradient step of KL size δ with a backtracking line search.
 
 1. Surrogate L(θ) = mean(r_θ·Â) over the whole batch, advantages normalized
    over the batch; g = ∇L at θ_old.
@@ -12,8 +12,10 @@
    the whole batch is ≤ δ, and actual / expected improvement > accept_ratio
    (expected = scale·g·Δ). If none is acceptable the policy is unchanged.
 
-The value network is trained as in PPO (:func:`pg_diag.ppo.value_update`). The step
-is returned, never applied: the caller keeps it or not.
+Steps 1–4 are :func:`natural_step` (the natural policy gradient, :mod:`.npg`,
+takes it as it is). The value network is trained as in PPO
+(:func:`pg_diag.algorithms.epochs.value_update`). The step is returned, never
+applied: the caller keeps it or not.
 The entropy coefficient and gradient clipping do not act here: the original
 TRPO step has no entropy term, and rescaling g leaves the natural-gradient
 step unchanged (ref §8 B2).
@@ -27,6 +29,7 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
+from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms
 from pg_diag.objectives import kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.rollout import UpdateBatch
 
@@ -73,26 +76,52 @@ class TRPOInfo:
     grad_norm: jax.Array        # |g|
 
 
-def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, line_search_steps: int,
-              fisher_size: int):
-    """One TRPO policy update on ``batch``. Returns the new parameters and a :class:`TRPOInfo`."""
-    flat, unravel = ravel_pytree(params)
-    adv = normalize_advantages(batch.advantages)  # over the whole batch (ref §6)
-    old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))
+@struct.dataclass
+class NaturalStep:
+    flat: jax.Array       # θ_old, flattened
+    full_step: jax.Array  # Δ = β·s, the step of mean KL ≈ δ under the quadratic model
+    loss0: jax.Array      # L(θ_old)
+    grad: jax.Array       # g = ∇L(θ_old)
+    expected: jax.Array   # g·Δ, the improvement the linear model predicts
+
+
+def natural_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, fisher_size: int, objective=None):
+    """Steps 1–4 above: g, the CG solve s ≈ (F + λI)⁻¹g on a random Fisher subset of ``fisher_size``
+    states drawn with ``key``, and the full step Δ = √(2δ / sᵀ(F + λI)s)·s. ``objective`` is the flat
+    surrogate θ ↦ L(θ) (built by :func:`surrogate_objective` when not given)."""
+    flat, _ = ravel_pytree(params)
+    objective = objective or surrogate_objective(params, batch, knobs)
+    loss0, g = jax.value_and_grad(objective)(flat)
+    subset = jax.random.permutation(key, batch.obs.shape[0])[:fisher_size]
+    fvp = fisher_vector_product(params, batch.obs[subset], knobs, knobs["damping"])
+    s = conjugate_gradient(fvp, g, cg_iterations)
+    shs = s @ fvp(s)
+    full_step = jnp.sqrt(2.0 * knobs["kl_bound"] / jnp.maximum(shs, TINY)) * s
+    return NaturalStep(flat=flat, full_step=full_step, loss0=loss0, grad=g, expected=g @ full_step)
+
+
+def surrogate_objective(params, batch: UpdateBatch, knobs):
+    """θ (flat) ↦ L(θ) = mean(r_θ·Â), advantages normalized over the whole batch (ref §6)."""
+    _, unravel = ravel_pytree(params)
+    adv = normalize_advantages(batch.advantages)
 
     def objective(theta):
         mean, log_std = networks.policy_apply(unravel(theta), batch.obs, knobs)
         return surrogate(probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action),
                                            batch.old_log_prob), adv)
 
-    loss0, g = jax.value_and_grad(objective)(flat)
+    return objective
 
-    subset = jax.random.permutation(key, batch.obs.shape[0])[:fisher_size]
-    fvp = fisher_vector_product(params, batch.obs[subset], knobs, knobs["damping"])
-    s = conjugate_gradient(fvp, g, cg_iterations)
-    shs = s @ fvp(s)
-    full_step = jnp.sqrt(2.0 * knobs["kl_bound"] / jnp.maximum(shs, TINY)) * s
-    expected = g @ full_step
+
+def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, line_search_steps: int,
+              fisher_size: int):
+    """One TRPO policy update on ``batch``. Returns the new parameters and a :class:`TRPOInfo`."""
+    _, unravel = ravel_pytree(params)
+    objective = surrogate_objective(params, batch, knobs)
+    old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))
+    nat = natural_step(params, batch, knobs, key, cg_iterations=cg_iterations, fisher_size=fisher_size,
+                       objective=objective)
+    flat, full_step, loss0, g, expected = nat.flat, nat.full_step, nat.loss0, nat.grad, nat.expected
 
     scales = 0.5 ** jnp.arange(line_search_steps, dtype=jnp.float32)
 
@@ -111,3 +140,24 @@ def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, lin
     info = TRPOInfo(surrogate_after=jnp.where(accepted, losses[first], loss0), step_scale=scale,
                     grad_norm=jnp.linalg.norm(g))
     return unravel(new_flat), info
+
+
+def step(static, params, opt_state, batch, lr, knobs, key) -> PolicyStep:
+    new, info = trpo_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
+                          line_search_steps=static.line_search_steps, fisher_size=static.fisher_size)
+    return PolicyStep(params=new, opt_state=opt_state,
+                      info=StepInfo(policy_loss=-info.surrogate_after, clip_fraction=jnp.float32(jnp.nan),
+                                    grad_norm=info.grad_norm, step_scale=info.step_scale))
+
+
+def objective(terms: Terms, knobs, state):
+    """The surrogate L = mean(r·Â) (CL eq. 15), as the step maximizes it (no entropy term)."""
+    return surrogate(terms.ratio, terms.adv)
+
+
+TRPO = Algorithm(
+    name="trpo", summary="natural gradient of KL size δ with a backtracking line search (ref §2.7)",
+    init_state=lambda policy, knobs: None, step=step, objective=objective,
+    constraint=Constraint(kind="kl", knob="kl_bound", label="δ"),
+    knobs=("kl_bound", "damping", "accept_ratio"),
+    static=("cg_iterations", "line_search_steps", "fisher_fraction"))

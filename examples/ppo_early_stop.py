@@ -1,0 +1,67 @@
+"""A user's algorithm through pg_diag's studies: PPO that stops its epochs early on the KL.
+
+Spinning Up's PPO variant: PPO's clipped-surrogate epochs, but once a
+minibatch step leaves the policy with mean KL(π_old ‖ π) > 1.5·d_targ on that
+minibatch, the remaining minibatch steps are skipped (kept out of the
+parameters, since a compiled loop has a fixed length). It reuses PPO's knob ε and
+PPO-KL's d_targ, its objective and optimizer state are PPO's, and its
+constraint line is d_targ. Registered, it trains in a sweep and goes through
+fig-step-variance and the landscape like the built-in algorithms.
+
+    python examples/ppo_early_stop.py [OUT]
+"""
+
+import sys
+
+import jax
+import jax.numpy as jnp
+
+import pg_diag
+from pg_diag import algorithms, networks
+from pg_diag.algorithms import ppo
+from pg_diag.algorithms.epochs import epochs
+
+
+def step(static, params, opt_state, batch, lr, knobs, key):
+    old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))
+    ppo_minibatch = ppo.policy_minibatch(batch, lr, knobs)
+
+    def minibatch(carry, idx):
+        learner, stopped = carry
+        new, info = ppo_minibatch(learner, idx)
+        mean, log_std = networks.policy_apply(new[0], batch.obs[idx], knobs)
+        kl = jnp.mean(networks.gaussian_kl(old_mean[idx], old_log_std[idx], mean, log_std))
+        learner = jax.tree.map(lambda old, upd: jnp.where(stopped, old, upd), learner, new)
+        return (learner, stopped | (kl > 1.5 * knobs["kl_target"])), info
+
+    ((new, state), _), info = epochs(minibatch, ((params, opt_state), jnp.bool_(False)), key,
+                                     batch.obs.shape[0], static.ppo_epochs, static.num_minibatches)
+    return ppo.as_step(new, state, info)
+
+
+EARLY_STOP = algorithms.Algorithm(
+    name="ppo-early-stop", summary="PPO's epochs, stopped once a minibatch's mean KL exceeds 1.5·d_targ",
+    init_state=ppo.init_state, step=step, objective=ppo.objective,
+    constraint=algorithms.Constraint(kind="kl", knob="kl_target", label="d_targ"),
+    knobs=("clip_eps", "kl_target"), static=("ppo_epochs",))
+
+
+def main(out="results/examples/ppo-early-stop"):
+    from pg_diag.experiments import gradient_figs, landscape_figs
+
+    if EARLY_STOP.name not in algorithms.names():
+        algorithms.register_algorithm(EARLY_STOP)
+    cfg = pg_diag.preset("ppo", "lqr").replace(algorithm=EARLY_STOP.name, kl_target=0.005, num_iterations=6,
+                                               checkpoint_at=(0, 5))
+    run = pg_diag.sweep(cfg, seeds=2, out=f"{out}/runs/lqr-{EARLY_STOP.name}")
+    print(run.metrics.groupby("iteration")[["mean_return", "mean_kl"]].mean())
+    steps = gradient_figs.run("fig-step-variance", "smoke", out=f"{out}/steps", runs=[run.path],
+                              diag=dict(batches=4), progress=False)
+    land = landscape_figs.run("fig-landscape-surrogate", "smoke", out=f"{out}/landscape", runs=[run.path],
+                              diag=dict(points=3, sizes=(1024,), envs=4), progress=False)
+    print("drawn:", steps["figure"], land["figure"])
+    return run, steps, land
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,149 @@
+"""The algorithm protocol and its registry.
+
+An algorithm is one record (:class:`Algorithm`) of pure functions, registered
+under its name. Training, the step study, the trust-region metrics and the
+surrogate landscape call the registry; no code outside an algorithm's module
+compares algorithm names. What an algorithm provides:
+
+* ``init_state(policy, knobs)`` — its optimizer state (any pytree, ``None``
+  for none), carried by the agent from iteration to iteration;
+* ``step(static, policy, state, batch, lr, knobs, key) -> PolicyStep`` — the
+  policy step on one batch, returned and never applied;
+* ``objective(terms, knobs, state) -> value`` — what it maximizes, written on
+  :class:`Terms` at the batch's θ_old (advantages normalized over the batch):
+  the landscape draws it and the gradient study can differentiate it;
+* ``constraint`` — what the figures draw as its trust region (``1 ± ε`` for a
+  ratio clip, ``δ`` for a KL bound, or ``None``);
+* ``knobs`` / ``static`` — the algorithm-specific knobs and static settings it
+  reads: those another algorithm declares are refused for it unless left at
+  their defaults;
+* ``update`` (optional) — the value and policy updates fused into one program,
+  with the same numbers as :func:`pg_diag.stages.value_step` followed by
+  ``step``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import jax
+from flax import struct
+
+
+class AlgorithmError(ValueError):
+    """An algorithm is unknown, registered twice, or declared inconsistently."""
+
+
+@struct.dataclass
+class StepInfo:
+    """What every step reports (a training metric each); NaN where it has no meaning for the algorithm."""
+
+    policy_loss: jax.Array    # minus the objective the step optimized (PPO: mean over its last epoch)
+    clip_fraction: jax.Array  # fraction of samples with |r − 1| > ε (ratio-clipping algorithms)
+    grad_norm: jax.Array      # the policy gradient's norm (before any clipping)
+    step_scale: jax.Array     # a line search's accepted scale 2^-i, 0 if none
+
+
+@struct.dataclass
+class ValueStep:
+    params: dict
+    opt_state: object
+    losses: jax.Array  # [epochs, minibatches]
+
+
+@struct.dataclass
+class PolicyStep:
+    params: dict        # the policy after the step
+    opt_state: object   # the algorithm's state after it (Adam's moments, a penalty coefficient, ...)
+    info: StepInfo
+
+
+@struct.dataclass
+class Terms:
+    """The per-sample quantities every objective is written in, at parameters θ on a batch from θ_old."""
+
+    ratio: jax.Array    # [B] π_θ(a|s) / π_old(a|s)
+    adv: jax.Array      # [B] advantages, normalized over the batch
+    log_std: jax.Array  # the policy's log standard deviation at θ
+    kl: jax.Array       # [B] KL(π_old ‖ π_θ) per state
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraint:
+    """What a figure draws as the algorithm's trust region."""
+
+    kind: str   # "ratio": the band 1 ± knob around the probability ratio; "kl": a bound knob on the mean KL
+    knob: str   # the knob that sets it
+    label: str  # how a figure names it
+
+    def __post_init__(self):
+        if self.kind not in ("ratio", "kl"):
+            raise AlgorithmError(f"constraint kind must be 'ratio' or 'kl', got {self.kind!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    name: str
+    summary: str
+    init_state: Callable      # (policy params, knobs) -> optimizer state
+    step: Callable            # (static, params, state, batch, lr, knobs, key) -> PolicyStep
+    objective: Callable       # (Terms, knobs, state) -> scalar to maximize
+    constraint: Optional[Constraint] = None
+    knobs: tuple = ()         # algorithm-specific knobs it reads
+    static: tuple = ()        # algorithm-specific static settings it reads
+    update: Optional[Callable] = None  # fused (static, policy, policy_state, value, value_opt, batch, lr_pi,
+    #                                    lr_v, knobs, key_value, key_policy) -> (ValueStep, PolicyStep) or None
+
+
+_REGISTRY: dict[str, Algorithm] = {}
+
+
+def register_algorithm(algorithm: Algorithm) -> Algorithm:
+    """Add ``algorithm`` to the registry under its name; returns it. Its knobs and static settings must be
+    fields of :class:`pg_diag.Knobs` / :class:`pg_diag.Static`."""
+    from pg_diag.config.knobs import KNOB_FIELDS
+    from pg_diag.config.static import STATIC_FIELDS
+
+    if not isinstance(algorithm, Algorithm):
+        raise AlgorithmError(f"register_algorithm takes an Algorithm, got {type(algorithm).__name__}")
+    name = algorithm.name
+    if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise AlgorithmError(f"an algorithm's name must be letters, digits, '-' or '_', got {name!r}")
+    if name in _REGISTRY:
+        raise AlgorithmError(f"algorithm {name!r} is already registered; registered algorithms: "
+                             f"{', '.join(_REGISTRY)}")
+    for field, known, kind in (("knobs", KNOB_FIELDS, "knobs"), ("static", STATIC_FIELDS, "static settings")):
+        unknown = [k for k in getattr(algorithm, field) if k not in known]
+        if unknown:
+            raise AlgorithmError(f"algorithm {name!r} declares unknown {kind} {unknown}; {kind} are: "
+                                 f"{', '.join(known)}")
+    if algorithm.constraint is not None and algorithm.constraint.knob not in algorithm.knobs:
+        raise AlgorithmError(f"algorithm {name!r}: its constraint's knob {algorithm.constraint.knob!r} must be "
+                             f"among its knobs {list(algorithm.knobs)}")
+    _REGISTRY[name] = algorithm
+    return algorithm
+
+
+def unregister_algorithm(name: str) -> None:
+    """Remove a registered algorithm (a user's, e.g. between tests)."""
+    get(name)
+    del _REGISTRY[name]
+
+
+def get(name: str) -> Algorithm:
+    """The registered algorithm ``name``; a clear error listing the registered ones otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise AlgorithmError(f"unknown algorithm {name!r}; registered algorithms: {', '.join(_REGISTRY)}") from None
+
+
+def names() -> tuple:
+    """The registered algorithms' names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def owners(field: str) -> tuple:
+    """The registered algorithms that declare ``field`` (a knob or static setting) as their own."""
+    return tuple(n for n, a in _REGISTRY.items() if field in a.knobs or field in a.static)

@@ -1,0 +1,252 @@
+"""The algorithm protocol and registry, and the three algorithms beyond the papers' (PPO-KL, NPG, VPG), each
+step checked against a second computation: a closed form, an explicit matrix, or another algorithm's step
+at the setting where the two coincide."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import algorithms, networks, preset, stages
+from pg_diag.algorithms import ppo_kl
+from pg_diag.config import ConfigError, Knobs, Static
+from pg_diag.rollout import UpdateBatch
+
+OBS, ACT = 3, 2
+
+
+def fixed_batch(seed=0, n=64, hidden=(16,)):
+    """A batch from a small MLP policy whose advantages reward the first action coordinate."""
+    knobs = Knobs().as_arrays()
+    params = networks.init_policy(jax.random.PRNGKey(seed), OBS, ACT, hidden, knobs)
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(100 + seed), 3)
+    obs = jax.random.normal(k1, (n, OBS))
+    mean, log_std = networks.policy_apply(params, obs, knobs)
+    action = mean + jnp.exp(log_std) * jax.random.normal(k2, mean.shape)
+    adv = action[:, 0] + 0.3 * jax.random.normal(k3, (n,))
+    batch = UpdateBatch(obs=obs, action=action, old_log_prob=networks.gaussian_log_prob(mean, log_std, action),
+                        advantages=adv, old_values=jnp.zeros(n), value_targets=jnp.zeros(n),
+                        value_mask=jnp.ones(n, bool))
+    return params, batch
+
+
+def test_the_registry_lists_every_algorithm_and_refuses_bad_ones():
+    assert algorithms.names()[:5] == ("ppo", "trpo", "ppo-kl", "npg", "vpg")
+    with pytest.raises(algorithms.AlgorithmError, match="unknown algorithm 'a2c'; registered algorithms: ppo, trpo"):
+        algorithms.get("a2c")
+    with pytest.raises(ConfigError, match="unknown algorithm 'a2c'; registered algorithms: ppo, trpo, ppo-kl, npg"):
+        preset("ppo", "point_mass").replace(algorithm="a2c")
+    ppo = algorithms.get("ppo")
+    with pytest.raises(algorithms.AlgorithmError, match="algorithm 'ppo' is already registered"):
+        algorithms.register_algorithm(ppo)
+    with pytest.raises(algorithms.AlgorithmError, match=r"declares unknown knobs \['beta'\]"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs=("beta",)))
+    with pytest.raises(algorithms.AlgorithmError, match="constraint's knob 'clip_eps' must be among its knobs"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs=()))
+    with pytest.raises(algorithms.AlgorithmError, match="name must be letters"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="my algo"))
+    assert "mine" not in algorithms.names()
+    assert algorithms.owners("kl_bound") == ("trpo", "npg") and algorithms.owners("gamma") == ()
+
+
+def test_a_knob_of_one_algorithm_given_to_another_is_refused_before_compiling():
+    with pytest.raises(ConfigError, match=r"knob clip_eps=0.1 belongs to ppo; algorithm 'trpo' does not read it"):
+        preset("trpo", "point_mass").replace(clip_eps=0.1)
+    with pytest.raises(ConfigError, match=r"knob kl_bound=0.13 belongs to trpo, npg; algorithm 'vpg'"):
+        preset("trpo", "hopper").replace(algorithm="vpg")
+    with pytest.raises(ConfigError, match=r"knob kl_target=0.02 belongs to ppo-kl"):
+        preset("ppo", "point_mass").replace(kl_target=0.02)
+    assert preset("npg", "hopper").kl_bound == preset("trpo", "hopper").kl_bound == 0.13
+    assert preset("ppo-kl", "walker2d").lr_policy == preset("ppo", "walker2d").lr_policy
+
+
+def test_npg_takes_the_natural_step_of_the_explicit_fisher_matrix_in_full():
+    """Δ = √(2δ / sᵀ(F + λI)s)·s with s = (F + λI)⁻¹g: F built explicitly (the Hessian of the mean KL on
+    the whole batch, fisher_fraction 1), g the gradient of mean(r·Â) at θ_old, solved directly in float64.
+    CG with more iterations than parameters is exact up to float32 rounding (relative 1e-6 per
+    operation, amplified by cond(F + λI) ≤ 1e3 here): 1e-3 relative."""
+    params, batch = fixed_batch(hidden=())   # a linear policy: 3·2 + 2 + 2 = 10 parameters
+    knobs = Knobs(kl_bound=0.02, damping=0.1).as_arrays()
+    static = Static(algorithm="npg", num_envs=1, steps_per_env=64, cg_iterations=30, fisher_fraction=1.0)
+    out = stages.policy_step(static, params, None, batch, 0.0, knobs, jax.random.PRNGKey(0))
+    flat, unravel = ravel_pytree(params)
+    adv = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std(ddof=1) + 1e-8)
+    old_mean, old_log_std = networks.policy_apply(params, batch.obs, knobs)
+
+    def surrogate(theta):
+        mean, log_std = networks.policy_apply(unravel(theta), batch.obs, knobs)
+        return jnp.mean(jnp.exp(networks.gaussian_log_prob(mean, log_std, batch.action) - batch.old_log_prob) * adv)
+
+    def mean_kl(theta):
+        mean, log_std = networks.policy_apply(unravel(theta), batch.obs, knobs)
+        return jnp.mean(networks.gaussian_kl(old_mean, old_log_std, mean, log_std))
+
+    g = np.asarray(jax.grad(surrogate)(flat), np.float64)
+    a = np.asarray(jax.hessian(mean_kl)(flat), np.float64) + 0.1 * np.eye(flat.size)
+    s = np.linalg.solve(a, g)
+    delta = np.sqrt(2 * 0.02 / (s @ a @ s)) * s
+    got = np.asarray(ravel_pytree(out.params)[0] - flat, np.float64)
+    np.testing.assert_allclose(got, delta, rtol=1e-3, atol=1e-3 * np.abs(delta).max())
+    assert float(out.info.step_scale) == 1.0 and out.opt_state is None
+    assert float(out.info.policy_loss) == pytest.approx(-float(surrogate(flat + jnp.asarray(got, jnp.float32))),
+                                                        rel=1e-4)
+
+
+def test_npg_steps_a_mean_kl_of_delta_under_the_quadratic_model():
+    """With the whole batch as the Fisher subset and no damping, ½ΔᵀFΔ = δ exactly, and the actual mean KL
+    of the step differs from its quadratic model by a third-order term, O(|Δ|³) ~ δ^{3/2}: at δ = 1e-4 the
+    ratio KL/δ is 1 ± 5% with a wide margin (the cubic term is ~1% here). A linear policy keeps F well
+    conditioned (10 parameters, 64 states), so CG without damping converges in float32."""
+    params, batch = fixed_batch(seed=1, hidden=())
+    knobs = Knobs(kl_bound=1e-4, damping=0.0).as_arrays()
+    static = Static(algorithm="npg", num_envs=1, steps_per_env=64, cg_iterations=30, fisher_fraction=1.0)
+    new = stages.policy_step(static, params, None, batch, 0.0, knobs, jax.random.PRNGKey(0)).params
+    tr = stages.trust_region(params, new, batch.obs, batch.action, batch.old_log_prob, knobs)
+    assert float(tr.mean_kl) / 1e-4 == pytest.approx(1.0, abs=0.05)
+
+
+def test_vpg_is_one_adam_step_along_the_reinforce_gradient():
+    """ĝ = mean_i ∇log π(a_i|s_i)·Â_i (Â normalized over the batch): per-sample score functions, summed by
+    hand. Adam's first step from zero moments is θ + lr·ĝ/(|ĝ| + ε) elementwise (bias-corrected m̂ = ĝ,
+    v̂ = ĝ²). Float32 sums of 64 terms: 1e-5 relative."""
+    params, batch = fixed_batch(seed=2)
+    knobs = Knobs(grad_clipping=False, entropy_coef=0.0).as_arrays()
+    vpg = algorithms.get("vpg")
+    static = Static(algorithm="vpg", num_envs=1, steps_per_env=64)
+    out = stages.policy_step(static, params, vpg.init_state(params, knobs), batch, 0.01, knobs, None)
+    flat, unravel = ravel_pytree(params)
+    adv = np.asarray(batch.advantages, np.float64)
+    adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+    score = jax.vmap(jax.grad(lambda th, o, a: networks.gaussian_log_prob(
+        *networks.policy_apply(unravel(th), o[None], knobs), a[None])[0]), in_axes=(None, 0, 0))(
+        flat, batch.obs, batch.action)
+    g = (np.asarray(score, np.float64) * adv[:, None]).mean(axis=0)
+    expected = np.asarray(flat, np.float64) + 0.01 * g / (np.abs(g) + 1e-5)
+    np.testing.assert_allclose(np.asarray(ravel_pytree(out.params)[0]), expected, rtol=1e-5, atol=1e-6)
+    assert float(out.info.grad_norm) == pytest.approx(np.linalg.norm(g), rel=1e-4)
+
+
+def test_ppo_kl_without_a_penalty_takes_unclipped_ppo_steps_and_adapts_beta_by_the_rule():
+    """At β = 0 the penalized loss is −mean(r·Â) − c·H, PPO's loss with its clip disabled (ε = 1e32 makes
+    min(r·Â, clip(r)·Â) = r·Â): the same minibatches from the same key, the same Adam steps. The two
+    differentiate different expressions of the same function (min of two equal terms), so they agree
+    to float32 rounding over 3 × 4 Adam steps: 1e-5 relative. β then follows the paper's rule on the
+    step's mean KL d, computed here by the closed form of the Gaussian KL."""
+    params, batch = fixed_batch(seed=3)
+    static = Static(algorithm="ppo-kl", num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
+    knobs = Knobs(kl_beta_init=0.0, kl_target=0.01).as_arrays()
+    key = jax.random.PRNGKey(7)
+    state = algorithms.get("ppo-kl").init_state(params, knobs)
+    out = stages.policy_step(static, params, state, batch, 3e-3, knobs, key)
+    ppo_knobs = Knobs(clip_eps=1e32).as_arrays()
+    ppo = stages.policy_step(dataclasses.replace(static, algorithm="ppo"), params,
+                             algorithms.get("ppo").init_state(params, ppo_knobs), batch, 3e-3, ppo_knobs, key)
+    np.testing.assert_allclose(ravel_pytree(out.params)[0], ravel_pytree(ppo.params)[0], rtol=1e-5, atol=1e-7)
+    assert float(out.opt_state.beta) == 0.0          # 0 halves and doubles to 0
+
+    # β = 1: the KL after the step decides β' ∈ {0.5, 1, 2} by the thresholds d_targ / 1.5 and 1.5 d_targ
+    knobs = Knobs(kl_beta_init=1.0, kl_target=0.01).as_arrays()
+    out = stages.policy_step(static, params, algorithms.get("ppo-kl").init_state(params, knobs), batch, 3e-3,
+                             knobs, key)
+    m0, s0 = (np.asarray(x, np.float64) for x in networks.policy_apply(params, batch.obs, knobs))
+    m1, s1 = (np.asarray(x, np.float64) for x in networks.policy_apply(out.params, batch.obs, knobs))
+    d = np.mean(np.sum(s1 - s0 + (np.exp(2 * s0) + (m0 - m1) ** 2) / (2 * np.exp(2 * s1)) - 0.5, axis=1))
+    expected = 0.5 if d < 0.01 / 1.5 else 2.0 if d > 0.015 else 1.0
+    assert float(out.opt_state.beta) == expected
+    for kl, beta in ((0.001, 0.5), (0.0066, 0.5), (0.0067, 1.0), (0.015, 1.0), (0.0151, 2.0)):
+        assert float(ppo_kl.adapt_beta(jnp.float32(1.0), jnp.float32(kl), 0.01)) == beta
+
+
+@pytest.mark.parametrize("algo", ["ppo-kl", "npg", "vpg"])
+def test_each_algorithm_trains_from_its_preset_and_records_its_metrics(algo, tmp_path):
+    """A short run of every new algorithm's preset on the point mass: finite losses, a policy that moves,
+    the metrics each step defines (NPG: scale 1; the others: no line search, NaN)."""
+    from pg_diag import sweep
+
+    cfg = preset(algo, "point_mass", num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2,
+                 num_iterations=3)
+    m = sweep(cfg, seeds=2).metrics
+    assert len(m) == 6 and not m.diverged.any()
+    assert np.isfinite(m[["policy_loss", "value_loss", "grad_norm", "mean_kl"]].to_numpy()).all()
+    assert (m.mean_kl > 0).all()
+    if algo == "npg":
+        assert (m.step_scale == 1.0).all()
+    else:
+        assert m.step_scale.isna().all()
+
+
+@pytest.mark.parametrize("algo", ["ppo", "ppo-kl"])
+def test_the_own_objectives_gradient_adds_the_entropy_term_and_nothing_from_clip_or_penalty(algo):
+    """At θ_old the ratio is 1 (inside PPO's clip) and ∇KL(π_old ‖ π_θ) = 0, so the own objective's gradient
+    exceeds the surrogate's by c·∇H only, and H = Σ(log σ + ½ log 2πe) makes ∇H 1 on each log σ and 0
+    elsewhere: objective_extra = c on the log-std entries. Its other entries are the difference of two
+    float32 gradients of equal terms (|g| ≲ 10 here): 1e-5 absolute."""
+    from pg_diag import make_train
+    from pg_diag.diagnostics import gradients
+    from pg_diag.diagnostics.sampling import algorithm_sampling
+
+    cfg = preset(algo, "lqr", entropy_coef=0.05, **({"kl_beta_init": 5.0} if algo == "ppo-kl" else {}))
+    trainer = make_train(cfg.static)
+    knobs = cfg.knobs.as_arrays()
+    agent = trainer.init(jax.random.PRNGKey(0), knobs)
+    agent, _ = trainer.iteration(agent, knobs)        # statistics and a policy away from their start
+    extra = gradients.objective_extra(trainer.env, cfg.static, algorithm_sampling(cfg.static), agent, knobs,
+                                      jax.random.PRNGKey(1))
+    expected = ravel_pytree(jax.tree.map(jnp.zeros_like, agent.policy) | {
+        "log_std": jnp.full_like(agent.policy["log_std"], 0.05)})[0]
+    np.testing.assert_allclose(np.asarray(extra), np.asarray(expected), atol=1e-5)
+
+
+def test_a_gradient_study_of_the_own_objective_is_recorded_and_equals_the_surrogates_without_extra_terms(lqr_runs):
+    """PPO's LQR preset has no entropy term, so its own objective's gradient at θ_old is the surrogate's: the
+    same streams (same keys) give the same cosines up to the rounding of adding an all-but-zero vector."""
+    from pg_diag.diagnostics import gradient_study
+
+    kw = dict(iterations=[5], sizes=(100, 1000), estimates=3, save=False)
+    own = gradient_study(lqr_runs["ppo"], objective="own", **kw)
+    plain = gradient_study(lqr_runs["ppo"], **kw)
+    assert own.manifest["resolved"]["objective"] == "own" and plain.manifest["resolved"]["objective"] == "surrogate"
+    np.testing.assert_allclose(own.pairs.cosine, plain.pairs.cosine, atol=1e-4)
+    with pytest.raises(Exception, match="objective must be one of surrogate, own, got 'mine'"):
+        gradient_study(lqr_runs["ppo"], objective="mine", **kw)
+
+
+@pytest.fixture(scope="module")
+def new_runs(tmp_path_factory):
+    """PPO-KL, NPG and VPG on the linear-quadratic task (one agent each, tiny batches), checkpointed after
+    iterations 0 and 2: the subjects of every diagnostic below."""
+    from pg_diag import sweep
+
+    root = tmp_path_factory.mktemp("new-algorithms")
+    out = {}
+    for algo in ("ppo-kl", "npg", "vpg"):
+        cfg = preset(algo, "lqr", num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2,
+                     num_iterations=2, checkpoint_at=(0, 2))
+        out[algo] = sweep(cfg, seeds=1, out=str(root / algo)).path
+    return out
+
+
+def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
+    """The step study and the surrogate landscape call each algorithm's own step and objective; the gradient,
+    baseline and landscape-concentration studies sample its frozen policy. At the plane's origin (θ_old)
+    every objective is mean(Â_normalized) − β·0 + c·H with c = 0 here: 0 up to float32 rounding of a
+    normalized mean (1e-6)."""
+    from pg_diag.diagnostics import baseline_study, gradient_study, landscape_study, step_study
+
+    paths = list(new_runs.values())
+    steps = step_study(paths, batches=2, save=False)
+    assert set(steps.steps.algorithm) == {"ppo-kl", "npg", "vpg"} and (steps.steps.norm > 0).all()
+    assert np.isfinite(steps.pairs.cosine).all()
+    land = landscape_study(paths, iterations=[2], points=3, sizes=(256,), envs=4, save=False)
+    kinds = dict(zip(land.planes.algorithm, land.planes.constraint))
+    assert kinds == {"ppo-kl": "kl", "npg": "kl", "vpg": ""}
+    origin = land.surface[(land.surface.x == 0) & (land.surface.y == 0)]
+    assert len(origin) == 3 and np.allclose(origin.surrogate, 0.0, atol=1e-6)
+    grads = gradient_study(paths, iterations=[2], sizes=(64, 256), estimates=2, save=False)
+    assert set(grads.subjects.algorithm) == {"ppo-kl", "npg", "vpg"} and np.isfinite(grads.pairs.cosine).all()
+    base = baseline_study(paths, iterations=[2], sizes=(64, 256), estimates=2, fit_pairs=1024, fit_epochs=1,
+                          save=False)
+    assert np.isfinite(base.pairs.cosine).all()

@@ -1,0 +1,73 @@
+"""The example of a user's own algorithm (examples/ppo_early_stop.py): registered from outside the package, its
+step checked at the two settings where it is another step, then trained and taken through fig-step-variance
+and the surrogate landscape."""
+
+import importlib.util
+import os
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from pg_diag import algorithms, networks, stages
+from pg_diag.algorithms import ppo
+from pg_diag.algorithms.epochs import minibatch_indices
+from pg_diag.config import Knobs, Static
+from pg_diag.rollout import UpdateBatch
+
+PATH = pathlib.Path(__file__).parent.parent / "examples" / "ppo_early_stop.py"
+
+
+@pytest.fixture(scope="module")
+def example():
+    spec = importlib.util.spec_from_file_location("ppo_early_stop", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    if module.EARLY_STOP.name in algorithms.names():
+        algorithms.unregister_algorithm(module.EARLY_STOP.name)
+
+
+def _batch(n=64):
+    knobs = Knobs().as_arrays()
+    params = networks.init_policy(jax.random.PRNGKey(0), 3, 2, (8,), knobs)
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
+    obs = jax.random.normal(k1, (n, 3))
+    mean, log_std = networks.policy_apply(params, obs, knobs)
+    action = mean + jax.numpy.exp(log_std) * jax.random.normal(k2, mean.shape)
+    return params, UpdateBatch(obs=obs, action=action, old_log_prob=networks.gaussian_log_prob(mean, log_std, action),
+                               advantages=action[:, 0] + 0.3 * jax.random.normal(k3, (n,)), old_values=jax.numpy.zeros(n),
+                               value_targets=jax.numpy.zeros(n), value_mask=jax.numpy.ones(n, bool))
+
+
+def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
+    """With d_targ huge it never stops: PPO's step; with d_targ ≈ 0 it stops after the first minibatch
+    step: that step alone, on the first permutation PPO's epochs draw from the same key. Different
+    compiled programs of the same float32 arithmetic: 1e-6 relative."""
+    params, batch = _batch()
+    static = Static(algorithm="ppo", num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
+    key, lr = jax.random.PRNGKey(3), 1e-2
+    state = ppo.init_state(params, Knobs().as_arrays())
+    flat = lambda p: np.asarray(ravel_pytree(p)[0])  # noqa: E731
+    never = example.step(static, params, state, batch, lr, Knobs(kl_target=1e9).as_arrays(), key)
+    whole = stages.policy_step(static, params, state, batch, lr, Knobs().as_arrays(), key)
+    np.testing.assert_allclose(flat(never.params), flat(whole.params), rtol=1e-6, atol=1e-7)
+    at_once = example.step(static, params, state, batch, lr, Knobs(kl_target=1e-12).as_arrays(), key)
+    first = minibatch_indices(jax.random.split(key, 3)[0], 64, 4)[0]
+    (one, _), _ = ppo.policy_minibatch(batch, lr, Knobs().as_arrays())((params, state), first)
+    np.testing.assert_allclose(flat(at_once.params), flat(one), rtol=1e-6, atol=1e-7)
+    assert not np.allclose(flat(one), flat(whole.params))
+
+
+def test_the_example_trains_and_runs_the_step_study_and_the_landscape(example, tmp_path):
+    assert len(PATH.read_text().splitlines()) < 80
+    run, steps, land = example.main(str(tmp_path))
+    assert run.manifest["base_config"]["static"]["algorithm"] == "ppo-early-stop"
+    assert np.isfinite(run.metrics.mean_kl).all() and not run.metrics.diverged.any()
+    for res in (steps, land):
+        assert os.path.getsize(res["figure"]) > 10_000
+    from pg_diag.diagnostics import load_landscape_study
+    planes = load_landscape_study(run.path, "landscape-surrogate").planes
+    assert set(planes.constraint) == {"kl"} and np.allclose(planes.constraint_value, 0.005)
