@@ -46,14 +46,14 @@ EARLY_STOP = algorithms.Algorithm(
     knobs=("clip_eps", "kl_target"), static=("ppo_epochs",))
 
 
-def main(out="results/examples/ppo-early-stop"):
+def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):
     from pg_diag.experiments import gradient_figs, landscape_figs
 
     if EARLY_STOP.name not in algorithms.names():
         algorithms.register_algorithm(EARLY_STOP)
-    cfg = pg_diag.preset("ppo", "lqr").replace(algorithm=EARLY_STOP.name, kl_target=0.005, num_iterations=6,
-                                               checkpoint_at=(0, 5))
-    run = pg_diag.sweep(cfg, seeds=2, out=f"{out}/runs/lqr-{EARLY_STOP.name}")
+    cfg = pg_diag.preset("ppo", "lqr").replace(**{"algorithm": EARLY_STOP.name, "kl_target": 0.005,
+                                                  "num_iterations": 6, "checkpoint_at": (0, 5), **overrides})
+    run = pg_diag.sweep(cfg, seeds=seeds, out=f"{out}/runs/lqr-{EARLY_STOP.name}")
     print(run.metrics.groupby("iteration")[["mean_return", "mean_kl"]].mean())
     steps = gradient_figs.run("fig-step-variance", "smoke", out=f"{out}/steps", runs=[run.path],
                               diag=dict(batches=4), progress=False)

@@ -63,7 +63,9 @@ def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
 
 def test_the_example_trains_and_runs_the_step_study_and_the_landscape(example, tmp_path):
     assert len(PATH.read_text().splitlines()) < 80
-    run, steps, land = example.main(str(tmp_path))
+    from pg_diag.experiments.notebook import TINY_TRAINING
+
+    run, steps, land = example.main(str(tmp_path), seeds=1, **TINY_TRAINING)
     assert run.manifest["base_config"]["static"]["algorithm"] == "ppo-early-stop"
     assert np.isfinite(run.metrics.mean_kl).all() and not run.metrics.diverged.any()
     for res in (steps, land):
