@@ -34,8 +34,16 @@ def cmd_fig_ablation(args):
 
 def _experiment_args(args) -> dict:
     task = args.task if isinstance(args.task, (list, tuple)) or args.task is None else [args.task]
+    extra = {"algorithms": tuple(args.algorithm)} if getattr(args, "algorithm", None) else {}
     return dict(tasks=tuple(task) if task else None, seeds=getattr(args, "seeds", None),
-                progress=getattr(args, "progress", None), **parse_assignments(getattr(args, "set", None), "--set"))
+                progress=getattr(args, "progress", None), **extra,
+                **parse_assignments(getattr(args, "set", None), "--set"))
+
+
+def _algorithms_arg(p) -> None:
+    p.add_argument("--algorithm", action="append", metavar="PRESET",
+                   help="train these presets instead of the target's own (repeatable; see `pg-diag presets`), "
+                        "e.g. --algorithm ppo --algorithm npg")
 
 
 def _from_args(args):
@@ -221,9 +229,9 @@ def add_studies(sub) -> None:
     _add_experiment(sub, "fig-ablation", "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds",
                     cmd_fig_ablation, "results/fig-ablation", planned=True)
     _add_experiment(sub, "fig-trust-region", "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO",
-                    cmd_fig_trust_region, "results/fig-trust-region", planned=True)
+                    cmd_fig_trust_region, "results/fig-trust-region", extra=_algorithms_arg, planned=True)
     _add_experiment(sub, "fig-value", "CL Fig 4/14/15: value-network MRE against its target, the returns and "
-                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value", planned=True)
+                    "(LQR) the exact V^π", cmd_fig_value, "results/fig-value", extra=_algorithms_arg, planned=True)
     _add_experiment(sub, "fig-rewards", "CL Fig 10: reward curves of all five algorithms", cmd_fig_rewards,
                     "results/algorithms", planned=True)
 

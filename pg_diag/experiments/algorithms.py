@@ -81,6 +81,18 @@ SCALES = {
 }
 
 
+def presets_of(algorithms, default) -> tuple:
+    """The presets a study trains: ``algorithms`` (preset names, e.g. ``("ppo", "npg")``) or the study's
+    ``default``; an unknown name is refused before anything trains."""
+    from pg_diag.config import preset_names
+
+    names = tuple(algorithms or default)
+    unknown = [a for a in names if a not in preset_names()]
+    if unknown:
+        raise ConfigError(f"unknown preset {unknown[0]!r}; presets: {', '.join(preset_names())}")
+    return names
+
+
 def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
     """Group the presets by static settings: each group is one compiled sweep.
 

@@ -69,7 +69,7 @@ def _training(task, algos, seeds, over, have) -> list:
     return out
 
 
-def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
+def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) -> list:
     """The sweeps of a target that only trains, as its ``run`` would start them."""
     from pg_diag.experiments import ablation, algorithms, checkpointed, trust_region, value_fig
 
@@ -103,6 +103,9 @@ def _training_target(target, scale, tasks, seeds, have, overrides) -> list:
     module, algos = {"fig-trust-region": (trust_region, trust_region.ALGORITHMS),
                      "fig-value": (value_fig, value_fig.ALGORITHMS)}.get(
         target, (algorithms, algorithms.ALGORITHM_PRESETS))
+    if chosen and target not in ("fig-trust-region", "fig-value"):
+        raise ConfigError(f"{target} trains its own presets; --algorithm applies to fig-trust-region and fig-value")
+    algos = algorithms.presets_of(chosen, algos)
     sc = checkpointed.pick_scale(module.SCALES, scale)
     over = {**sc.overrides, **overrides}
     return [p for t in tuple(tasks or sc.tasks) for p in _training(t, algos, seeds or sc.seeds, over, have)]
@@ -177,7 +180,8 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
     if target in TRAINING_TARGETS:
         if diag:
             raise ConfigError(f"{target} only trains: it has no measurement settings, got {sorted(diag)}")
-        return _training_target(target, scale, tasks, seeds, have, overrides)
+        algos = overrides.pop("algorithms", None)
+        return _training_target(target, scale, tasks, seeds, have, overrides, algos)
     if target in landscape_figs.TARGETS:
         sc = checkpointed.pick_scale(landscape_figs.SCALES, scale)
         tasks, algos = tuple(tasks or sc.tasks[target]), landscape_figs.MEASURED[target]

@@ -20,7 +20,7 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, run_names, train_study
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
@@ -58,7 +58,7 @@ def plot(metrics, path: str, title: str = "") -> str:
         refs = reference_values(m)[task]
         for row, (prefix, where) in enumerate((("", "training batch"), ("heldout_", "held-out batch"))):
             ax_r, ax_ratio, ax_kl, ax_mm = axes[2 * t + row]
-            for algo in ALGORITHMS:
+            for algo in dict.fromkeys(m.algorithm):
                 a = m[m.algorithm == algo]
                 a = a if not prefix else a[np.isfinite(a["heldout_mean_kl"])]
                 for i, (_, agent) in enumerate(a.groupby("agent")):
@@ -71,7 +71,7 @@ def plot(metrics, path: str, title: str = "") -> str:
             for ratio in refs["ratio"]:
                 ax_ratio.axhline(ratio, color="k", ls=":", lw=1, label=f"1 + ε = {ratio:g}")
             for delta in refs["kl_bound"]:
-                ax_kl.axhline(delta, color="tab:green", ls=":", lw=1, label=f"TRPO δ = {delta:g}")
+                ax_kl.axhline(delta, color="tab:green", ls=":", lw=1, label=f"KL bound = {delta:g}")
             ax_r.set_title(f"{task}: mean reward" + (" (iterations with a held-out batch)" if prefix else ""))
             ax_ratio.set_title(f"max ratio, {where}")
             ax_kl.set_title(f"mean KL, {where}")
@@ -116,20 +116,22 @@ def summary(metrics):
     return pd.DataFrame(rows)
 
 
-def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, **overrides):
-    """Train PPO, PPO-M and TRPO on each task, record the study in ``out`` and :func:`draw` it."""
+def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, algorithms=None,
+        **overrides):
+    """Train PPO, PPO-M and TRPO (or the presets ``algorithms``) on each task, record the study in ``out`` and :func:`draw` it."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
     sc = SCALES[scale]
+    algos = presets_of(algorithms, ALGORITHMS)
     tasks = tuple(tasks or sc.tasks)
     over = {**sc.overrides, **overrides}
     for task in tasks:
-        for algo in ALGORITHMS:
+        for algo in algos:
             study_preset(algo, task, **over)
     for t in tasks:
-        train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
-    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(ALGORITHMS),
-                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHMS, **over)] for t in tasks})
+        train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)
+    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(algos),
+                    runs={t: [f"runs/{n}" for n in run_names(t, algos, **over)] for t in tasks})
     return draw(out)
 
 
@@ -142,6 +144,7 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     os.makedirs(out, exist_ok=True)
     figures.write_csv(table, os.path.join(out, "summary.csv"), index=False)
     path = plot(metrics, os.path.join(out, "fig-trust-region.png"),
-                title=f"Trust regions of PPO, PPO-M and TRPO ({record['scale']} scale): training batch (upper rows) "
+                title=f"Trust regions of {', '.join(LABELS[a] for a in dict.fromkeys(metrics.algorithm))} "
+                      f"({record['scale']} scale): training batch (upper rows) "
                       f"and held-out batch (lower rows)")
     return {"figure": path, "summary": table, "metrics": metrics, "references": reference_values(metrics)}

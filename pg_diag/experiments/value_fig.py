@@ -29,7 +29,7 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, run_names, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, run_names, train_study
 from pg_diag.stats import bootstrap_mean_ci
 
 STUDY = "fig-value"
@@ -55,21 +55,23 @@ SCALES = {
 }
 
 
-def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, **overrides) -> dict:
-    """Train PPO and TRPO on each task (reusing matching runs), record the study in ``out``, draw it."""
+def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorithms=None, **overrides) -> dict:
+    """Train PPO and TRPO (or the presets ``algorithms``) on each task (reusing matching runs), record the
+    study in ``out``, draw it."""
     if scale not in SCALES:
         raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
     sc = SCALES[scale]
+    algos = presets_of(algorithms, ALGORITHMS)
     tasks = tuple(tasks or sc.tasks)
     out = out or f"results/{STUDY}-{scale}"
     over = {**sc.overrides, **overrides}
     for task in tasks:
-        for algo in ALGORITHMS:
+        for algo in algos:
             study_preset(algo, task, **over)  # every configuration validated before anything trains
     for task in tasks:
-        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHMS, progress, **over)
-    study_dir.write(out, STUDY, scale, tasks, algorithms=list(ALGORITHMS),
-                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHMS, **over)] for t in tasks})
+        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos),
+                    runs={t: [f"runs/{n}" for n in run_names(t, algos, **over)] for t in tasks})
     return draw(out)
 
 
