@@ -1,4 +1,5 @@
-"""Task registry: ``make(name, physics, threads)`` returns an :class:`Env` (pure reset/step).
+"""Task registry: ``make(name, physics, threads)`` returns an :class:`Env` (pure reset/step);
+:func:`register_task` adds one (the built-in tasks register here, a user's own :class:`Env` the same way).
 
 MuJoCo tasks run on one of two physics backends: ``mjx`` (pure JAX; the
 backend for GPUs and TPUs) or ``native`` (MuJoCo's C library, multithreaded,
@@ -16,23 +17,76 @@ import os
 
 from pg_diag.envs.base import Env, EnvState, time_limit
 
-#: name -> (kind, one-line description). MuJoCo tasks import MuJoCo lazily.
-TASKS = {
-    "hopper": ("mujoco", "Hopper (Brax MJCF), 11-d obs, 3-d action, 1000-step episodes."),
-    "walker2d": ("mujoco", "Walker2d (Brax MJCF), 17-d obs, 6-d action, 1000-step episodes."),
-    "humanoid": ("mujoco", "Humanoid (Brax MJCF and solver settings), 276-d obs, 17-d action, 1000-step episodes."),
-    "pendulum": ("jax", "Pendulum swing-up in pure JAX, 3-d obs, 1-d action, 200-step episodes."),
-    "point_mass": ("jax", "2-D point mass in pure JAX with termination, 4-d obs, 2-d action, 200-step episodes."),
-    "lqr": ("jax", "Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
-                   "(mean 50 steps); J, ∇J and V^π in closed form."),
-}
-#: name -> (observation size, action size), known without building the task (plans, memory estimates); a test
-#: checks it against every task built
-TASK_SIZES = {"hopper": (11, 3), "walker2d": (17, 6), "humanoid": (276, 17), "pendulum": (3, 1), "point_mass": (4, 2),
-              "lqr": (2, 1)}
-#: name -> time limit in steps (the LQR task's is a cap its geometric episodes practically never reach)
-EPISODE_LIMITS = {"hopper": 1000, "walker2d": 1000, "humanoid": 1000, "pendulum": 200, "point_mass": 200,
-                  "lqr": 10_000}
+#: The registry, filled by :func:`register_task` (the built-in tasks below; a user's own the same way):
+#: name -> (kind, one-line description); kind "jax" (pure JAX) or "mujoco" (a physics backend)
+TASKS: dict = {}
+#: name -> (observation size, action size), known without building the task (plans, memory estimates);
+#: :func:`make` checks it against the task built
+TASK_SIZES: dict = {}
+#: name -> time limit in steps
+EPISODE_LIMITS: dict = {}
+_MAKERS: dict = {}
+
+
+def register_task(name: str, make_env, *, obs_size: int, action_size: int, episode_limit: int,
+                  description: str = "", kind: str = "jax") -> None:
+    """Add a task to the registry. ``make_env(physics, threads, solver) -> Env`` builds it (a pure-JAX
+    task ignores the three); its sizes and time limit are declared here so that plans and memory
+    estimates need not build it, and :func:`make` checks the built task against them."""
+    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"a task's name must be letters, digits, '-' or '_', got {name!r}")
+    if name in TASKS:
+        raise ValueError(f"task {name!r} is already registered; tasks are: {', '.join(sorted(TASKS))}")
+    if kind not in ("jax", "mujoco"):
+        raise ValueError(f"a task's kind must be 'jax' (pure JAX) or 'mujoco', got {kind!r}")
+    for field, value in (("obs_size", obs_size), ("action_size", action_size), ("episode_limit", episode_limit)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"task {name!r}: {field} must be a positive int, got {value!r}")
+    TASKS[name] = (kind, description)
+    TASK_SIZES[name] = (obs_size, action_size)
+    EPISODE_LIMITS[name] = episode_limit
+    _MAKERS[name] = make_env
+
+
+def unregister_task(name: str) -> None:
+    """Remove a registered task (a user's, e.g. between tests)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; tasks are: {', '.join(sorted(TASKS))}")
+    for table in (TASKS, TASK_SIZES, EPISODE_LIMITS, _MAKERS):
+        del table[name]
+    _make.cache_clear()
+
+
+def _pure(module: str, factory: str):
+    def make_env(physics, threads, solver):
+        import importlib
+        return getattr(importlib.import_module(module), factory)()
+    return make_env
+
+
+def _mujoco(name: str):
+    def make_env(physics, threads, solver):  # MuJoCo is imported only when a MuJoCo task is built
+        from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
+        return make_mujoco_env(MUJOCO_TASKS[name], physics, threads, solver=solver)
+    return make_env
+
+
+for _name, _sizes, _desc in (
+        ("hopper", (11, 3), "Hopper (Brax MJCF), 11-d obs, 3-d action, 1000-step episodes."),
+        ("walker2d", (17, 6), "Walker2d (Brax MJCF), 17-d obs, 6-d action, 1000-step episodes."),
+        ("humanoid", (276, 17), "Humanoid (Brax MJCF and solver settings), 276-d obs, 17-d action, 1000-step "
+                                "episodes.")):
+    register_task(_name, _mujoco(_name), obs_size=_sizes[0], action_size=_sizes[1], episode_limit=1000,
+                  description=_desc, kind="mujoco")
+register_task("pendulum", _pure("pg_diag.envs.classic", "make_pendulum"), obs_size=3, action_size=1,
+              episode_limit=200, description="Pendulum swing-up in pure JAX, 3-d obs, 1-d action, 200-step episodes.")
+register_task("point_mass", _pure("pg_diag.envs.classic", "make_point_mass"), obs_size=4, action_size=2,
+              episode_limit=200, description="2-D point mass in pure JAX with termination, 4-d obs, 2-d action, "
+                                             "200-step episodes.")
+# the LQR task's limit is a cap its geometric episodes practically never reach
+register_task("lqr", _pure("pg_diag.envs.lqr", "make_lqr"), obs_size=2, action_size=1, episode_limit=10_000,
+              description="Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
+                          "(mean 50 steps); J, ∇J and V^π in closed form.")
 PHYSICS = ("auto", "mjx", "native")
 #: MuJoCo solver settings (:data:`pg_diag.envs.mujoco_tasks.SOLVERS`): the task's converged ones, or Brax's fast ones.
 SOLVERS = ("converged", "fast")
@@ -76,17 +130,15 @@ def choose_physics(task: str, physics: str, threads: int, solver: str, batch: in
 
 @functools.lru_cache(maxsize=None)
 def _make(name: str, physics: str, threads: int, solver: str) -> Env:
-    if name == "pendulum":
-        from pg_diag.envs.classic import make_pendulum
-        return make_pendulum()
-    if name == "point_mass":
-        from pg_diag.envs.classic import make_point_mass
-        return make_point_mass()
-    if name == "lqr":
-        from pg_diag.envs.lqr import make_lqr
-        return make_lqr()
-    from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
-    return make_mujoco_env(MUJOCO_TASKS[name], physics, threads, solver=solver)
+    env = _MAKERS[name](physics, threads, solver)
+    if not isinstance(env, Env):
+        raise ValueError(f"task {name!r}: its maker returned {type(env).__name__}, not a pg_diag.envs.Env")
+    declared = (TASK_SIZES[name], EPISODE_LIMITS[name])
+    if ((env.obs_size, env.action_size), env.max_episode_steps) != declared:
+        raise ValueError(f"task {name!r} was registered with (obs, action) sizes {declared[0]} and time limit "
+                         f"{declared[1]}, but the task built has {(env.obs_size, env.action_size)} and "
+                         f"{env.max_episode_steps}")
+    return env
 
 
 def episode_limit(task: str) -> int:
@@ -108,4 +160,5 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
     return _make(name, backend, threads, solver)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "TASK_SIZES", "EPISODE_LIMITS", "choose_physics", "episode_limit", "make", "resolve_physics", "time_limit"]
+__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "TASK_SIZES", "EPISODE_LIMITS", "choose_physics",
+           "episode_limit", "make", "register_task", "resolve_physics", "time_limit", "unregister_task"]
