@@ -22,8 +22,9 @@ from pg_diag import preset, sweep  # noqa: E402
 # The modules that take longest (mostly compiling their programs), longest first. `make test` hands whole
 # modules to the workers in collection order (--dist loadfile --no-loadscope-reorder), so starting with these
 # lets the workers finish together; the others follow in their usual order.
-LONGEST_FIRST = ("test_notebooks", "test_distributed", "test_physics", "test_experiments", "test_sweep",
-                 "test_diagnostics", "test_resume", "test_lqr", "test_baselines", "test_landscape", "test_devices")
+LONGEST_FIRST = ("test_notebooks", "test_distributed", "test_physics", "test_algorithms", "test_experiments",
+                 "test_sweep", "test_diagnostics", "test_resume", "test_lqr", "test_baselines", "test_landscape",
+                 "test_devices", "test_examples")
 
 
 def pytest_collection_modifyitems(items):
