@@ -201,7 +201,7 @@ def _explained_variance(v, target, mask):
 def fit_value(static, settings: BaselineSettings, r: Resolved, data: FitData, agent, knobs, key):
     """A value network fit to the complete returns of ``data`` (all but the held-out chunks), starting from
     the agent's network (``fit_start="agent"``) or a fresh one: ``fit_epochs`` passes of minibatch Adam on
-    the squared error (ppo.value_update with clipping off), the learning rate annealed linearly to 0.
+    the squared error (algorithms.epochs.value_update with clipping off), the learning rate annealed linearly to 0.
 
     Both networks are then scored on the held-out chunks against the same Monte-Carlo returns; the paired
     difference of their relative errors is averaged per held-out chunk (each an independent batch of the
