@@ -80,9 +80,9 @@ def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBa
     both in one loop, :func:`pg_diag.algorithms.ppo.ppo_update`, a little faster
     on a CPU), with the same numbers as the two calls one after the other."""
     fused = algorithms.get(static.algorithm).update
-    both = fused and fused(static, policy, policy_opt, value, value_opt, batch, lr_policy, lr_value, knobs,
-                           key_value, key_policy)
-    if both:
+    both = None if fused is None else fused(static, policy, policy_opt, value, value_opt, batch, lr_policy,
+                                            lr_value, knobs, key_value, key_policy)
+    if both is not None:   # an algorithm may decline for these settings (PPO: unequal epoch counts)
         return both
     return (value_step(static, value, value_opt, batch, lr_value, knobs, key_value),
             policy_step(static, policy, policy_opt, batch, lr_policy, knobs, key_policy))

@@ -13,24 +13,8 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import algorithms, networks, preset, stages
 from pg_diag.algorithms import ppo_kl
 from pg_diag.config import ConfigError, Knobs, Static
-from pg_diag.rollout import UpdateBatch
 
-OBS, ACT = 3, 2
-
-
-def fixed_batch(seed=0, n=64, hidden=(16,)):
-    """A batch from a small MLP policy whose advantages reward the first action coordinate."""
-    knobs = Knobs().as_arrays()
-    params = networks.init_policy(jax.random.PRNGKey(seed), OBS, ACT, hidden, knobs)
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(100 + seed), 3)
-    obs = jax.random.normal(k1, (n, OBS))
-    mean, log_std = networks.policy_apply(params, obs, knobs)
-    action = mean + jnp.exp(log_std) * jax.random.normal(k2, mean.shape)
-    adv = action[:, 0] + 0.3 * jax.random.normal(k3, (n,))
-    batch = UpdateBatch(obs=obs, action=action, old_log_prob=networks.gaussian_log_prob(mean, log_std, action),
-                        advantages=adv, old_values=jnp.zeros(n), value_targets=jnp.zeros(n),
-                        value_mask=jnp.ones(n, bool))
-    return params, batch
+from batches import fixed_batch
 
 
 def test_the_registry_lists_every_algorithm_and_refuses_bad_ones():

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import algorithms, networks, stages
+from pg_diag import algorithms, stages
 from pg_diag.algorithms import ppo
 from pg_diag.algorithms.epochs import minibatch_indices
 from pg_diag.config import Knobs, Static
-from pg_diag.rollout import UpdateBatch
+
+from batches import fixed_batch
 
 PATH = pathlib.Path(__file__).parent.parent / "examples" / "ppo_early_stop.py"
 
@@ -30,23 +31,11 @@ def example():
         algorithms.unregister_algorithm(module.EARLY_STOP.name)
 
 
-def _batch(n=64):
-    knobs = Knobs().as_arrays()
-    params = networks.init_policy(jax.random.PRNGKey(0), 3, 2, (8,), knobs)
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
-    obs = jax.random.normal(k1, (n, 3))
-    mean, log_std = networks.policy_apply(params, obs, knobs)
-    action = mean + jax.numpy.exp(log_std) * jax.random.normal(k2, mean.shape)
-    return params, UpdateBatch(obs=obs, action=action, old_log_prob=networks.gaussian_log_prob(mean, log_std, action),
-                               advantages=action[:, 0] + 0.3 * jax.random.normal(k3, (n,)), old_values=jax.numpy.zeros(n),
-                               value_targets=jax.numpy.zeros(n), value_mask=jax.numpy.ones(n, bool))
-
-
 def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
     """With d_targ huge it never stops: PPO's step; with d_targ ≈ 0 it stops after the first minibatch
     step: that step alone, on the first permutation PPO's epochs draw from the same key. Different
     compiled programs of the same float32 arithmetic: 1e-6 relative."""
-    params, batch = _batch()
+    params, batch = fixed_batch(hidden=(8,))
     static = Static(algorithm="ppo", num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
     key, lr = jax.random.PRNGKey(3), 1e-2
     state = ppo.init_state(params, Knobs().as_arrays())

@@ -8,8 +8,9 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
 from pg_diag.config import Knobs
-from pg_diag.rollout import UpdateBatch
 from pg_diag.algorithms.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
+
+from batches import fixed_batch
 
 OBS, ACT, HIDDEN = 3, 2, (5,)
 
@@ -55,20 +56,6 @@ def test_conjugate_gradient_solves_an_spd_system():
     # a converged residual does not turn into NaN on further iterations
     x_more = conjugate_gradient(lambda v: jnp.asarray(a, jnp.float32) @ v, jnp.asarray(b, jnp.float32), 30)
     np.testing.assert_allclose(np.asarray(x_more), np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
-
-
-def fixed_batch(seed=0, n=64, adv_scale=1.0):
-    knobs = Knobs().as_arrays()
-    params = networks.init_policy(jax.random.PRNGKey(seed), OBS, ACT, (16,), knobs)
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(100 + seed), 3)
-    obs = jax.random.normal(k1, (n, OBS))
-    mean, log_std = networks.policy_apply(params, obs, knobs)
-    action = mean + jnp.exp(log_std) * jax.random.normal(k2, mean.shape)
-    adv = adv_scale * (action[:, 0] + 0.3 * jax.random.normal(k3, (n,)))  # rewards the first action coordinate
-    batch = UpdateBatch(obs=obs, action=action, old_log_prob=networks.gaussian_log_prob(mean, log_std, action),
-                        advantages=adv, old_values=jnp.zeros(n), value_targets=jnp.zeros(n),
-                        value_mask=jnp.ones(n, bool))
-    return params, batch
 
 
 def step(params, batch, **knobs):
