@@ -39,7 +39,7 @@ def step(static, params, opt_state, batch, lr, knobs, key):
     return ppo.as_step(new, state, info)
 
 
-EARLY_STOP = algorithms.Algorithm(
+EARLY_STOP = pg_diag.Algorithm(
     name="ppo-early-stop", summary="PPO's epochs, stopped once a minibatch's mean KL exceeds 1.5·d_targ",
     init_state=ppo.init_state, step=step, objective=ppo.objective,
     constraint=algorithms.Constraint(kind="kl", knob="kl_target", label="d_targ"),
@@ -50,7 +50,7 @@ def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):
     from pg_diag.experiments import gradient_figs, landscape_figs
 
     if EARLY_STOP.name not in algorithms.names():
-        algorithms.register_algorithm(EARLY_STOP)
+        pg_diag.register_algorithm(EARLY_STOP)
     cfg = pg_diag.preset("ppo", "lqr").replace(**{"algorithm": EARLY_STOP.name, "kl_target": 0.005,
                                                   "num_iterations": 6, "checkpoint_at": (0, 5), **overrides})
     run = pg_diag.sweep(cfg, seeds=seeds, out=f"{out}/runs/lqr-{EARLY_STOP.name}")

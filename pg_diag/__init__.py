@@ -1,7 +1,9 @@
 """pg_diag: a JAX experiment engine for studying deep policy-gradient algorithms."""
 
+from pg_diag.algorithms import Algorithm, register_algorithm
 from pg_diag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Static, preset,
                             preset_names)
+from pg_diag.envs import register_task
 from pg_diag.policy import FrozenPolicy
 from pg_diag.run import (RunResult, load_checkpoint, load_policy, load_run, plan, rerun, resume, sweep,
                          train)
@@ -9,6 +11,6 @@ from pg_diag.trainer import METRICS, make_train, seed_key
 
 __version__ = "0.1.0"
 
-__all__ = ["Config", "ConfigError", "FrozenPolicy", "Knobs", "METRICS", "OPTIMIZATIONS", "RunResult", "Static",
-           "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names", "rerun", "resume",
-           "seed_key", "sweep", "train"]
+__all__ = ["Algorithm", "Config", "ConfigError", "FrozenPolicy", "Knobs", "METRICS", "OPTIMIZATIONS", "RunResult",
+           "Static", "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names",
+           "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]

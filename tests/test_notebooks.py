@@ -66,6 +66,9 @@ def test_a_notebook_runs_top_to_bottom_at_the_tiny_scale(path, executed):
     images = _outputs(nb, "image/png")
     expected = {"quickstart": 2, "implementation-matters": 2, "closer-look": 7}[path.stem]
     assert len(images) == expected                                  # every figure shown inline
+    if path.stem == "quickstart":   # the algorithm defined in the notebook, registered and swept
+        manifest = json.loads((tmp_path / "vpg-2" / "manifest.json").read_text())
+        assert manifest["base_config"]["static"]["algorithm"] == "vpg-2"
     if path.stem == "implementation-matters":
         tables = "".join(o["data"]["text/markdown"] for o in _outputs(nb, "text/markdown"))
         assert "IM Table 2" in tables and "IM Table 3" in tables and "(published)" in tables
