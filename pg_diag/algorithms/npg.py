@@ -12,15 +12,15 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from pg_diag.algorithms import trpo
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo
-from pg_diag.algorithms.trpo import natural_step, objective as surrogate_objective, surrogate_objective as flat_surrogate
 
 
 def step(static, params, opt_state, batch, lr, knobs, key) -> PolicyStep:
     _, unravel = ravel_pytree(params)
-    objective = flat_surrogate(params, batch, knobs)
-    nat = natural_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
-                       fisher_size=static.fisher_size, objective=objective)
+    objective = trpo.surrogate_objective(params, batch, knobs)
+    nat = trpo.natural_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
+                            fisher_size=static.fisher_size, objective=objective)
     new = nat.flat + nat.full_step
     return PolicyStep(params=unravel(new), opt_state=opt_state,
                       info=StepInfo(policy_loss=-objective(new), clip_fraction=jnp.float32(jnp.nan),
@@ -29,6 +29,6 @@ def step(static, params, opt_state, batch, lr, knobs, key) -> PolicyStep:
 
 NPG = Algorithm(
     name="npg", summary="natural gradient of KL size δ under the quadratic model, no line search",
-    init_state=lambda policy, knobs: None, step=step, objective=surrogate_objective,
+    init_state=lambda policy, knobs: None, step=step, objective=trpo.objective,
     constraint=Constraint(kind="kl", knob="kl_bound", label="δ (quadratic model)"),
     knobs=("kl_bound", "damping"), static=("cg_iterations", "fisher_fraction"))

@@ -119,9 +119,7 @@ def _measure(subjects, settings, statics, verbose):
         print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
               f"{f' + a true gradient from {r.true_pairs:,} pairs' if r.truth_streams else ''}; "
               f"{gradients.pairs_total(r, len(subjects)):,} pairs in chunks of {r.sampling.envs} envs × "
-              f"{r.sampling.steps} steps ({r.sampling.start}); the gradient of "
-              f"{'the algorithm' + chr(39) + 's own objective' if r.objective == 'own' else 'the surrogate'}",
-              flush=True)
+              f"{r.sampling.steps} steps ({r.sampling.start}); objective: {r.objective}", flush=True)
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = gradients.program(static, r, settings.batching)
     out, timing = compile_and_run(prog, subjects, keys, gradients.pairs_total(r, len(subjects)))
