@@ -18,6 +18,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 import pytest  # noqa: E402
 
 from pg_diag import preset, sweep  # noqa: E402
+from scheduling import make_scheduler  # noqa: E402
 
 # The modules that take longest (mostly compiling their programs), longest first. `make test` hands whole
 # modules to the workers in collection order (--dist loadfile --no-loadscope-reorder), so starting with these
@@ -25,6 +26,10 @@ from pg_diag import preset, sweep  # noqa: E402
 LONGEST_FIRST = ("test_notebooks", "test_distributed", "test_physics", "test_algorithms", "test_experiments",
                  "test_sweep", "test_diagnostics", "test_resume", "test_lqr", "test_baselines", "test_landscape",
                  "test_devices", "test_examples")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    return make_scheduler(config, log)
 
 
 def pytest_collection_modifyitems(items):
