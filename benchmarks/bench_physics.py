@@ -10,9 +10,10 @@ agents × environments of a sweep), measures after compilation:
   with the batch split as min(batch, 16) agents × the rest as environments,
   each iteration collecting max(8, samples / batch) steps per environment.
 
-Prints a table of env steps per second and training as a fraction of physics.
+Prints a table of env steps per second and training as a fraction of physics; ``--models brax gym``
+compares the MuJoCo models (Brax's and Gym-v2's, :mod:`pg_diag.envs.gym_tasks`).
 
-    python benchmarks/bench_physics.py [--tasks hopper humanoid] [--batches 1 16 256 1024 4096]
+    python benchmarks/bench_physics.py [--tasks hopper humanoid] [--batches 1 16 256 1024 4096] [--models brax gym]
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from pg_diag import envs, preset, sweep
 from pg_diag.envs import resolve_physics
 
 
-def physics_rate(task, physics, batch, budget_s):
-    env = envs.make(task, physics)
+def physics_rate(task, physics, batch, budget_s, model="brax"):
+    env = envs.make(task, physics, model=model)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
 
     def make(steps):
@@ -54,22 +55,22 @@ def physics_rate(task, physics, batch, budget_s):
     return batch * steps / (time.perf_counter() - t)
 
 
-def training_rate(task, physics, batch, samples):
+def training_rate(task, physics, batch, samples, model="brax"):
     steps_per_env = max(8, samples // batch)
     agents = min(batch, 16)
     n_envs = batch // agents
     samples = n_envs * steps_per_env
     minibatches = 32 if samples % 32 == 0 and samples >= 64 else 4
-    cfg = preset("ppo", task, physics=physics, num_envs=n_envs, steps_per_env=steps_per_env, num_iterations=2,
+    cfg = preset("ppo", task, physics=physics, model=model, num_envs=n_envs, steps_per_env=steps_per_env, num_iterations=2,
                  num_minibatches=minibatches)
     sweep(cfg, None, seeds=list(range(agents)), chunk_iterations=2)        # compile
     run = sweep(cfg, None, seeds=list(range(agents)), chunk_iterations=2)
     return run.manifest["timings"]["env_steps_per_s"]
 
 
-def measure_one(task, physics, batch, budget, samples, training):
-    phys = physics_rate(task, physics, batch, budget)
-    train = training_rate(task, physics, batch, samples) if training else float("nan")
+def measure_one(task, physics, batch, budget, samples, training, model="brax"):
+    phys = physics_rate(task, physics, batch, budget, model)
+    train = training_rate(task, physics, batch, samples, model) if training else float("nan")
     return phys, train
 
 
@@ -83,20 +84,24 @@ def main():
                         help="env steps per training iteration (all agents), at least 8 per environment")
     parser.add_argument("--timeout", type=float, default=420.0,
                         help="seconds allowed per (task, backend, batch) measurement, compiles included")
+    parser.add_argument("--models", nargs="+", default=["brax"], choices=envs.MODELS)
     parser.add_argument("--no-training", action="store_true")
-    parser.add_argument("--one", nargs=3, metavar=("TASK", "BACKEND", "BATCH"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=4, metavar=("TASK", "BACKEND", "BATCH", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.one:  # a single measurement, run in a child process by the driver below
-        task, physics, batch = args.one[0], args.one[1], int(args.one[2])
-        print(json.dumps(measure_one(task, physics, batch, args.budget, args.samples, not args.no_training)))
+        task, physics, batch, model = args.one[0], args.one[1], int(args.one[2]), args.one[3]
+        print(json.dumps(measure_one(task, physics, batch, args.budget, args.samples, not args.no_training, model)))
         return
 
     rows = []
-    for task in args.tasks:
+    for task, model in ((t, m) for t in args.tasks for m in args.models):
         for physics in args.backends:
+            if physics == "mjx" and envs.mjx_missing(task, model):
+                rows.append((task, model, physics, None, None, None, f"MJX lacks {envs.mjx_missing(task, model)}"))
+                continue
             for batch in args.batches:
-                cmd = [sys.executable, __file__, "--one", task, physics, str(batch), "--budget", str(args.budget),
+                cmd = [sys.executable, __file__, "--one", task, physics, str(batch), model, "--budget", str(args.budget),
                        "--samples", str(args.samples)] + (["--no-training"] if args.no_training else [])
                 failure = None
                 try:
@@ -109,21 +114,21 @@ def main():
                     failure = f"> {args.timeout:.0f} s to compile and measure"
                 if failure:
                     phys = train = None
-                rows.append((task, physics, batch, phys, train, failure))
+                rows.append((task, model, physics, batch, phys, train, failure))
                 shown = failure or f"{phys:,.0f} physics, {train:,.0f} training steps/s"
-                print(f"  {task} {physics} {batch}: {shown}", flush=True)
+                print(f"  {task} ({model}) {physics} {batch}: {shown}", flush=True)
 
     threads = resolve_physics("hopper", "native")[1]
     print(f"\nbackend: {jax.default_backend()}; native MuJoCo threads: {threads}; training = PPO preset "
           f"(10 + 10 epochs), min(batch, 16) agents × environments, ~{args.samples} env steps per iteration; "
           f"a measurement allowed {args.timeout:.0f} s\n")
-    print("| task | physics | batch | physics steps/s | training steps/s | training / physics |")
-    print("|---|---|---|---|---|---|")
-    for task, physics, batch, phys, train, failure in rows:
+    print("| task | model | physics | batch | physics steps/s | training steps/s | training / physics |")
+    print("|---|---|---|---|---|---|---|")
+    for task, model, physics, batch, phys, train, failure in rows:
         if failure:
-            print(f"| {task} | {physics} | {batch} | ({failure}) | | |")
+            print(f"| {task} | {model} | {physics} | {batch or '—'} | ({failure}) | | |")
         else:
-            print(f"| {task} | {physics} | {batch} | {phys:,.0f} | {train:,.0f} | {train / phys:.2f} |")
+            print(f"| {task} | {model} | {physics} | {batch} | {phys:,.0f} | {train:,.0f} | {train / phys:.2f} |")
 
 
 if __name__ == "__main__":

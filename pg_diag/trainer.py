@@ -95,7 +95,7 @@ class Trainer(NamedTuple):
 
 def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration."""
-    env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
     exact = has_exact_values(static)
 

@@ -62,7 +62,8 @@ def _summary(result) -> str:
     if phys.get("backend") not in (None, "jax"):
         threads = f", {phys['threads']} threads" if phys.get("threads") else ""
         why = f" (auto: {phys['chosen_by']})" if phys.get("requested") == "auto" and phys.get("chosen_by") else ""
-        lines.append(f"physics: {phys['backend']}{threads}, solver {phys.get('solver', 'converged')}{why}")
+        lines.append(f"physics: {phys['backend']}{threads}, model {phys.get('model', 'brax')}, "
+                     f"solver {phys.get('solver', 'converged')}{why}")
     t = result.manifest.get("timings", {})
     if t:
         lines.append(f"compile {t['compile_s']:.1f}s  run {t['run_s']:.1f}s  "
@@ -81,9 +82,13 @@ def _summary(result) -> str:
 
 
 def cmd_tasks(args):
-    from pg_diag.envs import TASKS
+    from pg_diag.envs import TASK_MODELS, TASKS, sizes
     for name, (kind, desc) in TASKS.items():
         print(f"{name:12s} {kind:7s} {desc}")
+        for model in TASK_MODELS.get(name, ()):
+            from pg_diag.envs.mujoco_tasks import mujoco_task
+            obs, act = sizes(name, model)
+            print(f"{'':12s} {'':7s} model={model}: {obs}-d obs, {act}-d action. {mujoco_task(name, model).description}")
 
 
 def cmd_algorithms(args):

@@ -97,6 +97,14 @@ def validate(cfg: Config) -> None:
     if task_kind(s.task) == "jax" and s.solver != "converged":
         raise ConfigError(f"task {s.task!r} is written in pure JAX and has no MuJoCo solver; solver must be "
                           f"'converged', got {s.solver!r}")
+    if task_kind(s.task) == "jax" and s.model != "brax":
+        raise ConfigError(f"task {s.task!r} is written in pure JAX and has no MuJoCo model; model must be "
+                          f"'brax' (the default), got {s.model!r}")
+    if s.model == "gym" and s.physics == "mjx":
+        from pg_diag.envs import mjx_missing
+        if mjx_missing(s.task, s.model):
+            raise ConfigError(f"physics='mjx' cannot run {s.task!r} on the 'gym' model: MJX lacks "
+                              f"{mjx_missing(s.task, s.model)}; use physics='native' or 'auto'")
     late = [i for i in s.checkpoint_at if i > s.num_iterations]
     if late:
         raise ConfigError(f"checkpoint_at {late} lies beyond the run's num_iterations = {s.num_iterations}; "

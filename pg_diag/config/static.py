@@ -27,6 +27,9 @@ class Static:
     solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
                                        "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
                                        "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
+    model: str = _static("brax", "MuJoCo model: 'brax' (Brax's MJCF, Euler; the default) or 'gym' (Gym-v2's MJCF "
+                                 "as the papers trained on, RK4, read from Gymnasium; Humanoid: PGS, 376-d obs, "
+                                 "native MuJoCo only). MuJoCo tasks only.")
     algorithm: str = _static("ppo", "Update rule, a registered algorithm (see `pg-diag algorithms`): 'ppo' "
                                     "(clipped surrogate, minibatch Adam), 'trpo' (natural gradient + line search, "
                                     "ref §2.7), 'ppo-kl', 'npg', 'vpg' or one registered by the user.")
@@ -114,6 +117,11 @@ def check_static(name: str, value) -> Any:
         from pg_diag.envs import SOLVERS
         if value not in SOLVERS:
             raise ConfigError(f"unknown solver setting {value!r}; choose one of: {', '.join(SOLVERS)}")
+        return value
+    if name == "model":
+        from pg_diag.envs import MODELS
+        if value not in MODELS:
+            raise ConfigError(f"unknown MuJoCo model {value!r}; choose one of: {', '.join(MODELS)}")
         return value
     if name == "physics_threads":
         if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:

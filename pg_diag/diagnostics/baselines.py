@@ -282,7 +282,7 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
 
 
 def program(static, settings: BaselineSettings, r: Resolved):
-    env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     subject = subject_program(env, static, settings, r)
     return over_subjects(subject, settings.batching)
 

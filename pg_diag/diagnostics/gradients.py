@@ -262,7 +262,7 @@ def subject_program(env, r: Resolved, static=None):
 
 def program(static, r: Resolved, batching: str = "vmap"):
     """The study's jitted program over stacked subjects: (states, knobs, keys) -> reductions [S, ...]."""
-    env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     subject = subject_program(env, r, static)
     return over_subjects(subject, batching)
 

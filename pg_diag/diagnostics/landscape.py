@@ -311,7 +311,7 @@ def subject_program(env, static, r: Resolved):
 
 
 def program(static, r: Resolved, batching: str = "vmap"):
-    env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     subject = subject_program(env, static, r)
     return over_subjects(subject, batching)
 

@@ -143,7 +143,7 @@ def step_study(runs, iterations=None, agents=None, settings: StepSettings | None
             print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
                   f"{static.num_envs} × {static.steps_per_env}"
                   + (" (subjects in turn, to fit the memory)" if batching[static] == "map" else ""), flush=True)
-        env = envs.make(static.task, static.physics, static.physics_threads, static.solver)
+        env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
         prog = over_subjects(subject_program(env, static, settings), batching[static])
         keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
                                              r["iteration"]) for r in subjects.rows])

@@ -8,6 +8,12 @@ on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
 and MJX otherwise; given the batch a program steps (:func:`choose_physics`,
 what sweeps use), it picks the backend measured faster for that batch on this
 host (:mod:`pg_diag.envs.crossover`). Pure-JAX tasks have no physics backend.
+
+The MuJoCo tasks come on two models (``MODELS``): ``brax`` (Brax's MJCF, the
+default) and ``gym`` (Gym-v2's MJCF as the papers trained on, read from the
+installed Gymnasium package; :mod:`pg_diag.envs.gym_tasks`). Gym's Humanoid
+runs on native MuJoCo only (MJX has no PGS solver), and ``auto`` picks native
+for it rather than swapping the model.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ TASKS: dict = {}
 TASK_SIZES: dict = {}
 #: name -> time limit in steps
 EPISODE_LIMITS: dict = {}
+#: name -> the MuJoCo models it comes on, the default first (() for a task with one definition)
+TASK_MODELS: dict = {}
+#: (name, model) -> (observation size, action size) where a model's sizes differ from TASK_SIZES'
+MODEL_SIZES: dict = {}
+#: MuJoCo models (see the module's docstring)
+MODELS = ("brax", "gym")
 _MAKERS: dict = {}
 
 
@@ -54,6 +66,7 @@ def unregister_task(name: str) -> None:
         raise ValueError(f"unknown task {name!r}; tasks are: {', '.join(sorted(TASKS))}")
     for table in (TASKS, TASK_SIZES, EPISODE_LIMITS, _MAKERS):
         del table[name]
+    TASK_MODELS.pop(name, None)
     _make.cache_clear()
 
 
@@ -65,19 +78,21 @@ def _pure(module: str, factory: str):
 
 
 def _mujoco(name: str):
-    def make_env(physics, threads, solver):  # MuJoCo is imported only when a MuJoCo task is built
-        from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, make_mujoco_env
-        return make_mujoco_env(MUJOCO_TASKS[name], physics, threads, solver=solver)
+    def make_env(physics, threads, solver, model="brax"):  # MuJoCo is imported only when a task is built
+        from pg_diag.envs.mujoco_tasks import make_mujoco_env, mujoco_task
+        return make_mujoco_env(mujoco_task(name, model), physics, threads, solver=solver)
     return make_env
 
 
-for _name, _sizes, _desc in (
-        ("hopper", (11, 3), "Hopper (Brax MJCF), 11-d obs, 3-d action, 1000-step episodes."),
-        ("walker2d", (17, 6), "Walker2d (Brax MJCF), 17-d obs, 6-d action, 1000-step episodes."),
-        ("humanoid", (276, 17), "Humanoid (Brax MJCF and solver settings), 276-d obs, 17-d action, 1000-step "
-                                "episodes.")):
+for _name, _sizes, _gym_obs, _desc in (
+        ("hopper", (11, 3), 11, "Hopper, 11-d obs, 3-d action, 1000-step episodes."),
+        ("walker2d", (17, 6), 17, "Walker2d, 17-d obs, 6-d action, 1000-step episodes."),
+        ("humanoid", (276, 17), 376, "Humanoid, 17-d action, 1000-step episodes; 276-d obs on Brax's model (its "
+                                     "solver settings), Gym-v2's 376-d on Gym's (native MuJoCo only).")):
     register_task(_name, _mujoco(_name), obs_size=_sizes[0], action_size=_sizes[1], episode_limit=1000,
                   description=_desc, kind="mujoco")
+    TASK_MODELS[_name] = MODELS
+    MODEL_SIZES[(_name, "gym")] = (_gym_obs, _sizes[1])
 register_task("pendulum", _pure("pg_diag.envs.classic", "make_pendulum"), obs_size=3, action_size=1,
               episode_limit=200, description="Pendulum swing-up in pure JAX, 3-d obs, 1-d action, 200-step episodes.")
 register_task("point_mass", _pure("pg_diag.envs.classic", "make_point_mass"), obs_size=4, action_size=2,
@@ -92,12 +107,39 @@ PHYSICS = ("auto", "mjx", "native")
 SOLVERS = ("converged", "fast")
 
 
-def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple[str, int]:
-    """The backend and thread count a task actually runs with: ("jax", 0) for
-    pure-JAX tasks; for MuJoCo tasks ``auto`` means native MuJoCo on a CPU and
-    MJX on an accelerator, and 0 threads means every core."""
+def check_model(task: str, model: str) -> None:
+    """Refuse a model the task does not come on, naming those it does."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
+    offered = TASK_MODELS.get(task, ())
+    if offered and model not in offered:
+        raise ValueError(f"unknown model {model!r} for task {task!r}; choose one of: {', '.join(offered)}")
+    if not offered and model != MODELS[0]:
+        raise ValueError(f"task {task!r} has one definition and no choice of MuJoCo model; model must be "
+                         f"{MODELS[0]!r}, got {model!r} (the models are a choice of "
+                         f"{', '.join(t for t in TASKS if TASK_MODELS.get(t))})")
+
+
+def sizes(task: str, model: str = "brax") -> tuple[int, int]:
+    """(observation size, action size) of the task on a model, without building it."""
+    check_model(task, model)
+    return MODEL_SIZES.get((task, model), TASK_SIZES[task])
+
+
+def mjx_missing(task: str, model: str = "brax") -> str:
+    """What MJX lacks to run the task on this model ("" when it runs it)."""
+    if model == MODELS[0] or TASKS.get(task, ("jax",))[0] != "mujoco" or not TASK_MODELS.get(task):
+        return ""
+    from pg_diag.envs.mujoco_tasks import mujoco_task
+    return mujoco_task(task, model).mjx_missing
+
+
+def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: str = "brax") -> tuple[str, int]:
+    """The backend and thread count a task actually runs with: ("jax", 0) for
+    pure-JAX tasks; for MuJoCo tasks ``auto`` means native MuJoCo on a CPU and
+    MJX on an accelerator (native where MJX cannot run the model), and 0 threads
+    means every core."""
+    check_model(task, model)
     if physics not in PHYSICS:
         raise ValueError(f"unknown physics backend {physics!r}; choose one of: {', '.join(PHYSICS)}")
     if TASKS[task][0] == "jax":
@@ -106,34 +148,43 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0) -> tuple
                              f"'auto', got {physics!r} (the mjx and native backends run the MuJoCo tasks: "
                              f"{', '.join(t for t, (k, _) in TASKS.items() if k == 'mujoco')})")
         return "jax", 0
+    missing = mjx_missing(task, model)
+    if physics == "mjx" and missing:
+        raise ValueError(f"MJX cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must be "
+                         f"'native' or 'auto' (which runs it natively)")
     if physics == "auto":
         import jax
-        physics = "native" if jax.default_backend() == "cpu" else "mjx"
+        physics = "native" if jax.default_backend() == "cpu" or missing else "mjx"
     if physics == "native":
         return "native", threads or (os.cpu_count() or 1)
     return "mjx", 0
 
 
-def choose_physics(task: str, physics: str, threads: int, solver: str, batch: int) -> tuple[str, int, str]:
+def choose_physics(task: str, physics: str, threads: int, solver: str, batch: int,
+                   model: str = "brax") -> tuple[str, int, str]:
     """:func:`resolve_physics` for a program that steps ``batch`` environments per batched step on each
     device: ``auto`` takes the backend measured faster at that batch on this host
     (:func:`pg_diag.envs.crossover.choose`). Returns the backend, its thread count and why."""
-    backend, resolved = resolve_physics(task, physics, threads)
+    backend, resolved = resolve_physics(task, physics, threads, model)
     if backend == "jax" or physics != "auto":
         return backend, resolved, "pure-JAX task" if backend == "jax" else "asked for"
+    missing = mjx_missing(task, model)
+    if missing:
+        return backend, resolved, f"MJX lacks {missing}: native MuJoCo"
     from pg_diag.envs import crossover
 
     native_threads = threads or (os.cpu_count() or 1)
-    backend, why = crossover.choose(task, solver, batch, native_threads)
+    backend, why = crossover.choose(task, solver, batch, native_threads, model)
     return backend, (native_threads if backend == "native" else 0), why
 
 
 @functools.lru_cache(maxsize=None)
-def _make(name: str, physics: str, threads: int, solver: str) -> Env:
-    env = _MAKERS[name](physics, threads, solver)
+def _make(name: str, physics: str, threads: int, solver: str, model: str) -> Env:
+    env = (_MAKERS[name](physics, threads, solver, model=model) if TASK_MODELS.get(name)
+           else _MAKERS[name](physics, threads, solver))
     if not isinstance(env, Env):
         raise ValueError(f"task {name!r}: its maker returned {type(env).__name__}, not a pg_diag.envs.Env")
-    declared = (TASK_SIZES[name], EPISODE_LIMITS[name])
+    declared = (sizes(name, model), EPISODE_LIMITS[name])
     if ((env.obs_size, env.action_size), env.max_episode_steps) != declared:
         raise ValueError(f"task {name!r} was registered with (obs, action) sizes {declared[0]} and time limit "
                          f"{declared[1]}, but the task built has {(env.obs_size, env.action_size)} and "
@@ -148,17 +199,19 @@ def episode_limit(task: str) -> int:
     return EPISODE_LIMITS[task]
 
 
-def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "converged") -> Env:
-    """Build the named task on a physics backend with a solver setting (``SOLVERS``; MuJoCo tasks only),
-    cached per resolved backend."""
-    backend, threads = resolve_physics(name, physics, threads)
+def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "converged",
+         model: str = "brax") -> Env:
+    """Build the named task on a physics backend with a solver setting (``SOLVERS``) and a model
+    (``MODELS``; both MuJoCo tasks only), cached per resolved backend."""
+    backend, threads = resolve_physics(name, physics, threads, model)
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver setting {solver!r}; choose one of: {', '.join(SOLVERS)}")
     if backend == "jax" and solver != "converged":
         raise ValueError(f"task {name!r} is written in pure JAX and has no solver; solver must be 'converged', "
                          f"got {solver!r}")
-    return _make(name, backend, threads, solver)
+    return _make(name, backend, threads, solver, model)
 
 
-__all__ = ["Env", "EnvState", "PHYSICS", "SOLVERS", "TASKS", "TASK_SIZES", "EPISODE_LIMITS", "choose_physics",
-           "episode_limit", "make", "register_task", "resolve_physics", "time_limit", "unregister_task"]
+__all__ = ["Env", "EnvState", "MODELS", "PHYSICS", "SOLVERS", "TASKS", "TASK_MODELS", "TASK_SIZES", "EPISODE_LIMITS",
+           "check_model", "choose_physics", "episode_limit", "make", "mjx_missing", "register_task",
+           "resolve_physics", "sizes", "time_limit", "unregister_task"]

@@ -61,7 +61,7 @@ def load(key: str, path: str | None = None) -> list[dict]:
 
 
 def record(key: str, rows: list[dict], path: str | None = None) -> str:
-    """Add ``rows`` to ``key``'s (a row replaces an earlier one of the same task, solver and batch);
+    """Add ``rows`` to ``key``'s (a row replaces an earlier one of the same task, model, solver and batch);
     written whole to a temporary file and moved into place. Returns the path."""
     path = path or cache_path()
     try:
@@ -70,9 +70,13 @@ def record(key: str, rows: list[dict], path: str | None = None) -> str:
         data.setdefault("hosts", {})
     except (OSError, ValueError, AttributeError):
         data = {"hosts": {}}
-    new = {(r["task"], r["solver"], r["batch"]) for r in rows}
-    kept = [r for r in data["hosts"].get(key, []) if (r["task"], r["solver"], r["batch"]) not in new]
-    data["hosts"][key] = sorted(kept + [dict(r) for r in rows], key=lambda r: (r["task"], r["solver"], r["batch"]))
+
+    def ident(r):
+        return r["task"], r.get("model", "brax"), r["solver"], r["batch"]
+
+    new = {ident(r) for r in rows}
+    kept = [r for r in data["hosts"].get(key, []) if ident(r) not in new]
+    data["hosts"][key] = sorted(kept + [dict(r) for r in rows], key=ident)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
@@ -85,12 +89,13 @@ def faster(row: dict) -> str:
     return "mjx" if row["mjx_ms"] <= row["native_ms"] else "native"
 
 
-def decide(rows: list[dict], task: str, solver: str, batch: int) -> tuple[str, str] | None:
+def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "brax") -> tuple[str, str] | None:
     """The backend for ``batch`` from measured rows, with the rows that decided it, or None when they
     cannot: a row at this batch decides, and so do the nearest rows below and above when they agree.
     Nothing is extrapolated past the measured batches: on a CPU, MJX with the fast solver wins at a
     few environments and loses from 64 (README), so neither backend's lead is monotone everywhere."""
-    mine = sorted((r for r in rows if r["task"] == task and r["solver"] == solver), key=lambda r: r["batch"])
+    mine = sorted((r for r in rows if r["task"] == task and r["solver"] == solver
+                   and r.get("model", "brax") == model), key=lambda r: r["batch"])
 
     def why(r):
         return f"batch {r['batch']:,}: native {r['native_ms']:.3g} ms, MJX {r['mjx_ms']:.3g} ms per step"
@@ -106,7 +111,7 @@ def decide(rows: list[dict], task: str, solver: str, batch: int) -> tuple[str, s
 
 
 def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, steps: int = 16,
-            repeats: int = 2) -> float:
+            repeats: int = 2, model: str = "brax") -> float:
     """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
     random actions from reset states, the best of ``repeats`` timings of ``steps`` steps, compiling
     excluded)."""
@@ -114,7 +119,7 @@ def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, step
 
     from pg_diag import envs
 
-    env = envs.make(task, backend, threads, solver)
+    env = envs.make(task, backend, threads, solver, model)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
 
     @jax.jit
@@ -134,42 +139,45 @@ def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, step
     return 1e3 * best / steps
 
 
-def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2) -> dict:
+def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2,
+            model: str = "brax") -> dict:
     """:func:`step_ms` of each backend at ``batch``: a row for :func:`record`."""
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
+    if model != "brax":  # rows without a model are Brax's (as recorded before models existed)
+        row["model"] = model
     for backend in BACKENDS:
-        row[f"{backend}_ms"] = step_ms(task, backend, threads, solver, batch, steps, repeats)
+        row[f"{backend}_ms"] = step_ms(task, backend, threads, solver, batch, steps, repeats, model)
     return row
 
 
-def choose(task: str, solver: str, batch: int, threads: int) -> tuple[str, str]:
+def choose(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str]:
     """``auto``'s backend for a MuJoCo task stepping ``batch`` environments per batched step on each
     device, and why (for the manifest)."""
     import jax
 
     if jax.process_count() == 1:
-        return _choose_here(task, solver, batch, threads)
+        return _choose_here(task, solver, batch, threads, model)
     from jax.experimental import multihost_utils
 
-    backend, reason = _choose_here(task, solver, batch, threads) if jax.process_index() == 0 else ("native", "")
+    backend, reason = _choose_here(task, solver, batch, threads, model) if jax.process_index() == 0 else ("native", "")
     pick = int(multihost_utils.broadcast_one_to_all(BACKENDS.index(backend)))
     return BACKENDS[pick], reason or f"chosen by process 0 ({BACKENDS[pick]})"
 
 
-def _choose_here(task, solver, batch, threads):
+def _choose_here(task, solver, batch, threads, model="brax"):
     import jax
 
-    decided = decide(load(host_key(threads)), task, solver, batch)
+    decided = decide(load(host_key(threads)), task, solver, batch, model)
     if decided:
         return decided[0], f"{decided[1]} on this host ({cache_path()})"
     if jax.default_backend() == "cpu":
         return "native", "CPU host without physics measurements: native MuJoCo (the faster backend on CPUs)"
-    return measure_and_record(task, solver, batch, threads)
+    return measure_and_record(task, solver, batch, threads, model)
 
 
-def measure_and_record(task: str, solver: str, batch: int, threads: int) -> tuple[str, str]:
+def measure_and_record(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str]:
     """:func:`measure` at ``batch``, recorded for this host: the faster backend and why."""
-    row = measure(task, solver, batch, threads)
+    row = measure(task, solver, batch, threads, model=model)
     try:
         record(host_key(threads), [row])
     except OSError as e:  # an unwritable cache costs a measurement next time, nothing else

@@ -49,6 +49,20 @@ def actuator_to_joint_forces(model) -> np.ndarray:
     return np.stack(cols, axis=1).astype(np.float32)
 
 
+def kinematics_model(model):
+    """``model`` as MJX accepts it for kinematics alone: a PGS solver (which MJX lacks, and kinematics never
+    use) replaced by Newton in a copy."""
+    import copy
+
+    import mujoco
+
+    if model.opt.solver != mujoco.mjtSolver.mjSOL_PGS:
+        return model
+    model = copy.copy(model)
+    model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    return model
+
+
 def make_derived_fields(task: MujocoTask, model):
     """(qpos, qvel, ctrl) -> the task's derived fields, in JAX, shared by both
     backends: forward kinematics, composite inertias and COM velocities
@@ -57,7 +71,7 @@ def make_derived_fields(task: MujocoTask, model):
     if not task.derived_fields:
         return lambda qpos, qvel, ctrl: {}
     mjx = import_mjx()
-    mx = mjx.put_model(model)
+    mx = mjx.put_model(kinematics_model(model))
     act = jnp.asarray(actuator_to_joint_forces(model)) if "qfrc_actuator" in task.derived_fields else None
 
     def impl_field(d, name):
@@ -135,5 +149,68 @@ def native_advance(task: MujocoTask, model, threads: int):
     def advance(qpos, qvel, ctrl):
         shapes = (jax.ShapeDtypeStruct(qpos.shape, jnp.float32), jax.ShapeDtypeStruct(qvel.shape, jnp.float32))
         return jax.pure_callback(stepper, shapes, qpos, qvel, ctrl, vmap_method="broadcast_all")
+
+    return advance
+
+
+class NativeFieldStepper:
+    """Advances a batch environment by environment with ``mj_step`` and ``mj_rnePostConstraint``, as Gym and
+    Gymnasium step their tasks, and returns, besides the new state, the task's ``host_fields`` as MuJoCo leaves
+    them in its data (:mod:`.gym_tasks`). The solver's warm start comes in and goes out with the state."""
+
+    def __init__(self, model, n_frames: int, fields: tuple):
+        import threading
+
+        import mujoco
+
+        self.model, self.n_frames, self.fields = model, n_frames, fields
+        self._data = mujoco.MjData(model)
+        self._lock = threading.Lock()
+        body_mass = np.asarray(model.body_mass)
+        self._mass = body_mass / body_mass.sum()
+        self.shapes = {"qacc_warmstart": (model.nv,), "mass_center": (3,), "cinert": (model.nbody, 10),
+                       "cvel": (model.nbody, 6), "qfrc_actuator": (model.nv,), "cfrc_ext": (model.nbody, 6)}
+
+    def _read(self, d, name):
+        if name == "mass_center":  # Gym's mass_center: Σ m·xipos / Σ m over the bodies
+            return self._mass @ d.xipos
+        return getattr(d, name)
+
+    def __call__(self, qpos, qvel, warmstart, ctrl):
+        import mujoco
+
+        qpos, qvel, warmstart, ctrl = (np.asarray(a, np.float64) for a in (qpos, qvel, warmstart, ctrl))
+        lead = qpos.shape[:-1]
+        batch = int(np.prod(lead, dtype=np.int64))
+        flat = [a.reshape(batch, a.shape[-1]) for a in (qpos, qvel, warmstart, ctrl)]
+        out = {name: np.zeros((batch,) + self.shapes[name]) for name in self.fields}
+        new_qpos, new_qvel = np.zeros((batch, self.model.nq)), np.zeros((batch, self.model.nv))
+        d = self._data
+        with self._lock:
+            for i in range(batch):
+                d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = (a[i] for a in flat)
+                mujoco.mj_step(self.model, d, nstep=self.n_frames)
+                mujoco.mj_rnePostConstraint(self.model, d)
+                new_qpos[i], new_qvel[i] = d.qpos, d.qvel
+                for name in self.fields:
+                    out[name][i] = self._read(d, name)
+        return (new_qpos.astype(np.float32).reshape(lead + (self.model.nq,)),
+                new_qvel.astype(np.float32).reshape(lead + (self.model.nv,)),
+                *(out[name].astype(np.float32).reshape(lead + self.shapes[name]) for name in self.fields))
+
+
+def native_field_advance(task: MujocoTask, model):
+    """(physics dict, ctrl) -> the new physics dict (``qpos``, ``qvel`` and the task's ``host_fields``) after
+    ``n_frames`` native MuJoCo steps, as one host callback per batched step."""
+    stepper = NativeFieldStepper(model, task.n_frames, task.host_fields)
+
+    def advance(before, ctrl):
+        lead = before["qpos"].shape[:-1]
+        shapes = [jax.ShapeDtypeStruct(lead + (model.nq,), jnp.float32),
+                  jax.ShapeDtypeStruct(lead + (model.nv,), jnp.float32)]
+        shapes += [jax.ShapeDtypeStruct(lead + stepper.shapes[name], jnp.float32) for name in task.host_fields]
+        out = jax.pure_callback(stepper, shapes, before["qpos"], before["qvel"], before["qacc_warmstart"], ctrl,
+                                vmap_method="broadcast_all")
+        return dict(zip(("qpos", "qvel") + task.host_fields, out))
 
     return advance

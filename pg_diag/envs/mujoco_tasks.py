@@ -1,5 +1,5 @@
 """Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX or native MuJoCo
-(:mod:`.mujoco_physics`).
+(:mod:`.mujoco_physics`), on Brax's models (here) or Gym's (:mod:`.gym_tasks`).
 
 Each task is defined once (:class:`MujocoTask`): its MJCF model (Brax's
 assets), reset distribution, observation, reward and termination, written
@@ -10,9 +10,10 @@ those fields consistent with the new ``qpos``/``qvel``.
 
 Task definitions follow Brax's ``brax.envs`` versions of the Gym v2 tasks
 (reward weights, healthy ranges, reset noise, frame skip), with positions
-read from ``qpos`` directly: in Brax's Hopper and Walker2d models the root
-slide joints sit at the torso, so the torso's x and z are ``qpos[0]`` and
-``z0 + qpos[1]``. Episodes last at most 1000 steps.
+read from ``qpos`` directly: the torso's x is ``qpos[0]`` and its height is
+``z0 + qpos[1] − qpos0[1]`` (Brax's root slide joints sit at the torso with no
+reference offset, Gym's carry ``ref="1.25"``, so that ``qpos[1]`` is the height
+itself). Episodes last at most 1000 steps.
 """
 
 from __future__ import annotations
@@ -32,14 +33,26 @@ from pg_diag.envs.mujoco_physics import make_derived_fields, mjx_advance, native
 MAX_EPISODE_STEPS = 1000
 
 
-def brax_asset(filename: str) -> str:
-    """Path of one of Brax's MJCF assets."""
+def package_asset(package: str, folder: str, filename: str) -> str:
+    """Path of an MJCF asset installed with ``package`` (read in place, never copied)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("brax")
+    spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
-        raise RuntimeError("the MuJoCo tasks read their MJCF models from the 'brax' package; pip install brax")
-    return os.path.join(os.path.dirname(spec.origin), "envs", "assets", filename)
+        raise RuntimeError(f"this MuJoCo model is read from the {package!r} package; pip install {package}")
+    return os.path.join(os.path.dirname(spec.origin), folder, filename)
+
+
+def brax_asset(filename: str) -> str:
+    """Path of one of Brax's MJCF assets."""
+    return package_asset("brax", os.path.join("envs", "assets"), filename)
+
+
+def asset_path(task: "MujocoTask") -> str:
+    """The task's MJCF file: Brax's assets or Gymnasium's."""
+    if task.model == "gym":
+        return package_asset("gymnasium", os.path.join("envs", "mujoco", "assets"), task.xml)
+    return brax_asset(task.xml)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +75,11 @@ class MujocoTask:
     ctrl_from_action: Callable
     solver_options: dict = dataclasses.field(default_factory=dict)  # solver settings, used by both backends
     description: str = ""
+    model: str = "brax"        # whose MJCF model: "brax" (Brax's assets) or "gym" (Gymnasium's, Gym-v2's models)
+    # fields read back from MuJoCo's own data after each step (native backend only), for observations defined
+    # on what ``mj_step`` leaves behind rather than on the new state (Gym's Humanoid); () = derived in JAX
+    host_fields: tuple = ()
+    mjx_missing: str = ""      # what MJX lacks to run this model ("" = MJX runs it)
 
 
 # --- Hopper / Walker2d (planar walkers) ------------------------------------
@@ -70,7 +88,7 @@ def _planar_observe(fields, info):
     # [torso z, joint angles (from rooty on), clipped velocities] — Brax's obs.
     qpos, qvel = fields["qpos"], fields["qvel"]
     z = info["torso_z0"] + qpos[1]
-    return jnp.concatenate([z[None], qpos[2:], jnp.clip(qvel, -10.0, 10.0)])
+    return jnp.concatenate([z[None], qpos[2:], jnp.clip(qvel, -10.0, 10.0)])  # Gym-v2's obs (z = qpos[1] there)
 
 
 def _planar_reward(before, after, ctrl, action, info, *, z_range, angle_range, state_range,
@@ -142,6 +160,18 @@ HUMANOID = MujocoTask(
                 "terminates unless 1 ≤ torso z ≤ 2.")
 
 MUJOCO_TASKS = {t.name: t for t in (HOPPER, WALKER2D, HUMANOID)}
+#: MuJoCo models of the tasks: "brax" (Brax's MJCF, the default) or "gym" (Gym-v2's, :mod:`.gym_tasks`)
+MODELS = ("brax", "gym")
+
+
+def mujoco_task(name: str, model: str = "brax") -> MujocoTask:
+    """The task's definition on one of its models."""
+    if model not in MODELS:
+        raise ValueError(f"unknown MuJoCo model {model!r}; choose one of: {', '.join(MODELS)}")
+    if model == "gym":
+        from pg_diag.envs.gym_tasks import GYM_TASKS
+        return GYM_TASKS[name]
+    return MUJOCO_TASKS[name]
 
 
 # --- physics backends ----------------------------------------------------------
@@ -166,7 +196,7 @@ def load_model(task: MujocoTask, solver: str = "converged"):
     they integrate the same equations."""
     import mujoco
 
-    model = mujoco.MjModel.from_xml_path(brax_asset(task.xml))
+    model = mujoco.MjModel.from_xml_path(asset_path(task))
     opts = solver_options(task, solver)
     if "solver" in opts:
         model.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{opts['solver']}")
@@ -184,7 +214,8 @@ def _model_info(task: MujocoTask, model) -> dict:
     ctrl_lo = np.asarray(model.actuator_ctrlrange[:, 0], np.float32)
     ctrl_hi = np.asarray(model.actuator_ctrlrange[:, 1], np.float32)
     return {"dt": float(model.opt.timestep * task.n_frames),
-            "torso_z0": float(model.body_pos[torso, 2]),
+            # the planar walkers' torso height at qpos[1] = 0 (qpos[1] is their rootz slide; Humanoid reads qpos[2])
+            "torso_z0": float(model.body_pos[torso, 2] - model.qpos0[1]),
             "ctrl_lo": ctrl_lo, "ctrl_hi": ctrl_hi}
 
 
@@ -197,14 +228,24 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     ``n_frames`` substeps (the solver starting from a zero warm start on both
     backends, as MuJoCo's rollout does), recomputes the derived fields from
     the new positions and velocities, and evaluates the task's observation,
-    reward and termination — the same JAX code on either backend.
+    reward and termination — the same JAX code on either backend. A task with
+    ``host_fields`` (Gym's Humanoid) instead carries its solver warm start and
+    reads those fields back from native MuJoCo after each step.
     """
     if physics not in PHYSICS_BACKENDS:
         raise ValueError(f"unknown physics backend {physics!r}; backends are: {', '.join(PHYSICS_BACKENDS)}")
+    if physics == "mjx" and task.mjx_missing:
+        raise ValueError(f"MJX cannot run {task.name!r} on the {task.model!r} model: it lacks {task.mjx_missing}; "
+                         f"use physics='native' (or 'auto')")
     model = load_model(task, solver)
     info = _model_info(task, model)
     derived = make_derived_fields(task, model)
-    advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
+    if task.host_fields:
+        from pg_diag.envs.gym_tasks import reset_fields
+        from pg_diag.envs.mujoco_physics import native_field_advance
+        advance_fields = native_field_advance(task, model)
+    else:
+        advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
     qpos0 = np.asarray(model.qpos0, np.float32)
     nq, nv, nu = model.nq, model.nv, model.nu
 
@@ -213,7 +254,9 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         noise = task.reset_noise
         qpos = qpos0 + jax.random.uniform(k1, (nq,), minval=-noise, maxval=noise)
         qvel = jax.random.uniform(k2, (nv,), minval=-noise, maxval=noise)
-        physics_state = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, jnp.zeros(nu, jnp.float32))}
+        kinematics = derived(qpos, qvel, jnp.zeros(nu, jnp.float32))
+        fields = reset_fields(kinematics, nu, nv) if task.host_fields else kinematics
+        physics_state = {"qpos": qpos, "qvel": qvel, **fields}
         return EnvState(physics=physics_state, obs=task.observe(physics_state, info).astype(jnp.float32),
                         reward=jnp.float32(0), terminated=jnp.bool_(False), truncated=jnp.bool_(False),
                         t=jnp.int32(0))
@@ -222,8 +265,11 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         before = state.physics
         ctrl = task.ctrl_from_action(action, info)
         clipped = jnp.clip(ctrl, info["ctrl_lo"], info["ctrl_hi"])
-        qpos, qvel = advance(before["qpos"], before["qvel"], clipped)
-        after = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, clipped)}
+        if task.host_fields:
+            after = advance_fields(before, clipped)
+        else:
+            qpos, qvel = advance(before["qpos"], before["qvel"], clipped)
+            after = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, clipped)}
         reward, terminated = task.reward_terminated(before, after, ctrl, action, info)
         t = state.t + 1
         return EnvState(physics=after, obs=task.observe(after, info).astype(jnp.float32),

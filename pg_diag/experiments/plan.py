@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from pg_diag.config import ConfigError, preset, study_preset
-from pg_diag.envs import TASK_SIZES
+from pg_diag.envs import sizes as task_sizes
 
 DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
                       "fig-landscape-concentration", "fig-landscape-surrogate")
@@ -49,7 +49,7 @@ def num_params(static, obs_size: int, action_size: int) -> int:
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
     """One training sweep of ``agents`` agents sharing ``static`` (one compiled program); ``spec``: its
     (base Config, grid, seeds)."""
-    obs, act = TASK_SIZES[task]
+    obs, act = task_sizes(task, static.model)
     per_pair = 2 * obs + 2 * act + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
     memory = 4 * agents * static.num_envs * static.steps_per_env * per_pair
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
@@ -87,7 +87,7 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
         sc = checkpointed.pick_scale(theorem.SCALES, scale)
         task = (tasks or (sc["task"],))[0]
         s = preset("ppo", task, **overrides).static
-        obs, act = TASK_SIZES[task]
+        obs, act = task_sizes(task, s.model)
         pairs = s.num_envs * s.steps_per_env
         memory = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
         return [Program("optimize", task, "ppo", len(theorem.OPTIMIZERS), pairs,
@@ -115,8 +115,8 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
     """The measurement programs of ``target`` on ``task`` (``statics``: algorithm -> Static of its runs)."""
     from pg_diag.diagnostics import baselines, gradients, landscape, steps
 
-    obs, act = TASK_SIZES[task]
     first = next(iter(statics.values()))
+    obs, act = task_sizes(task, first.model)
     shapes = (obs, act, num_params(first, obs, act))
     # runs of one static configuration (PPO and PPO-M: toggles are knobs) are measured by one program
     programs = {}

@@ -106,15 +106,16 @@ def physics_info(static, batch: int | None = None) -> dict:
     from pg_diag.envs import choose_physics, resolve_physics
 
     if batch is None:
-        backend, threads = resolve_physics(static.task, static.physics, static.physics_threads)
+        backend, threads = resolve_physics(static.task, static.physics, static.physics_threads, static.model)
         info = {"requested": static.physics, "backend": backend}
     else:
         backend, threads, why = choose_physics(static.task, static.physics, static.physics_threads,
-                                               static.solver, batch)
+                                               static.solver, batch, static.model)
         info = {"requested": static.physics, "backend": backend, "batch_per_device": batch, "chosen_by": why}
     if backend != "jax":
-        from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, solver_options
-        info.update(solver=static.solver, solver_options=solver_options(MUJOCO_TASKS[static.task], static.solver))
+        from pg_diag.envs.mujoco_tasks import mujoco_task, solver_options
+        task = mujoco_task(static.task, static.model)
+        info.update(model=static.model, solver=static.solver, solver_options=solver_options(task, static.solver))
     if backend == "native":
         info.update(threads=threads, mujoco=metadata.version("mujoco"))
     elif backend == "mjx":
