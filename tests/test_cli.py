@@ -22,7 +22,8 @@ def test_help_and_listings(capsys):
     assert "--grid" in out and "--set" in out and "--scale" in out
 
     assert main(["tasks"]) == 0
-    assert "hopper" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "hopper" in out and "model=gym: 376-d obs" in out and "model=brax: 276-d obs" in out
     assert main(["knobs"]) == 0
     out = capsys.readouterr().out
     assert "value_clipping" in out and "num_envs" in out

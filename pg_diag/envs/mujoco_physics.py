@@ -156,15 +156,20 @@ def native_advance(task: MujocoTask, model, threads: int):
 class NativeFieldStepper:
     """Advances a batch environment by environment with ``mj_step`` and ``mj_rnePostConstraint``, as Gym and
     Gymnasium step their tasks, and returns, besides the new state, the task's ``host_fields`` as MuJoCo leaves
-    them in its data (:mod:`.gym_tasks`). The solver's warm start comes in and goes out with the state."""
+    them in its data (:mod:`.gym_tasks`). The solver's warm start comes in and goes out with the state. The
+    batch is cut into one contiguous share per thread (MuJoCo releases the GIL while it steps); each
+    environment's result does not depend on the thread count."""
 
-    def __init__(self, model, n_frames: int, fields: tuple):
+    def __init__(self, model, n_frames: int, fields: tuple, threads: int = 1):
         import threading
+        from concurrent.futures import ThreadPoolExecutor
 
         import mujoco
 
         self.model, self.n_frames, self.fields = model, n_frames, fields
-        self._data = mujoco.MjData(model)
+        self.threads = max(1, threads)
+        self._datas = [mujoco.MjData(model) for _ in range(self.threads)]
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self._lock = threading.Lock()
         body_mass = np.asarray(model.body_mass)
         self._mass = body_mass / body_mass.sum()
@@ -176,33 +181,42 @@ class NativeFieldStepper:
             return self._mass @ d.xipos
         return getattr(d, name)
 
-    def __call__(self, qpos, qvel, warmstart, ctrl):
+    def _run(self, d, inputs, outputs, lo, hi):
         import mujoco
 
-        qpos, qvel, warmstart, ctrl = (np.asarray(a, np.float64) for a in (qpos, qvel, warmstart, ctrl))
-        lead = qpos.shape[:-1]
+        qpos, qvel, warm, ctrl = inputs
+        for i in range(lo, hi):
+            d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = qpos[i], qvel[i], warm[i], ctrl[i]
+            mujoco.mj_step(self.model, d, nstep=self.n_frames)
+            mujoco.mj_rnePostConstraint(self.model, d)
+            outputs["qpos"][i], outputs["qvel"][i] = d.qpos, d.qvel
+            for name in self.fields:
+                outputs[name][i] = self._read(d, name)
+
+    def __call__(self, qpos, qvel, warmstart, ctrl):
+        arrays = [np.asarray(a, np.float64) for a in (qpos, qvel, warmstart, ctrl)]
+        lead = arrays[0].shape[:-1]
         batch = int(np.prod(lead, dtype=np.int64))
-        flat = [a.reshape(batch, a.shape[-1]) for a in (qpos, qvel, warmstart, ctrl)]
-        out = {name: np.zeros((batch,) + self.shapes[name]) for name in self.fields}
-        new_qpos, new_qvel = np.zeros((batch, self.model.nq)), np.zeros((batch, self.model.nv))
-        d = self._data
+        inputs = [a.reshape(batch, a.shape[-1]) for a in arrays]
+        shapes = {"qpos": (self.model.nq,), "qvel": (self.model.nv,), **self.shapes}
+        names = ("qpos", "qvel") + self.fields
+        outputs = {name: np.zeros((batch,) + shapes[name]) for name in names}
+        cuts = np.linspace(0, batch, self.threads + 1).astype(int)
         with self._lock:
-            for i in range(batch):
-                d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = (a[i] for a in flat)
-                mujoco.mj_step(self.model, d, nstep=self.n_frames)
-                mujoco.mj_rnePostConstraint(self.model, d)
-                new_qpos[i], new_qvel[i] = d.qpos, d.qvel
-                for name in self.fields:
-                    out[name][i] = self._read(d, name)
-        return (new_qpos.astype(np.float32).reshape(lead + (self.model.nq,)),
-                new_qvel.astype(np.float32).reshape(lead + (self.model.nv,)),
-                *(out[name].astype(np.float32).reshape(lead + self.shapes[name]) for name in self.fields))
+            if self._pool is None or batch < 2:
+                self._run(self._datas[0], inputs, outputs, 0, batch)
+            else:
+                jobs = [self._pool.submit(self._run, d, inputs, outputs, lo, hi)
+                        for d, lo, hi in zip(self._datas, cuts[:-1], cuts[1:]) if hi > lo]
+                for job in jobs:
+                    job.result()
+        return tuple(outputs[name].astype(np.float32).reshape(lead + shapes[name]) for name in names)
 
 
-def native_field_advance(task: MujocoTask, model):
+def native_field_advance(task: MujocoTask, model, threads: int = 1):
     """(physics dict, ctrl) -> the new physics dict (``qpos``, ``qvel`` and the task's ``host_fields``) after
     ``n_frames`` native MuJoCo steps, as one host callback per batched step."""
-    stepper = NativeFieldStepper(model, task.n_frames, task.host_fields)
+    stepper = NativeFieldStepper(model, task.n_frames, task.host_fields, threads)
 
     def advance(before, ctrl):
         lead = before["qpos"].shape[:-1]

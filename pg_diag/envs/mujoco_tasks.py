@@ -243,7 +243,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     if task.host_fields:
         from pg_diag.envs.gym_tasks import reset_fields
         from pg_diag.envs.mujoco_physics import native_field_advance
-        advance_fields = native_field_advance(task, model)
+        advance_fields = native_field_advance(task, model, threads)
     else:
         advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
     qpos0 = np.asarray(model.qpos0, np.float32)
@@ -276,6 +276,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
                         reward=reward.astype(jnp.float32), terminated=terminated,
                         truncated=time_limit(t, terminated, max_episode_steps), t=t)
 
-    label = ("MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads)") + f", {solver} solver"
+    label = ("MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads"
+             + (", mj_step per environment" if task.host_fields else "") + ")") + f", {solver} solver"
     return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
                reset=reset, step=step, description=f"{task.description} Physics: {label}.")
