@@ -74,6 +74,15 @@ def test_cli_reports_bad_input_without_traceback(capsys, no_compiles):
     assert "static setting" in capsys.readouterr().err
     assert cli_main(["train", "--task", "point_mass", "--set", "value_clipping=maybe"]) == 2
     assert "value_clipping takes true/false" in capsys.readouterr().err
+    assert cli_main(["train", "--task", "hopper", "--set", "model=mujoco"]) == 2
+    assert "unknown MuJoCo model 'mujoco'; choose one of: brax, gym" in capsys.readouterr().err
+
+
+def test_text_settings_parse_as_text():
+    from pg_diag.config.parse import parse_assignments
+
+    parsed = parse_assignments(["solver=fast", "model=gym", "physics=native", "num_envs=4"], "--set")
+    assert parsed == {"solver": "fast", "model": "gym", "physics": "native", "num_envs": 4}
 
 
 def test_config_round_trips_through_dict():

@@ -33,7 +33,7 @@ def parse_value(name: str, text: str):
         except ValueError:
             raise ConfigError(f"{name} takes widths like 64,64 or 64x64 (none, or an empty value, for a linear "
                               f"network), got {text!r}") from None
-    if name in ("task", "algorithm", "physics"):
+    if name in STATIC_FIELDS and isinstance(STATIC_FIELDS[name].default, str):  # task, physics, solver, model, ...
         return text
     if name == "fisher_fraction":
         try:
