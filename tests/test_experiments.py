@@ -122,7 +122,7 @@ def test_table_cli_from_a_study_with_the_original_reporting_rule(algorithms_stud
     four = ("ppo", "ppo-m", "trpo", "trpo+")
     _, metrics = study_dir.load_runs(target, "algorithms", "table-2")
     scores = algorithms.agent_scores(metrics[metrics.algorithm.isin(four)], reporting="original")
-    expected = algorithms.table(algorithms.summarize(scores), four, with_aai=True)
+    expected = algorithms.table(algorithms.summarize(scores), four, with_aai=True, scores=scores)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "table-2.csv", dtype=str), expected.astype(str))
     # another study's target is refused, naming the directory, what it holds and what is needed
     capsys.readouterr()

@@ -37,7 +37,7 @@ import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci
+from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci
 
 class _Named(dict):
     """A lookup with a default for names it does not list (a user's algorithm or preset)."""
@@ -206,9 +206,10 @@ def _fmt(mean, low, high):
     return f"{mean:.0f} [{low:.0f}, {high:.0f}]" if np.isfinite(low) else f"{mean:.0f}"
 
 
-def table(summary, algorithms, with_aai: bool):
+def table(summary, algorithms, with_aai: bool, scores=None):
     """The table as a DataFrame (one row per algorithm, one column per task) with
-    the published values in parallel columns."""
+    the published values in parallel columns; with the agents' ``scores``
+    (:func:`agent_scores`), AAI and ACLI carry their bootstrap CIs."""
     import pandas as pd
 
     tasks = list(dict.fromkeys(summary.task))
@@ -226,8 +227,14 @@ def table(summary, algorithms, with_aai: bool):
         for name, fn in (("AAI", aai), ("ACLI", acli)):
             row = {"algorithm": name}
             for task in tasks:
-                means = {a: by[(task, a)].mean for a in ("ppo", "ppo-m", "trpo", "trpo+") if (task, a) in by}
-                row[task] = f"{fn(means):.0f}" if len(means) == 4 else "—"
+                four = [a for a in ("ppo", "ppo-m", "trpo", "trpo+") if (task, a) in by]
+                if len(four) < 4:
+                    row[task] = "—"
+                elif scores is None:
+                    row[task] = f"{fn({a: by[(task, a)].mean for a in four}):.0f}"
+                else:
+                    mine = scores[scores.task == task]
+                    row[task] = _fmt(*index_ci({a: mine[mine.algorithm == a].score.to_numpy() for a in four}, fn))
                 pub = PUBLISHED.get(task, {}).get(name.lower())
                 row[f"{task} (published)"] = f"{pub}" if pub is not None else "—"
             rows.append(row)
@@ -306,13 +313,14 @@ def draw_table(kind: str, from_dir: str, out: str | None = None, tasks=None, sta
     algorithms = ("ppo", "ppo-m", "trpo", "trpo+") if kind == "table-2" else ("ppo", "ppo-noclip")
     record, metrics = study_dir.load_runs(from_dir, "algorithms", kind, tasks)
     metrics = metrics[metrics.algorithm.isin(algorithms)]
-    summary = summarize(agent_scores(metrics, statistic, reporting))
-    df = table(summary, algorithms, with_aai=(kind == "table-2"))
+    scores = agent_scores(metrics, statistic, reporting)
+    summary = summarize(scores)
+    df = table(summary, algorithms, with_aai=(kind == "table-2"), scores=scores)
     title = ("IM Table 2: step choice × code-level optimizations" if kind == "table-2"
              else "IM Table 3: PPO vs PPO-NoClip")
     note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
             f" of the per-iteration mean episodic reward) with a 95% percentile-bootstrap CI over agents "
-            f"(1000 resamples); {record['scale']} scale. Episodic reward reported under "
+            f"(1000 resamples; AAI and ACLI from the same resamples of each algorithm's agents); {record['scale']} scale. Episodic reward reported under "
             f"{REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, kind), title, note)
     return {"markdown": md, "csv": csv, "table": df, "summary": summary}
