@@ -19,28 +19,36 @@ import os
 
 import jax
 
-from pg_diag.envs import crossover
+from pg_diag.envs import MODELS, crossover, mjx_missing
 
 
-def measure(tasks, solvers, batches, steps, threads) -> list[dict]:
+def measure(tasks, solvers, batches, steps, threads, models=("brax",)) -> list[dict]:
     rows = []
     for task in tasks:
-        for solver in solvers:
-            for batch in batches:
-                rows.append(crossover.measure(task, solver, batch, threads, steps=steps, repeats=3))
-                r = rows[-1]
-                r["faster"] = crossover.faster(r)
-                print(f"| {task} | {solver} | {batch:,} | {r['native_ms']:.2f} | {r['mjx_ms']:.2f} | {r['faster']} |",
-                      flush=True)
+        for model in models:
+            if mjx_missing(task, model):  # physics=auto runs it natively, whatever the batch
+                print(f"| {task} | {model} | — | — | — | — | native (MJX lacks {mjx_missing(task, model)}) |")
+                continue
+            for solver in solvers:
+                for batch in batches:
+                    rows.append(crossover.measure(task, solver, batch, threads, steps=steps, repeats=3, model=model))
+                    r = rows[-1]
+                    r["faster"] = crossover.faster(r)
+                    print(f"| {task} | {model} | {solver} | {batch:,} | {r['native_ms']:.2f} | {r['mjx_ms']:.2f} | "
+                          f"{r['faster']} |", flush=True)
     return rows
 
 
 def crossovers(rows) -> dict:
-    """{(task, solver): the smallest batch from which MJX is at least as fast at every larger measured
-    batch (None: never within the measured batches)}."""
+    """{(task, model, solver): the smallest batch from which MJX is at least as fast at every larger
+    measured batch (None: never within the measured batches)}."""
     out = {}
-    for key in dict.fromkeys((r["task"], r["solver"]) for r in rows):
-        mine = sorted((r for r in rows if (r["task"], r["solver"]) == key), key=lambda r: r["batch"])
+
+    def key_of(r):
+        return r["task"], r.get("model", "brax"), r["solver"]
+
+    for key in dict.fromkeys(key_of(r) for r in rows):
+        mine = sorted((r for r in rows if key_of(r) == key), key=lambda r: r["batch"])
         out[key] = next((r["batch"] for i, r in enumerate(mine) if all(s["mjx_ms"] <= s["native_ms"]
                                                                         for s in mine[i:])), None)
     return out
@@ -50,6 +58,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=["hopper", "walker2d", "humanoid"])
     parser.add_argument("--solvers", nargs="+", default=["converged", "fast"])
+    parser.add_argument("--models", nargs="+", default=["brax"], choices=MODELS)
     parser.add_argument("--batches", nargs="+", type=int, default=[16, 64, 256, 1024, 4096])
     parser.add_argument("--steps", type=int, default=64, help="batched steps per timing")
     parser.add_argument("--json", default=None, help="also write the measurements here")
@@ -59,12 +68,12 @@ def main():
     args = parser.parse_args()
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}), {os.cpu_count()} host cores, jax {jax.__version__}\n")
-    print("| task | solver | batch | native ms/step | MJX ms/step | faster |\n|---|---|---|---|---|---|")
+    print("| task | model | solver | batch | native ms/step | MJX ms/step | faster |\n|---|---|---|---|---|---|---|")
     threads = args.threads or os.cpu_count() or 1
-    rows = measure(args.tasks, args.solvers, args.batches, args.steps, threads)
-    print("\n| task | solver | MJX from batch |\n|---|---|---|")
-    for (task, solver), batch in crossovers(rows).items():
-        print(f"| {task} | {solver} | {f'{batch:,}' if batch else '— (native at every measured batch)'} |")
+    rows = measure(args.tasks, args.solvers, args.batches, args.steps, threads, args.models)
+    print("\n| task | model | solver | MJX from batch |\n|---|---|---|---|")
+    for (task, model, solver), batch in crossovers(rows).items():
+        print(f"| {task} | {model} | {solver} | {f'{batch:,}' if batch else '— (native at every measured batch)'} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": f"{device.platform} ({device.device_kind})", "host_cores": os.cpu_count(),

@@ -40,6 +40,24 @@ def test_decide_keeps_tasks_and_solvers_apart():
     assert crossover.decide(ROWS, "humanoid", "converged", 64) is None
 
 
+def test_decide_and_record_keep_models_apart(tmp_path):
+    gym = dict(_row(1024, 30.0, 90.0), model="gym")          # Gym's Hopper: native at 1,024, Brax's: MJX
+    rows = ROWS + [gym]
+    assert crossover.decide(rows, "hopper", "converged", 1024)[0] == "mjx"
+    assert crossover.decide(rows, "hopper", "converged", 1024, "gym")[0] == "native"
+    assert crossover.decide(rows, "hopper", "converged", 256, "gym") is None   # a Brax row never decides Gym's
+    path = str(tmp_path / "crossover.json")
+    crossover.record("host", rows, path)
+    crossover.record("host", [dict(gym, native_ms=20.0)], path)               # remeasured: replaces Gym's only
+    saved = crossover.load("host", path)
+    assert len(saved) == len(rows)
+    assert [r["native_ms"] for r in saved if r.get("model") == "gym"] == [20.0]
+    assert [r["native_ms"] for r in saved if r["batch"] == 1024 and r["solver"] == "converged"
+            and "model" not in r] == [12.0]
+    # Gym's Humanoid runs natively whatever was measured: MJX has no PGS solver
+    assert envs.choose_physics("humanoid", "auto", 0, "converged", 4096, "gym")[:1] == ("native",)
+
+
 def test_record_replaces_a_batch_and_keeps_other_hosts(tmp_path):
     path = str(tmp_path / "sub" / "crossover.json")
     crossover.record("host A", ROWS[:2], path)

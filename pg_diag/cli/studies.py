@@ -134,7 +134,7 @@ def cmd_dry_run(args, kind):
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
     programs = plan.plan(args.command, args.scale or "smoke", diag=diag, **extra)
-    frame = plan.table(programs, plan.recorded_step_ms())
+    frame = plan.table(programs, plan.recorded_step_ms(extra.get("solver", "converged"), extra.get("model", "brax")))
     shown = frame.assign(memory=frame.memory.map(fmt_bytes))
     print(shown.to_string(index=False))
     total = frame.estimated_s

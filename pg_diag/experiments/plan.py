@@ -248,7 +248,7 @@ def duration(programs: list, step_ms) -> float | None:
 LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
-def measured_step_ms(solver: str = "converged"):
+def measured_step_ms(solver: str = "converged", model: str = "brax"):
     """``step_ms(task, width)`` for this device: the recorded per-step cost where there is one
     (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
     :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
@@ -259,22 +259,23 @@ def measured_step_ms(solver: str = "converged"):
 
     from pg_diag.envs import TASKS, crossover
 
-    recorded, cache = recorded_step_ms(solver), {}
+    recorded, cache = recorded_step_ms(solver, model), {}
     threads = os.cpu_count() or 1
 
     def at(task, width):
         if (task, width) not in cache:
             if TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
-                row = crossover.measure(task, solver, width, threads)
+                row = crossover.measure(task, solver, width, threads, model=model)
                 try:
                     crossover.record(crossover.host_key(threads), [row])
                 except OSError:
                     pass  # an unwritable cache costs a measurement next time, nothing else
                 cache[task, width] = min(row["native_ms"], row["mjx_ms"])
             else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
-                cache[task, width] = crossover.step_ms(task, "native" if TASKS[task][0] == "mujoco" else "auto",
-                                                       threads, solver, width)
+                mujoco = TASKS[task][0] == "mujoco"
+                cache[task, width] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
+                                                       model=model if mujoco else "brax")
         return cache[task, width]
 
     def step_ms(task, width):
@@ -293,9 +294,10 @@ def measured_step_ms(solver: str = "converged"):
     return step_ms
 
 
-def recorded_step_ms(solver: str = "converged"):
-    """``step_ms(task, width)`` from this host's recorded physics measurements (the faster backend at the
-    nearest recorded batch), or None where none is recorded; pure-JAX tasks: None."""
+def recorded_step_ms(solver: str = "converged", model: str = "brax"):
+    """``step_ms(task, width)`` from this host's recorded physics measurements of the solver setting and
+    model (the faster backend at the nearest recorded batch), or None where none is recorded; pure-JAX
+    tasks: None."""
     import os
 
     from pg_diag.envs import TASKS, crossover
@@ -303,7 +305,8 @@ def recorded_step_ms(solver: str = "converged"):
     rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
 
     def step_ms(task, width):
-        near = [r for r in rows if r.get("task") == task and r.get("solver") == solver]
+        near = [r for r in rows if r.get("task") == task and r.get("solver") == solver
+                and r.get("model", "brax") == model]
         if TASKS[task][0] != "mujoco" or not near:
             return None
         r = min(near, key=lambda r: abs(r["batch"] - width))
