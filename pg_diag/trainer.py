@@ -77,6 +77,8 @@ METRICS = {
     "grad_norm": "policy gradient norm (minibatch algorithms: before clipping, mean over minibatches; TRPO, NPG: "
                  "of g)",
     "step_scale": "TRPO: the accepted line-search scale 2^-i, 0 if none; NPG: 1 (NaN for the others)",
+    "penalty": "PPO-KL: the KL coefficient β the step optimized with (it then adapts for the next; NaN for the "
+               "others)",
     "lr_policy_used": "policy learning rate used this iteration (after annealing)",
     "lr_value_used": "value learning rate used this iteration (after annealing)",
     "diverged": "the agent's parameters or losses became non-finite (sticky)",
@@ -223,7 +225,7 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         "entropy": entropy(policy.params["log_std"]),
         "value_loss": jnp.mean(value.losses[-1]),
         "policy_loss": policy.info.policy_loss, "clip_fraction": policy.info.clip_fraction,
-        "grad_norm": policy.info.grad_norm, "step_scale": policy.info.step_scale,
+        "grad_norm": policy.info.grad_norm, "step_scale": policy.info.step_scale, "penalty": policy.info.penalty,
         "lr_policy_used": lr_pi, "lr_value_used": lr_v, "diverged": diverged,
     }
     return {k: jnp.asarray(v, jnp.bool_ if k == "diverged" else jnp.int32 if k == "episodes" else jnp.float32)

@@ -140,6 +140,7 @@ def test_ppo_kl_without_a_penalty_takes_unclipped_ppo_steps_and_adapts_beta_by_t
     d = np.mean(np.sum(s1 - s0 + (np.exp(2 * s0) + (m0 - m1) ** 2) / (2 * np.exp(2 * s1)) - 0.5, axis=1))
     expected = 0.5 if d < 0.01 / 1.5 else 2.0 if d > 0.015 else 1.0
     assert float(out.opt_state.beta) == expected
+    assert float(out.info.penalty) == 1.0            # the β the step optimized with, recorded as `penalty`
     for kl, beta in ((0.001, 0.5), (0.0066, 0.5), (0.0067, 1.0), (0.015, 1.0), (0.0151, 2.0)):
         assert float(ppo_kl.adapt_beta(jnp.float32(1.0), jnp.float32(kl), 0.01)) == beta
 
@@ -192,6 +193,12 @@ def test_each_new_algorithm_trains_from_its_preset_and_records_its_metrics(new_r
         assert np.isfinite(m[["policy_loss", "value_loss", "grad_norm", "mean_kl"]].to_numpy()).all()
         assert (m.mean_kl > 0).all()
         assert (m.step_scale == 1.0).all() if algo == "npg" else m.step_scale.isna().all()
+        if algo == "ppo-kl":  # β from the preset's kl_beta_init, then halved, kept or doubled each iteration
+            beta = m.sort_values("iteration").penalty.to_numpy()
+            assert beta[0] == pg_diag.load_run(path).manifest["base_config"]["knobs"]["kl_beta_init"]
+            assert all(b in (a / 2, a, 2 * a) for a, b in zip(beta[:-1], beta[1:]))
+        else:
+            assert m.penalty.isna().all()
 
 
 def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):

@@ -43,6 +43,7 @@ class StepInfo:
     clip_fraction: jax.Array  # fraction of samples with |r − 1| > ε (ratio-clipping algorithms)
     grad_norm: jax.Array      # the policy gradient's norm (before any clipping)
     step_scale: jax.Array     # a line search's accepted scale 2^-i, 0 if none
+    penalty: jax.Array = float("nan")  # the penalty coefficient the step optimized with (PPO-KL's β)
 
 
 @struct.dataclass

@@ -62,7 +62,8 @@ def step(static, params, state: State, batch, lr, knobs, key) -> PolicyStep:
     beta = adapt_beta(state.beta, d, knobs["kl_target"])
     return PolicyStep(params=new, opt_state=State(adam=adam_state, beta=beta),
                       info=StepInfo(policy_loss=jnp.mean(losses[-1]), clip_fraction=jnp.float32(jnp.nan),
-                                    grad_norm=jnp.mean(norms), step_scale=jnp.float32(jnp.nan)))
+                                    grad_norm=jnp.mean(norms), step_scale=jnp.float32(jnp.nan),
+                                    penalty=state.beta))
 
 
 def objective(terms: Terms, knobs, state: State):
