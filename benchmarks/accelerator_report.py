@@ -86,8 +86,9 @@ def crossover_batches(rows: list) -> dict:
     return out
 
 
-def first_chunks(sc: dict, budget: Budget) -> list:
-    """Every training program of the targets at the scale, timed over one iteration."""
+def first_chunks(sc: dict, budget: Budget, earlier=()) -> list:
+    """Every training program of the targets at the scale, timed over one iteration (those ``earlier``, a
+    previous report's rows, measured already are kept)."""
     from pg_diag import sweep
     from pg_diag.experiments import plan
 
@@ -100,12 +101,17 @@ def first_chunks(sc: dict, budget: Budget) -> list:
             if p.spec is not None:
                 programs.setdefault(p, p)
                 owners.setdefault(p, []).append(target)
+    done = {(r["targets"], r["task"], r["algorithms"], r["agents"], r["note"]): r for r in earlier if r.get("measured")}
     rows = []
     for p in programs:
         base, grid, seeds = p.spec
         row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.algorithms, "agents": p.units,
                "iterations": base.static.num_iterations, "note": p.note,
                "planned_s": plan.duration([p], step_ms)}
+        kept = done.get((row["targets"], row["task"], row["algorithms"], row["agents"], row["note"]))
+        if kept:
+            rows.append(kept)
+            continue
         if budget.left() <= 0:
             rows.append({**row, "measured": False})
             continue
@@ -128,11 +134,13 @@ def throughput(sc: dict, budget: Budget) -> list:
             rows.append({"agents": agents, "measured": False})
             continue
         cfg = preset("ppo", sc["throughput_task"], **sc["shape"], num_iterations=1)
-        train, compile_s = training_rate(cfg, agents)
+        train, compile_s, backend = training_rate(cfg, agents)
         batch = agents * cfg.static.num_envs
-        physics = physics_rate(sc["throughput_task"], batch, 64)
-        rows.append({"agents": agents, "measured": True, "batch": batch, "training_steps_per_s": train,
-                     "physics_steps_per_s": physics, "ratio": train / physics, "compile_s": compile_s})
+        # the physics alone on the backend the training ran on (physics=auto chose it for this batch)
+        physics = physics_rate(sc["throughput_task"], batch, 64, physics=backend if backend != "jax" else "auto")
+        rows.append({"agents": agents, "measured": True, "batch": batch, "backend": backend,
+                     "training_steps_per_s": train, "physics_steps_per_s": physics, "ratio": train / physics,
+                     "compile_s": compile_s})
     return rows
 
 
@@ -144,9 +152,13 @@ def _s(x) -> str:
 
 def markdown(report: dict) -> str:
     d, c = report["device"], report["crossover"]
+    pieces = report.get("pieces", [])
+    parts = (f" in {len(pieces)} pieces (" + "; ".join(f"{', '.join(p['sections'])}: budget {p['budget_minutes']:g} min"
+                                                       for p in pieces) + ")") if len(pieces) > 1 else \
+        f" (budget {report['budget_minutes']:g} min)"
     lines = [f"# Accelerator report: {d['device']} × {d['devices']}, {d['host_cores']} host cores",
-             "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])} "
-             f"(budget {report['budget_minutes']:g} min) with Python {d['python']}, "
+             "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])}{parts} "
+             f"with Python {d['python']}, "
              + ", ".join(f"{k} {v}" for k, v in d["versions"].items()) + ".", "",
              "## Physics: native MuJoCo or MJX (`physics=auto`)", "",
              "| task | solver | batch | native ms/step | MJX ms/step | faster |", "|---|---|---|---|---|---|"]
@@ -168,19 +180,35 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['targets']} | {r['task']} | {r['algorithms']}{' (' + r['note'] + ')' if r['note'] else ''}"
                      f" | {r['agents']} | {r['iterations']} | {timed} | {_s(r['planned_s'])} |")
     lines += ["", "## Training throughput against the physics of the same batch", "",
-              "| agents | batch | training steps/s | physics steps/s | training / physics | compile |",
-              "|---|---|---|---|---|---|"]
+              "| agents | batch | physics | training steps/s | physics steps/s | training / physics | compile |",
+              "|---|---|---|---|---|---|---|"]
     for r in report["throughput"]:
-        lines.append(f"| {r['agents']} | {r['batch']:,} | {r['training_steps_per_s']:,.0f} | "
+        lines.append(f"| {r['agents']} | {r['batch']:,} | {r.get('backend', '—')} | {r['training_steps_per_s']:,.0f} | "
                      f"{r['physics_steps_per_s']:,.0f} | {r['ratio']:.2f} | {_s(r['compile_s'])} |"
-                     if r["measured"] else f"| {r['agents']} | not measured (budget) | | | | |")
+                     if r["measured"] else f"| {r['agents']} | not measured (budget) | | | | | |")
     return "\n".join(lines) + "\n"
 
 
+SECTIONS = ("crossover", "programs", "throughput")
+
+
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
-        record: bool = True) -> str:
-    """Measure every section and write ``out/accelerator-report-<device>.md`` (and ``.json``); returns the
-    Markdown file's path. Errors name a bad scale, budget or output directory before anything is measured."""
+        record: bool = True, sections=SECTIONS, merge: str | None = None) -> str:
+    """Measure the ``sections`` (in that order) and write ``out/accelerator-report-<device>.md`` (and
+    ``.json``); the others come from the report ``merge`` names (a ``.json`` written earlier on the same kind
+    of host: a report measured in pieces), else are listed as not measured. Returns the Markdown file's
+    path. Errors name a bad scale, section, budget or output directory before anything is measured."""
+    unknown = [x for x in sections if x not in SECTIONS]
+    if unknown or not sections:
+        raise SystemExit(f"accelerator-report: unknown section(s) {unknown or list(sections)}; choose from: "
+                         f"{', '.join(SECTIONS)}")
+    previous = {}
+    if merge:
+        try:
+            with open(merge) as f:
+                previous = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"accelerator-report: cannot read the report to merge {merge!r}: {e}") from None
     if scale not in SCALES:
         raise SystemExit(f"accelerator-report: unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
     if isinstance(budget_minutes, bool) or not isinstance(budget_minutes, (int, float)) or not budget_minutes > 0:
@@ -195,10 +223,18 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
     sc, budget, t0 = SCALES[scale], Budget(budget_minutes), time.monotonic()
     report = {"scale": scale, "budget_minutes": budget_minutes, "date": time.strftime("%Y-%m-%d"),
               "device": device_section()}
-    report["crossover"] = crossover_section(sc, budget, record)
-    report["programs"] = first_chunks(sc, budget)
-    report["throughput"] = throughput(sc, budget)
-    report["elapsed_s"] = time.monotonic() - t0
+    measure = {"crossover": lambda: crossover_section(sc, budget, record),
+               "programs": lambda: first_chunks(sc, budget), "throughput": lambda: throughput(sc, budget)}
+    empty = {"crossover": {"rows": [], "skipped": ["not run"], "recorded": None},
+             "programs": [], "throughput": []}
+    for section in SECTIONS:
+        if section not in sections:
+            report[section] = previous.get(section, empty[section])
+    for section in sections:
+        report[section] = (first_chunks(sc, budget, previous.get("programs", ())) if section == "programs"
+                           else measure[section]())
+    report["elapsed_s"] = time.monotonic() - t0 + previous.get("elapsed_s", 0.0)
+    report["pieces"] = previous.get("pieces", []) + [{"sections": list(sections), "budget_minutes": budget_minutes}]
     name = "accelerator-report-" + "".join(ch if ch.isalnum() else "-" for ch in report["device"]["device"]).strip("-")
     with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(report, f, indent=2, default=str)
@@ -214,8 +250,13 @@ def main(argv=None):
     parser.add_argument("--out", default="benchmarks/results", help="the report's directory")
     parser.add_argument("--budget-minutes", type=float, default=30.0, help="wall-clock budget (default 30)")
     parser.add_argument("--no-record", action="store_true", help="do not record the physics measurements")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"what to measure, in this order (default {','.join(SECTIONS)})")
+    parser.add_argument("--merge", default=None, metavar="REPORT.json",
+                        help="take the sections not measured now from this earlier report (a report in pieces)")
     args = parser.parse_args(argv)
-    path = run(args.scale, args.out, args.budget_minutes, not args.no_record)
+    sections = tuple(x.strip() for x in args.sections.split(",") if x.strip())
+    path = run(args.scale, args.out, args.budget_minutes, not args.no_record, sections, args.merge)
     with open(path) as f:
         print(f.read())
     print(f"wrote {path}")

@@ -66,3 +66,24 @@ def test_an_unwritable_directory_is_named(report_module, tmp_path):
     blocker.write_text("")
     with pytest.raises(SystemExit, match="cannot write the report directory"):
         report_module.run("tiny", str(blocker / "sub"), 30)
+
+
+def test_a_report_in_pieces_keeps_what_earlier_pieces_measured(report_module, tmp_path, monkeypatch):
+    """--sections measures some sections now; --merge takes the rest, and every program measured before,
+    from an earlier report (a report measured across several short sessions on one host)."""
+    with pytest.raises(SystemExit, match=r"unknown section\(s\) \['physics'\]; choose from: crossover, programs"):
+        report_module.run("tiny", str(tmp_path), 30, sections=("physics",))
+    with pytest.raises(SystemExit, match="cannot read the report to merge"):
+        report_module.run("tiny", str(tmp_path), 30, sections=("throughput",), merge=str(tmp_path / "none.json"))
+    earlier = {"crossover": {"rows": [{"task": "hopper", "solver": "converged", "batch": 4, "native_ms": 1.0,
+                                       "mjx_ms": 2.0, "faster": "native"}], "skipped": [], "recorded": None},
+               "programs": [], "throughput": [], "elapsed_s": 60.0,
+               "pieces": [{"sections": ["crossover"], "budget_minutes": 5}]}
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    monkeypatch.setattr(report_module.Budget, "left", lambda self: -1.0)    # nothing measured now
+    path = pathlib.Path(report_module.run("tiny", str(tmp_path / "out"), 1, record=False, sections=("throughput",),
+                                          merge=str(tmp_path / "earlier.json")))
+    data = json.loads(path.with_suffix(".json").read_text())
+    assert data["crossover"] == earlier["crossover"] and data["programs"] == []
+    assert [p["sections"] for p in data["pieces"]] == [["crossover"], ["throughput"]]
+    assert "in 2 pieces (crossover: budget 5 min; throughput: budget 1 min)" in path.read_text()
