@@ -304,6 +304,9 @@ def _table_target(kind, scale, out, tasks, seeds, progress, statistic, reporting
     return draw_table(kind, out, statistic=statistic, reporting=reporting)
 
 
+AAI_CI_NOTE = "; AAI and ACLI from the same resamples of each algorithm's agents"
+
+
 def draw_table(kind: str, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
                reporting: str = "pg_diag") -> dict:
     """table-2 or table-3 from the study saved in ``from_dir`` (written to ``out``, default ``from_dir``)."""
@@ -320,7 +323,7 @@ def draw_table(kind: str, from_dir: str, out: str | None = None, tasks=None, sta
              else "IM Table 3: PPO vs PPO-NoClip")
     note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
             f" of the per-iteration mean episodic reward) with a 95% percentile-bootstrap CI over agents "
-            f"(1000 resamples; AAI and ACLI from the same resamples of each algorithm's agents); {record['scale']} scale. Episodic reward reported under "
+            f"(1000 resamples{AAI_CI_NOTE if kind == 'table-2' else ''}); {record['scale']} scale. Episodic reward reported under "
             f"{REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, kind), title, note)
     return {"markdown": md, "csv": csv, "table": df, "summary": summary}
