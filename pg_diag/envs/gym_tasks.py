@@ -68,7 +68,7 @@ GYM_HUMANOID = MujocoTask(
 GYM_TASKS = {t.name: t for t in (GYM_HOPPER, GYM_WALKER2D, GYM_HUMANOID)}
 
 
-def reset_fields(kinematics, nu: int, nv: int):
+def reset_fields(kinematics, nv: int):
     """The Gym Humanoid's host fields at a reset state, as Gymnasium's reset leaves them: kinematics from the
     new state (``mj_forward``), no actuator force (the control is zero), no contact force (``mj_resetData``
     clears it and ``mj_forward`` does not compute it) and a zero warm start."""

@@ -255,7 +255,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         qpos = qpos0 + jax.random.uniform(k1, (nq,), minval=-noise, maxval=noise)
         qvel = jax.random.uniform(k2, (nv,), minval=-noise, maxval=noise)
         kinematics = derived(qpos, qvel, jnp.zeros(nu, jnp.float32))
-        fields = reset_fields(kinematics, nu, nv) if task.host_fields else kinematics
+        fields = reset_fields(kinematics, nv) if task.host_fields else kinematics
         physics_state = {"qpos": qpos, "qvel": qvel, **fields}
         return EnvState(physics=physics_state, obs=task.observe(physics_state, info).astype(jnp.float32),
                         reward=jnp.float32(0), terminated=jnp.bool_(False), truncated=jnp.bool_(False),
