@@ -160,12 +160,13 @@ HUMANOID = MujocoTask(
                 "terminates unless 1 ≤ torso z ≤ 2.")
 
 MUJOCO_TASKS = {t.name: t for t in (HOPPER, WALKER2D, HUMANOID)}
-#: MuJoCo models of the tasks: "brax" (Brax's MJCF, the default) or "gym" (Gym-v2's, :mod:`.gym_tasks`)
-MODELS = ("brax", "gym")
 
 
 def mujoco_task(name: str, model: str = "brax") -> MujocoTask:
-    """The task's definition on one of its models."""
+    """The task's definition on one of its models (:data:`pg_diag.envs.MODELS`: Brax's MJCF or Gym-v2's,
+    :mod:`.gym_tasks`)."""
+    from pg_diag.envs import MODELS
+
     if model not in MODELS:
         raise ValueError(f"unknown MuJoCo model {model!r}; choose one of: {', '.join(MODELS)}")
     if model == "gym":
