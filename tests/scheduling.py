@@ -5,7 +5,9 @@ one test and let the rest of the suite run. pytest-xdist 3.8's file scheduling d
 dead worker had finished back on the queue as empty work, starts the crashed test again on the replacement, and
 can leave a worker waiting for a second test that never comes, so the session hangs until CI's time limit
 (pytest-xdist issues 1323, 1327, 1378 and pull request 1371). This scheduler keeps the order and grouping of
-`--dist loadfile` and fixes those three points.
+`--dist loadfile` and fixes those three points, and two more that show when workers die together: work handed to a
+replacement before its collection arrives (a KeyError that xdist swallows, losing the work) and work sent to a
+worker whose death is not yet reported (an OSError).
 """
 
 from xdist.scheduler import LoadFileScheduling
@@ -31,10 +33,13 @@ class CrashSafeLoadFile(LoadFileScheduling):
         """Give a worker files until it has more than two tests waiting, and tell it to finish once the queue
         is empty. (A worker runs a test only when it knows the next one or is told to finish, so a worker left
         with a single test and no shutdown waits forever.)"""
-        if node.shutting_down:
-            return
+        if node.shutting_down or node not in self.registered_collections:
+            return      # a replacement gets its work when its collection arrives (xdist calls schedule then)
         while self.workqueue and self._pending_of(self.assigned_work[node]) <= 2:
-            self._assign_work_unit(node)
+            try:
+                self._assign_work_unit(node)
+            except OSError:
+                return  # it died: what it was just given is queued again when its death is reported
         if not self.workqueue:
             node.shutdown()
 
