@@ -58,7 +58,8 @@ def test_table_2_lays_out_means_cis_aai_acli():
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("study"))
-    metrics = algorithms.train_study("point_mass", 2, out, **TINY)
+    metrics, runs = algorithms.train_study("point_mass", 2, out, **TINY)
+    assert runs == [("point_mass-ppo", [0, 1]), ("point_mass-trpo", [0, 1])]
     return out, metrics
 
 
@@ -68,13 +69,51 @@ def test_study_trains_every_preset_and_reuses_itself(study):
     assert metrics.groupby("algorithm").agent.nunique().eq(2).all()
     assert sorted(os.listdir(out)) == ["point_mass-ppo", "point_mass-trpo"]
     with CompileCounter() as counter:
-        again = algorithms.train_study("point_mass", 2, out, **TINY)
+        again, _ = algorithms.train_study("point_mass", 2, out, **TINY)
     assert counter.count == 0  # read back from disk
     pd.testing.assert_frame_equal(again.reset_index(drop=True), metrics.reset_index(drop=True))
     # the TRPO line search keeps the mean KL of every accepted step within δ
     trpo = metrics[metrics.algorithm == "trpo"]
     assert (trpo.mean_kl <= preset("trpo", "point_mass").kl_bound * (1 + 1e-4)).all()
     assert np.isnan(trpo.clip_fraction).all() and np.isnan(metrics[metrics.algorithm == "ppo"].step_scale).all()
+
+
+def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, tmp_path):
+    out, metrics = study
+    runs = str(tmp_path / "runs")
+    os.mkdir(runs)
+    for d in os.listdir(out):
+        os.symlink(os.path.join(out, d), os.path.join(runs, d))
+    # three seeds where seeds 0 and 1 are saved: seed 2 alone is trained, into a run of its own per family
+    with CompileCounter() as counter:
+        more, added = algorithms.train_study("point_mass", 3, runs, **TINY)
+    assert added == [("point_mass-ppo", [0, 1]), ("point_mass-ppo-seeds-2", [2]),
+                     ("point_mass-trpo", [0, 1]), ("point_mass-trpo-seeds-2", [2])]
+    assert counter.count > 0 and all(sorted(set(g.seed)) == [0, 1, 2] for _, g in more.groupby("algorithm"))
+    for d in ("point_mass-ppo-seeds-2", "point_mass-trpo-seeds-2"):
+        assert json.load(open(os.path.join(runs, d, "manifest.json")))["seeds"] == [2]
+    # seed 2 trained alone is seed 2 of the three trained together. Two compiled programs (compare.py), and TRPO's
+    # line search turns a rounding difference into a different accepted step after a few iterations, so the
+    # first two iterations are compared: another seed differs there by O(1).
+    together, _ = algorithms.train_study("point_mass", 3, str(tmp_path / "together"), **TINY)
+    key = ["algorithm", "seed", "iteration"]
+
+    def early(m):
+        return m[(m.seed == 2) & (m.iteration < 2)].drop(columns="agent").sort_values(key).reset_index(drop=True)
+    assert_frames_close(early(more), early(together))
+    assert not np.allclose(early(more).mean_return, early(together[together.seed == 1].assign(seed=2)).mean_return)
+    # one seed: taken from the saved runs of two, nothing trained
+    with CompileCounter() as counter:
+        fewer, taken = algorithms.train_study("point_mass", 1, runs, **TINY)
+    assert counter.count == 0 and taken == [("point_mass-ppo", [0]), ("point_mass-trpo", [0])]
+    assert set(fewer.seed) == {0}
+    # a study over the pooled runs numbers each task's agents through its runs: 3 per algorithm, none shared
+    study_dir.write(str(tmp_path), "algorithms", "smoke", ["point_mass"], algorithms=list(algorithms.ALGORITHM_PRESETS),
+                    **study_dir.runs_entry({"point_mass": added}))
+    _, pooled = study_dir.load_runs(str(tmp_path), "algorithms", "table-2")
+    per = pooled.groupby(["algorithm", "agent"]).seed.nunique()
+    assert per.eq(1).all() and pooled.groupby("algorithm").agent.nunique().eq(3).all()
+    assert len(pooled) == len(more)
 
 
 @pytest.fixture(scope="module")

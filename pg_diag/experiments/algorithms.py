@@ -115,52 +115,71 @@ def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
     return out
 
 
-def _matches(run_dir: str, manifest: dict) -> bool:
-    """An existing complete run directory with the same configuration, grid and seeds."""
+def _reusable_seeds(run_dir: str, manifest: dict) -> tuple:
+    """The seeds of an existing complete run directory with the same configuration, grid and labels
+    (empty when it has none or differs)."""
     path = os.path.join(run_dir, "manifest.json")
     if not os.path.exists(path):
-        return False
+        return ()
     with open(path) as f:
         old = json.load(f)
     from pg_diag.run.store import requested_config
 
     if old.get("status") != "complete" or "base_config" not in old:
-        return False
+        return ()
     old = {**old, "base_config": requested_config(old)}
-    keys = ("base_config", "grid_points", "seeds", "labels")
-    return all(json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
+    keys = ("base_config", "grid_points", "labels")
+    same = all(json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
+    return tuple(old.get("seeds") or ()) if same else ()
 
 
-def train_study(task: str, seeds: int, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
+def _seeds_name(seeds) -> str:
+    """The suffix of a run directory holding the seeds a study added to an earlier run."""
+    if len(seeds) == 1:
+        return f"seeds-{seeds[0]}"
+    if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"seeds-{seeds[0]}-{seeds[-1]}"
+    return "seeds-" + "-".join(map(str, seeds)) if len(seeds) <= 4 else f"seeds-{seeds[0]}-{seeds[-1]}-{len(seeds)}"
+
+
+def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
                 **overrides):
-    """Train every preset in ``algorithms`` on ``task``; returns one metrics
-    DataFrame with an ``algorithm`` column (reusing matching runs on disk)."""
+    """Train every preset in ``algorithms`` on ``task`` with ``seeds`` (a count or a list);
+    returns ``(metrics, runs)``: one metrics DataFrame with an ``algorithm`` column, and the run
+    directories under ``out`` it came from as ``(name, seeds taken from it)``.
+
+    Runs on disk with the same configuration are reused seed by seed: asking for 16 seeds where
+    a run of seeds 0-7 is saved trains seeds 8-15 alone, into ``{task}-{program}-seeds-8-15``,
+    and a saved run of more seeds than asked gives the ones asked for."""
     import pandas as pd
 
     from pg_diag.run import load_run, plan, sweep
 
-    frames = []
+    frames, runs = [], []
     for base, points in programs(task, algorithms, **overrides):
-        run_dir = os.path.join(out, f"{task}-{base.static.algorithm}")  # see run_names
+        name = f"{task}-{base.static.algorithm}"
         labels = [a for a, _ in points]
         grid = [p for _, p in points]
         p = plan(base, grid, seeds, labels)
-        wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "seeds": list(p.seeds),
-                  "labels": list(p.labels)}
-        if reuse and _matches(run_dir, wanted):
-            metrics = load_run(run_dir).metrics
-        else:
-            metrics = sweep(base, grid, seeds, out=run_dir, progress=progress, labels=labels,
+        wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
+        siblings = sorted(d for d in (os.listdir(out) if os.path.isdir(out) else ())
+                          if d == name or d.startswith(f"{name}-seeds-"))
+        covered = []
+        for d in siblings if reuse else ():
+            take = [s for s in _reusable_seeds(os.path.join(out, d), wanted) if s in p.seeds and s not in covered]
+            if take:
+                m = load_run(os.path.join(out, d)).metrics
+                frames.append(study_dir.tidy(m[m.seed.isin(take)], task))
+                runs.append((d, take))
+                covered += take
+        missing = [s for s in p.seeds if s not in covered]
+        if missing:
+            new = name if not covered else f"{name}-{_seeds_name(missing)}"
+            metrics = sweep(base, grid, missing, out=os.path.join(out, new), progress=progress, labels=labels,
                             label=f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
-        frames.append(study_dir.tidy(metrics, task))
-    return pd.concat(frames, ignore_index=True)
-
-
-def run_names(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
-    """The run directories (under ``OUT/runs``) :func:`train_study` writes for ``task``."""
-    return [f"{task}-{base.static.algorithm}" for base, _ in programs(task, algorithms, **overrides)]
-
-
+            frames.append(study_dir.tidy(metrics, task))
+            runs.append((new, missing))
+    return pd.concat(frames, ignore_index=True), runs
 
 
 # --- per-agent scores and the tables ------------------------------------------------
@@ -279,10 +298,9 @@ def _study(scale: str, out: str, tasks, seeds, progress, overrides) -> None:
     for task in tasks:  # validate every configuration before training anything
         for algo in ALGORITHM_PRESETS:
             study_preset(algo, task, **over)
-    for t in tasks:
-        train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHM_PRESETS, progress, **over)
-    study_dir.write(out, "algorithms", scale, tasks, algorithms=list(ALGORITHM_PRESETS),
-                    runs={t: [f"runs/{n}" for n in run_names(t, ALGORITHM_PRESETS, **over)] for t in tasks})
+    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHM_PRESETS, progress, **over)[1]
+            for t in tasks}
+    study_dir.write(out, "algorithms", scale, tasks, algorithms=list(ALGORITHM_PRESETS), **study_dir.runs_entry(runs))
 
 
 def fig_rewards(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):

@@ -8,7 +8,7 @@ import os
 
 from pg_diag.config import ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
-from pg_diag.experiments.algorithms import run_names, train_study
+from pg_diag.experiments.algorithms import train_study
 
 
 def pick_scale(scales: dict, scale: str):
@@ -55,9 +55,9 @@ def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, ta
         for algo in algorithms:
             study_preset(algo, task, **over)
         plans[task] = over
-    for task, over in plans.items():
-        train_study(task, seeds, os.path.join(out, "runs"), algorithms, progress, **over)
-    return {task: [f"runs/{d}" for d in run_names(task, algorithms, **over)] for task, over in plans.items()}
+    runs = {task: train_study(task, seeds, os.path.join(out, "runs"), algorithms, progress, **over)[1]
+            for task, over in plans.items()}
+    return {task: [f"runs/{d}" for d, _ in r] for task, r in runs.items()}
 
 
 def recorded(out: str, study: str, scale: str) -> dict:

@@ -134,21 +134,42 @@ def tidy(metrics, task: str):
     return f[cols + [c for c in f.columns if c not in cols]]
 
 
+def runs_entry(runs: dict) -> dict:
+    """A study record's ``runs`` (task -> run directories relative to the study) and ``run_seeds``
+    (directory -> the seeds the study takes from it) from ``{task: [(name, seeds)]}`` under ``runs/``
+    (what :func:`pg_diag.experiments.algorithms.train_study` returns)."""
+    return {"runs": {t: [f"runs/{d}" for d, _ in r] for t, r in runs.items()},
+            "run_seeds": {f"runs/{d}": [int(s) for s in seeds] for r in runs.values() for d, seeds in r}}
+
+
+def _agents_of(record: dict, from_dir: str, name: str, target: str):
+    """One listed run's metrics with its configurations (:func:`with_configs`), only the seeds the study
+    takes from it (``run_seeds``; a study written before it took every seed)."""
+    from pg_diag.run import load_run
+
+    metrics = with_configs(load_run(run_dir(from_dir, name, target)))
+    seeds = record.get("run_seeds", {}).get(name)
+    return metrics if seeds is None else metrics[metrics.seed.isin(seeds)]
+
+
 def load_runs(from_dir: str, study: str, target: str, tasks=None):
     """``(record, metrics)`` of a study of labelled sweeps (fig-trust-region, the algorithms
     study): its algorithms' metrics on its tasks, read from the run directories it lists, with
     each agent's configured ``program``, ``clip_eps`` and ``kl_bound`` (:func:`with_configs`)."""
     import pandas as pd
 
-    from pg_diag.run import load_run
-
     record = read(from_dir, study, target)
     tasks = select_tasks(record, tasks, from_dir, target)
-    frames = [tidy(with_configs(load_run(run_dir(from_dir, name, target))), task)
-              for task in tasks for name in record["runs"][task]]
+    frames = []
+    for task in tasks:
+        first = 0   # a task's agents numbered through all its runs (a study may add seeds in a second run)
+        for name in record["runs"][task]:
+            metrics = _agents_of(record, from_dir, name, target)
+            frames.append(tidy(metrics.assign(agent=metrics.agent + first), task))
+            first += int(metrics.agent.max()) + 1 if len(metrics) else 0
     metrics = pd.concat(frames, ignore_index=True)
     return record, metrics[metrics.algorithm.isin(record["algorithms"])].reset_index(drop=True)
 
 
-__all__ = ["NO_CLIP", "STUDY_FILE", "TARGETS", "load_runs", "read", "run_dir", "select_tasks", "tidy", "with_configs",
+__all__ = ["NO_CLIP", "STUDY_FILE", "TARGETS", "load_runs", "read", "run_dir", "runs_entry", "select_tasks", "tidy", "with_configs",
            "write"]

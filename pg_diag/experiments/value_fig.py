@@ -29,7 +29,7 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, run_names, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, train_study
 from pg_diag.stats import bootstrap_mean_ci
 
 STUDY = "fig-value"
@@ -68,10 +68,8 @@ def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorith
     for task in tasks:
         for algo in algos:
             study_preset(algo, task, **over)  # every configuration validated before anything trains
-    for task in tasks:
-        train_study(task, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)
-    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos),
-                    runs={t: [f"runs/{n}" for n in run_names(t, algos, **over)] for t in tasks})
+    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)[1] for t in tasks}
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos), **study_dir.runs_entry(runs))
     return draw(out)
 
 
