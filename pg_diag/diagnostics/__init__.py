@@ -21,7 +21,8 @@ run's ``diagnostics/`` directory (:mod:`.tables`).
 from pg_diag.diagnostics.baseline_study import BaselineStudy, baseline_study, load_baseline_study
 from pg_diag.diagnostics.baselines import BaselineSettings
 from pg_diag.diagnostics.gradient_study import GradientStudy, gradient_study, load_gradient_study
-from pg_diag.diagnostics.gradients import PAPER_SIZES, GradientSettings
+from pg_diag.diagnostics.gradients import GradientSettings
+from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.diagnostics.landscape import LandscapeSettings
 from pg_diag.diagnostics.landscape_study import LandscapeStudy, landscape_study, load_landscape_study
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling

@@ -32,7 +32,7 @@ from flax import struct
 from pg_diag import envs, networks, stages
 from pg_diag.algorithms.epochs import value_update
 from pg_diag.diagnostics import gradients
-from pg_diag.diagnostics.gradients import MAX_PAIRS, log_sizes
+from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
@@ -49,8 +49,6 @@ TAIL = 1000
 #: environments the fit data steps side by side (chains of the algorithm's batch shape, fit_chunks rounded up
 #: to a multiple): wide enough to keep a batched physics step busy, narrow enough to stay small in memory
 FIT_WIDTH = 64
-#: the paper's linear axis (0 … 1e4) and the log grid 1e2 … 1e4
-PAPER_SIZES = tuple(sorted(set(range(1_000, 10_001, 1_000)) | set(log_sizes(1e2, 1e4))))
 
 
 #: Where the fitted value network's training starts: the agent's own network (its error is then the agent's
@@ -60,7 +58,7 @@ FIT_STARTS = ("agent", "fresh")
 
 @dataclasses.dataclass(frozen=True)
 class BaselineSettings:
-    sizes: tuple = PAPER_SIZES
+    sizes: tuple = PAPER_SIZES["baselines"]
     estimates: int = 10                      # K estimates per baseline and N
     baselines: tuple = ("value", "fitted", "zero")   # + "exact", added on the LQR task
     fit_pairs: int = 500_000                 # pairs the fitted value network learns from (CL: 5e5 or 5e6)

@@ -31,7 +31,6 @@ program: host memory does not grow with N or with the parameter count.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +40,7 @@ from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
                                          independent_burn_in, needs_warmup, start_carry)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
+from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 
@@ -50,26 +50,13 @@ EXACT_ADVANTAGES = ("exact", "gae_exact_value")
 #: what a gradient study differentiates (see the module docstring)
 OBJECTIVES = ("surrogate", "own")
 
-#: 2^24: the largest count a float32 mean update keeps exact.
-MAX_PAIRS = 2 ** 24
-
-
-def log_sizes(lo: float, hi: float, per_decade: int = 3) -> tuple:
-    """A log grid lo … hi with ``per_decade`` points per decade."""
-    a, b = math.log10(lo), math.log10(hi)
-    k = int(round((b - a) * per_decade))
-    return tuple(sorted({int(round(10 ** (a + i * (b - a) / k))) for i in range(k + 1)}))
-
-
-#: N of CL Figs 2/3 (ref §4.2): 1e2 … 1e6, three points per decade.
-PAPER_SIZES = log_sizes(1e2, 1e6)
 
 
 @dataclasses.dataclass(frozen=True)
 class GradientSettings:
     """What a gradient study samples and computes. ``0`` means "the run's own"."""
 
-    sizes: tuple = PAPER_SIZES     # the N of the estimates (state–action pairs)
+    sizes: tuple = PAPER_SIZES["gradients"]     # the N of the estimates (state–action pairs)
     estimates: int = 10            # K independent estimates at every N
     true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL: 1e6 or 1e7)
     envs: int = 0                  # environments per stream (0: the run's num_envs, a chunk is one batch; wider on MJX)

@@ -47,7 +47,7 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
-from pg_diag.diagnostics.gradients import MAX_PAIRS
+from pg_diag.diagnostics.sizes import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr

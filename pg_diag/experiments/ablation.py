@@ -16,38 +16,30 @@ scaling), observation normalization with clip ±10, tanh, 10 × 32 minibatches.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, Config
 from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.scales import Scale, pick
 
 TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
 
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: tuple
-    learning_rates: tuple
-    seeds: int
-    static: dict
-    description: str
-
-
+#: IM §3's learning-rate grid: every toggle combination is trained at each, and its best one compared
+LEARNING_RATES = (1e-5, 8e-5, 1.5e-4, 2.2e-4)
 _PAPER_BASE = dict(algorithm="ppo", num_envs=1, steps_per_env=2048, num_iterations=488, ppo_epochs=10,
                    value_epochs=10, num_minibatches=32, reset_every_iteration=True)
 
 SCALES = {
     "paper": Scale(
-        tasks=("humanoid", "walker2d"), learning_rates=(1e-5, 8e-5, 1.5e-4, 2.2e-4), seeds=5,
-        static=_PAPER_BASE,
+        tasks=("humanoid", "walker2d"), seeds=5, overrides=_PAPER_BASE, settings={"grid": {"lr_policy": LEARNING_RATES}},
         description="Humanoid and Walker2d, LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}, 5 seeds, T=2048 × 488 "
                     "iterations (≈1M steps per agent): 320 agents per task as one compiled sweep."),
     "smoke": Scale(
-        tasks=("hopper",), learning_rates=(1e-5, 8e-5, 1.5e-4, 2.2e-4), seeds=2,
-        static=dict(algorithm="ppo", ppo_epochs=10, value_epochs=10, num_iterations=20, **CPU_SCALE),
+        tasks=("hopper",), seeds=2, settings={"grid": {"lr_policy": LEARNING_RATES}},
+        overrides=dict(algorithm="ppo", ppo_epochs=10, value_epochs=10, num_iterations=20, **CPU_SCALE),
         description="Hopper (native MuJoCo on a CPU), the paper's LR grid, 2 seeds, 20 iterations of 4 × 256 "
                     "steps: 128 agents as one compiled sweep, a few minutes on a 2-core CPU."),
 }
@@ -56,14 +48,14 @@ SCALES = {
 def base_config(task: str, scale: Scale) -> Config:
     """The fixed part of the ablation (everything but the four toggles and the LR)."""
     return Config(name=f"ablation/{task}").replace(
-        task=task, **scale.static,
+        task=task, **scale.overrides,
         clip_eps=0.2, value_clip_eps=0.2, lr_value=1e-4, gamma=0.99, gae_lambda=0.95, entropy_coef=0.0,
         reward_clipping=True, reward_clip=10.0, obs_normalization=True, obs_clipping=True, obs_clip=10.0,
         tanh_activations=True, grad_clipping=False)
 
 
 def grid(scale: Scale) -> dict:
-    return {**{t: [False, True] for t in TOGGLES}, "lr_policy": list(scale.learning_rates)}
+    return {**{t: [False, True] for t in TOGGLES}, "lr_policy": list(scale.settings["grid"]["lr_policy"])}
 
 
 # --- analysis -----------------------------------------------------------------
@@ -140,15 +132,13 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
     """
     from pg_diag.run import sweep
 
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
-    tasks = tuple(tasks or sc.tasks)
+    sc = pick(SCALES, scale)
+    tasks = tuple(tasks or sc.tasks_of())
     configs = {task: base_config(task, sc).replace(**static_overrides) for task in tasks}  # validate all first
     runs = {task: sweep(configs[task], grid(sc), seeds=seeds or sc.seeds, out=os.path.join(out, task),
                         progress=progress, label=f"fig-ablation {task}") for task in tasks}
     study_dir.write(out, "fig-ablation", scale, tasks, seeds=seeds or sc.seeds,
-                    learning_rates=list(sc.learning_rates))
+                    learning_rates=list(sc.settings["grid"]["lr_policy"]))
     return {**draw(out), "runs": runs}  # the in-memory results, with their final states
 
 

@@ -29,7 +29,6 @@ the training entry points end by calling them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
@@ -37,6 +36,7 @@ import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.scales import Scale, pick
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci
 
 class _Named(dict):
@@ -61,14 +61,6 @@ REPORTING_NOTES = {
     "pg_diag": "pg_diag's rule: the mean raw return of every episode that ended in an iteration (`mean_return`)",
     "original": "the original code's rule, as published: an episode ending on the batch's last step is left out "
                 "unless no other episode ended in the batch (`mean_return_reference`)"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: tuple
-    seeds: int
-    overrides: dict
-    description: str
 
 
 SCALES = {
@@ -290,10 +282,8 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
 
 def _study(scale: str, out: str, tasks, seeds, progress, overrides) -> None:
     """Train every preset on every task (reusing matching runs on disk) and record the study."""
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
-    tasks = tuple(tasks or sc.tasks)
+    sc = pick(SCALES, scale)
+    tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
     for task in tasks:  # validate every configuration before training anything
         for algo in ALGORITHM_PRESETS:

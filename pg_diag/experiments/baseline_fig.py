@@ -13,7 +13,6 @@ are reused; :func:`draw` redraws from the saved tables alone.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
@@ -21,8 +20,10 @@ import numpy as np
 from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
-from pg_diag.diagnostics.baselines import PAPER_SIZES, BaselineSettings
+from pg_diag.diagnostics.baselines import BaselineSettings
+from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments.scales import Scale, pick
 
 STUDY = "fig-baselines"
 ALGORITHMS = ("ppo", "trpo")
@@ -32,34 +33,25 @@ NAMES = {"value": "agent's value net V_t", "fitted": "fitted value net (\"true\"
          "exact": "exact V^π (LQR)"}
 
 
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: tuple
-    seeds: int
-    overrides: dict
-    task_overrides: dict
-    settings: dict
-    description: str
-
-
 SCALES = {
     "paper": Scale(
         tasks=("walker2d", "hopper", "lqr"), seeds=3, overrides={"checkpoint_at": (150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (20, 40)}},
-        settings=dict(sizes=PAPER_SIZES, estimates=10, fit_pairs=500_000, fit_epochs=30),
+        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
         description="PPO and TRPO presets on Walker2d, Hopper (and the LQR task), 3 agents each, checkpoints after "
                     "iterations 150/300/450 (LQR: 20/40); K = 10 estimates at N up to 1e4; the fitted value net "
                     "learns from 5e5 pairs (the ICLR text's number; fit_pairs=5_000_000 for the v4 text's)."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (15, 29)},
-        task_overrides={}, settings=dict(sizes=(100, 300, 1000, 2000, 4000, 6000, 8000, 10000), estimates=10,
-                                         fit_pairs=50_000, fit_epochs=20),
+        settings={"baselines": dict(sizes=(100, 300, 1000, 2000, 4000, 6000, 8000, 10000), estimates=10,
+                                    fit_pairs=50_000, fit_epochs=20)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
                     "2 agents per algorithm, checkpoints after 15/29; K = 10 estimates at N up to 1e4; value fit on "
                     "5e4 pairs."),
     "mid": Scale(
-        tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (50, 99)}, task_overrides={},
-        settings=dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000, fit_epochs=20),
+        tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (50, 99)},
+        settings={"baselines": dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000,
+                                    fit_epochs=20)},
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs "
                     "from the agent's network."),
 }
@@ -67,14 +59,14 @@ SCALES = {
 
 def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None, **overrides) -> dict:
     """Train (or take ``runs``), measure unless saved with the same settings, draw."""
-    sc = checkpointed.pick_scale(SCALES, scale)
-    settings = {**sc.settings, **(diag or {})}
+    sc = pick(SCALES, scale)
+    settings = sc.measuring("baselines", user=diag)
     out = out or f"results/{STUDY}-{scale}"
     checkpointed.check_settings(BaselineSettings, settings)
     if runs:
         names = checkpointed.given_runs(runs, out)
     else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks), ALGORITHMS, seeds or sc.seeds, progress,
+        names = checkpointed.train(out, tuple(tasks or sc.tasks_of()), ALGORITHMS, seeds or sc.seeds, progress,
                                    sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]

@@ -11,12 +11,6 @@ from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments.algorithms import train_study
 
 
-def pick_scale(scales: dict, scale: str):
-    if scale not in scales:
-        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(scales)}")
-    return scales[scale]
-
-
 def check_settings(cls, settings: dict) -> None:
     """The measurement's settings, checked before anything trains."""
     try:

@@ -17,53 +17,43 @@ gradient, and the summary reports the large-sample gradient's own cosine to
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.diagnostics import (PAPER_SIZES, GradientSettings, StepSettings, gradient_study, load_gradient_study,
+from pg_diag.diagnostics import (GradientSettings, StepSettings, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
-from pg_diag.diagnostics.gradients import log_sizes
+from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import checkpointed, figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS
+from pg_diag.experiments.scales import Scale, pick
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
 TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance")
 
 
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: tuple
-    seeds: int
-    overrides: dict       # training, every task
-    task_overrides: dict  # training, per task
-    gradients: dict       # GradientSettings fields
-    steps: dict           # StepSettings fields
-    description: str
-
-
 SCALES = {
     "paper": Scale(
         tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=3, overrides={"checkpoint_at": (0, 150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
-        gradients=dict(sizes=PAPER_SIZES, estimates=10, true_pairs=1_000_000), steps=dict(batches=100),
+        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=1_000_000),
+                  "steps": dict(batches=100)},
         description="PPO and TRPO presets, 3 agents each, checkpoints after iterations 0/150/300/450 (the LQR "
                     "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e6 pairs; "
                     "M = 100 steps per checkpoint."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
-        task_overrides={}, gradients=dict(sizes=log_sizes(1e2, 1e4), estimates=10,
-                                          true_pairs=100_000), steps=dict(batches=10),
+        settings={"gradients": dict(sizes=log_sizes(1e2, 1e4), estimates=10, true_pairs=100_000),
+                  "steps": dict(batches=10)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 "
                     "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
                     "N = 1e2 … 1e4, a true gradient from 1e5 pairs; M = 10 steps per checkpoint."),
     "mid": Scale(
         tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99)},
-        task_overrides={}, gradients=dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=262_144),
-        steps=dict(batches=16),
+        settings={"gradients": dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=262_144),
+                  "steps": dict(batches=16)},
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 32,768, a true gradient from "
                     "2^18 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU in minutes." ),
 }
@@ -74,15 +64,15 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
     """Train (or take ``runs``), measure what ``target`` needs unless saved with the same settings, draw it."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    sc = checkpointed.pick_scale(SCALES, scale)
+    sc = pick(SCALES, scale)
     kind = "steps" if target == "fig-step-variance" else "gradients"
-    settings = {**(sc.steps if kind == "steps" else sc.gradients), **(diag or {})}
+    settings = sc.measuring(kind, user=diag)
     out = out or f"results/{STUDY}-{scale}"
     checkpointed.check_settings(StepSettings if kind == "steps" else GradientSettings, settings)
     if runs:
         names = checkpointed.given_runs(runs, out)
     else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks), ALGORITHMS, seeds or sc.seeds, progress,
+        names = checkpointed.train(out, tuple(tasks or sc.tasks_of()), ALGORITHMS, seeds or sc.seeds, progress,
                                    sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]

@@ -21,7 +21,6 @@ from the saved tables alone.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
@@ -29,7 +28,9 @@ import numpy as np
 from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
+from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments.scales import Scale, pick
 
 STUDY = "landscape"
 TARGETS = ("fig-landscape-concentration", "fig-landscape-surrogate")
@@ -38,25 +39,15 @@ MEASURED = {"fig-landscape-concentration": ("ppo", "trpo"), "fig-landscape-surro
 NAMES = {t: t.replace("fig-", "") for t in TARGETS}   # the measurement's name in each run's diagnostics/
 
 
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    tasks: dict           # target -> tasks
-    seeds: int
-    overrides: dict
-    task_overrides: dict
-    settings: dict        # target -> LandscapeSettings fields
-    task_settings: dict   # task -> LandscapeSettings fields (both targets)
-    description: str
-
-
 SCALES = {
     "paper": Scale(
         tasks={"fig-landscape-concentration": ("humanoid", "lqr"),
                "fig-landscape-surrogate": ("humanoid", "walker2d", "hopper", "lqr")},
         seeds=1, overrides={"checkpoint_at": (0, 150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
-        settings={"fig-landscape-concentration": dict(points=7, sizes=(2_000, 20_000, 100_000)),
-                  "fig-landscape-surrogate": dict(points=7, sizes=(1_000_000,), step_pairs=(0, 1_000_000))},
+        settings={"fig-landscape-concentration": dict(points=7, sizes=PAPER_SIZES["landscape-concentration"]),
+                  "fig-landscape-surrogate": dict(points=7, sizes=PAPER_SIZES["landscape-surrogate"],
+                                                  step_pairs=(0, 1_000_000))},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="One agent per preset, checkpoints after iterations 0/150/300/450 (LQR: 0/20/40); a 7 × 7 grid "
                     "on 0 … 3 × 0 … 3, random direction of L2 norm 1 (LQR: 0.1, its policy has 4 parameters); "
@@ -64,7 +55,7 @@ SCALES = {
                     "the algorithm's batch and from 1e6 pairs (surrogate, all tasks)."),
     "smoke": Scale(
         tasks={"fig-landscape-concentration": ("hopper", "lqr"), "fig-landscape-surrogate": ("hopper", "lqr")},
-        seeds=1, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)}, task_overrides={},
+        seeds=1, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
         settings={"fig-landscape-concentration": dict(points=5, sizes=(1_000, 5_000, 20_000), envs=8),
                   "fig-landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
         task_settings={"lqr": dict(random_norm=0.1)},
@@ -73,10 +64,9 @@ SCALES = {
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
         tasks={"fig-landscape-concentration": ("hopper",), "fig-landscape-surrogate": ("hopper",)},
-        seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 99)}, task_overrides={},
+        seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 99)},
         settings={"fig-landscape-concentration": dict(points=5, sizes=(2_000, 8_000, 32_000), envs=8),
                   "fig-landscape-surrogate": dict(points=5, sizes=(32_000,), step_pairs=(0, 32_768), envs=8)},
-        task_settings={},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), two agents per preset "
                     "(the claims compare planes across agents), 100 iterations, checkpoints after 0/99 (early and "
                     "late); a 5 × 5 grid; 2K/8K/32K pairs per point "
@@ -88,16 +78,16 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
         **overrides) -> dict:
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    sc = checkpointed.pick_scale(SCALES, scale)
+    sc = pick(SCALES, scale)
     out = out or f"results/{STUDY}-{scale}"
-    checkpointed.check_settings(LandscapeSettings, {**sc.settings[target], **(diag or {})})
+    checkpointed.check_settings(LandscapeSettings, sc.measuring(target, user=diag))
     if runs:
         names = checkpointed.given_runs(runs, out)
     else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks[target]), ALGORITHMS, seeds or sc.seeds, progress,
+        names = checkpointed.train(out, tuple(tasks or sc.tasks_of(target)), ALGORITHMS, seeds or sc.seeds, progress,
                                    sc.overrides, sc.task_overrides, overrides)
     for task, dirs in names.items():
-        settings = {**sc.settings[target], **sc.task_settings.get(task, {}), **(diag or {})}
+        settings = sc.measuring(target, task, diag)
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
         if not checkpointed.saved(paths, NAMES[target], settings):
             landscape_study(paths, labels=None if runs else MEASURED[target], name=NAMES[target],

@@ -15,6 +15,7 @@ import dataclasses
 
 from pg_diag.config import ConfigError, preset, study_preset
 from pg_diag.envs import sizes as task_sizes
+from pg_diag.experiments.scales import pick
 
 DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
                       "fig-landscape-concentration", "fig-landscape-surrogate")
@@ -71,7 +72,7 @@ def _training(task, algos, seeds, over, have) -> list:
 
 def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) -> list:
     """The sweeps of a target that only trains, as its ``run`` would start them."""
-    from pg_diag.experiments import ablation, algorithms, checkpointed, trust_region, value_fig
+    from pg_diag.experiments import ablation, algorithms, trust_region, value_fig
 
     if target == "solver-compare":  # fig-ablation and table-2 under each solver setting
         from pg_diag.experiments.solver_compare import SOLVERS
@@ -84,20 +85,20 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
     if target == "fig-theorem":  # one batch of the PPO preset, then every optimizer on it in turn
         from pg_diag.experiments import theorem
 
-        sc = checkpointed.pick_scale(theorem.SCALES, scale)
-        task = (tasks or (sc["task"],))[0]
+        sc = pick(theorem.SCALES, scale)
+        task, steps = (tasks or sc.tasks_of())[0], sc.settings["optimize"]["steps"]
         s = preset("ppo", task, **overrides).static
         obs, act = task_sizes(task, s.model)
         pairs = s.num_envs * s.steps_per_env
         memory = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
         return [Program("optimize", task, "ppo", len(theorem.OPTIMIZERS), pairs,
-                        s.steps_per_env + len(theorem.OPTIMIZERS) * sc["steps"], s.num_envs, memory, memory <= have,
-                        f"{sc['steps']} full-batch steps per optimizer")]
+                        s.steps_per_env + len(theorem.OPTIMIZERS) * steps, s.num_envs, memory, memory <= have,
+                        f"{steps} full-batch steps per optimizer")]
     if target == "fig-ablation":
-        sc = checkpointed.pick_scale(ablation.SCALES, scale)
+        sc = pick(ablation.SCALES, scale)
         n = seeds or sc.seeds
-        agents = 2 ** len(ablation.TOGGLES) * len(sc.learning_rates) * n
-        bases = {t: ablation.base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks)}
+        agents = 2 ** len(ablation.TOGGLES) * len(sc.settings["grid"]["lr_policy"]) * n
+        bases = {t: ablation.base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks_of())}
         return [training_program(t, "ppo (2^4 toggles × LR)", base.static, agents, have,
                                  spec=(base, ablation.grid(sc), n)) for t, base in bases.items()]
     module, algos = {"fig-trust-region": (trust_region, trust_region.ALGORITHMS),
@@ -106,9 +107,9 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
     if chosen and target not in ("fig-trust-region", "fig-value"):
         raise ConfigError(f"{target} trains its own presets; --algorithm applies to fig-trust-region and fig-value")
     algos = algorithms.presets_of(chosen, algos)
-    sc = checkpointed.pick_scale(module.SCALES, scale)
+    sc = pick(module.SCALES, scale)
     over = {**sc.overrides, **overrides}
-    return [p for t in tuple(tasks or sc.tasks) for p in _training(t, algos, seeds or sc.seeds, over, have)]
+    return [p for t in tuple(tasks or sc.tasks_of()) for p in _training(t, algos, seeds or sc.seeds, over, have)]
 
 
 def _measure(target, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
@@ -171,7 +172,7 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
     """The programs ``target`` runs at ``scale`` (see the module docstring); ``memory``: the bytes available
     (default: what the study itself would check against on this host)."""
     from pg_diag.diagnostics import gradients
-    from pg_diag.experiments import baseline_fig, checkpointed, gradient_figs, landscape_figs
+    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs
 
     if target not in DIAGNOSTIC_TARGETS + TRAINING_TARGETS:
         raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: "
@@ -183,29 +184,22 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
         algos = overrides.pop("algorithms", None)
         return _training_target(target, scale, tasks, seeds, have, overrides, algos)
     if target in landscape_figs.TARGETS:
-        sc = checkpointed.pick_scale(landscape_figs.SCALES, scale)
-        tasks, algos = tuple(tasks or sc.tasks[target]), landscape_figs.MEASURED[target]
-        trained = landscape_figs.ALGORITHMS
-        settings_of = lambda t: {**sc.settings[target], **sc.task_settings.get(t, {}), **(diag or {})}  # noqa: E731
+        sc, measured = pick(landscape_figs.SCALES, scale), target
+        algos, trained = landscape_figs.MEASURED[target], landscape_figs.ALGORITHMS
     elif target == "fig-baselines":
-        sc = checkpointed.pick_scale(baseline_fig.SCALES, scale)
-        tasks, algos = tuple(tasks or sc.tasks), baseline_fig.ALGORITHMS
-        trained = algos
-        settings_of = lambda t: {**sc.settings, **(diag or {})}  # noqa: E731
+        sc, measured = pick(baseline_fig.SCALES, scale), "baselines"
+        algos = trained = baseline_fig.ALGORITHMS
     else:
-        sc = checkpointed.pick_scale(gradient_figs.SCALES, scale)
-        tasks, algos = tuple(tasks or sc.tasks), gradient_figs.ALGORITHMS
-        trained = algos
-        kind = sc.steps if target == "fig-step-variance" else sc.gradients
-        settings_of = lambda t: {**kind, **(diag or {})}  # noqa: E731
+        sc, measured = pick(gradient_figs.SCALES, scale), "steps" if target == "fig-step-variance" else "gradients"
+        algos = trained = gradient_figs.ALGORITHMS
     seeds = seeds or sc.seeds
     programs = []
-    for task in tasks:
-        over = {**sc.overrides, **sc.task_overrides.get(task, {}), **overrides}
+    for task in tuple(tasks or sc.tasks_of(target)):
+        over = sc.training(task, overrides)
         programs += _training(task, trained, seeds, over, have)
         statics = {a: study_preset(a, task, **over).static for a in algos}
         checkpoints = len(next(iter(statics.values())).checkpoint_at) or 1
-        programs += _measure(target, task, statics, seeds * checkpoints, settings_of(task), have)
+        programs += _measure(target, task, statics, seeds * checkpoints, sc.measuring(measured, task, diag), have)
     return programs
 
 

@@ -32,12 +32,18 @@ import optax
 from pg_diag import networks, stages
 from pg_diag.config import ConfigError, preset
 from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.scales import Scale, pick
 from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.trainer import make_train, seed_key
 
 OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4), ("Adam", "adam", 3e-3),
               ("Adam", "adam", 3e-2), ("SGD+momentum", "momentum", 0.1))
-SCALES = {"smoke": {"task": "hopper", "steps": 600}, "paper": {"task": "humanoid", "steps": 2000}}
+SCALES = {
+    "smoke": Scale(tasks=("hopper",), seeds=1, settings={"optimize": {"steps": 600}},
+                   description="One batch of the PPO preset on Hopper, 600 full-batch steps per optimizer."),
+    "paper": Scale(tasks=("humanoid",), seeds=1, settings={"optimize": {"steps": 2000}},
+                   description="One batch of the PPO preset on Humanoid, 2,000 full-batch steps per optimizer."),
+}
 
 
 def surrogates(params, batch, knobs, eps):
@@ -109,9 +115,8 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None)
     """Optimize L^C on one batch with every optimizer, save the traces and :func:`draw` them."""
     import pandas as pd
 
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    task, steps = task or SCALES[scale]["task"], steps or SCALES[scale]["steps"]
+    sc = pick(SCALES, scale)
+    task, steps = task or sc.tasks_of()[0], steps or sc.settings["optimize"]["steps"]
     cfg, params, batch, knobs = fixed_batch(task, seed)
     eps = cfg.clip_eps
     rel = first_step_check(params, batch, knobs, eps)

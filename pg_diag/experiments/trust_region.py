@@ -20,7 +20,8 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of, train_study
+from pg_diag.experiments.scales import Scale, pick
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
@@ -119,11 +120,9 @@ def summary(metrics):
 def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, algorithms=None,
         **overrides):
     """Train PPO, PPO-M and TRPO (or the presets ``algorithms``) on each task, record the study in ``out`` and :func:`draw` it."""
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
+    sc = pick(SCALES, scale)
     algos = presets_of(algorithms, ALGORITHMS)
-    tasks = tuple(tasks or sc.tasks)
+    tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
     for task in tasks:
         for algo in algos:

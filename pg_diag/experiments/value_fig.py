@@ -27,9 +27,10 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, ConfigError, study_preset
+from pg_diag.config import CPU_SCALE, study_preset
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, Scale, presets_of, train_study
+from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of, train_study
+from pg_diag.experiments.scales import Scale, pick
 from pg_diag.stats import bootstrap_mean_ci
 
 STUDY = "fig-value"
@@ -58,11 +59,9 @@ SCALES = {
 def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorithms=None, **overrides) -> dict:
     """Train PPO and TRPO (or the presets ``algorithms``) on each task (reusing matching runs), record the
     study in ``out``, draw it."""
-    if scale not in SCALES:
-        raise ConfigError(f"unknown scale {scale!r}; scales are: {', '.join(SCALES)}")
-    sc = SCALES[scale]
+    sc = pick(SCALES, scale)
     algos = presets_of(algorithms, ALGORITHMS)
-    tasks = tuple(tasks or sc.tasks)
+    tasks = tuple(tasks or sc.tasks_of())
     out = out or f"results/{STUDY}-{scale}"
     over = {**sc.overrides, **overrides}
     for task in tasks:
