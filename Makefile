@@ -11,9 +11,13 @@ FROM   ?=
 # e.g. make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"
 ARGS   ?=
 
-.PHONY: setup test test-newest test-isa fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem \
-        fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration \
-        fig-landscape-surrogate solver-compare closer-look-report figures bench accelerator-report hopper-1m clean
+# The figure and table targets, each with its study's directory and options: written from the one table of
+# targets, pg_diag/experiments/targets.py (`.venv/bin/python -m pg_diag.experiments.targets > targets.mk` after
+# changing it; tests/test_targets.py checks that it is current).
+include targets.mk
+
+.PHONY: setup test test-newest test-isa $(STUDY_TARGETS) closer-look-report figures bench accelerator-report \
+        hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -70,62 +74,17 @@ test-isa: setup
 # $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
 study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2) $(ARGS))
 
-fig-ablation: setup
-	$(VENV)/bin/pg-diag fig-ablation $(call study,fig-ablation,--progress)
-
-fig-trust-region: setup
-	$(VENV)/bin/pg-diag fig-trust-region $(call study,fig-trust-region,--progress)
-
-fig-value: setup
-	$(VENV)/bin/pg-diag fig-value $(call study,fig-value,--progress)
-
-# fig-rewards, table-2 and table-3 share one training study (reused from disk when it matches).
-fig-rewards: setup
-	$(VENV)/bin/pg-diag fig-rewards $(call study,algorithms,--progress)
-
-table-2: setup
-	$(VENV)/bin/pg-diag table-2 $(call study,algorithms,--progress)
-
-table-3: setup
-	$(VENV)/bin/pg-diag table-3 $(call study,algorithms,--progress)
-
-fig-theorem: setup
-	$(VENV)/bin/pg-diag fig-theorem $(call study,fig-theorem)
-
-# fig-grad-variance, fig-grad-true and fig-step-variance share one study: PPO and TRPO trained with checkpoints
-# (reused from disk when they match), measured at those checkpoints.
-fig-grad-variance: setup
-	$(VENV)/bin/pg-diag fig-grad-variance $(call study,gradients,--progress)
-
-fig-grad-true: setup
-	$(VENV)/bin/pg-diag fig-grad-true $(call study,gradients,--progress)
-
-fig-step-variance: setup
-	$(VENV)/bin/pg-diag fig-step-variance $(call study,gradients,--progress)
-
-fig-baselines: setup
-	$(VENV)/bin/pg-diag fig-baselines $(call study,fig-baselines,--progress)
-
-# fig-landscape-concentration and fig-landscape-surrogate share one study: PPO, PPO-M and TRPO trained with
-# checkpoints (reused from disk when they match), each target measuring its own landscapes.
-fig-landscape-concentration: setup
-	$(VENV)/bin/pg-diag fig-landscape-concentration $(call study,landscape,--progress)
-
-fig-landscape-surrogate: setup
-	$(VENV)/bin/pg-diag fig-landscape-surrogate $(call study,landscape,--progress)
+# Each target trains into $(OUT)/STUDY-$(SCALE), where targets sharing a study share its training (fig-rewards,
+# table-2 and table-3; the three gradient figures; the two landscapes), reused from disk when it matches.
+$(STUDY_TARGETS): setup
+	$(VENV)/bin/pg-diag $@ $(call study,$($@_STUDY),$($@_ARGS))
 
 # CL §5's claims checked on the diagnostic studies of this SCALE (each trained and measured unless already on
 # disk): one page, $(OUT)/closer-look-report-$(SCALE)/report.md, with every figure and each claim's CI and verdict.
-closer-look-report: fig-grad-variance fig-step-variance fig-value fig-baselines fig-landscape-concentration \
-                    fig-landscape-surrogate
+closer-look-report: $(CLOSER_LOOK_TARGETS)
 	$(VENV)/bin/pg-diag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
 
-# fig-ablation and Table 2 under the converged and the fast solver settings, their conclusions side by side.
-solver-compare: setup
-	$(VENV)/bin/pg-diag solver-compare $(call study,solver-compare,--progress)
-
-figures: fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true \
-         fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate
+figures: $(filter-out solver-compare,$(STUDY_TARGETS))
 
 bench: setup
 	$(PY) benchmarks/bench_physics.py

@@ -39,7 +39,7 @@ def measure(runs: list) -> list:
     from pg_diag.diagnostics.baseline_study import baseline_study
     from pg_diag.diagnostics.gradient_study import gradient_study
     from pg_diag.diagnostics.landscape_study import landscape_study
-    from pg_diag.diagnostics.steps import step_study
+    from pg_diag.diagnostics.step_study import step_study
 
     studies = {
         "gradients (K = 10, N ≤ 8,192)": lambda: gradient_study(runs, save=False, sizes=SIZES, estimates=10),

@@ -12,6 +12,8 @@
 * :func:`landscape_study` — fig-landscape-*: true returns and the algorithm's
   surrogate on the plane of its step and a random direction;
 
+A study is a specification (:class:`.engine.Spec`: its settings, its tables, how it measures) run, saved and
+loaded by one engine (:mod:`.engine`); ``<name>.py`` holds a study's program and ``<name>_study.py`` the study.
 Each is one compiled program over agents × checkpoints × estimates × sizes,
 samples the frozen policy (:mod:`.sampling`), streams its sums so memory does
 not grow with N (:mod:`.streaming`), and saves tidy tables in the measured
@@ -26,7 +28,8 @@ from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.diagnostics.landscape import LandscapeSettings
 from pg_diag.diagnostics.landscape_study import LandscapeStudy, landscape_study, load_landscape_study
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
-from pg_diag.diagnostics.steps import StepSettings, StepStudy, load_step_study, step_study
+from pg_diag.diagnostics.step_study import StepStudy, load_step_study, step_study
+from pg_diag.diagnostics.steps import StepSettings
 from pg_diag.diagnostics.subjects import DiagnosticError
 
 __all__ = ["ADVANTAGES", "BaselineSettings", "BaselineStudy", "DiagnosticError", "LandscapeSettings",

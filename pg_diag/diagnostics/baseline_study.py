@@ -16,25 +16,14 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.diagnostics import baselines, gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
-from pg_diag.run import store
+from pg_diag.diagnostics import baselines, engine, gradients, tables
+from pg_diag.diagnostics.subjects import compile_and_run, load_subjects
 
 NAME = "baselines"
 TABLES = ("pairs", "estimates", "fits")
 
 
-def baseline_study(runs, iterations=None, agents=None, settings: baselines.BaselineSettings | None = None, *,
-                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> "BaselineStudy":
-    """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
-    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
-    try:
-        settings = dataclasses.replace(settings or baselines.BaselineSettings(), **changes)
-    except TypeError as e:
-        fields = ", ".join(f.name for f in dataclasses.fields(baselines.BaselineSettings))
-        raise DiagnosticError(f"{e}; baseline-study settings are: {fields}") from None
-    settings.check()
-    planned = plan_subjects(runs, iterations, agents)
+def _measure(planned, settings, verbose) -> engine.Measured:
     statics = [run.config(agent).static for run, agent, _ in planned]
     r = baselines.resolve(settings, statics)
     # One program for every subject: the study reads only the task, the value network's shape and the batch's
@@ -51,19 +40,10 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = baselines.program(static, dataclasses.replace(settings, batching=batching), r)
     out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
-    frames = _frames(subjects, r, out)
-    manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "baselines",
-                "settings": dataclasses.asdict(settings),
-                "resolved": {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
-                             "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
-                             "start": r.own.start, "exact": r.exact, "batch_size": r.batch_size,
-                             "fit_lanes": r.fit_lanes, "batching": batching},
-                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
-                "versions": store.versions(), "device": store.device_info(), "timings": timing}
-    study = BaselineStudy(manifest=manifest, **frames)
-    if save:
-        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
-    return study
+    resolved = {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
+                "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
+                "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes, "batching": batching}
+    return engine.Measured(frames=_frames(subjects, r, out), resolved=resolved, timings=[timing])
 
 
 def _frames(subjects, r, out) -> dict:
@@ -117,8 +97,17 @@ class BaselineStudy:
         return out.merge(largest.rename("at_largest_n").reset_index(), on=["label", "iteration", "baseline"])
 
 
+SPEC = engine.Spec(kind=NAME, title="baseline-study", settings=baselines.BaselineSettings, tables=TABLES,
+                   study=BaselineStudy, measure=_measure)
+
+
+def baseline_study(runs, iterations=None, agents=None, settings: baselines.BaselineSettings | None = None, *,
+                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> BaselineStudy:
+    """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
+    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
+    return engine.run(SPEC, runs, iterations, agents, settings, save=save, name=name, verbose=verbose, **changes)
+
+
 def load_baseline_study(run_paths, name: str = NAME) -> BaselineStudy:
-    manifest, frames = tables.read_study(run_paths, name, TABLES)
-    if manifest.get("kind") != "baselines":
-        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a baseline study")
-    return BaselineStudy(manifest=manifest, **frames)
+    """A saved baseline study from one or more run directories (no recomputation)."""
+    return engine.load(SPEC, run_paths, name)

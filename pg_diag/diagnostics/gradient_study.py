@@ -18,9 +18,8 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.diagnostics import gradients, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_subjects, plan_subjects
-from pg_diag.run import store
+from pg_diag.diagnostics import engine, gradients, tables
+from pg_diag.diagnostics.subjects import compile_and_run, load_subjects
 
 NAME = "gradients"
 TABLES = ("pairs", "estimates", "subjects")
@@ -56,18 +55,9 @@ class GradientStudy:
         return tables.summary(self.curves(measure), self.batch_size)
 
 
-def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,
-                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> GradientStudy:
-    """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
-    ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
-    try:
-        settings = dataclasses.replace(settings or gradients.GradientSettings(), **changes)
-    except TypeError as e:
-        fields = ", ".join(f.name for f in dataclasses.fields(gradients.GradientSettings))
-        raise DiagnosticError(f"{e}; gradient-study settings are: {fields}") from None
+def _measure_all(planned, settings, verbose) -> engine.Measured:
     import pandas as pd
 
-    planned = plan_subjects(runs, iterations, agents)
     statics = [run.config(agent).static for run, agent, _ in planned]
     gradients.resolve(settings, statics)  # bad settings fail before any checkpoint is read
     # the surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
@@ -76,29 +66,20 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
     groups: dict = {}
     for item, s in zip(planned, statics):
         groups.setdefault(s.algorithm if own else None, []).append(item)
-    frames, rows, timings = [], [], []
+    frames, timings = {t: [] for t in TABLES}, []
     for items in groups.values():
         subjects = load_subjects(items, optimizer=own)
         r, out, timing = _measure(subjects, settings, [run.config(agent).static for run, agent, _ in items],
                                   verbose)
-        frames.append(_frames(subjects, r, out))
-        rows += subjects.rows
+        for t, f in _frames(subjects, r, out).items():
+            frames[t].append(f)
         timings.append(timing)
-    manifest = {
-        "format": "pg_diag.diagnostic/1", "study": name, "kind": "gradients",
-        "settings": dataclasses.asdict(settings),
-        "resolved": {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
-                     "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
-                     "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
-                     "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective},
-        "subjects": rows, "versions": store.versions(), "device": store.device_info(),
-        "timings": timings[0] if len(timings) == 1 else timings,
-    }
-    study = GradientStudy(manifest=manifest, **{t: pd.concat([f[t] for f in frames], ignore_index=True)
-                                                for t in TABLES})
-    if save:
-        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
-    return study
+    resolved = {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
+                "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
+                "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
+                "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective}
+    return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
+                           resolved=resolved, timings=timings)
 
 
 def _measure(subjects, settings, statics, verbose):
@@ -146,9 +127,17 @@ def _frames(subjects, r: gradients.Resolved, out) -> dict:
             "subjects": pd.DataFrame(subs)}
 
 
+SPEC = engine.Spec(kind=NAME, title="gradient-study", settings=gradients.GradientSettings, tables=TABLES,
+                   study=GradientStudy, measure=_measure_all)
+
+
+def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,
+                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> GradientStudy:
+    """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
+    ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
+    return engine.run(SPEC, runs, iterations, agents, settings, save=save, name=name, verbose=verbose, **changes)
+
+
 def load_gradient_study(run_paths, name: str = NAME) -> GradientStudy:
     """A saved gradient study from one or more run directories (no recomputation)."""
-    manifest, frames = tables.read_study(run_paths, name, TABLES)
-    if manifest.get("kind") != "gradients":
-        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a gradient study")
-    return GradientStudy(manifest=manifest, **frames)
+    return engine.load(SPEC, run_paths, name)

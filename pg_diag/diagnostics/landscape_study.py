@@ -20,28 +20,16 @@ import jax
 import numpy as np
 
 from pg_diag import algorithms
-from pg_diag.diagnostics import gradients, landscape, tables
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, plan_subjects
-from pg_diag.run import store
+from pg_diag.diagnostics import engine, gradients, landscape, tables
+from pg_diag.diagnostics.subjects import compile_and_run, load_by_program
 
 NAME = "landscape"
 TABLES = ("returns", "surface", "planes")
 
 
-def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
-                    labels=None, save: bool = True, name: str = NAME, verbose: bool = False,
-                    **changes) -> "LandscapeStudy":
-    """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
-    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
+def _measure(planned, settings, verbose) -> engine.Measured:
     import pandas as pd
 
-    try:
-        settings = dataclasses.replace(settings or landscape.LandscapeSettings(), **changes)
-    except TypeError as e:
-        fields = ", ".join(f.name for f in dataclasses.fields(landscape.LandscapeSettings))
-        raise DiagnosticError(f"{e}; landscape settings are: {fields}") from None
-    settings.check()
-    planned = plan_subjects(runs, iterations, agents, labels)
     r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
     loaded = load_by_program(planned)
     plans, have = {}, gradients.available_memory()
@@ -67,17 +55,11 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
         timings.append(timing)
         for t, f in _frames(subjects, r, out).items():
             frames[t].append(f)
-    manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "landscape",
-                "settings": dataclasses.asdict(settings),
-                "resolved": {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs,
-                             "chunk_steps": r.chunk_steps, "estimator": "complete episodes from reset, n = N / L̂", "step_pairs": list(r.step_pairs), "exact": r.exact,
-                             "batch_size": r.own.envs * r.own.steps},
-                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned],
-                "fitted": splits, "versions": store.versions(), "device": store.device_info(), "timings": timings}
-    study = LandscapeStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
-    if save:
-        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
-    return study
+    resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
+                "estimator": "complete episodes from reset, n = N / L̂", "step_pairs": list(r.step_pairs),
+                "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
+    return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
+                           resolved=resolved, timings=timings, extra={"fitted": splits})
 
 
 def _constraint(algorithm: str, knobs, s: int) -> dict:
@@ -187,8 +169,19 @@ class LandscapeStudy:
         return pd.DataFrame(rows)
 
 
+SPEC = engine.Spec(kind=NAME, title="landscape", settings=landscape.LandscapeSettings, tables=TABLES,
+                   study=LandscapeStudy, measure=_measure)
+
+
+def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
+                    labels=None, save: bool = True, name: str = NAME, verbose: bool = False,
+                    **changes) -> LandscapeStudy:
+    """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
+    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
+    return engine.run(SPEC, runs, iterations, agents, settings, labels=labels, save=save, name=name,
+                      verbose=verbose, **changes)
+
+
 def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:
-    manifest, frames = tables.read_study(run_paths, name, TABLES)
-    if manifest.get("kind") != "landscape":
-        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a landscape")
-    return LandscapeStudy(manifest=manifest, **frames)
+    """A saved landscape study from one or more run directories (no recomputation)."""
+    return engine.load(SPEC, run_paths, name)

@@ -23,19 +23,15 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import envs, networks, stages
-from pg_diag.diagnostics import gradients, tables
+from pg_diag import networks, stages
+from pg_diag.diagnostics import gradients
 from pg_diag.diagnostics.sampling import algorithm_sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError, compile_and_run, load_by_program, over_subjects, plan_subjects
+from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
-from pg_diag.run import store
 
-NAME = "steps"
-TABLES = ("pairs", "steps")
 
 
 def memory_estimate(static, settings: "StepSettings", num_subjects: int, obs_size: int, action_size: int,
@@ -116,82 +112,3 @@ def subject_program(env, static, settings: StepSettings):
                 "kl_from_old": jnp.mean(kl(old_mean[None], old_log_std[None], means, log_stds), axis=-1)}
 
     return subject
-
-
-def step_study(runs, iterations=None, agents=None, settings: StepSettings | None = None, *, save: bool = True,
-               name: str = NAME, verbose: bool = False, **changes) -> "StepStudy":
-    """The step variance of every agent of ``runs`` at the checkpointed ``iterations``: one compiled
-    program per distinct training configuration (PPO and TRPO runs differ)."""
-    import pandas as pd
-
-    try:
-        settings = dataclasses.replace(settings or StepSettings(), **changes)
-    except TypeError as e:
-        fields = ", ".join(f.name for f in dataclasses.fields(StepSettings))
-        raise DiagnosticError(f"{e}; step-study settings are: {fields}") from None
-    settings.check()
-    planned = plan_subjects(runs, iterations, agents)
-    loaded = load_by_program(planned)
-    batching = {}
-    for static, subjects in loaded.items():   # every program's memory checked before the first compiles
-        obs_size, action_size, _ = subjects.shapes
-        batching[static] = batching_that_fits(static, settings, len(subjects), obs_size, action_size,
-                                              gradients.available_memory())
-    frames, timings = {t: [] for t in TABLES}, []
-    for static, subjects in loaded.items():
-        if verbose:
-            print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
-                  f"{static.num_envs} × {static.steps_per_env}"
-                  + (" (subjects in turn, to fit the memory)" if batching[static] == "map" else ""), flush=True)
-        env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
-        prog = over_subjects(subject_program(env, static, settings), batching[static])
-        keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
-                                             r["iteration"]) for r in subjects.rows])
-        pairs = len(subjects) * settings.batches * static.batch_size
-        out, timing = compile_and_run(prog, subjects, keys, pairs)
-        timings.append(timing)
-        iu, ju = np.triu_indices(settings.batches, 1)
-        for s, row in enumerate(subjects.rows):
-            frames["pairs"].append(pd.DataFrame({**row, "i": iu, "j": ju, "cosine": out["cosine"][s][iu, ju],
-                                                 "kl_ij": out["kl"][s][iu, ju], "kl_ji": out["kl"][s][ju, iu]}))
-            frames["steps"].append(pd.DataFrame({**row, "m": np.arange(settings.batches), "norm": out["norm"][s],
-                                                 "kl_from_old": out["kl_from_old"][s]}))
-    manifest = {"format": "pg_diag.diagnostic/1", "study": name, "kind": "steps",
-                "settings": dataclasses.asdict(settings), "subjects": [dict(run=r.path, agent=a, iteration=i)
-                                                                       for r, a, i in planned],
-                "versions": store.versions(), "device": store.device_info(), "timings": timings}
-    study = StepStudy(manifest=manifest, **{t: pd.concat(f, ignore_index=True) for t, f in frames.items()})
-    if save:
-        tables.write_study({t: getattr(study, t) for t in TABLES}, manifest, name)
-    return study
-
-
-@dataclasses.dataclass
-class StepStudy:
-    manifest: dict
-    pairs: object   # DataFrame: KEYS, i, j, cosine, kl_ij, kl_ji (i < j)
-    steps: object   # DataFrame: KEYS, m, norm, kl_from_old
-
-    def curves(self, measure: str = "cosine"):
-        """Per subject: the mean over pairs of 'cosine' or 'kl' (both directions) with its 95% bootstrap CI."""
-        if measure not in ("cosine", "kl"):
-            raise ValueError(f"measure must be 'cosine' or 'kl', got {measure!r}")
-        frame = self.pairs
-        if measure == "kl":
-            frame = frame.melt(id_vars=tables.KEYS, value_vars=["kl_ij", "kl_ji"], value_name="kl")
-        return tables.curve(frame, measure, tables.KEYS, resamples=self.manifest["settings"]["resamples"],
-                            seed=self.manifest["settings"]["seed"])
-
-    def summary(self):
-        """Per label and iteration: mean pairwise step cosine and KL over agents, mean step norm."""
-        cos = self.curves("cosine").groupby(["label", "iteration"])["mean"].mean().rename("step_cosine")
-        kls = self.curves("kl").groupby(["label", "iteration"])["mean"].mean().rename("pairwise_kl")
-        norm = self.steps.groupby(["label", "iteration"])["norm"].mean().rename("step_norm")
-        return cos.to_frame().join(kls).join(norm).reset_index()
-
-
-def load_step_study(run_paths, name: str = NAME) -> StepStudy:
-    manifest, frames = tables.read_study(run_paths, name, TABLES)
-    if manifest.get("kind") != "steps":
-        raise DiagnosticError(f"{name!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a step study")
-    return StepStudy(manifest=manifest, **frames)

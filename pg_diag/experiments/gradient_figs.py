@@ -25,13 +25,13 @@ from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import (GradientSettings, StepSettings, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
-from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments import checkpointed, figures, study_dir, targets
 from pg_diag.experiments.algorithms import COLORS, LABELS
 from pg_diag.experiments.scales import Scale, pick
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
-TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance")
+TARGETS = targets.served_by("gradient_figs")
 
 
 SCALES = {

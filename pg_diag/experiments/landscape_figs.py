@@ -29,11 +29,11 @@ from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments import checkpointed, figures, study_dir, targets
 from pg_diag.experiments.scales import Scale, pick
 
 STUDY = "landscape"
-TARGETS = ("fig-landscape-concentration", "fig-landscape-surrogate")
+TARGETS = targets.served_by("landscape_figs")
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 MEASURED = {"fig-landscape-concentration": ("ppo", "trpo"), "fig-landscape-surrogate": ALGORITHMS}
 NAMES = {t: t.replace("fig-", "") for t in TARGETS}   # the measurement's name in each run's diagnostics/

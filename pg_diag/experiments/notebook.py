@@ -17,15 +17,12 @@ import dataclasses
 import jax
 
 from pg_diag.config import CPU_SCALE, ConfigError
+from pg_diag.experiments import targets
 
 NAMES = ("auto", "paper", "mid", "smoke", "tiny")
 #: what each notebook runs (targets sharing a study are costed once); the quickstart runs one sweep of its own
-NOTEBOOKS = {
-    "quickstart": ("quickstart",),
-    "implementation-matters": ("fig-ablation", "table-2", "table-3", "fig-rewards"),
-    "closer-look": ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-value", "fig-baselines",
-                    "fig-landscape-concentration", "fig-landscape-surrogate"),
-}
+NOTEBOOKS = {"quickstart": ("quickstart",),
+             **{n: targets.of_notebook(n) for n in ("implementation-matters", "closer-look")}}
 #: the scales ``auto`` considers, largest first
 AUTO_ORDER = ("paper", "mid", "smoke")
 
@@ -33,14 +30,7 @@ AUTO_ORDER = ("paper", "mid", "smoke")
 TINY_TRAINING = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 
 #: the diagnostic targets' measurement settings at the tiny scale
-TINY_DIAG = {
-    "fig-grad-variance": dict(sizes=(100, 1000), estimates=3, true_pairs=4096),
-    "fig-grad-true": dict(sizes=(100, 1000), estimates=3, true_pairs=4096),
-    "fig-step-variance": dict(batches=2),
-    "fig-baselines": dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2),
-    "fig-landscape-concentration": dict(points=3, sizes=(512, 1024), envs=4),
-    "fig-landscape-surrogate": dict(points=3, sizes=(1024,), envs=4, step_pairs=(0, 2048)),
-}
+TINY_DIAG = {n: targets.TARGETS[n].tiny for n in targets.of_kind("diagnostic")}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,13 +15,12 @@ import dataclasses
 
 from pg_diag.config import ConfigError, preset, study_preset
 from pg_diag.envs import sizes as task_sizes
+from pg_diag.experiments import targets
 from pg_diag.experiments.scales import pick
 
-DIAGNOSTIC_TARGETS = ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-baselines",
-                      "fig-landscape-concentration", "fig-landscape-surrogate")
-#: targets that only train (their figures read the training metrics)
-TRAINING_TARGETS = ("fig-ablation", "fig-trust-region", "fig-value", "fig-rewards", "table-2", "table-3",
-                    "solver-compare", "fig-theorem")
+DIAGNOSTIC_TARGETS = targets.of_kind("diagnostic")
+#: targets that only train (their figures read the training metrics), and fig-theorem
+TRAINING_TARGETS = targets.of_kind("training", "optimize")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +170,9 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
          memory: int | None = None, **overrides) -> list:
     """The programs ``target`` runs at ``scale`` (see the module docstring); ``memory``: the bytes available
     (default: what the study itself would check against on this host)."""
+    import importlib
+
     from pg_diag.diagnostics import gradients
-    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs
 
     if target not in DIAGNOSTIC_TARGETS + TRAINING_TARGETS:
         raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: "
@@ -183,15 +183,10 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
             raise ConfigError(f"{target} only trains: it has no measurement settings, got {sorted(diag)}")
         algos = overrides.pop("algorithms", None)
         return _training_target(target, scale, tasks, seeds, have, overrides, algos)
-    if target in landscape_figs.TARGETS:
-        sc, measured = pick(landscape_figs.SCALES, scale), target
-        algos, trained = landscape_figs.MEASURED[target], landscape_figs.ALGORITHMS
-    elif target == "fig-baselines":
-        sc, measured = pick(baseline_fig.SCALES, scale), "baselines"
-        algos = trained = baseline_fig.ALGORITHMS
-    else:
-        sc, measured = pick(gradient_figs.SCALES, scale), "steps" if target == "fig-step-variance" else "gradients"
-        algos = trained = gradient_figs.ALGORITHMS
+    t = targets.get(target)
+    module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
+    sc, measured, trained = pick(module.SCALES, scale), t.measurement, module.ALGORITHMS
+    algos = getattr(module, "MEASURED", {}).get(target, trained)   # the landscapes measure some of what trains
     seeds = seeds or sc.seeds
     programs = []
     for task in tuple(tasks or sc.tasks_of(target)):

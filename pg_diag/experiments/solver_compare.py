@@ -26,6 +26,8 @@ from pg_diag.stats import aai, acli, difference_ci
 
 SOLVERS = ("converged", "fast")
 TABLE_2 = ("ppo", "ppo-m", "trpo", "trpo+")
+#: the scales of the two studies it runs: fig-ablation's (table-2 has each of them too)
+SCALES = {name: sc for name, sc in ablation.SCALES.items() if name in algorithms.SCALES}
 
 
 def run(scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None, **overrides) -> dict:

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from pg_diag.config import Config, ConfigError
+from pg_diag.experiments import targets
 from pg_diag.run.distributed import lead_writes
 from pg_diag.run.store import write_json
 
@@ -22,13 +23,7 @@ STUDY_FILE = "study.json"
 FORMAT = "pg_diag.study/1"
 
 #: study name -> the targets that draw from it (fig-rewards, table-2 and table-3 share one study)
-TARGETS = {"fig-ablation": ("fig-ablation",), "fig-trust-region": ("fig-trust-region",),
-           "fig-value": ("fig-value",),
-           "algorithms": ("fig-rewards", "table-2", "table-3"), "fig-theorem": ("fig-theorem",),
-           "gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
-           "fig-baselines": ("fig-baselines",),
-           "landscape": ("fig-landscape-concentration", "fig-landscape-surrogate"),
-           "solver-compare": ("solver-compare",)}
+TARGETS = targets.by_study()
 
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30

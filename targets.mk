@@ -1,0 +1,32 @@
+# Written by `python -m pg_diag.experiments.targets > targets.mk` from pg_diag/experiments/targets.py;
+# do not edit (tests/test_targets.py checks that it is current).
+STUDY_TARGETS := fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate solver-compare
+CLOSER_LOOK_TARGETS := fig-value fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate
+fig-ablation_STUDY := fig-ablation
+fig-ablation_ARGS := --progress
+fig-trust-region_STUDY := fig-trust-region
+fig-trust-region_ARGS := --progress
+fig-value_STUDY := fig-value
+fig-value_ARGS := --progress
+fig-rewards_STUDY := algorithms
+fig-rewards_ARGS := --progress
+table-2_STUDY := algorithms
+table-2_ARGS := --progress
+table-3_STUDY := algorithms
+table-3_ARGS := --progress
+fig-theorem_STUDY := fig-theorem
+fig-theorem_ARGS :=
+fig-grad-variance_STUDY := gradients
+fig-grad-variance_ARGS := --progress
+fig-grad-true_STUDY := gradients
+fig-grad-true_ARGS := --progress
+fig-step-variance_STUDY := gradients
+fig-step-variance_ARGS := --progress
+fig-baselines_STUDY := fig-baselines
+fig-baselines_ARGS := --progress
+fig-landscape-concentration_STUDY := landscape
+fig-landscape-concentration_ARGS := --progress
+fig-landscape-surrogate_STUDY := landscape
+fig-landscape-surrogate_ARGS := --progress
+solver-compare_STUDY := solver-compare
+solver-compare_ARGS := --progress
