@@ -234,6 +234,18 @@ def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
                           fit_minibatch=256, save=False)
     # ("exact" is NaN where the policy's closed loop is unstable and V^π does not exist, as VPG's can be here)
     assert np.isfinite(base.pairs[base.pairs.baseline != "exact"].cosine).all()
+    # the baseline study of PPO-KL's own objective: the same streams, the same cosines up to the same rounding
+    # (the agent's value network and no baseline; the fitted network is trained in another program)
+    own_base = baseline_study(new_runs["ppo-kl"], iterations=[2], sizes=(64, 256), estimates=2, fit_pairs=2048,
+                              fit_epochs=1, fit_minibatch=256, save=False, objective="own")
+    assert own_base.manifest["resolved"]["objective"] == "own" and base.manifest["resolved"]["objective"] == "surrogate"
+    key = ["baseline", "n", "i", "j"]
+    mine = own_base.pairs[own_base.pairs.baseline.isin(["value", "zero"])].sort_values(key)
+    same = base.pairs[(base.pairs.algorithm == "ppo-kl") & base.pairs.baseline.isin(["value", "zero"])].sort_values(key)
+    assert len(mine) == len(same) > 0
+    np.testing.assert_allclose(mine.cosine, same.cosine, atol=1e-4)
+    with pytest.raises(Exception, match="objective must be one of surrogate, own, got 'mine'"):
+        baseline_study(paths, objective="mine", iterations=[2], save=False)
 
 
 def test_the_trust_region_target_draws_each_algorithms_own_constraint(tmp_path):

@@ -24,26 +24,45 @@ TABLES = ("pairs", "estimates", "fits")
 
 
 def _measure(planned, settings, verbose) -> engine.Measured:
+    import pandas as pd
+
     statics = [run.config(agent).static for run, agent, _ in planned]
     r = baselines.resolve(settings, statics)
-    # One program for every subject: the study reads only the task, the value network's shape and the batch's
-    # shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together.
-    subjects = load_subjects(planned, optimizer=False)
+    # One program for every subject: the surrogate's estimates read only the task, the value network's shape and
+    # the batch's shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together. An
+    # algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β).
+    own = settings.objective == "own"
+    groups: dict = {}
+    for item, s in zip(planned, statics):
+        groups.setdefault(s.algorithm if own else None, []).append(item)
+    frames, timings = [], []
+    for items in groups.values():
+        f, batching, timing = _measure_group(load_subjects(items, optimizer=own), settings, r, verbose)
+        frames.append(f)
+        timings.append(timing)
+    resolved = {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
+                "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
+                "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes, "batching": batching,
+                "objective": r.objective}
+    return engine.Measured(frames={t: pd.concat([f[t] for f in frames], ignore_index=True) for t in TABLES},
+                           resolved=resolved, timings=timings)
+
+
+def _measure_group(subjects, settings, r, verbose):
+    """One program's measurement: (frames, batching, timing)."""
     static = subjects.static
     # subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)
     batching = baselines.batching_that_fits(static, r, len(subjects), *subjects.shapes, settings.batching,
                                             gradients.available_memory())
     if verbose:
         print(f"baseline study: {len(subjects)} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
-              f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}",
+              f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}; "
+              f"objective: {r.objective}",
               flush=True)
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = baselines.program(static, dataclasses.replace(settings, batching=batching), r)
     out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
-    resolved = {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
-                "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
-                "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes, "batching": batching}
-    return engine.Measured(frames=_frames(subjects, r, out), resolved=resolved, timings=[timing])
+    return _frames(subjects, r, out), batching, timing
 
 
 def _frames(subjects, r, out) -> dict:

@@ -70,6 +70,7 @@ class BaselineSettings:
     seed: int = 0
     batching: str = "vmap"
     resamples: int = 500
+    objective: str = "surrogate"             # CL eq. 15's surrogate, or "own": the algorithm's own objective
 
     def check(self) -> None:
         sizes = tuple(self.sizes)
@@ -89,6 +90,8 @@ class BaselineSettings:
         require(self.fit_epochs >= 1 and self.fit_lr > 0 and self.fit_minibatch >= 2,
              f"fit_epochs ≥ 1, fit_lr > 0 and fit_minibatch ≥ 2 are needed, got {self.fit_epochs}, {self.fit_lr}, "
              f"{self.fit_minibatch}")
+        require(self.objective in gradients.OBJECTIVES, f"objective must be one of "
+                                                        f"{', '.join(gradients.OBJECTIVES)}, got {self.objective!r}")
         require(self.fit_start in FIT_STARTS, f"fit_start must be one of {', '.join(FIT_STARTS)}, got "
                                               f"{self.fit_start!r}")
         check_batching(self.batching, self.resamples)
@@ -106,6 +109,7 @@ class Resolved:
     fit_lanes: int        # fit chains sampled side by side (fit_chunks is a multiple)
     exact: bool
     batch_size: int
+    objective: str = "surrogate"
 
     @property
     def fit_pairs(self) -> int:
@@ -135,7 +139,7 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
     sizes = snap_sizes(tuple(settings.sizes) + (own.chunk,), own.chunk)  # the algorithm's batch size always
     return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk),
                     estimates=settings.estimates, own=own, fit_chunks=chunks, heldout_chunks=held,
-                    tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk)
+                    tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk, objective=settings.objective)
 
 
 @struct.dataclass
@@ -272,6 +276,8 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
         heads = tuple((HEADS[b][0], fitted if b == "fitted" else agent.value, HEADS[b][1]) for b in r.baselines)
         est, _ = jax.vmap(lambda k: stream(env, r.own, r.grid, agent, knobs, k, exact_value=exact_value,
                                            heads=heads))(keys)                               # [K, B, G, P]
+        if r.objective == "own":   # the terms the algorithm's objective adds to the surrogate (gradients.py)
+            est = est + gradients.objective_extra(env, static, r.own, agent, knobs, jax.random.fold_in(key, 0x0B1))
         unit = _unit(est)
         return {"pairwise": jnp.einsum("kbgp,lbgp->bgkl", unit, unit),
                 "norm": jnp.transpose(jnp.linalg.norm(est, axis=-1), (1, 2, 0)), "fit": report}

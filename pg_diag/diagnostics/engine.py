@@ -23,8 +23,8 @@ FORMAT = "pg_diag.diagnostic/1"
 
 @dataclasses.dataclass
 class Measured:
-    """What a study's ``measure`` returns: rows per table (DataFrames, concatenated by the engine), the
-    manifest's ``resolved`` record, one timing per compiled program, and any more manifest entries."""
+    """What a study's ``measure`` returns: one DataFrame per table, the manifest's ``resolved`` record, one
+    timing per compiled program, and any more manifest entries."""
     frames: dict
     resolved: dict
     timings: list
@@ -56,8 +56,6 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
         name: str | None = None, verbose: bool = False, **changes):
     """Measure ``spec`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
     checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings."""
-    import pandas as pd
-
     settings = settings_of(spec, settings, changes)
     planned = plan_subjects(runs, iterations, agents, labels)
     m = spec.measure(planned, settings, verbose)
@@ -65,7 +63,7 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
                 "settings": dataclasses.asdict(settings), "resolved": m.resolved,
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **m.extra,
                 "versions": store.versions(), "device": store.device_info(), "timings": m.timings}
-    study = spec.study(manifest=manifest, **{t: pd.concat(m.frames[t], ignore_index=True) for t in spec.tables})
+    study = spec.study(manifest=manifest, **{t: m.frames[t] for t in spec.tables})
     if save:
         tables.write_study({t: getattr(study, t) for t in spec.tables}, manifest, name or spec.kind)
     return study

@@ -1,5 +1,6 @@
-"""The training and reuse plumbing the diagnostic figures share: train presets with checkpoints into
-``OUT/runs/``, and tell whether a run directory already holds a measurement made with given settings."""
+"""The loop every diagnostic figure runs (:func:`measure_target`): train presets with checkpoints into
+``OUT/runs/`` (or take given runs), measure each task's runs unless they hold the measurement made with the
+same settings, and record the study."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 
 from pg_diag.config import ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.experiments import study_dir, targets
 from pg_diag.experiments.algorithms import train_study
+from pg_diag.experiments.scales import pick
 
 
 def check_settings(cls, settings: dict) -> None:
@@ -64,3 +67,34 @@ def recorded(out: str, study: str, scale: str) -> dict:
         if old.get("study") == study and old.get("scale") == scale:
             return old
     return {}
+
+
+def measure_target(target: str, scales: dict, scale: str, out: str | None, measure, *, algorithms, name: str,
+                   labels=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
+                   overrides: dict | None = None) -> str:
+    """Train ``algorithms`` at ``scale`` (or take ``runs``), run ``measure`` (a diagnostic study, saved under
+    ``name`` in each run, of the agents with ``labels`` when it trained them) on each task's runs unless they
+    hold it with the same settings, and record the study in ``out``, keeping what the study's other targets
+    recorded there. Every setting is checked before anything trains. Returns ``out``."""
+    from pg_diag import diagnostics
+
+    t = targets.get(target)
+    sc = pick(scales, scale)
+    out = out or f"results/{t.study}-{scale}"
+    check_settings(getattr(diagnostics, t.settings_class), sc.measuring(t.measurement, user=diag))
+    if runs:
+        names = given_runs(runs, out)
+    else:
+        names = train(out, tuple(tasks or sc.tasks_of(target)), algorithms, seeds or sc.seeds, progress,
+                      sc.overrides, sc.task_overrides, overrides)
+    for task, dirs in names.items():
+        settings = sc.measuring(t.measurement, task, diag)
+        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
+        if not saved(paths, name, settings):
+            chosen = {"labels": labels} if labels and not runs else {}
+            measure(paths, name=name, verbose=progress is not False, **chosen, **settings)
+    old = recorded(out, t.study, scale)
+    measured = {**old.get("measured", {}), target: sorted(names)}
+    study_dir.write(out, t.study, scale, sorted({task for v in measured.values() for task in v}),
+                    runs={**old.get("runs", {}), **names}, measured=measured)
+    return out

@@ -22,12 +22,11 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.diagnostics import (GradientSettings, StepSettings, gradient_study, load_gradient_study,
-                                 load_step_study, step_study)
+from pg_diag.diagnostics import gradient_study, load_gradient_study, load_step_study, step_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import checkpointed, figures, study_dir, targets
 from pg_diag.experiments.algorithms import COLORS, LABELS
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.scales import Scale
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
@@ -64,23 +63,10 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
     """Train (or take ``runs``), measure what ``target`` needs unless saved with the same settings, draw it."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    sc = pick(SCALES, scale)
-    kind = "steps" if target == "fig-step-variance" else "gradients"
-    settings = sc.measuring(kind, user=diag)
-    out = out or f"results/{STUDY}-{scale}"
-    checkpointed.check_settings(StepSettings if kind == "steps" else GradientSettings, settings)
-    if runs:
-        names = checkpointed.given_runs(runs, out)
-    else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks_of()), ALGORITHMS, seeds or sc.seeds, progress,
-                                   sc.overrides, sc.task_overrides, overrides)
-    for task, dirs in names.items():
-        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not checkpointed.saved(paths, kind, settings):
-            measure = step_study if kind == "steps" else gradient_study
-            measure(paths, verbose=progress is not False, **settings)
-    names = {**checkpointed.recorded(out, STUDY, scale).get("runs", {}), **names}
-    study_dir.write(out, STUDY, scale, list(names), runs=names)
+    steps = target == "fig-step-variance"
+    out = checkpointed.measure_target(target, SCALES, scale, out, step_study if steps else gradient_study,
+                                      algorithms=ALGORITHMS, name="steps" if steps else "gradients", tasks=tasks,
+                                      seeds=seeds, progress=progress, runs=runs, diag=diag, overrides=overrides)
     return draw(target, out)
 
 
@@ -115,7 +101,8 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
         path = plot_steps(studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
     else:
         measure = "pairwise" if target == "fig-grad-variance" else "true"
-        summary = pd.concat([s.summary(measure).assign(task=t) for t, s in studies.items()], ignore_index=True)
+        summary = pd.concat([s.summary(measure).assign(task=t, objective=s.manifest["resolved"].get(
+            "objective", "surrogate")) for t, s in studies.items()], ignore_index=True)
         if target == "fig-grad-true":
             limits = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
             limits = limits[np.isfinite(limits.true_to_exact)]
@@ -129,7 +116,9 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     md, csv = figures.write_table(summary, os.path.join(out, f"{target}-summary"), title,
                                   "n_at_X: the N (state–action pairs) at which the mean over agents first reaches X, "
                                   "log-linearly interpolated (NaN: not within the grid); at_batch_size: at the "
-                                  "algorithm's own batch size." if target != "fig-step-variance" else
+                                  "algorithm's own batch size. objective: what each estimate differentiates "
+                                  "(surrogate: CL eq. 15; own: the algorithm's own objective)."
+                                  if target != "fig-step-variance" else
                                   "Means over agents of each agent's mean over pairs of the M steps.")
     return {"figure": path, "summary": summary, "markdown": md, "csv": csv, "studies": studies}
 

@@ -27,10 +27,10 @@ import numpy as np
 
 from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
+from pg_diag.diagnostics import landscape_study, load_landscape_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir, targets
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.scales import Scale
 
 STUDY = "landscape"
 TARGETS = targets.served_by("landscape_figs")
@@ -78,23 +78,9 @@ def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=N
         **overrides) -> dict:
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    sc = pick(SCALES, scale)
-    out = out or f"results/{STUDY}-{scale}"
-    checkpointed.check_settings(LandscapeSettings, sc.measuring(target, user=diag))
-    if runs:
-        names = checkpointed.given_runs(runs, out)
-    else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks_of(target)), ALGORITHMS, seeds or sc.seeds, progress,
-                                   sc.overrides, sc.task_overrides, overrides)
-    for task, dirs in names.items():
-        settings = sc.measuring(target, task, diag)
-        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not checkpointed.saved(paths, NAMES[target], settings):
-            landscape_study(paths, labels=None if runs else MEASURED[target], name=NAMES[target],
-                            verbose=progress is not False, **settings)
-    measured = {**checkpointed.recorded(out, STUDY, scale).get("measured", {}), target: sorted(names)}
-    study_dir.write(out, STUDY, scale, sorted({t for v in measured.values() for t in v}),
-                    runs={**checkpointed.recorded(out, STUDY, scale).get("runs", {}), **names}, measured=measured)
+    out = checkpointed.measure_target(target, SCALES, scale, out, landscape_study, algorithms=ALGORITHMS,
+                                      name=NAMES[target], labels=MEASURED[target], tasks=tasks, seeds=seeds,
+                                      progress=progress, runs=runs, diag=diag, overrides=overrides)
     return draw(target, out)
 
 

@@ -155,7 +155,7 @@ def landscape_evidence(concentration: dict, surrogate: dict) -> list:
 def _evidence(found: dict):
     import pandas as pd
 
-    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs
+    from pg_diag.experiments import baseline_figs, gradient_figs, landscape_figs
 
     rows = []
     if "gradients" in found:
@@ -167,7 +167,7 @@ def _evidence(found: dict):
     if "fig-value" in found:
         rows += value_evidence(study_dir.load_runs(found["fig-value"], "fig-value", "fig-value")[1])
     if "fig-baselines" in found:
-        rows += baseline_evidence(baseline_fig.load_studies(found["fig-baselines"])[1])
+        rows += baseline_evidence(baseline_figs.load_studies(found["fig-baselines"])[1])
     if "landscape" in found:
         measured = {}
         for target in landscape_figs.TARGETS:
@@ -181,9 +181,9 @@ def _evidence(found: dict):
 
 def _draw_figures(found: dict, out: str) -> list:
     """Every target's figure redrawn from its study into ``out/figures/<target>/``: [(target, path)]."""
-    from pg_diag.experiments import baseline_fig, gradient_figs, landscape_figs, value_fig
+    from pg_diag.experiments import baseline_figs, gradient_figs, landscape_figs, value_fig
 
-    drawers = {"fig-value": value_fig.draw, "fig-baselines": baseline_fig.draw}
+    drawers = {"fig-value": value_fig.draw, "fig-baselines": baseline_figs.draw}
     figs = []
     for name, targets in STUDIES.items():
         if name not in found:

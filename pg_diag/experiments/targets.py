@@ -100,7 +100,7 @@ TARGETS = {t.name: t for t in (
            notebook="closer-look", tiny=dict(batches=2)),
     Target("fig-baselines", "fig-baselines", "diagnostic", "CL Figs 5/16",
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) "
-           "the exact V^π", "baseline_fig:run", "baseline_fig:draw", measurement="baselines",
+           "the exact V^π", "baseline_figs:run", "baseline_figs:draw", measurement="baselines",
            settings_class="BaselineSettings", notebook="closer-look",
            tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2)),
     Target("fig-landscape-concentration", "landscape", "diagnostic", "CL Figs 6/26/27",

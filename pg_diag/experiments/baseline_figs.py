@@ -20,10 +20,9 @@ import numpy as np
 from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
-from pg_diag.diagnostics.baselines import BaselineSettings
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.scales import Scale
 
 STUDY = "fig-baselines"
 ALGORITHMS = ("ppo", "trpo")
@@ -59,20 +58,9 @@ SCALES = {
 
 def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None, **overrides) -> dict:
     """Train (or take ``runs``), measure unless saved with the same settings, draw."""
-    sc = pick(SCALES, scale)
-    settings = sc.measuring("baselines", user=diag)
-    out = out or f"results/{STUDY}-{scale}"
-    checkpointed.check_settings(BaselineSettings, settings)
-    if runs:
-        names = checkpointed.given_runs(runs, out)
-    else:
-        names = checkpointed.train(out, tuple(tasks or sc.tasks_of()), ALGORITHMS, seeds or sc.seeds, progress,
-                                   sc.overrides, sc.task_overrides, overrides)
-    for task, dirs in names.items():
-        paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not checkpointed.saved(paths, "baselines", settings):
-            baseline_study(paths, verbose=progress is not False, **settings)
-    study_dir.write(out, STUDY, scale, list(names), runs=names)
+    out = checkpointed.measure_target("fig-baselines", SCALES, scale, out, baseline_study, algorithms=ALGORITHMS,
+                                      name="baselines", tasks=tasks, seeds=seeds, progress=progress, runs=runs,
+                                      diag=diag, overrides=overrides)
     return draw(out)
 
 
@@ -100,7 +88,7 @@ def summary(studies: dict):
 
     rows = []
     for task, study in studies.items():
-        s = study.summary().assign(task=task)
+        s = study.summary().assign(task=task, objective=study.manifest["resolved"].get("objective", "surrogate"))
         fits = study.fits.copy()
         if "improvement" not in fits:        # a study saved before the comparison was recorded
             fits["improvement"] = fits["agent_mre"] - fits["fitted_mre"]
@@ -115,7 +103,7 @@ def summary(studies: dict):
     out["fitted_better"] = true_value_verdicts(out)
     cols = ["task", "label", "iteration", "baseline", "at_batch_size", "at_largest_n", "n_at_0.5", "n_at_0.9",
             "agents", "fitted_mre", "agent_mre", "improvement", "improvement_se", "fitted_better", "fitted_ev",
-            "agent_ev"]
+            "agent_ev", "objective"]
     return out[cols]
 
 
@@ -177,7 +165,8 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         "explained variance); improvement: agent_mre − fitted_mre on the same states, with its standard error "
         "across held-out batches; fitted_better: whether the fitted network is measurably closer to the true "
         "value (95%). Where it is not, the 'fitted' curve is a second learned baseline, not the true value "
-        "function of CL Fig 5.")
+        "function of CL Fig 5. objective: what each estimate differentiates (surrogate: CL eq. 15; own: the "
+        "algorithm's own objective).")
     path = plot(studies, os.path.join(out, f"{STUDY}.png"),
                 f"Baselines: mean pairwise cosine of gradient estimates vs N ({record['scale']} scale)")
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
