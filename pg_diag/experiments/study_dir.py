@@ -157,11 +157,14 @@ def load_runs(from_dir: str, study: str, target: str, tasks=None):
     tasks = select_tasks(record, tasks, from_dir, target)
     frames = []
     for task in tasks:
-        first = 0   # a task's agents numbered through all its runs (a study may add seeds in a second run)
+        # a study may add seeds to a program in a second run: those runs' agents are numbered after the first's
+        # (runs of different programs, with other labels, keep their own numbering)
+        first: dict = {}
         for name in record["runs"][task]:
             metrics = _agents_of(record, from_dir, name, target)
-            frames.append(tidy(metrics.assign(agent=metrics.agent + first), task))
-            first += int(metrics.agent.max()) + 1 if len(metrics) else 0
+            program = frozenset(metrics.label)
+            frames.append(tidy(metrics.assign(agent=metrics.agent + first.get(program, 0)), task))
+            first[program] = first.get(program, 0) + (int(metrics.agent.max()) + 1 if len(metrics) else 0)
     metrics = pd.concat(frames, ignore_index=True)
     return record, metrics[metrics.algorithm.isin(record["algorithms"])].reset_index(drop=True)
 
