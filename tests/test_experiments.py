@@ -162,6 +162,10 @@ def test_table_cli_from_a_study_with_the_original_reporting_rule(algorithms_stud
     scores = algorithms.agent_scores(metrics[metrics.algorithm.isin(four)], reporting="original")
     expected = algorithms.table(algorithms.summarize(scores), four, with_aai=True, scores=scores)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "table-2.csv", dtype=str), expected.astype(str))
+    # --task redraws a subset of the study's tasks: one it lacks is refused, naming the ones it has
+    capsys.readouterr()
+    assert main(["table-2", "--from", target, "--out", str(tmp_path), "--task", "hopper"]) == 2
+    assert "the study has no hopper; its tasks are point_mass" in capsys.readouterr().err
     # another study's target is refused, naming the directory, what it holds and what is needed
     capsys.readouterr()
     assert main(["fig-trust-region", "--from", target]) == 2

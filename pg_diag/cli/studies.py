@@ -7,15 +7,6 @@ from pg_diag.cli.runs import add_distributed
 from pg_diag.config import ConfigError, parse_assignments
 
 
-def _train_or_draw(args, run, draw, by_task: bool = True) -> dict:
-    """A study's outputs: redrawn from ``--from`` (``by_task``: restricted to ``--task``) or trained at
-    ``--scale`` into ``--out``."""
-    if args.from_dir:
-        tasks = _from_args(args)
-        return draw(args.from_dir, out=args.out, **({"tasks": tasks} if by_task else {}))
-    return run(args.scale or "smoke", out=args.out or args.default_out, **_experiment_args(args))
-
-
 def _show(out: dict) -> None:
     """What a target's run or draw returned: its tables printed, the files it wrote named."""
     import pandas as pd
@@ -37,8 +28,6 @@ def _show(out: dict) -> None:
 
 def cmd_target(args):
     """A training target (or fig-theorem): trained at ``--scale`` into ``--out``, or redrawn from ``--from``."""
-    import inspect
-
     from pg_diag.experiments import targets
     t = targets.get(args.command)
     if getattr(args, "dry_run", False):
@@ -46,8 +35,7 @@ def cmd_target(args):
     rules = {o: getattr(args, o) for o in ("statistic", "reporting") if o in t.options}
     if args.from_dir:
         tasks = _from_args(args)
-        takes_tasks = "tasks" in inspect.signature(t._function("draw")).parameters
-        out = t.redraw(args.from_dir, out=args.out, **({"tasks": tasks} if takes_tasks else {}), **rules)
+        out = t.redraw(args.from_dir, out=args.out, **({"tasks": tasks} if t.redraws_by_task else {}), **rules)
     elif t.kind == "optimize":
         out = t.train(args.scale or "smoke", out=args.out or args.default_out, steps=args.steps, task=args.task)
     else:

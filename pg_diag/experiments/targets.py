@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import sys
 
 from pg_diag.config import ConfigError
@@ -40,10 +41,19 @@ class Target:
     notebook: str = ""        # the notebook that runs it (notebooks/<notebook>.ipynb)
     tiny: dict = dataclasses.field(default_factory=dict)   # diagnostic: measurement settings at the tiny scale
 
-    def _function(self, which: str):
+    def function(self, which: str):
+        """The function named by ``run`` or ``draw`` (imported now), as written."""
         module, name = getattr(self, which).split(":")
-        fn = getattr(importlib.import_module(f"pg_diag.experiments.{module}"), name)
+        return getattr(importlib.import_module(f"pg_diag.experiments.{module}"), name)
+
+    def _function(self, which: str):
+        fn = self.function(which)
         return (lambda *a, **k: fn(self.name, *a, **k)) if which in self.named else fn
+
+    @property
+    def redraws_by_task(self) -> bool:
+        """Whether its ``draw`` can redraw a subset of the study's tasks."""
+        return "tasks" in inspect.signature(self.function("draw")).parameters
 
     def train(self, scale: str = "smoke", **kwargs) -> dict:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
