@@ -58,8 +58,10 @@ def _algorithms_arg(p) -> None:
 
 
 def _from_args(args):
-    """The tasks to redraw with --from; the options that only choose what to train are refused."""
-    theorem = args.command == "fig-theorem"
+    """The tasks to redraw with --from; the options that only choose what to train are refused (an optimize
+    target's --task chooses the batch it optimizes)."""
+    from pg_diag.experiments import targets
+    theorem = targets.get(args.command).kind == "optimize"
     given = [flag for flag, value in (("--scale", args.scale), ("--seeds", getattr(args, "seeds", None)),
                                       ("--set", getattr(args, "set", None)), ("--steps", getattr(args, "steps", None)),
                                       ("--task", args.task if theorem else None))
