@@ -3,8 +3,9 @@
 Spinning Up's PPO variant: PPO's clipped-surrogate epochs, but once a
 minibatch step leaves the policy with mean KL(π_old ‖ π) > 1.5·d_targ on that
 minibatch, the remaining minibatch steps are skipped (kept out of the
-parameters, since a compiled loop has a fixed length). It reuses PPO's knob ε and
-PPO-KL's d_targ, its objective and optimizer state are PPO's, and its
+parameters, since a compiled loop has a fixed length). It declares its own
+knobs: PPO's ε and PPO-KL's d_targ (their declarations reused) and a new one,
+the stop factor 1.5; its objective and optimizer state are PPO's, and its
 constraint line is d_targ. Registered, it trains in a sweep and goes through
 fig-step-variance and the landscape like the built-in algorithms.
 
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 
 import pg_diag
 from pg_diag import algorithms, networks
-from pg_diag.algorithms import ppo
+from pg_diag.algorithms import ppo, ppo_kl
 from pg_diag.algorithms.epochs import epochs
 
 
@@ -32,7 +33,7 @@ def step(static, params, opt_state, batch, lr, knobs, key):
         mean, log_std = networks.policy_apply(new[0], batch.obs[idx], knobs)
         kl = jnp.mean(networks.gaussian_kl(old_mean[idx], old_log_std[idx], mean, log_std))
         learner = jax.tree.map(lambda old, upd: jnp.where(stopped, old, upd), learner, new)
-        return (learner, stopped | (kl > 1.5 * knobs["kl_target"])), info
+        return (learner, stopped | (kl > knobs["stop_factor"] * knobs["kl_target"])), info
 
     ((new, state), _), info = epochs(minibatch, ((params, opt_state), jnp.bool_(False)), key,
                                      batch.obs.shape[0], static.ppo_epochs, static.num_minibatches)
@@ -43,7 +44,10 @@ EARLY_STOP = pg_diag.Algorithm(
     name="ppo-early-stop", summary="PPO's epochs, stopped once a minibatch's mean KL exceeds 1.5·d_targ",
     init_state=ppo.init_state, step=step, objective=ppo.objective,
     constraint=algorithms.Constraint(kind="kl", knob="kl_target", label="d_targ"),
-    knobs=("clip_eps", "kl_target"), static=("ppo_epochs",))
+    knobs={"clip_eps": ppo.KNOBS["clip_eps"], "kl_target": ppo_kl.KNOBS["kl_target"],
+           "stop_factor": pg_diag.Option(1.5, "Stop once the mean KL exceeds this × d_targ.", "a number > 0",
+                                         lambda v: v > 0)},
+    static=ppo.STATIC)
 
 
 def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):

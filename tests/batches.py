@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 
 from pg_diag import networks
-from pg_diag.config import Knobs
+from pg_diag.config import Config, Knobs
 from pg_diag.rollout import UpdateBatch
 
 OBS, ACT = 3, 2
@@ -24,3 +24,10 @@ def fixed_batch(seed=0, n=64, hidden=(16,), adv_scale=1.0):
                         advantages=adv, old_values=jnp.zeros(n), value_targets=jnp.zeros(n),
                         value_mask=jnp.ones(n, bool))
     return params, batch
+
+
+def settings(algorithm="ppo", **values):
+    """``(static, knob arrays)`` of ``algorithm`` with ``values`` (shared settings or its own), as a Config
+    holds them (its own settings complete, at their defaults unless given)."""
+    cfg = Config().replace(algorithm=algorithm, **values)
+    return cfg.static, cfg.knobs.as_arrays()

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
+import pg_diag
 from pg_diag import algorithms, networks, preset, stages
 from pg_diag.algorithms import ppo_kl
-from pg_diag.config import ConfigError, Knobs, Static
+from pg_diag.config import Config, ConfigError, Option, stack_knobs, study_preset
 
-from batches import fixed_batch
+from batches import fixed_batch, settings
 
 
 def test_the_registry_lists_every_algorithm_and_refuses_bad_ones():
@@ -26,10 +27,16 @@ def test_the_registry_lists_every_algorithm_and_refuses_bad_ones():
     ppo = algorithms.get("ppo")
     with pytest.raises(algorithms.AlgorithmError, match="algorithm 'ppo' is already registered"):
         algorithms.register_algorithm(ppo)
-    with pytest.raises(algorithms.AlgorithmError, match=r"declares unknown knobs \['beta'\]"):
+    with pytest.raises(algorithms.AlgorithmError, match=r"knobs must map each of its own knobs' names to an Option"):
         algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs=("beta",)))
+    with pytest.raises(algorithms.AlgorithmError, match="declares 'gamma', a setting every algorithm shares"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs={"gamma": Option(0.9, "γ")}))
+    with pytest.raises(algorithms.AlgorithmError, match="declares 'kl_bound' as a int static setting; 'trpo'"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", static={"kl_bound": Option(3, "n")}))
+    with pytest.raises(algorithms.AlgorithmError, match="knob 'mode' is traced, so it must be a bool or a number"):
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs={"mode": Option("a", "m")}))
     with pytest.raises(algorithms.AlgorithmError, match="constraint's knob 'clip_eps' must be among its knobs"):
-        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs=()))
+        algorithms.register_algorithm(dataclasses.replace(ppo, name="mine", knobs={}))
     with pytest.raises(algorithms.AlgorithmError, match="name must be letters"):
         algorithms.register_algorithm(dataclasses.replace(ppo, name="my algo"))
     assert "mine" not in algorithms.names()
@@ -47,14 +54,57 @@ def test_a_knob_of_one_algorithm_given_to_another_is_refused_before_compiling():
     assert preset("ppo-kl", "walker2d").lr_policy == preset("ppo", "walker2d").lr_policy
 
 
+def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorithm_declares_new_ones():
+    """PPO's and TRPO's settings are two records, nested under their names in the saved configuration; a
+    user's algorithm declares a knob and a static setting no other algorithm has: set, swept in a grid (its
+    values reach the program's knobs), saved and read back, refused for PPO."""
+    ppo, trpo = preset("ppo", "hopper"), preset("trpo", "hopper")
+    assert dict(ppo.knobs.own) == {"clip_eps": 0.2} and dict(ppo.static.own) == {"ppo_epochs": 10}
+    assert dict(trpo.knobs.own) == {"kl_bound": 0.13, "damping": 0.1, "accept_ratio": 0.1}
+    assert trpo.get("clip_eps") is None and not hasattr(trpo.static, "ppo_epochs")
+    saved = trpo.to_dict()
+    assert saved["trpo"]["knobs"]["kl_bound"] == 0.13 and "kl_bound" not in saved["knobs"]
+    assert Config.from_dict(saved) == trpo
+    # an earlier manifest's flat record (every algorithm's settings side by side) reads as the same config
+    flat = {"name": saved["name"], "static": {**saved["static"], **saved["trpo"]["static"], "ppo_epochs": 4},
+            "knobs": {**saved["knobs"], **saved["trpo"]["knobs"], "clip_eps": 0.2, "kl_target": 0.01}}
+    assert Config.from_dict(flat) == trpo
+
+    mine = dataclasses.replace(algorithms.get("vpg"), name="vpg-tempered", knobs={
+        "temper": Option(1.0, "scales the advantages", "a number > 0", lambda v: v > 0)},
+        static={"warmup": Option(0, "iterations without updates", "an int >= 0", lambda v: v >= 0)})
+    algorithms.register_algorithm(mine)
+    try:
+        cfg = preset("vpg", "point_mass").replace(algorithm="vpg-tempered", temper=0.5, warmup=3)
+        assert (cfg.temper, cfg.static.warmup, cfg.knob_names()[-1]) == (0.5, 3, "temper")
+        assert Config.from_dict(cfg.to_dict()) == cfg
+        p = pg_diag.plan(cfg, {"temper": [0.25, 2.0]}, seeds=1)
+        assert [c.temper for c in p.configs] == [0.25, 2.0]
+        stacked = stack_knobs([c.knobs for c in p.configs])
+        assert np.asarray(stacked["temper"]).tolist() == [0.25, 2.0]
+        with pytest.raises(ConfigError, match=r"knob 'temper' must be a number > 0, got -1"):
+            cfg.replace(temper=-1)
+        with pytest.raises(ConfigError, match=r"static setting warmup=3 belongs to vpg-tempered; algorithm 'ppo'"):
+            preset("ppo", "point_mass").replace(warmup=3)
+        with pytest.raises(ConfigError, match=r"'warmup' is a static setting .* cannot be a grid axis"):
+            pg_diag.plan(cfg, {"warmup": [1, 2]})
+        with pytest.raises(ConfigError, match=r"unknown knob 'temper' in grid \(it belongs to vpg-tempered, not to"):
+            pg_diag.plan(preset("ppo", "point_mass"), {"temper": [1.0]})
+        # subjects of two algorithms stack the union of their own knobs; the other's are NaN
+        both = stack_knobs([cfg.knobs, preset("ppo", "point_mass").knobs])
+        assert np.isnan(np.asarray(both["temper"])[1]) and np.isnan(np.asarray(both["clip_eps"])[0])
+    finally:
+        algorithms.unregister_algorithm("vpg-tempered")
+
+
 def test_npg_takes_the_natural_step_of_the_explicit_fisher_matrix_in_full():
     """Δ = √(2δ / sᵀ(F + λI)s)·s with s = (F + λI)⁻¹g: F built explicitly (the Hessian of the mean KL on
     the whole batch, fisher_fraction 1), g the gradient of mean(r·Â) at θ_old, solved directly in float64.
     CG with more iterations than parameters is exact up to float32 rounding (relative 1e-6 per
     operation, amplified by cond(F + λI) ≤ 1e3 here): 1e-3 relative."""
     params, batch = fixed_batch(hidden=())   # a linear policy: 3·2 + 2 + 2 = 10 parameters
-    knobs = Knobs(kl_bound=0.02, damping=0.1).as_arrays()
-    static = Static(algorithm="npg", num_envs=1, steps_per_env=64, cg_iterations=30, fisher_fraction=1.0)
+    static, knobs = settings("npg", kl_bound=0.02, damping=0.1, num_envs=1, steps_per_env=64, cg_iterations=30,
+                             fisher_fraction=1.0)
     out = stages.policy_step(static, params, None, batch, 0.0, knobs, jax.random.PRNGKey(0))
     flat, unravel = ravel_pytree(params)
     adv = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std(ddof=1) + 1e-8)
@@ -85,8 +135,8 @@ def test_npg_steps_a_mean_kl_of_delta_under_the_quadratic_model():
     ratio KL/δ is 1 ± 5% with a wide margin (the cubic term is ~1% here). A linear policy keeps F well
     conditioned (10 parameters, 64 states), so CG without damping converges in float32."""
     params, batch = fixed_batch(seed=1, hidden=())
-    knobs = Knobs(kl_bound=1e-4, damping=0.0).as_arrays()
-    static = Static(algorithm="npg", num_envs=1, steps_per_env=64, cg_iterations=30, fisher_fraction=1.0)
+    static, knobs = settings("npg", kl_bound=1e-4, damping=0.0, num_envs=1, steps_per_env=64, cg_iterations=30,
+                             fisher_fraction=1.0)
     new = stages.policy_step(static, params, None, batch, 0.0, knobs, jax.random.PRNGKey(0)).params
     tr = stages.trust_region(params, new, batch.obs, batch.action, batch.old_log_prob, knobs)
     assert float(tr.mean_kl) / 1e-4 == pytest.approx(1.0, abs=0.05)
@@ -97,9 +147,8 @@ def test_vpg_is_one_adam_step_along_the_reinforce_gradient():
     hand. Adam's first step from zero moments is θ + lr·ĝ/(|ĝ| + ε) elementwise (bias-corrected m̂ = ĝ,
     v̂ = ĝ²). Float32 sums of 64 terms: 1e-5 relative."""
     params, batch = fixed_batch(seed=2)
-    knobs = Knobs(grad_clipping=False, entropy_coef=0.0).as_arrays()
+    static, knobs = settings("vpg", grad_clipping=False, entropy_coef=0.0, num_envs=1, steps_per_env=64)
     vpg = algorithms.get("vpg")
-    static = Static(algorithm="vpg", num_envs=1, steps_per_env=64)
     out = stages.policy_step(static, params, vpg.init_state(params, knobs), batch, 0.01, knobs, None)
     flat, unravel = ravel_pytree(params)
     adv = np.asarray(batch.advantages, np.float64)
@@ -120,19 +169,20 @@ def test_ppo_kl_without_a_penalty_takes_unclipped_ppo_steps_and_adapts_beta_by_t
     to float32 rounding over 3 × 4 Adam steps: 1e-5 relative. β then follows the paper's rule on the
     step's mean KL d, computed here by the closed form of the Gaussian KL."""
     params, batch = fixed_batch(seed=3)
-    static = Static(algorithm="ppo-kl", num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
-    knobs = Knobs(kl_beta_init=0.0, kl_target=0.01).as_arrays()
+    static, knobs = settings("ppo-kl", kl_beta_init=0.0, kl_target=0.01, num_envs=1, steps_per_env=64, ppo_epochs=3,
+                             num_minibatches=4)
     key = jax.random.PRNGKey(7)
     state = algorithms.get("ppo-kl").init_state(params, knobs)
     out = stages.policy_step(static, params, state, batch, 3e-3, knobs, key)
-    ppo_knobs = Knobs(clip_eps=1e32).as_arrays()
-    ppo = stages.policy_step(dataclasses.replace(static, algorithm="ppo"), params,
+    ppo_static, ppo_knobs = settings("ppo", clip_eps=1e32, num_envs=1, steps_per_env=64, ppo_epochs=3,
+                                     num_minibatches=4)
+    ppo = stages.policy_step(ppo_static, params,
                              algorithms.get("ppo").init_state(params, ppo_knobs), batch, 3e-3, ppo_knobs, key)
     np.testing.assert_allclose(ravel_pytree(out.params)[0], ravel_pytree(ppo.params)[0], rtol=1e-5, atol=1e-7)
     assert float(out.opt_state.beta) == 0.0          # 0 halves and doubles to 0
 
     # β = 1: the KL after the step decides β' ∈ {0.5, 1, 2} by the thresholds d_targ / 1.5 and 1.5 d_targ
-    knobs = Knobs(kl_beta_init=1.0, kl_target=0.01).as_arrays()
+    _, knobs = settings("ppo-kl", kl_beta_init=1.0, kl_target=0.01)
     out = stages.policy_step(static, params, algorithms.get("ppo-kl").init_state(params, knobs), batch, 3e-3,
                              knobs, key)
     m0, s0 = (np.asarray(x, np.float64) for x in networks.policy_apply(params, batch.obs, knobs))
@@ -176,7 +226,7 @@ def new_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("new-algorithms")
     out = {}
     for algo in ("ppo-kl", "npg", "vpg"):
-        cfg = preset(algo, "lqr", num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2,
+        cfg = study_preset(algo, "lqr", num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2,
                      num_iterations=2, checkpoint_at=(0, 2))
         out[algo] = sweep(cfg, seeds=1, out=str(root / algo)).path
     return out
@@ -195,7 +245,7 @@ def test_each_new_algorithm_trains_from_its_preset_and_records_its_metrics(new_r
         assert (m.step_scale == 1.0).all() if algo == "npg" else m.step_scale.isna().all()
         if algo == "ppo-kl":  # β from the preset's kl_beta_init, then halved, kept or doubled each iteration
             beta = m.sort_values("iteration").penalty.to_numpy()
-            assert beta[0] == pg_diag.load_run(path).manifest["base_config"]["knobs"]["kl_beta_init"]
+            assert beta[0] == pg_diag.load_run(path).manifest["base_config"]["ppo-kl"]["knobs"]["kl_beta_init"]
             assert all(b in (a / 2, a, 2 * a) for a, b in zip(beta[:-1], beta[1:]))
         else:
             assert m.penalty.isna().all()

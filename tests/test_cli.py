@@ -7,8 +7,9 @@ import pytest
 from pg_diag import load_run
 from pg_diag.cli import main
 
-SMALL = ["--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=3",
-         "--set", "num_minibatches=4", "--set", "ppo_epochs=2", "--set", "value_epochs=2"]
+SHAPE = ["--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=3",
+         "--set", "num_minibatches=4", "--set", "value_epochs=2"]
+SMALL = SHAPE + ["--set", "ppo_epochs=2"]  # PPO's own setting
 
 
 def test_help_and_listings(capsys):
@@ -59,10 +60,13 @@ def test_train_and_sweep_write_run_directories(tmp_path, capsys):
 def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
     for algo in ("trpo", "trpo+", "ppo-noclip"):
         out = tmp_path / algo
-        assert main(["train", "--preset", algo, *SMALL, "--out", str(out)]) == 0
+        assert main(["train", "--preset", algo, *(SMALL if algo.startswith("ppo") else SHAPE), "--out", str(out)]) == 0
         run = load_run(str(out))
         assert run.config(0).static.algorithm == ("trpo" if algo.startswith("trpo") else "ppo")
         assert not run.metrics.diverged.any()
+    # PPO's own setting given to TRPO is refused, before compiling, naming whose it is
+    assert main(["train", "--preset", "trpo", *SMALL, "--out", str(tmp_path / "bad")]) == 2
+    assert "static setting ppo_epochs=2 belongs to ppo, ppo-kl; algorithm 'trpo'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("target", ["fig-ablation", "fig-trust-region", "fig-rewards", "table-2", "table-3",

@@ -14,9 +14,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import algorithms, stages
 from pg_diag.algorithms import ppo
 from pg_diag.algorithms.epochs import minibatch_indices
-from pg_diag.config import Knobs, Static
-
-from batches import fixed_batch
+from batches import fixed_batch, settings
 
 PATH = pathlib.Path(__file__).parent.parent / "examples" / "ppo_early_stop.py"
 
@@ -36,16 +34,20 @@ def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
     step: that step alone, on the first permutation PPO's epochs draw from the same key. Different
     compiled programs of the same float32 arithmetic: 1e-6 relative."""
     params, batch = fixed_batch(hidden=(8,))
-    static = Static(algorithm="ppo", num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
+    if example.EARLY_STOP.name not in algorithms.names():
+        algorithms.register_algorithm(example.EARLY_STOP)
+    shape = dict(num_envs=1, steps_per_env=64, ppo_epochs=3, num_minibatches=4)
+    static, knobs = settings("ppo", **shape)
+    mine = lambda kl_target: settings(example.EARLY_STOP.name, kl_target=kl_target, **shape)  # noqa: E731
     key, lr = jax.random.PRNGKey(3), 1e-2
-    state = ppo.init_state(params, Knobs().as_arrays())
+    state = ppo.init_state(params, knobs)
     flat = lambda p: np.asarray(ravel_pytree(p)[0])  # noqa: E731
-    never = example.step(static, params, state, batch, lr, Knobs(kl_target=1e9).as_arrays(), key)
-    whole = stages.policy_step(static, params, state, batch, lr, Knobs().as_arrays(), key)
+    never = example.step(*mine(1e9)[:1], params, state, batch, lr, mine(1e9)[1], key)
+    whole = stages.policy_step(static, params, state, batch, lr, knobs, key)
     np.testing.assert_allclose(flat(never.params), flat(whole.params), rtol=1e-6, atol=1e-7)
-    at_once = example.step(static, params, state, batch, lr, Knobs(kl_target=1e-12).as_arrays(), key)
+    at_once = example.step(*mine(1e-12)[:1], params, state, batch, lr, mine(1e-12)[1], key)
     first = minibatch_indices(jax.random.split(key, 3)[0], 64, 4)[0]
-    (one, _), _ = ppo.policy_minibatch(batch, lr, Knobs().as_arrays())((params, state), first)
+    (one, _), _ = ppo.policy_minibatch(batch, lr, knobs)((params, state), first)
     np.testing.assert_allclose(flat(at_once.params), flat(one), rtol=1e-6, atol=1e-7)
     assert not np.allclose(flat(one), flat(whole.params))
 

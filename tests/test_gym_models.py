@@ -148,7 +148,7 @@ def test_gym_models_reset_as_gym_v2():
         spec = mujoco_task(task, "gym")
         assert spec.reset_noise == noise == _gym_env(task, 1000).unwrapped._reset_noise_scale
         env = envs.make(task, "native", 1, model="gym")
-        states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), 2000))
+        states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), 2000))
         qpos0 = np.asarray(_gym_env(task, 1000).unwrapped.init_qpos, np.float32)
         dev = np.asarray(states.physics["qpos"]) - qpos0
         # 2,000 uniform draws on [−c, c]: the extremes lie within c/200 of ±c except with probability ~1e-4·dim

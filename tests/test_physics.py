@@ -25,7 +25,7 @@ B = 6
 
 
 def rollout(env, steps, seed=0):
-    states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(seed), B))
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(seed), B))
     actions = jax.random.uniform(jax.random.PRNGKey(seed + 1), (steps, B, env.action_size), minval=-1, maxval=1)
 
     def body(s, a):

@@ -10,7 +10,7 @@ from pg_diag import networks
 from pg_diag.config import Knobs
 from pg_diag.algorithms.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
 
-from batches import fixed_batch
+from batches import fixed_batch, settings
 
 OBS, ACT, HIDDEN = 3, 2, (5,)
 
@@ -59,7 +59,7 @@ def test_conjugate_gradient_solves_an_spd_system():
 
 
 def step(params, batch, **knobs):
-    k = Knobs(**knobs).as_arrays()
+    _, k = settings("trpo", **knobs)
     return trpo_step(params, batch, k, jax.random.PRNGKey(5), cg_iterations=10, line_search_steps=10,
                      fisher_size=16)
 
@@ -100,7 +100,7 @@ def test_full_step_is_scaled_to_the_kl_bound():
     (second order in the step)."""
     params, batch = fixed_batch()
     delta = 1e-3
-    k = Knobs(kl_bound=delta, damping=1e-6).as_arrays()
+    _, k = settings("trpo", kl_bound=delta, damping=1e-6)
     new, info = trpo_step(params, batch, k, jax.random.PRNGKey(5), cg_iterations=10, line_search_steps=10,
                           fisher_size=batch.obs.shape[0])
     assert float(info.step_scale) > 0
@@ -127,7 +127,7 @@ def test_vmapped_trpo_equals_each_agent_alone():
     deltas = jnp.array([0.003, 0.01, 0.03])
     stacked_params = jax.tree.map(lambda *x: jnp.stack(x), *[a[0] for a in agents])
     stacked_batch = jax.tree.map(lambda *x: jnp.stack(x), *[a[1] for a in agents])
-    base = Knobs().as_arrays()
+    _, base = settings("trpo")
     knobs = {k: jnp.stack([v] * 3) for k, v in base.items()}
     knobs["kl_bound"] = deltas
 
@@ -157,7 +157,7 @@ def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
     from pg_diag import preset, stages
 
     cfg = preset("trpo", "hopper", num_envs=1, steps_per_env=steps, num_minibatches=32)
-    assert cfg.static.fisher_size == expected
+    assert pg_diag.algorithms.trpo.fisher_size(cfg.static) == expected
     seen = []
 
     def spy(p, obs, knobs, damping):
@@ -166,5 +166,5 @@ def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
 
     monkeypatch.setattr(pg_diag.algorithms.trpo, "fisher_vector_product", spy)
     params, batch = fixed_batch(n=steps)
-    stages.policy_step(cfg.static, params, None, batch, 0.0, Knobs().as_arrays(), jax.random.PRNGKey(0))
+    stages.policy_step(cfg.static, params, None, batch, 0.0, cfg.knobs.as_arrays(), jax.random.PRNGKey(0))
     assert seen == [expected]

@@ -14,9 +14,11 @@ compares algorithm names. What an algorithm provides:
   the landscape draws it and the gradient study can differentiate it;
 * ``constraint`` — what the figures draw as its trust region (``1 ± ε`` for a
   ratio clip, ``δ`` for a KL bound, or ``None``);
-* ``knobs`` / ``static`` — the algorithm-specific knobs and static settings it
-  reads: those another algorithm declares are refused for it unless left at
-  their defaults;
+* ``knobs`` / ``static`` — its own knobs and static settings, declared here
+  (name → :class:`pg_diag.config.Option`: default, doc, allowed values) and kept
+  in a configuration under its name; the shared ones (learning rates, γ, λ,
+  the code-level optimizations, batch shape, ...) are every algorithm's. Another
+  algorithm's settings are refused for it unless left at their defaults;
 * ``update`` (optional) — the value and policy updates fused into one program,
   with the same numbers as :func:`pg_diag.stages.value_step` followed by
   ``step``.
@@ -25,7 +27,7 @@ compares algorithm names. What an algorithm provides:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import jax
 from flax import struct
@@ -91,19 +93,25 @@ class Algorithm:
     step: Callable            # (static, params, state, batch, lr, knobs, key) -> PolicyStep
     objective: Callable       # (Terms, knobs, state) -> scalar to maximize
     constraint: Optional[Constraint] = None
-    knobs: tuple = ()         # algorithm-specific knobs it reads
-    static: tuple = ()        # algorithm-specific static settings it reads
+    knobs: Mapping = dataclasses.field(default_factory=dict)   # name -> Option: its own knobs
+    static: Mapping = dataclasses.field(default_factory=dict)  # name -> Option: its own static settings
     update: Optional[Callable] = None  # fused (static, policy, policy_state, value, value_opt, batch, lr_pi,
     #                                    lr_v, knobs, key_value, key_policy) -> (ValueStep, PolicyStep) or None
+
+
+    def setting(self, name: str):
+        """The declaration (an Option) of its own knob or static setting ``name``; None if it has none."""
+        return self.knobs.get(name, self.static.get(name))
 
 
 _REGISTRY: dict[str, Algorithm] = {}
 
 
 def register_algorithm(algorithm: Algorithm) -> Algorithm:
-    """Add ``algorithm`` to the registry under its name; returns it. Its knobs and static settings must be
-    fields of :class:`pg_diag.Knobs` / :class:`pg_diag.Static`."""
-    from pg_diag.config.knobs import KNOB_FIELDS
+    """Add ``algorithm`` to the registry under its name; returns it. Its own knobs and static settings are
+    declared as :class:`pg_diag.config.Option` records; their names must not be shared settings, and a name
+    that several algorithms declare must be of the same kind (knob or static) and type in each."""
+    from pg_diag.config.knobs import KNOB_FIELDS, Option
     from pg_diag.config.static import STATIC_FIELDS
 
     if not isinstance(algorithm, Algorithm):
@@ -114,11 +122,32 @@ def register_algorithm(algorithm: Algorithm) -> Algorithm:
     if name in _REGISTRY:
         raise AlgorithmError(f"algorithm {name!r} is already registered; registered algorithms: "
                              f"{', '.join(_REGISTRY)}")
-    for field, known, kind in (("knobs", KNOB_FIELDS, "knobs"), ("static", STATIC_FIELDS, "static settings")):
-        unknown = [k for k in getattr(algorithm, field) if k not in known]
-        if unknown:
-            raise AlgorithmError(f"algorithm {name!r} declares unknown {kind} {unknown}; {kind} are: "
-                                 f"{', '.join(known)}")
+    for field, kind in (("knobs", "knob"), ("static", "static setting")):
+        declared = getattr(algorithm, field)
+        if not isinstance(declared, Mapping):
+            raise AlgorithmError(f"algorithm {name!r}: {field} must map each of its own {kind}s' names to an "
+                                 f"Option (default, doc), got {type(declared).__name__}")
+        for key, option in declared.items():
+            if not isinstance(option, Option):
+                raise AlgorithmError(f"algorithm {name!r}: its {kind} {key!r} must be declared as an Option, got "
+                                     f"{type(option).__name__}")
+            if key in KNOB_FIELDS or key in STATIC_FIELDS or key in ("name", "own", "algorithm"):
+                raise AlgorithmError(f"algorithm {name!r} declares {key!r}, a setting every algorithm shares; "
+                                     f"its own settings need names of their own")
+            if field == "knobs" and isinstance(option.default, str):
+                raise AlgorithmError(f"algorithm {name!r}: knob {key!r} is traced, so it must be a bool or a "
+                                     f"number, got the default {option.default!r}")
+            option.normalize(key, option.default, kind)  # the default satisfies its own declaration
+            for other in _REGISTRY.values():
+                theirs = other.setting(key)
+                if theirs is not None and ((key in other.knobs) != (field == "knobs")
+                                           or type(theirs.default) is not type(option.default)):
+                    raise AlgorithmError(f"algorithm {name!r} declares {key!r} as a {type(option.default).__name__} "
+                                         f"{kind}; {other.name!r} declares it otherwise: a setting's name has one "
+                                         f"kind and type")
+    if set(algorithm.knobs) & set(algorithm.static):
+        raise AlgorithmError(f"algorithm {name!r} declares {sorted(set(algorithm.knobs) & set(algorithm.static))} "
+                             f"as both knobs and static settings")
     if algorithm.constraint is not None and algorithm.constraint.knob not in algorithm.knobs:
         raise AlgorithmError(f"algorithm {name!r}: its constraint's knob {algorithm.constraint.knob!r} must be "
                              f"among its knobs {list(algorithm.knobs)}")

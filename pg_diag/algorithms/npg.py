@@ -20,7 +20,7 @@ def step(static, params, opt_state, batch, lr, knobs, key) -> PolicyStep:
     _, unravel = ravel_pytree(params)
     objective = trpo.surrogate_objective(params, batch, knobs)
     nat = trpo.natural_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
-                            fisher_size=static.fisher_size, objective=objective)
+                            fisher_size=trpo.fisher_size(static), objective=objective)
     new = nat.flat + nat.full_step
     return PolicyStep(params=unravel(new), opt_state=opt_state,
                       info=StepInfo(policy_loss=-objective(new), clip_fraction=jnp.float32(jnp.nan),
@@ -31,4 +31,5 @@ NPG = Algorithm(
     name="npg", summary="natural gradient of KL size δ under the quadratic model, no line search",
     init_state=lambda policy, knobs: None, step=step, objective=trpo.objective,
     constraint=Constraint(kind="kl", knob="kl_bound", label="δ (quadratic model)"),
-    knobs=("kl_bound", "damping"), static=("cg_iterations", "fisher_fraction"))
+    knobs={k: trpo.KNOBS[k] for k in ("kl_bound", "damping")},
+    static={k: trpo.STATIC[k] for k in ("cg_iterations", "fisher_fraction")})

@@ -18,6 +18,8 @@ from flax import struct
 from pg_diag import networks
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms
 from pg_diag.algorithms.epochs import epochs
+from pg_diag.algorithms.ppo import STATIC as PPO_STATIC
+from pg_diag.config import Option
 from pg_diag.objectives import entropy, kl, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.optim import adam, apply_update, clip_by_global_norm
 
@@ -76,8 +78,16 @@ def init_state(policy, knobs) -> State:
     return State(adam=adam(knobs["adam_eps"]).init(policy), beta=jnp.asarray(knobs["kl_beta_init"], jnp.float32))
 
 
+#: PPO-KL's own settings (PPO paper §4): d_targ and β₀; its epochs are PPO's setting.
+KNOBS = {
+    "kl_target": Option(0.01, "PPO-KL: the target mean KL d_targ that adapts the penalty coefficient β.",
+                        "a number > 0", lambda v: v > 0),
+    "kl_beta_init": Option(1.0, "PPO-KL: the initial KL penalty coefficient β.", "a number >= 0",
+                           lambda v: v >= 0),
+}
+
 PPO_KL = Algorithm(
     name="ppo-kl", summary="PPO's epochs on the surrogate with an adaptive KL penalty (PPO paper §4)",
     init_state=init_state, step=step, objective=objective,
     constraint=Constraint(kind="kl", knob="kl_target", label="d_targ"),
-    knobs=("kl_target", "kl_beta_init"), static=("ppo_epochs",))
+    knobs=KNOBS, static=PPO_STATIC)

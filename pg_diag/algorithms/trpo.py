@@ -30,6 +30,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms
+from pg_diag.config import Option
 from pg_diag.objectives import kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.rollout import UpdateBatch
 
@@ -144,7 +145,7 @@ def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, lin
 
 def step(static, params, opt_state, batch, lr, knobs, key) -> PolicyStep:
     new, info = trpo_step(params, batch, knobs, key, cg_iterations=static.cg_iterations,
-                          line_search_steps=static.line_search_steps, fisher_size=static.fisher_size)
+                          line_search_steps=static.line_search_steps, fisher_size=fisher_size(static))
     return PolicyStep(params=new, opt_state=opt_state,
                       info=StepInfo(policy_loss=-info.surrogate_after, clip_fraction=jnp.float32(jnp.nan),
                                     grad_norm=info.grad_norm, step_scale=info.step_scale))
@@ -155,9 +156,32 @@ def objective(terms: Terms, knobs, state):
     return surrogate(terms.ratio, terms.adv)
 
 
+def fisher_size(static) -> int:
+    """States in the Fisher-vector-product subset: int(fraction · batch), truncated as the original's
+    ``int(0.1 * T)`` (ref §2.7): 204 of 2,048, 25 of 256."""
+    return max(1, int(static.fisher_fraction * static.batch_size))
+
+
+_nonnegative = ("a number >= 0", lambda v: v >= 0)
+#: TRPO's own settings (ref §2.7); NPG declares the ones it shares.
+KNOBS = {
+    "kl_bound": Option(0.01, "TRPO/NPG mean-KL step size δ (the original's max_kl).", "a number > 0",
+                       lambda v: v > 0),
+    "damping": Option(0.1, "TRPO/NPG Fisher damping λ: CG solves (F + λI)x = g.", *_nonnegative),
+    "accept_ratio": Option(0.1, "TRPO line search: accept when actual/expected improvement exceeds this.",
+                           *_nonnegative),
+}
+STATIC = {
+    "cg_iterations": Option(10, "TRPO/NPG conjugate-gradient iterations (fixed, no early stop).", "a positive int",
+                            lambda v: v >= 1),
+    "line_search_steps": Option(10, "TRPO backtracking line search: step scales 2^0 … 2^-(n-1).", "a positive int",
+                                lambda v: v >= 1),
+    "fisher_fraction": Option(0.1, "TRPO/NPG: fraction of the batch (a random subset, fixed size) for the "
+                                   "Fisher-vector product.", "a number in (0, 1]", lambda v: 0 < v <= 1),
+}
+
 TRPO = Algorithm(
     name="trpo", summary="natural gradient of KL size δ with a backtracking line search (ref §2.7)",
     init_state=lambda policy, knobs: None, step=step, objective=objective,
     constraint=Constraint(kind="kl", knob="kl_bound", label="δ"),
-    knobs=("kl_bound", "damping", "accept_ratio"),
-    static=("cg_iterations", "line_search_steps", "fisher_fraction"))
+    knobs=KNOBS, static=STATIC)

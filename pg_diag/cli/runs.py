@@ -3,7 +3,6 @@ export; and the options they share (a configuration from flags, several processe
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
@@ -109,6 +108,13 @@ def cmd_knobs(args):
     for name in STATIC_NAMES:
         f = STATIC_FIELDS[name]
         print(f"  {name:22s} default {f.default!s:8s} {f.metadata['doc']}")
+    from pg_diag import algorithms
+    print("\nEach algorithm's own (set only where `algorithm` is it; knobs sweepable, static settings not):")
+    for algo in algorithms.names():
+        a = algorithms.get(algo)
+        for kind, declared in (("knob", a.knobs), ("static", a.static)):
+            for name, o in declared.items():
+                print(f"  {algo + '.' + name:22s} default {o.default!s:8s} ({kind}) {o.doc}")
 
 
 def cmd_presets(args):
@@ -119,8 +125,8 @@ def cmd_presets(args):
         print(f"== {algo} / {task}: {desc}")
         if args.full:
             for half in (cfg.static, cfg.knobs):
-                for f in dataclasses.fields(half):
-                    print(f"    {f.name:22s} {getattr(half, f.name)!s}")
+                for name, value in half.values().items():
+                    print(f"    {name:22s} {value!s}")
         else:
             print("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
 

@@ -6,15 +6,36 @@ from pg_diag.config.knobs import BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, ConfigErro
 from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES
 
 
+def _parse_bool(name: str, text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "on", "yes"):
+        return True
+    if low in ("0", "false", "off", "no"):
+        return False
+    raise ConfigError(f"{name} takes true/false (or on/off, 1/0), got {text!r}")
+
+
+def _declared_default(name: str):
+    """The default of ``name`` where registered algorithms declare it as their own (one type per name)."""
+    from pg_diag import algorithms  # late import: the registry sits above the configuration
+    owners = algorithms.owners(name)
+    return algorithms.get(owners[0]).setting(name).default if owners else None
+
+
 def parse_value(name: str, text: str):
     """Parse a command-line value for a knob or static setting by its declared type."""
+    own = _declared_default(name)
+    if own is not None and name not in KNOB_FIELDS and name not in STATIC_FIELDS:
+        if isinstance(own, bool):
+            return _parse_bool(name, text)
+        kind = type(own)
+        try:
+            return kind(text) if kind is not int else int(text)
+        except ValueError:
+            raise ConfigError(f"{name} takes a{'n int' if kind is int else ' number' if kind is float else ' str'}"
+                              f", got {text!r}") from None
     if name in BOOL_KNOBS or name == "reset_every_iteration":
-        low = text.strip().lower()
-        if low in ("1", "true", "on", "yes"):
-            return True
-        if low in ("0", "false", "off", "no"):
-            return False
-        raise ConfigError(f"{name} takes true/false (or on/off, 1/0), got {text!r}")
+        return _parse_bool(name, text)
     if name in KNOB_FIELDS:
         try:
             return float(text)
@@ -35,18 +56,19 @@ def parse_value(name: str, text: str):
                               f"network), got {text!r}") from None
     if name in STATIC_FIELDS and isinstance(STATIC_FIELDS[name].default, str):  # task, physics, solver, model, ...
         return text
-    if name == "fisher_fraction":
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(f"{name} takes a number in (0, 1], got {text!r}") from None
     if name in STATIC_FIELDS:
         try:
             return int(text)
         except ValueError:
             raise ConfigError(f"{name} takes a positive integer, got {text!r}") from None
     raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
-                      f"knobs are: {', '.join(KNOB_NAMES)}")
+                      f"knobs are: {', '.join(KNOB_NAMES)}; an algorithm's own settings are listed by "
+                      f"`pg-diag algorithms`")
+
+
+def _is_static(name: str) -> bool:
+    from pg_diag import algorithms
+    return any(name in algorithms.get(o).static for o in algorithms.owners(name))
 
 
 def parse_assignments(items, what: str) -> dict:
@@ -69,7 +91,8 @@ def parse_grid(items) -> dict:
             raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
         name, text = item.split("=", 1)
         name = name.strip()
-        if name in STATIC_FIELDS:
+        if name in STATIC_FIELDS or (_declared_default(name) is not None and name not in KNOB_FIELDS
+                                     and _is_static(name)):
             raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
                               f"use --set {name}=... instead")
         values = [v for v in text.split(",") if v.strip()]

@@ -7,7 +7,7 @@ import dataclasses
 import numbers
 from typing import Any
 
-from pg_diag.config.knobs import KNOB_NAMES, ConfigError, _is_bool, _is_real
+from pg_diag.config.knobs import KNOB_NAMES, ConfigError, _is_bool
 
 
 def _static(default, doc: str):
@@ -36,17 +36,12 @@ class Static:
     num_envs: int = _static(1, "Parallel environments per agent (the original used 1).")
     steps_per_env: int = _static(2048, "Steps collected per environment per iteration; batch = num_envs × steps_per_env.")
     num_iterations: int = _static(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).")
-    ppo_epochs: int = _static(10, "Passes over the batch in the policy update.")
     value_epochs: int = _static(10, "Passes over the batch in the value update.")
     num_minibatches: int = _static(32, "Minibatches per epoch, for both updates.")
     policy_hidden: tuple = _static((64, 64), "Hidden layer widths of the policy MLP; () = a linear-Gaussian policy.")
     value_hidden: tuple = _static((64, 64), "Hidden layer widths of the value MLP.")
     reset_every_iteration: bool = _static(
         True, "Reset every environment at the start of each iteration, dropping partial episodes (ref §2.1).")
-    cg_iterations: int = _static(10, "TRPO conjugate-gradient iterations (fixed, no early stop).")
-    line_search_steps: int = _static(10, "TRPO backtracking line search: step scales 2^0 … 2^-(n-1).")
-    fisher_fraction: float = _static(0.1, "TRPO: fraction of the batch (a random subset, fixed size) for the "
-                                          "Fisher-vector product.")
     heldout_every: int = _static(
         0, "Every this many iterations (0 = never), also collect a held-out batch with the pre-update policy "
            "and report the trust-region metrics on it (ref §4.1).")
@@ -55,6 +50,27 @@ class Static:
             "kept in the run directory's checkpoints/. Needs an output directory; does not change the program.")
     checkpoint_every: int = _static(
         0, "Also save a checkpoint every this many iterations (0 = never). Does not change the program.")
+
+    # the running algorithm's own static settings (declared in its module: PPO's ppo_epochs, TRPO's
+    # cg_iterations, ...) as sorted (name, value) pairs; a Config keeps them complete
+    own: tuple = _static((), "The algorithm's own static settings, (name, value) pairs.")
+
+    def __getattr__(self, item):
+        # only reached when normal lookup fails: an own setting by name, else the algorithm's declared default
+        # (a Static built directly, outside a Config)
+        if item != "own" and "own" in self.__dict__:
+            for name, value in self.own:
+                if name == item:
+                    return value
+            from pg_diag import algorithms  # late import: the registry sits above the configuration
+            option = algorithms.get(self.algorithm).static.get(item)
+            if option is not None:
+                return option.default
+        raise AttributeError(f"{type(self).__name__} has no setting {item!r}")
+
+    def values(self) -> dict:
+        """Every setting by name: the shared ones, then the algorithm's own."""
+        return {**{name: getattr(self, name) for name in STATIC_NAMES}, **dict(self.own)}
 
     def checkpoint_iterations(self) -> tuple:
         """The iterations after which a checkpoint is kept, sorted (0 = the initial state)."""
@@ -74,14 +90,8 @@ class Static:
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
 
-    @property
-    def fisher_size(self) -> int:
-        """States in TRPO's Fisher-vector-product subset: int(fraction · batch), truncated as the
-        original's ``int(0.1 * T)`` (ref §2.7): 204 of 2,048, 25 of 256."""
-        return max(1, int(self.fisher_fraction * self.batch_size))
 
-
-STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static)}
+STATIC_FIELDS = {f.name: f for f in dataclasses.fields(Static) if f.name != "own"}
 STATIC_NAMES = tuple(STATIC_FIELDS)
 
 
@@ -127,10 +137,6 @@ def check_static(name: str, value) -> Any:
         if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:
             raise ConfigError(f"physics_threads must be an int >= 0 (0 = every core), got {value!r}")
         return int(value)
-    if name == "fisher_fraction":
-        if not _is_real(value) or not 0 < value <= 1:
-            raise ConfigError(f"fisher_fraction must be a number in (0, 1], got {value!r}")
-        return float(value)
     if name == "checkpoint_at":
         items = value if isinstance(value, (tuple, list)) else None
         if items is None or not all(isinstance(i, numbers.Integral) and not _is_bool(i) and i >= 0 for i in items):

@@ -69,6 +69,11 @@ def _constraint(algorithm: str, knobs, s: int) -> dict:
     return {"constraint": c.kind if c else "", "constraint_value": float(knobs[c.knob][s]) if c else float("nan")}
 
 
+def _knob(knobs, name, subject) -> float:
+    """A subject's value of an algorithm's own knob; NaN where its algorithm has no such knob."""
+    return float(knobs[name][subject]) if name in knobs else float("nan")
+
+
 def _frames(subjects, r: landscape.Resolved, out) -> dict:
     import pandas as pd
 
@@ -95,7 +100,7 @@ def _frames(subjects, r: landscape.Resolved, out) -> dict:
             planes.append({**row, "step_pairs": pairs, "step_norm": float(out["step_norm"][s, b]),
                            "mean_length": float(out["mean_length"][s, b]),
                            "random_norm": r.random_norm, "step_kl": float(out["step_kl"][s, b]),
-                           "kl_bound": float(knobs["kl_bound"][s]), "clip_eps": float(knobs["clip_eps"][s]),
+                           "kl_bound": _knob(knobs, "kl_bound", s), "clip_eps": _knob(knobs, "clip_eps", s),
                            **_constraint(row["algorithm"], knobs, s),
                            "diverged": bool(np.asarray(subjects.states.diverged)[s])})
     return {"returns": pd.concat(returns, ignore_index=True), "surface": pd.concat(surface, ignore_index=True),

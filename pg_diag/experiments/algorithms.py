@@ -34,7 +34,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, KNOB_NAMES, ConfigError, study_preset
+from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.scales import Scale, pick
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci
@@ -101,7 +101,8 @@ def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
         base = members[0][1]
         points = []
         for algo, cfg in members:
-            diff = {k: getattr(cfg.knobs, k) for k in KNOB_NAMES if getattr(cfg.knobs, k) != getattr(base.knobs, k)}
+            mine, theirs = cfg.knobs.values(), base.knobs.values()
+            diff = {k: v for k, v in mine.items() if v != theirs[k]}
             points.append((algo, diff))
         out.append((base.replace(name=f"{task}/{base.static.algorithm}-family"), points))
     return out

@@ -115,10 +115,10 @@ def with_configs(run):
     agent = run.metrics["agent"].to_numpy()
     kinds = [algorithms.get(c.static.algorithm).constraint for c in points]
     return run.metrics.assign(program=np.array([c.static.algorithm for c in points])[point_of[agent]],
-                              clip_eps=np.array([c.clip_eps for c in points], float)[point_of[agent]],
-                              kl_bound=np.array([c.kl_bound for c in points], float)[point_of[agent]],
+                              clip_eps=np.array([c.get("clip_eps", np.nan) for c in points], float)[point_of[agent]],
+                              kl_bound=np.array([c.get("kl_bound", np.nan) for c in points], float)[point_of[agent]],
                               constraint=np.array([k.kind if k else "" for k in kinds])[point_of[agent]],
-                              constraint_value=np.array([getattr(c.knobs, k.knob) if k else np.nan
+                              constraint_value=np.array([c.get(k.knob) if k else np.nan
                                                          for c, k in zip(points, kinds)], float)[point_of[agent]])
 
 

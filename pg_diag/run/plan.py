@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from pg_diag.config import KNOB_FIELDS, KNOB_NAMES, STATIC_FIELDS, Config, ConfigError, check_knob
+from pg_diag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,13 +36,31 @@ class Plan:
                 yield p * len(self.seeds) + s, p, seed
 
 
-def _check_grid_name(name):
-    if name in STATIC_FIELDS:
+def _grid_name(base: Config, name) -> None:
+    """A grid axis must be a knob of the base's algorithm (a shared knob or its own)."""
+    from pg_diag import algorithms
+
+    knobs = base.knob_names()
+    if name in STATIC_FIELDS or (name not in knobs and any(name in algorithms.get(o).static
+                                                            for o in algorithms.owners(name))):
         raise ConfigError(
             f"{name!r} is a static setting (it changes array shapes or program structure), so it cannot be "
-            f"a grid axis of one compiled sweep; set it on the base config. Sweepable knobs: {', '.join(KNOB_NAMES)}")
-    if name not in KNOB_FIELDS:
-        raise ConfigError(f"unknown knob {name!r} in grid; sweepable knobs: {', '.join(KNOB_NAMES)}")
+            f"a grid axis of one compiled sweep; set it on the base config. Sweepable knobs: {', '.join(knobs)}")
+    if name not in knobs:
+        owners = algorithms.owners(name)
+        raise ConfigError(f"unknown knob {name!r} in grid" + (
+            f" (it belongs to {', '.join(owners)}, not to the base's algorithm {base.static.algorithm!r})"
+            if owners else "") + f"; sweepable knobs: {', '.join(knobs)}")
+
+
+def _grid_value(base: Config, name, value):
+    from pg_diag import algorithms
+
+    _grid_name(base, name)
+    value = value.item() if hasattr(value, "item") else value
+    if name in KNOB_FIELDS:
+        return check_knob(name, value)
+    return algorithms.get(base.static.algorithm).knobs[name].normalize(name, value, "knob")
 
 
 def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
@@ -61,12 +79,12 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
     if isinstance(grid, Mapping):
         axes = []
         for name, values in grid.items():
-            _check_grid_name(name)
+            _grid_name(base, name)
             iterable = hasattr(values, "__iter__") and not isinstance(values, (str, bytes, Mapping))
             values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
             if not values:
                 raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
-            axes.append((name, [check_knob(name, v.item() if hasattr(v, "item") else v) for v in values]))
+            axes.append((name, [_grid_value(base, name, v) for v in values]))
         names = tuple(n for n, _ in axes)
         points = tuple(dict(zip(names, combo)) for combo in itertools.product(*[v for _, v in axes]))
     else:
@@ -79,10 +97,9 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
             if not isinstance(point, Mapping):
                 raise ConfigError(f"grid points must be mappings knob -> value, got {point!r}")
             for name, value in point.items():
-                _check_grid_name(name)
                 if name not in names_seen:
                     names_seen.append(name)
-            checked.append({n: check_knob(n, v) for n, v in point.items()})
+            checked.append({n: _grid_value(base, n, v) for n, v in point.items()})
         names = tuple(names_seen)
         points = tuple(checked)
 

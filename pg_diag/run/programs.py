@@ -29,11 +29,16 @@ def _over_agents(fn, batching: str):
     return lambda *args: jax.lax.map(lambda a: fn(*a), args)
 
 
-def _abstract_inputs(n_agents: int):
+def _abstract_inputs(static, n_agents: int):
+    """The program's inputs' shapes: seed keys and the knobs (the shared ones and the algorithm's own)."""
+    from pg_diag import algorithms
+
     sharding = agent_sharding()
     keys = jax.ShapeDtypeStruct((n_agents,) + seed_key(0).shape, seed_key(0).dtype, sharding=sharding)
-    knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if name in BOOL_KNOBS else jnp.float32,
-                                        sharding=sharding) for name in KNOB_NAMES}
+    own = algorithms.get(static.algorithm).knobs
+    kinds = {**{n: n in BOOL_KNOBS for n in KNOB_NAMES}, **{n: isinstance(o.default, bool) for n, o in own.items()}}
+    knobs = {name: jax.ShapeDtypeStruct((n_agents,), jnp.bool_ if is_bool else jnp.float32, sharding=sharding)
+             for name, is_bool in kinds.items()}
     return keys, knobs
 
 
@@ -42,7 +47,7 @@ def init_program(static, n_agents: int, batching: str = "vmap"):
     """The compiled initialization of ``n_agents`` agents (cached: a notebook
     repeating a sweep of the same shape does not compile again)."""
     init = over_devices(_over_agents(_trainer(static).init, batching), P(AXIS))
-    return jax.jit(init).lower(*_abstract_inputs(n_agents)).compile()
+    return jax.jit(init).lower(*_abstract_inputs(static, n_agents)).compile()
 
 
 @functools.lru_cache(maxsize=32)
@@ -52,7 +57,7 @@ def chunk_program(static, n_agents: int, length: int, batching: str = "vmap"):
     program serves every chunk of a run however its checkpoints cut it. Metrics come out
     [length, agents]; rows from ``count`` on are zeros."""
     trainer = _trainer(static)
-    keys, knobs = _abstract_inputs(n_agents)
+    keys, knobs = _abstract_inputs(static, n_agents)
     states = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=agent_sharding()),
                           jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs))
     chunk = over_devices(lambda s, k, c: trainer.run_agents(s, k, length, batching, count=c),

@@ -139,13 +139,14 @@ def read_manifest(path: str) -> dict:
 
 
 def requested_config(manifest: dict) -> dict:
-    """The base configuration as it was asked for: the manifest's ``base_config`` names the physics
-    backend the run used, ``physics.requested`` what was asked (``auto``)."""
+    """The base configuration as it was asked for, as :meth:`Config.to_dict` writes it today (an earlier
+    manifest's flat record is read through :meth:`Config.from_dict`): the manifest's ``base_config`` names
+    the physics backend the run used, ``physics.requested`` what was asked (``auto``)."""
     base = json.loads(json.dumps(manifest["base_config"]))
     requested = (manifest.get("physics") or {}).get("requested")
     if requested and "static" in base:
         base["static"]["physics"] = requested
-    return base
+    return json.loads(json.dumps(Config.from_dict(base).to_dict()))
 
 
 def plan_from_manifest(manifest: dict) -> Plan:
@@ -175,7 +176,7 @@ def metrics_frame(plan_: Plan, history: dict):
             "iteration": np.tile(iters, n_agents),
             "env_steps": np.tile((iters + 1) * plan_.base.static.batch_size, n_agents)}
     for axis in plan_.grid_axes:
-        col = np.array([plan_.points[p].get(axis, getattr(plan_.base.knobs, axis)) for p in point_of])
+        col = np.array([plan_.points[p].get(axis, getattr(plan_.base, axis)) for p in point_of])
         data[axis] = col[agent_ids]
     for name in METRICS:
         data[name] = history[name].reshape(-1)
