@@ -30,11 +30,12 @@ setup: $(VENV)/.installed
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
 # fixtures (trained runs, compiled programs) are made once. Most of the suite's time is XLA compiling small
-# programs, so `make test` asks LLVM not to optimize them (TEST_XLA_FLAGS; about 40% less compile time, the
-# small shapes run as fast): XLA's own passes (fusion, layout) still run. Optimized code is what test-newest and
-# test-isa run, and what a user's XLA_FLAGS (when set) asks for here too.
+# programs, so `make test` asks LLVM not to optimize them and XLA:CPU to emit its fusions with the elemental
+# emitter rather than the MLIR fusion emitters (TEST_XLA_FLAGS; together about half the compile time; the small
+# shapes run about as fast): XLA's own passes (fusion, layout) still run. Optimized code with XLA's default
+# emitters is what test-newest and test-isa run, and what a user's XLA_FLAGS (when set) asks for here too.
 TEST_WORKERS   ?= auto
-TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0
+TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false
 test: setup
 	XLA_FLAGS="$${XLA_FLAGS-$(TEST_XLA_FLAGS)}" $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
