@@ -63,6 +63,17 @@ def study(tmp_path_factory):
     return out, metrics
 
 
+def test_the_paper_scale_comparison_trains_on_gyms_models_and_the_smoke_scale_on_braxs():
+    """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (README, Table 2 under both models);
+    smoke: Brax's, the default of every other target. Read from the configs alone, nothing compiled."""
+    from pg_diag.experiments import algorithms as comparison
+
+    for scale, model in (("paper", "gym"), ("smoke", "brax")):
+        for task in comparison.SCALES[scale].tasks:
+            groups = comparison.programs(task, **comparison.SCALES[scale].overrides)
+            assert {base.static.model for base, _ in groups} == {model}, (scale, task)
+
+
 def test_study_trains_every_preset_and_reuses_itself(study):
     out, metrics = study
     assert set(metrics.algorithm) == set(algorithms.ALGORITHM_PRESETS)
