@@ -7,7 +7,8 @@ gradient). A user's algorithm is an :class:`Algorithm` passed to
 """
 
 from pg_diag.algorithms.base import (Algorithm, AlgorithmError, Constraint, PolicyStep, StepInfo, Terms, ValueStep,
-                                     get, names, owners, register_algorithm, unregister_algorithm)
+                                     declared_static, get, names, owners, register_algorithm,
+                                     unregister_algorithm)
 from pg_diag.algorithms.npg import NPG
 from pg_diag.algorithms.ppo import PPO
 from pg_diag.algorithms.ppo_kl import PPO_KL
@@ -17,5 +18,5 @@ from pg_diag.algorithms.vpg import VPG
 for _algorithm in (PPO, TRPO, PPO_KL, NPG, VPG):
     register_algorithm(_algorithm)
 
-__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep", "get", "names",
-           "owners", "register_algorithm", "unregister_algorithm"]
+__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep",
+           "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]

@@ -174,6 +174,12 @@ def names() -> tuple:
     return tuple(_REGISTRY)
 
 
+def declared_static(field: str) -> bool:
+    """Whether the registered algorithms declare ``field`` as a static setting of their own (a name has one
+    kind in every algorithm that declares it)."""
+    return any(field in a.static for a in _REGISTRY.values())
+
+
 def owners(field: str) -> tuple:
     """The registered algorithms that declare ``field`` (a knob or static setting) as their own."""
     return tuple(n for n, a in _REGISTRY.items() if field in a.knobs or field in a.static)

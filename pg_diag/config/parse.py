@@ -30,7 +30,7 @@ def parse_value(name: str, text: str):
             return _parse_bool(name, text)
         kind = type(own)
         try:
-            return kind(text) if kind is not int else int(text)
+            return kind(text)
         except ValueError:
             raise ConfigError(f"{name} takes a{'n int' if kind is int else ' number' if kind is float else ' str'}"
                               f", got {text!r}") from None
@@ -68,7 +68,7 @@ def parse_value(name: str, text: str):
 
 def _is_static(name: str) -> bool:
     from pg_diag import algorithms
-    return any(name in algorithms.get(o).static for o in algorithms.owners(name))
+    return algorithms.declared_static(name)
 
 
 def parse_assignments(items, what: str) -> dict:
@@ -91,8 +91,7 @@ def parse_grid(items) -> dict:
             raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
         name, text = item.split("=", 1)
         name = name.strip()
-        if name in STATIC_FIELDS or (_declared_default(name) is not None and name not in KNOB_FIELDS
-                                     and _is_static(name)):
+        if name in STATIC_FIELDS or _is_static(name):
             raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
                               f"use --set {name}=... instead")
         values = [v for v in text.split(",") if v.strip()]

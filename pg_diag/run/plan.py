@@ -41,8 +41,7 @@ def _grid_name(base: Config, name) -> None:
     from pg_diag import algorithms
 
     knobs = base.knob_names()
-    if name in STATIC_FIELDS or (name not in knobs and any(name in algorithms.get(o).static
-                                                            for o in algorithms.owners(name))):
+    if name in STATIC_FIELDS or (name not in knobs and algorithms.declared_static(name)):
         raise ConfigError(
             f"{name!r} is a static setting (it changes array shapes or program structure), so it cannot be "
             f"a grid axis of one compiled sweep; set it on the base config. Sweepable knobs: {', '.join(knobs)}")
