@@ -4,8 +4,11 @@ For Hopper on native physics with the PPO preset's update (10 value + 10 policy 
 ``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
 filters, GAE), the value epochs, the policy epochs, both in the one loop training runs them in, the
 metrics (trust-region statistics and value errors on the batch), and the whole iteration as training
-compiles it, beside the raw physics of the same batch and a lower bound on the update: its matmuls'
-floating-point operations at the rate this CPU reaches on the update's own matmul shape.
+compiles it, beside the raw physics of the same batch and two references for the update: the rate this
+host attains on the update's own work outside the engine (both networks' forward and backward passes at the
+minibatch shape, vmapped over the agents, as many steps as the epochs take, a bare descent step between),
+and a lower bound: the update's matmul FLOPs at the rate this CPU reaches on its matmul shape alone. The
+update's FLOPs per sample are counted from the layer shapes (:func:`mlp_macs`).
 
     python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
 """
@@ -18,11 +21,11 @@ import jax
 import jax.numpy as jnp
 from bench_throughput import physics_rate, timed
 
-from pg_diag import make_train, preset, seed_key, stages
+from pg_diag import make_train, networks, preset, seed_key, stages
 from pg_diag.config import stack_knobs
 
 
-def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
+def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, float]], float]:
     cfg = preset("ppo", "hopper", num_envs=num_envs, steps_per_env=steps, num_minibatches=32, physics="native")
     static = cfg.static
     trainer = make_train(static)
@@ -64,9 +67,11 @@ def profile(agents: int, num_envs: int, steps: int) -> list[tuple[str, float]]:
     flops = update_flops(static, env, agents * num_envs * steps)
     mb = num_envs * steps // static.num_minibatches
     rate = matmul_rate(agents, mb, max(static.policy_hidden + static.value_hidden, default=64))
+    rows.append((f"networks' forward + backward alone at the update's shapes ({flops / 1e9:.1f} GFLOP; "
+                 "attainable)", timed(jax.jit(jax.vmap(networks_alone(static, mb))), state, data, knobs)))
     rows.append((f"update at this CPU's matmul rate on its shapes ({flops / 1e9:.1f} GFLOP at {rate / 1e9:.0f} "
                  "GFLOP/s; a lower bound)", flops / rate))
-    return rows
+    return rows, flops
 
 
 def mlp_macs(sizes) -> int:
@@ -81,6 +86,26 @@ def update_flops(static, env, pairs: int) -> float:
     policy = mlp_macs((env.obs_size,) + tuple(static.policy_hidden) + (env.action_size,)) * static.ppo_epochs
     value = mlp_macs((env.obs_size,) + tuple(static.value_hidden) + (1,)) * static.value_epochs
     return 2.0 * pairs * (policy + value)
+
+
+def networks_alone(static, rows: int):
+    """The update's work without the engine: ``ppo_epochs × num_minibatches`` steps, each both networks'
+    forward and backward passes on a [rows, obs] slice of the batch (the gradient of the outputs' sum) and a
+    bare descent step so that each step depends on the last — no losses, shuffles, clipping or Adam."""
+    steps = max(static.ppo_epochs, static.value_epochs) * static.num_minibatches
+
+    def run(state, data, knobs):
+        obs = data.batch.obs
+
+        def step(nets, i):
+            x = jax.lax.dynamic_slice_in_dim(obs, (i % static.num_minibatches) * rows, rows)
+            grads = jax.grad(lambda n: jnp.sum(networks.policy_apply(n[0], x, knobs)[0])
+                             + jnp.sum(networks.value_apply(n[1], x, knobs)))(nets)
+            return jax.tree.map(lambda p, g: p - 1e-9 * g, nets, grads), None
+
+        return jax.lax.scan(step, (state.policy, state.value), jnp.arange(steps))[0]
+
+    return run
 
 
 def matmul_rate(agents: int, rows: int, width: int) -> float:
@@ -98,7 +123,7 @@ def main():
     parser.add_argument("--envs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=256)
     args = parser.parse_args()
-    rows = profile(args.agents, args.envs, args.steps)
+    rows, flops = profile(args.agents, args.envs, args.steps)
     whole = dict(rows)["whole iteration (as training runs it)"]
     pairs = args.agents * args.envs * args.steps
     print(f"Hopper, native physics, {args.agents} agents × {args.envs} envs × {args.steps} steps = {pairs:,} "
@@ -106,6 +131,10 @@ def main():
     print("| stage | seconds | share of the iteration | pairs/s |\n|---|---|---|---|")
     for name, s in rows:
         print(f"| {name} | {s:.3f} | {s / whole:.0%} | {pairs / s:,.0f} |")
+    alone = next(t for n, t in rows if n.startswith("networks' forward"))
+    both = dict(rows)["both in one loop (update, as training runs them)"]
+    print(f"\nthe update: {flops / pairs / 1e3:.0f} kFLOP of matmuls per sample; {flops / both / 1e9:.1f} GFLOP/s "
+          f"against {flops / alone / 1e9:.1f} attainable on its shapes: {alone / both:.2f} of the attainable rate")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Runs the gradient, step, baseline and landscape studies (nothing saved) on the given run directories — by
 default it trains them first: PPO and TRPO on Hopper at the papers' shape (1 environment × 2,048 steps,
-reset every iteration), 2 agents each, checkpoints after the last iteration — and prints, per study, the
+reset every iteration), 2 agents each, checkpoints after the middle and the last iteration — and prints, per study, the
 subjects, the pairs sampled, compile and run time, the run time per subject, and its ratio to the gradient
-study's. Every baseline reads the same samples, so the baseline study without V* costs what the gradient
+study's, bare (K estimates at every N) and as fig-grad-variance runs it at mid scale (with a true gradient
+from 2^18 pairs, the counterpart of the baseline study's V* fit). Every baseline reads the same samples, so the baseline study without V* costs what the gradient
 study costs; V*'s fit data (fit_pairs states, each segment run on until its returns are complete) is sampled
 once more on top.
 
@@ -28,7 +29,8 @@ def train_runs(out: str, iterations: int) -> list:
         path = os.path.join(out, f"hopper-{algorithm}")
         if not os.path.exists(os.path.join(path, "manifest.json")):
             cfg = preset(algorithm, "hopper").replace(num_envs=1, steps_per_env=2048, reset_every_iteration=True,
-                                                      num_iterations=iterations, checkpoint_at=(iterations - 1,),
+                                                      num_iterations=iterations,
+                                                      checkpoint_at=tuple(sorted({iterations // 2, iterations - 1})),
                                                       physics="native")
             sweep(cfg, seeds=2, out=path)
         paths.append(path)
@@ -43,8 +45,10 @@ def measure(runs: list) -> list:
 
     studies = {
         "gradients (K = 10, N ≤ 8,192)": lambda: gradient_study(runs, save=False, sizes=SIZES, estimates=10),
+        "gradients + a true gradient from 2^18 pairs (mid fig-grad-variance's)": lambda: gradient_study(
+            runs, save=False, sizes=SIZES, estimates=10, true_pairs=262_144),
         "baselines (value, V* from 2e5 pairs, zero)": lambda: baseline_study(
-            runs, save=False, sizes=SIZES, estimates=10, fit_pairs=200_000, fit_epochs=20),
+            runs, save=False, sizes=SIZES, estimates=10, fit_pairs=200_000, fit_epochs=10),
         "baselines without V* (value, zero)": lambda: baseline_study(
             runs, save=False, sizes=SIZES, estimates=10, baselines=("value", "zero")),
         "steps (M = 16)": lambda: step_study(runs, save=False, batches=16),
@@ -63,6 +67,7 @@ def measure(runs: list) -> list:
                      "per_subject_s": run_s / subjects})
     for r in rows:
         r["vs_gradients"] = r["per_subject_s"] / rows[0]["per_subject_s"]
+        r["vs_gradients_true"] = r["per_subject_s"] / rows[1]["per_subject_s"]
     return rows
 
 
@@ -75,11 +80,12 @@ def main():
     args = parser.parse_args()
     runs = args.runs or train_runs(args.out, args.iterations)
     rows = measure(runs)
-    print("| study | subjects | pairs | compile (s) | run (s) | per subject (s) | × gradient study |")
-    print("|---|---|---|---|---|---|---|")
+    print("| study | subjects | pairs | compile (s) | run (s) | per subject (s) | × gradient study | "
+          "× with its true gradient |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['study']} | {r['subjects']} | {r['pairs']:,} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
-              f"{r['per_subject_s']:.1f} | {r['vs_gradients']:.2f} |")
+              f"{r['per_subject_s']:.1f} | {r['vs_gradients']:.2f} | {r['vs_gradients_true']:.2f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)

@@ -50,8 +50,8 @@ SCALES = {
     "mid": Scale(
         tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (50, 99)},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000,
-                                    fit_epochs=20)},
-        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs "
+                                    fit_epochs=10)},
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs (10 epochs) "
                     "from the agent's network."),
 }
 
