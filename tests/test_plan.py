@@ -94,3 +94,26 @@ def test_the_cli_prints_the_plan_without_compiling(capsys):
     assert counter.count == 0
     out = capsys.readouterr().out
     assert "ppo+ppo-m+ppo-noclip" in out and "2 programs" in out
+
+
+def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path, monkeypatch):
+    """The H100 host's Humanoid rows (README): native 0.61 ms at batch 1, 1.2 at 16, 1.4 at 64, MJX slower at
+    each. A 3-agent program's step is 0.61 + (1.2 − 0.61)·2/15 ms — not 3 × 0.61, which planned the paper
+    diagnostics' training 3× too long there; beyond the widest batch the cost grows with the width."""
+    import os
+
+    from pg_diag.envs import crossover
+
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    key = crossover.host_key(os.cpu_count() or 1)
+    crossover.record(key, [{"task": "humanoid", "solver": "converged", "batch": b, "native_ms": n, "mjx_ms": m}
+                           for b, n, m in ((1, 0.61, 3.6), (16, 1.2, 6.2), (64, 1.4, 7.3))])
+    crossover.record(key, [{"task": "hopper", "solver": "fast", "batch": 256, "native_ms": 1.94, "mjx_ms": 1.02}])
+    step_ms = plan.recorded_step_ms("converged")
+    assert step_ms("humanoid", 3) == pytest.approx(0.61 + 0.59 * 2 / 15)
+    assert step_ms("humanoid", 1) == pytest.approx(0.61) and step_ms("humanoid", 16) == pytest.approx(1.2)
+    assert step_ms("humanoid", 40) == pytest.approx(1.2 + 0.2 * 24 / 48)
+    assert step_ms("humanoid", 320) == pytest.approx(1.4 * 5)
+    assert step_ms("walker2d", 3) is None and step_ms("point_mass", 3) is None   # nothing recorded; pure JAX
+    assert plan.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
+

@@ -16,6 +16,8 @@ import dataclasses
 from pg_diag.config import ConfigError, preset, study_preset
 from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments import targets
+# the cost model (costs.py); its functions stay reachable as plan.duration, plan.measured_step_ms, ...
+from pg_diag.experiments.costs import duration, interpolate, measured_step_ms, recorded_step_ms
 from pg_diag.experiments.scales import pick
 
 DIAGNOSTIC_TARGETS = targets.of_kind("diagnostic")
@@ -211,98 +213,5 @@ def table(programs: list, step_ms=None):
     return pd.DataFrame(rows)
 
 
-#: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
-#: on the 2-core CPU measured (README, "Where an iteration's time goes"; the update costs about as much as the
-#: rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
-OVERHEAD = {"train": 2.5, "optimize": 1.0}
-MEASURE_OVERHEAD = 1.5
-#: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
-COMPILE_S = 30.0
-
-
-def duration(programs: list, step_ms) -> float | None:
-    """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
-    measure it once): sequential steps × ``step_ms(task, width)`` × the program kind's overhead, plus
-    :data:`COMPILE_S` each. None where a step cost is unknown."""
-    total = 0.0
-    for p in dict.fromkeys(programs):
-        ms = step_ms(p.task, p.width)
-        if ms is None:
-            return None
-        total += p.sequential_steps * ms / 1e3 * OVERHEAD.get(p.stage, MEASURE_OVERHEAD) + COMPILE_S
-    return total
-
-
-#: the batch widths at which :func:`measured_step_ms` times a task's step; widths between are interpolated
-LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
-
-
-def measured_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width)`` for this device: the recorded per-step cost where there is one
-    (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
-    :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
-    once per process."""
-    import os
-
-    import jax
-
-    from pg_diag.envs import TASKS, crossover
-
-    recorded, cache = recorded_step_ms(solver, model), {}
-    threads = os.cpu_count() or 1
-
-    def at(task, width):
-        if (task, width) not in cache:
-            if TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
-                # both backends, recorded for this host as `physics=auto` would measure them
-                row = crossover.measure(task, solver, width, threads, model=model)
-                try:
-                    crossover.record(crossover.host_key(threads), [row])
-                except OSError:
-                    pass  # an unwritable cache costs a measurement next time, nothing else
-                cache[task, width] = min(row["native_ms"], row["mjx_ms"])
-            else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
-                mujoco = TASKS[task][0] == "mujoco"
-                cache[task, width] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
-                                                       model=model if mujoco else "brax")
-        return cache[task, width]
-
-    def step_ms(task, width):
-        ms = recorded(task, width)
-        if ms is not None:
-            return ms
-        if width >= LADDER[-1]:
-            return at(task, LADDER[-1]) * width / LADDER[-1]
-        hi = next(w for w in LADDER if w >= width)
-        if hi == width or hi == LADDER[0]:
-            return at(task, hi)
-        lo = LADDER[LADDER.index(hi) - 1]
-        a, b = at(task, lo), at(task, hi)
-        return a + (b - a) * (width - lo) / (hi - lo)
-
-    return step_ms
-
-
-def recorded_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width)`` from this host's recorded physics measurements of the solver setting and
-    model (the faster backend at the nearest recorded batch), or None where none is recorded; pure-JAX
-    tasks: None."""
-    import os
-
-    from pg_diag.envs import TASKS, crossover
-
-    rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
-
-    def step_ms(task, width):
-        near = [r for r in rows if r.get("task") == task and r.get("solver") == solver
-                and r.get("model", "brax") == model]
-        if TASKS[task][0] != "mujoco" or not near:
-            return None
-        r = min(near, key=lambda r: abs(r["batch"] - width))
-        return min(r.get("native_ms", float("inf")), r.get("mjx_ms", float("inf"))) * max(1.0, width / r["batch"])
-
-    return step_ms
-
-
 __all__ = ["DIAGNOSTIC_TARGETS", "TRAINING_TARGETS", "Program", "duration", "measured_step_ms", "num_params", "plan",
-           "recorded_step_ms", "table", "training_program"]
+           "interpolate", "recorded_step_ms", "table", "training_program"]

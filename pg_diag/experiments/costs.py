@@ -1,0 +1,118 @@
+"""What a plan costs on this host: per-step physics costs (recorded or measured now) and the estimated
+duration of a plan's programs (:func:`pg_diag.experiments.plan.plan`)."""
+
+from __future__ import annotations
+
+import math
+
+#: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
+#: on the 2-core CPU measured (README, "Where an iteration's time goes"; the update costs about as much as the
+#: rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
+OVERHEAD = {"train": 2.5, "optimize": 1.0}
+MEASURE_OVERHEAD = 1.5
+#: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
+COMPILE_S = 30.0
+
+
+def duration(programs: list, step_ms) -> float | None:
+    """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
+    measure it once): sequential steps × ``step_ms(task, width)`` × the program kind's overhead, plus
+    :data:`COMPILE_S` each. None where a step cost is unknown."""
+    total = 0.0
+    for p in dict.fromkeys(programs):
+        ms = step_ms(p.task, p.width)
+        if ms is None:
+            return None
+        total += p.sequential_steps * ms / 1e3 * OVERHEAD.get(p.stage, MEASURE_OVERHEAD) + COMPILE_S
+    return total
+
+
+#: the batch widths at which :func:`measured_step_ms` times a task's step; widths between are interpolated
+LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+
+
+def measured_step_ms(solver: str = "converged", model: str = "brax"):
+    """``step_ms(task, width)`` for this device: the recorded per-step cost where there is one
+    (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
+    :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
+    once per process."""
+    import os
+
+    import jax
+
+    from pg_diag.envs import TASKS, crossover
+
+    recorded, cache = recorded_step_ms(solver, model), {}
+    threads = os.cpu_count() or 1
+
+    def at(task, width):
+        if (task, width) not in cache:
+            if TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
+                # both backends, recorded for this host as `physics=auto` would measure them
+                row = crossover.measure(task, solver, width, threads, model=model)
+                try:
+                    crossover.record(crossover.host_key(threads), [row])
+                except OSError:
+                    pass  # an unwritable cache costs a measurement next time, nothing else
+                cache[task, width] = min(row["native_ms"], row["mjx_ms"])
+            else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
+                mujoco = TASKS[task][0] == "mujoco"
+                cache[task, width] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
+                                                       model=model if mujoco else "brax")
+        return cache[task, width]
+
+    def step_ms(task, width):
+        ms = recorded(task, width)
+        if ms is not None:
+            return ms
+        hi = next((w for w in LADDER if w >= width), LADDER[-1])
+        if hi == width or hi == LADDER[0] or width > hi:
+            return interpolate([(hi, at(task, hi))], width)
+        lo = LADDER[LADDER.index(hi) - 1]
+        return interpolate([(lo, at(task, lo)), (hi, at(task, hi))], width)
+
+    return step_ms
+
+
+def recorded_step_ms(solver: str = "converged", model: str = "brax"):
+    """``step_ms(task, width)`` from this host's recorded physics measurements of the solver setting and
+    model, or None where none is recorded (pure-JAX tasks: None). At each recorded batch the faster
+    backend's cost; between two recorded batches, linear in the batch (a batched step costs a fixed part
+    plus a part per environment, which a line through its neighbours follows; scaling the nearest batch's
+    cost by the width instead charged 3 environments three times one, though the threads step them side
+    by side); below the smallest recorded batch, its cost; beyond the largest, proportional to the width
+    (an upper bound: a step cannot get cheaper per environment than the widest measured)."""
+    import os
+
+    from pg_diag.envs import TASKS, crossover
+
+    rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
+
+    def step_ms(task, width):
+        costs = {}
+        for r in rows:
+            if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:
+                ms = min(r.get("native_ms", float("inf")), r.get("mjx_ms", float("inf")))
+                if math.isfinite(ms):
+                    costs[r["batch"]] = ms
+        if TASKS[task][0] != "mujoco" or not costs:
+            return None
+        return interpolate(sorted(costs.items()), width)
+
+    return step_ms
+
+
+def interpolate(points, width: float) -> float:
+    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as :func:`recorded_step_ms`
+    describes: linear between the two around it, flat below the first, proportional beyond the last."""
+    (lo, lo_ms), (hi, hi_ms) = points[0], points[-1]
+    if width <= lo:
+        return lo_ms
+    if width >= hi:
+        return hi_ms * width / hi
+    (a, a_ms), (b, b_ms) = next((p, q) for p, q in zip(points, points[1:]) if p[0] <= width <= q[0])
+    return a_ms + (b_ms - a_ms) * (width - a) / (b - a)
+
+
+__all__ = ["COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate", "measured_step_ms",
+           "recorded_step_ms"]
