@@ -2,12 +2,13 @@
 
 Runs the gradient, step, baseline and landscape studies (nothing saved) on the given run directories — by
 default it trains them first: PPO and TRPO on Hopper at the papers' shape (1 environment × 2,048 steps,
-reset every iteration), 2 agents each, checkpoints after the middle and the last iteration — and prints, per study, the
-subjects, the pairs sampled, compile and run time, the run time per subject, and its ratio to the gradient
-study's, bare (K estimates at every N) and as fig-grad-variance runs it at mid scale (with a true gradient
-from 2^18 pairs, the counterpart of the baseline study's V* fit). Every baseline reads the same samples, so the baseline study without V* costs what the gradient
-study costs; V*'s fit data (fit_pairs states, each segment run on until its returns are complete) is sampled
-once more on top.
+reset every iteration), 2 agents each, checkpoints after the middle and the last iteration — and prints,
+per study, the subjects, the pairs sampled, compile and run time, the run time per subject, and its ratio
+to the gradient study's, bare (K estimates at every N) and as fig-grad-variance runs it at mid scale (with
+a true gradient from 2^18 pairs, the counterpart of the baseline study's V*). Every baseline reads the
+same samples, so the baseline study without V* costs what the gradient study costs; V*'s fit data
+(fit_pairs states, each segment run on until its returns are complete) is sampled once more on top, and
+fit for the mid scale's 10 epochs.
 
     python benchmarks/bench_studies.py [--runs DIR ...] [--iterations 20] [--out results/bench-studies]
 """
