@@ -1,10 +1,13 @@
 """Reward landscapes: the plane's construction, the Monte-Carlo returns against the exact LQR J, the
-surrogate surface, the sign agreement by hand, the saved tables, and bad input refused before compiling.
+episode lengths against their closed form, the surrogate surface, the sign agreement by hand, the saved
+tables, and bad input refused before compiling.
 
-The statistical test compares each of 9 grid points' Monte-Carlo mean (about 2,000 complete episodes
-each) with the closed-form J within 4.5 standard errors: a false-failure rate below 9 × 7e-6 ≈ 6e-5
-for normal means. The estimator (mean return of the episodes that end within the pairs) has a bias of
-order (mean episode length)/(steps per environment) = 50/25,000 of the return's spread, far inside that.
+The statistical tests compare Monte-Carlo means with closed forms within 4.5 standard errors (false-failure
+rate 6.8e-6 per comparison for a normal mean): each of 9 grid points' mean return (about 2,000 complete
+episodes each) with the exact LQR J; each point's mean episode length and L̂ with the LQR's
+1/(1 − p) = 50 (its episodes end with probability 1 − p = 0.02 a step whatever the policy); and, on a
+survival task with a known hazard, L̂ and the small-sample returns with (1 − (1−h)^T)/h. The number of
+episodes is fixed before sampling, so the estimates are unbiased at every size.
 """
 
 import dataclasses
@@ -77,6 +80,29 @@ def test_monte_carlo_landscape_matches_the_exact_j_within_its_ci(study, runs):
     assert origin.exact == pytest.approx(J, rel=1e-5)
 
 
+def test_lengths_and_pairs_used_match_the_lqr_geometric_length(study):
+    """The LQR task ends an episode with probability 1 − p = 0.02 after every step whatever the policy (and
+    at 10,000 steps, with probability 0.98^10000 ≈ 1e-88): L ~ Geometric(0.02), E[L] = 50, SD(L) = √p/(1−p)
+    ≈ 49.5. L̂ (100 episodes) and every point's pairs per episode at both sizes equal 50 within 4.5 SE
+    (19 comparisons: false-failure rate below 19 × 6.8e-6 ≈ 1.3e-4); L̂'s reported SE is SD(L)/√100 within
+    60 %, the scale check a standard deviation from 100 draws allows (the geometric's kurtosis is 9, so
+    the sample SD's relative SE is about √(8/400) ≈ 0.14 and 60 % is over 4 of them);
+    each point ran round(N / L̂) episodes; the step's norm over the random direction's is recorded."""
+    mean_l, sd_l = 50.0, np.sqrt(0.98) / 0.02
+    p = study.planes.iloc[0]
+    assert p.length_episodes == 100
+    assert abs(p.mean_length - mean_l) < 4.5 * sd_l / 10
+    assert p.mean_length_se == pytest.approx(sd_l / 10, rel=0.6)
+    assert p.random_norm == 0.05 and p.step_norm_ratio == pytest.approx(p.step_norm / 0.05)
+    r = study.returns
+    assert (r.episodes == np.round(r.n / p.mean_length)).all()
+    per_episode = r.pairs / r.episodes
+    assert (np.abs(per_episode - mean_l) < 4.5 * sd_l / np.sqrt(r.episodes)).all(), r[["n", "episodes", "pairs"]]
+    resolved = study.manifest["resolved"]
+    assert resolved["random_norm"] == 0.05 and resolved["length_episodes"] == 100
+    assert "from reset to its own end" in resolved["estimator"]
+
+
 def test_surrogate_surface_at_the_origin_and_trpo_step_within_its_trust_region(study):
     s = study.surface
     origin = s[(s.x == 0) & (s.y == 0)].iloc[0]
@@ -115,6 +141,10 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
     (dict(points=1), "points must be an integer ≥ 2"),
     (dict(extent=0.0), "zero length"),
     (dict(random_norm=0.0), "random direction of zero length"),
+    (dict(random_norm=float("inf")), "random_norm must be a finite number"),
+    (dict(random_norm="2"), "random_norm must be a finite number"),
+    (dict(length_episodes=1), "length_episodes must be an integer in 2"),
+    (dict(length_episodes=10.0), "length_episodes must be an integer in 2"),
     (dict(sizes=(2 ** 25,)), "2\\^24"),
     (dict(envs=500, sizes=(100,)), "envs must be"),
     (dict(step_pairs=(-1,)), "step_pairs"),
@@ -134,18 +164,22 @@ def test_bad_input_is_refused_before_compiling(runs, change, match):
 
 
 def test_settings_have_the_papers_defaults():
+    """CL §5.3, Fig 6: axes 0 … 3, 2K/20K/100K pairs, and a random direction "rescaled to norm 2"."""
     s = ls.LandscapeSettings()
-    assert (s.extent, s.points, tuple(s.sizes)) == (3.0, 7, (2_000, 20_000, 100_000))
+    assert (s.extent, s.points, tuple(s.sizes), s.random_norm) == (3.0, 7, (2_000, 20_000, 100_000), 2.0)
     assert dataclasses.asdict(s)["step_pairs"] == (0,)
 
 
-# --- the estimator of the true return: complete episodes, none cut by the sample size --------------------
+# --- the estimators: L̂ and the true return against a closed form --------------------------------------------
 
-def _survival_task():
-    """A pure-JAX task whose episode length is set by the policy and whose return is that length: every step
-    pays 1, and the episode ends with probability 0.02 + 0.08·sigmoid(a₀) (a₀ the first action component).
-    Short episodes are the low-return ones, so an estimator that favours them is biased low."""
-    from pg_diag.envs.base import Env, EnvState
+H, T = 0.01, 200   # the survival task's hazard and time limit: E[L] ≈ 86.6, truncation matters ((1−h)^T ≈ 0.13)
+
+
+def _survival_task(h: float = H, limit: int = T):
+    """A pure-JAX task whose episode ends each step with probability ``h`` whatever the action, truncated at
+    ``limit`` steps, paying 1 per step (the return is the length). Its 4-d observation and 2-d action fit
+    the point-mass preset's networks."""
+    from pg_diag.envs.base import Env, EnvState, time_limit
 
     def reset(key):
         return EnvState(physics=key, obs=jnp.zeros(4, jnp.float32), reward=jnp.float32(0),
@@ -153,51 +187,101 @@ def _survival_task():
 
     def step(state, action):
         key, k = jax.random.split(state.physics)
-        ends = jax.random.uniform(k) < 0.02 + 0.08 * jax.nn.sigmoid(action[0])
+        ends = jax.random.uniform(k) < h
         t = state.t + 1
         return EnvState(physics=key, obs=state.obs, reward=jnp.float32(1), terminated=ends,
-                        truncated=(t >= 1000) & ~ends, t=t)
+                        truncated=time_limit(t, ends, limit), t=t)
 
-    return Env(name="survival", obs_size=4, action_size=2, max_episode_steps=1000, reset=reset, step=step)
+    return Env(name="survival", obs_size=4, action_size=2, max_episode_steps=limit, reset=reset, step=step)
 
 
-def test_small_sample_returns_are_unbiased_where_the_windowed_estimate_is_not():
-    """2,000 independent streams on the survival task. Each stream's estimate at the small size is the mean of
-    2 complete episodes; their average must equal the large-size value (200 episodes per stream, 400,000 in
-    all) within 4.5 standard errors of the difference (false-failure rate 7e-6 for a normal difference; the
-    two share their first episodes, which only shrinks the difference's variance, so the bound is
-    conservative). The windowed estimate of the same pairs — the returns of the episodes that *end* within
-    N / envs steps of each environment — keeps only short episodes and misses it by far more."""
+def _survival_moments(h: float = H, limit: int = T):
+    """E[L] and Var(L) of L = min(G, T), G ~ Geometric(h) on {1, 2, …}.
+
+    P(L ≥ k) = P(no end in the first k − 1 steps) = (1−h)^(k−1) for 1 ≤ k ≤ T, and 0 beyond T. So
+    E[L] = Σ_{k=1}^{T} P(L ≥ k) = Σ_{k=1}^{T} (1−h)^(k−1) = (1 − (1−h)^T) / h (a geometric series), and, with
+    L² = Σ_{k=1}^{L} (2k − 1), E[L²] = Σ_{k=1}^{T} (2k − 1)(1−h)^(k−1)."""
+    q = 1.0 - h
+    mean = (1.0 - q ** limit) / h
+    k = np.arange(1, limit + 1, dtype=np.float64)
+    second = np.sum((2 * k - 1) * q ** (k - 1))
+    assert mean == pytest.approx(np.sum(q ** (k - 1)), rel=1e-12)   # the closed form is the series' sum
+    return mean, second - mean ** 2
+
+
+def _censored_limit(batch: int, h: float = H):
+    """The in-batch mean length over many batches of ``batch`` < T steps from reset: total length of the
+    episodes that ended inside, over their number. Every step ends an episode with probability h
+    independently (no time limit inside the batch), so E[ended] = B·h; the ended episodes tile the steps up
+    to the last end, B minus the trailing steps without an end, whose expected number is
+    Σ_{j=1}^{B} P(the last j steps have no end) = Σ_{j=1}^{B} (1−h)^j = (1−h)(1 − (1−h)^B) / h."""
+    q = 1.0 - h
+    return (batch - q * (1 - q ** batch) / h) / (batch * h)
+
+
+def test_length_estimate_and_returns_are_unbiased_where_the_in_batch_mean_is_short():
+    """On the survival task (hazard h = 0.01, time limit T = 200), against E[L] = (1 − (1−h)^T)/h ≈ 86.6
+    and Var(L) from :func:`_survival_moments`:
+
+    * L̂ (:func:`landscape.episode_length`) from m = 8 episodes per stream, averaged over 1,000 independent
+      streams, equals E[L] within 4.5 standard errors, SE = SD(L)/√8,000: an unbiased estimate at small m,
+      not only a consistent one;
+    * the true-return estimate from 2 episodes per stream (the return is the length here), averaged over
+      the same 1,000 streams, equals E[L] within 4.5 SE, SE = SD(L)/√2,000;
+    * the mean length of the episodes that ended inside a batch of B = 100 steps from reset (4,000
+      batches, pooled) falls short of E[L] by more than 20 of its standard errors, and equals the censored
+      limit (B − (1−h)(1 − (1−h)^B)/h)/(B·h) ≈ 37.2 of :func:`_censored_limit` within 4.5 SE (delta method
+      over the batches).
+
+    Each 4.5-SE comparison fails falsely with probability 6.8e-6 for a normal mean (the means are over
+    2,000–8,000 i.i.d. lengths, far into the CLT's range): below 3e-5 for the test at its fixed seed."""
     from pg_diag import make_train, preset, seed_key
     from pg_diag.rollout import collect, reset_envs
 
     env = _survival_task()
+    mean_l, var_l = _survival_moments()
+    assert mean_l == pytest.approx(86.60, abs=0.01)
     cfg = preset("ppo", "point_mass")            # its networks fit the task's 4-d observation, 2-d action
     knobs = dict(cfg.knobs.as_arrays(), obs_normalization=jnp.bool_(False))
     agent = make_train(cfg.static).init(seed_key(0), knobs)
-    r = ls.Resolved(coords=(0.0,), random_norm=1.0, envs=4, chunk_steps=32, sizes=(32, 3200), max_chunks=10_000,
-                    step_envs=(1,), own=None, exact=False)
-    counts = jnp.array([2, 200], jnp.int32)
-    streams = jax.random.split(jax.random.PRNGKey(0), 2000)
-    out = jax.jit(jax.vmap(lambda k: ls.return_stream(env, r, agent.policy, agent.filters, knobs, k, counts)))(streams)
-    n, mean, m2, pairs = (np.asarray(x, np.float64) for x in (out.n, out.mean, out.m2, out.pairs))
-    assert (n[:, 0] == 2).all() and (n[:, 1] == 200).all()
-    assert np.all(pairs[:, 1] >= 200) and np.all(pairs[:, 0] <= pairs[:, 1])
-    sd = np.sqrt(m2[:, 1].sum() / (n[:, 1].sum() - 1))
-    large, large_se = np.sum(n[:, 1] * mean[:, 1]) / n[:, 1].sum(), sd / np.sqrt(n[:, 1].sum())
-    small, small_se = mean[:, 0].mean(), sd / np.sqrt(n[:, 0].sum())
-    bound = 4.5 * np.hypot(small_se, large_se)
-    assert abs(small - large) < bound, (small, large, bound)
-    assert 10 < large < 50 and np.mean(pairs[:, 0]) == pytest.approx(2 * large, rel=0.1)   # return = length
+    E, m, S, B = 4, 8, 1000, 100
+    r = ls.Resolved(coords=(0.0,), random_norm=1.0, envs=E, chunk_steps=50, sizes=(2,), max_chunks=100,
+                    step_envs=(1,), own=None, exact=False, length_episodes=m)
 
-    def windowed(key, steps=int(np.mean(pairs[:, 0]) / 4)):
-        k_reset, k_run = jax.random.split(key)
-        carry, _ = reset_envs(env, k_reset, 4, agent.filters, knobs, frozen=True)
-        _, _, tr = collect(env, agent.policy, carry, agent.filters, k_run, knobs, steps, frozen=True)
-        return jnp.sum(tr.finished_return), jnp.sum(tr.done)
+    def one(key):
+        k_len, k_ret, k_batch = jax.random.split(key, 3)
+        length = ls.episode_length(env, r, agent.policy, agent.filters, knobs, k_len)
+        ret = ls.return_stream(env, r, agent.policy, agent.filters, knobs, k_ret, jnp.array([2], jnp.int32))
+        carry, _ = reset_envs(env, jax.random.fold_in(k_batch, 0), E, agent.filters, knobs, frozen=True)
+        _, _, tr = collect(env, agent.policy, carry, agent.filters, jax.random.fold_in(k_batch, 1), knobs, B,
+                           frozen=True)
+        return length, ret, jnp.sum(tr.finished_length, axis=0), jnp.sum(tr.done, axis=0)
 
-    total, ended = (np.asarray(x, np.float64) for x in jax.jit(jax.vmap(windowed))(streams))
-    assert abs(total.sum() / ended.sum() - large) > 5 * bound
+    length, ret, in_total, in_ended = jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(0), S))
+    assert (np.asarray(length.n) == m).all() and (np.asarray(ret.n) == 2).all()
+
+    l_hat = np.asarray(length.mean, np.float64)
+    np.testing.assert_allclose(l_hat, np.asarray(length.pairs) / m, rtol=1e-5)   # L̂ is the episodes' mean length
+    assert abs(l_hat.mean() - mean_l) < 4.5 * np.sqrt(var_l / (S * m)), (l_hat.mean(), mean_l)
+    returns = np.asarray(ret.mean, np.float64)[:, 0]
+    assert abs(returns.mean() - mean_l) < 4.5 * np.sqrt(var_l / (S * 2)), (returns.mean(), mean_l)
+
+    total, ended = (np.asarray(x, np.float64).ravel() for x in (in_total, in_ended))   # one unit per batch
+    in_batch = total.sum() / ended.sum()
+    z = total - in_batch * ended                                                        # linearized ratio
+    se = np.sqrt(np.sum(z ** 2) / (len(z) * (len(z) - 1))) / ended.mean()
+    assert mean_l - in_batch > 20 * se, (in_batch, mean_l, se)
+    assert abs(in_batch - _censored_limit(B)) < 4.5 * se, (in_batch, _censored_limit(B), se)
+
+
+def test_the_stream_bound_covers_the_length_episodes():
+    """The streams' chunk bound lets every one of ``length_episodes`` episodes reach the time limit, even
+    where they outnumber the largest size's: ⌈m / envs⌉ episodes per environment × 10,000 steps (LQR)."""
+    from pg_diag import preset
+
+    static = preset("ppo", "lqr").static
+    r = ls.resolve(ls.LandscapeSettings(sizes=(64,), envs=4, length_episodes=1000, chunk_steps=250), [static])
+    assert r.length_episodes == 1000 and r.max_chunks >= 250 * 10_000 // 250
 
 
 def test_a_plan_too_large_splits_itself_before_it_refuses():

@@ -6,25 +6,45 @@ The plane (CL §5.3, Figs 6–8): θ(x, y) = θ + x·Δ + y·d, where
   on a batch of the frozen policy, from the checkpoint's optimizer state and
   learning rate): x = 1 is the policy the step produces;
 * d is a Gaussian direction in parameter space rescaled to the L2 norm
-  ``random_norm`` (our reading of the paper's "random norm 2 Gaussian
-  vector": "norm 2" as the L2 norm, the length a setting, 1 by default);
+  ``random_norm``, 2 by default: CL Fig 6, "one unit corresponds to moving
+  along a random Gaussian vector, rescaled to norm 2" (read as the L2 norm).
+  The paper adds that the step's norm is "typically an order of magnitude
+  lower than the random direction"; every plane records ‖Δ‖ and
+  ‖Δ‖ / ``random_norm`` so that can be read off;
 
 both axes span 0 … ``extent`` on a ``points`` × ``points`` grid. At every grid
 point the program estimates the true mean return of the perturbed policy
 (observation normalizer and reward scaler frozen) from complete episodes
 from reset (:func:`return_stream`). A sample of N pairs stands for
-n = N / L̂ episodes, L̂ the mean episode length of the subject's own policy
-on its step batch (an independent sample); every one of the n episodes runs
-to termination or the time limit, however long, and the estimate is their
-mean raw return, with its standard error and the pairs the n episodes
-actually took. Fixing the number of episodes before sampling keeps the
-estimate unbiased: a rule that stops at a pair budget keeps the episodes
-that fit (short ones, when it counts those that end inside the budget) or
-stops after a long one (when it counts those that start inside it), and
-either biases the mean toward one length. The sizes are nested prefixes of
-one stream per point, and every point has its own stream (independent
-noise, so the picture shows the noise an estimate from N pairs has).
-Memory does not depend on N: streams run in chunks of ``chunk_steps``.
+n = round(N / L̂) episodes; every one of the n episodes runs to termination or
+the time limit, however long, and the estimate is their mean raw return, with
+its standard error and the pairs the n episodes actually took (the returns
+table's ``pairs``: near N where the perturbed policy lives as long as the
+subject's, far from it where it falls sooner or later). Fixing the number of
+episodes before sampling keeps the estimate unbiased: a rule that stops at a
+pair budget keeps the episodes that fit (short ones, when it counts those
+that end inside the budget) or stops after a long one (when it counts those
+that start inside it), and either biases the mean toward one length. The
+sizes are nested prefixes of one stream per point, and every point has its
+own stream (independent noise, so the picture shows the noise an estimate
+from N pairs has). Memory does not depend on N: streams run in chunks of
+``chunk_steps``.
+
+L̂, the subject's mean episode length (:func:`episode_length`), is the mean
+length of ``length_episodes`` complete episodes of the subject's own policy,
+each from reset to its own end (termination or the time limit, as every
+episode of the task), their number fixed before sampling: the lengths are
+i.i.d. draws of the episode length L, so E[L̂] = E[L] exactly (no
+censoring), with standard error SD(L)/√m. The mean length of the episodes
+that end inside one fixed-length batch would be biased short: an episode
+longer than the batch never ends in it, and a long one is less likely to
+both start and end inside it. With a constant hazard h, batches of B steps
+from reset and no time limit inside them, the ended episodes' total length
+over their number tends to (B − (1−h)(1−(1−h)^B)/h) / (B·h) over many
+batches, against E[L] = 1/h: 0.37/h at B = 1/h.
+L̂ only sets how many episodes a point's estimate uses, never which, so an
+error in L̂ moves the pairs a point uses (E[N / L̂] ≥ N / E[L] by Jensen, by
+a factor about 1 + CV(L)²/m), not the estimate's mean.
 
 Beside it, on the batch the step was computed from, the program evaluates the
 surrogate the algorithm maximizes — PPO: the clipped objective plus its
@@ -34,7 +54,8 @@ boundary KL = δ the figures draw). Advantages are normalized over the whole
 batch. On the linear-quadratic task with a linear policy, J(θ(x, y)) is exact.
 
 Several steps can share the study (``step_pairs``: the algorithm's own batch,
-and e.g. 1e6 pairs); each has its own plane with the same random direction.
+and e.g. 1e6 pairs); each has its own plane with the same random direction
+and the same L̂.
 """
 
 from __future__ import annotations
@@ -43,6 +64,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
@@ -60,12 +82,15 @@ from pg_diag.rollout import collect, reset_envs
 class LandscapeSettings:
     points: int = 7                         # grid points per axis (CL: ticks every 0.5 on 0 … 3)
     extent: float = 3.0                     # both axes span 0 … extent (CL: 3)
-    random_norm: float = 1.0                # L2 norm of the random direction d (1 unit on the y axis)
+    random_norm: float = 2.0                # L2 norm of the random direction d, 1 unit on the y axis (CL Fig 6:
+    #                                         "a random Gaussian vector, rescaled to norm 2")
     sizes: tuple = (2_000, 20_000, 100_000)  # pairs per grid point of the true return (nested)
     step_pairs: tuple = (0,)                # pairs of each step's batch (rounded to whole segments of the run's
     #                                         steps_per_env); 0 = the algorithm's own batch
     envs: int = 16                          # environments per grid point
     chunk_steps: int = 250                  # steps per environment per chunk of a return stream (memory, not N)
+    length_episodes: int = 100              # complete episodes from reset behind L̂, the subject's mean episode
+    #                                         length (n = round(N / L̂) episodes per point); SE of L̂: SD(L)/√m
     seed: int = 0
     batching: str = "vmap"                  # subjects vmapped together, or "map": in turn (less memory)
     resamples: int = 500                    # bootstrap resamples of the sign-agreement CIs
@@ -73,10 +98,12 @@ class LandscapeSettings:
     def check(self) -> None:
         require(isinstance(self.points, int) and self.points >= 2,
              f"points must be an integer ≥ 2 (grid points per axis), got {self.points!r}")
-        require(self.extent > 0,
-                f"extent must be > 0: a plane axis of zero length has no landscape; got {self.extent!r}")
-        require(self.random_norm > 0, f"random_norm must be > 0: a random direction of zero length spans no plane; "
-                                   f"got {self.random_norm!r}")
+        require(_finite(self.extent) and self.extent > 0,
+                f"extent must be a finite number > 0: a plane axis of zero length has no landscape; got "
+                f"{self.extent!r}")
+        require(_finite(self.random_norm) and self.random_norm > 0,
+                f"random_norm must be a finite number > 0 (the L2 norm of the random direction; CL: 2): a random "
+                f"direction of zero length spans no plane; got {self.random_norm!r}")
         sizes = tuple(self.sizes)
         require(len(sizes) > 0 and all(isinstance(n, int) and n > 0 for n in sizes),
              f"sizes must be a non-empty list of positive integers, got {self.sizes!r}")
@@ -88,12 +115,20 @@ class LandscapeSettings:
                 and 1 <= self.chunk_steps <= 100_000,
                 f"chunk_steps must be an integer in 1 … 100000 (steps per chunk of a return stream), got "
                 f"{self.chunk_steps!r}")
+        require(isinstance(self.length_episodes, int) and not isinstance(self.length_episodes, bool)
+                and 2 <= self.length_episodes <= MAX_PAIRS,
+                f"length_episodes must be an integer in 2 … 2^24 (complete episodes behind the mean episode "
+                f"length; 2 at least for its standard error), got {self.length_episodes!r}")
         steps = tuple(self.step_pairs)
         require(len(steps) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_PAIRS
                                     for n in steps),
              f"step_pairs must be a non-empty list of integers in 0 … 2^24 (0 = the algorithm's own batch), got "
              f"{self.step_pairs!r}")
         check_batching(self.batching, self.resamples)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +144,7 @@ class Resolved:
     step_envs: tuple    # environments of each step's batch (× the run's steps_per_env)
     own: Sampling       # the algorithm's own batch shape
     exact: bool         # J is closed-form (the LQR task with a linear policy)
+    length_episodes: int = 100  # complete episodes from reset behind L̂
 
     @property
     def step_pairs(self) -> tuple:
@@ -128,8 +164,9 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
             raise DiagnosticError("the runs' batches differ in shape (num_envs, steps_per_env or "
                                   "reset_every_iteration): measure them in separate studies")
     sizes = tuple(sorted(set(int(n) for n in settings.sizes)))
-    # n ≤ N episodes (L̂ ≥ 1), each at most the time limit: a bound the loop never reaches in practice
-    episodes_per_env = -(-sizes[-1] // settings.envs)
+    # n ≤ N episodes (L̂ ≥ 1), each at most the time limit: a bound the loop never reaches in practice (the
+    # length stream's episodes too)
+    episodes_per_env = -(-max(sizes[-1], settings.length_episodes) // settings.envs)
     max_chunks = min(-(-episodes_per_env * envs.episode_limit(first.task) // settings.chunk_steps), 2 ** 30)
     step_envs = []
     for n in settings.step_pairs:
@@ -144,7 +181,7 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
     exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
     return Resolved(coords=coords, random_norm=float(settings.random_norm), envs=settings.envs,
                     chunk_steps=settings.chunk_steps, sizes=sizes, max_chunks=max_chunks,
-                    step_envs=tuple(step_envs), own=own, exact=exact)
+                    step_envs=tuple(step_envs), own=own, exact=exact, length_episodes=settings.length_episodes)
 
 
 @struct.dataclass
@@ -178,21 +215,17 @@ def episode_counts(sizes, mean_length) -> jax.Array:
     return jnp.clip(n, 1, jnp.asarray(sizes, jnp.float32)).astype(jnp.int32)
 
 
-def mean_episode_length(transitions, fallback) -> jax.Array:
-    """The mean length of the episodes that ended in ``transitions`` (``fallback`` when none did)."""
-    ended = jnp.sum(transitions.done)
-    return jnp.where(ended > 0, jnp.sum(transitions.finished_length) / jnp.maximum(ended, 1), fallback)
-
-
-def return_stream(env, r: Resolved, policy, filters, knobs, key, counts) -> ReturnSums:
+def return_stream(env, r: Resolved, policy, filters, knobs, key, counts, of: str = "return") -> ReturnSums:
     """The mean raw return of ``counts[s]`` complete episodes from reset under ``policy`` (filters frozen),
-    for every size s: a [sizes]-stacked :class:`ReturnSums`.
+    for every size s: a [sizes]-stacked :class:`ReturnSums` (``of="length"``: of their lengths instead).
 
     ``r.envs`` environments run from reset through episode ends, in chunks of ``r.chunk_steps`` steps;
     environment e owns episodes e, e + envs, e + 2·envs, … of the sample, so size s counts the first
     ``counts[s]`` episodes (a prefix: sizes nest). Which episodes count is fixed before any is sampled, so
     each counted return is an independent draw of the episode return, whatever its length; the stream runs
     until every counted episode has ended (at the latest at the time limit)."""
+    if of not in ("return", "length"):
+        raise ValueError(f"of must be 'return' or 'length', got {of!r}")
     E = r.envs
     # quota[s, e]: episodes environment e contributes to size s
     quota = counts[:, None] // E + (jnp.arange(E)[None, :] < counts[:, None] % E)
@@ -211,11 +244,23 @@ def return_stream(env, r: Resolved, policy, filters, knobs, key, counts) -> Retu
         # the index, within its environment, of the episode that ends at each step
         index = ended[None, :] + jnp.cumsum(tr.done, axis=0) - 1                            # [T, E]
         counted = tr.done[None] & (index[None] < quota[:, None, :])                           # [S, T, E]
-        part = jax.vmap(lambda w: ReturnSums.of(tr.finished_return, w, tr.finished_length))(counted)
+        value = tr.finished_return if of == "return" else tr.finished_length.astype(jnp.float32)
+        part = jax.vmap(lambda w: ReturnSums.of(value, w, tr.finished_length))(counted)
         return carry, ended + jnp.sum(tr.done, axis=0), acc.merge(part), c + 1
 
     state = (carry, jnp.zeros(E, jnp.int32), zero, jnp.int32(0))
     return jax.lax.while_loop(unfinished, body, state)[2]
+
+
+def episode_length(env, r: Resolved, policy, filters, knobs, key) -> ReturnSums:
+    """L̂: the mean length of ``r.length_episodes`` complete episodes of ``policy`` (filters frozen), each from
+    reset to its own end, a :class:`ReturnSums` of their lengths (``mean`` = L̂, ``m2`` for its standard
+    error). Their number is fixed before any is sampled, and consecutive episodes of an environment start
+    from independent resets, so the lengths are i.i.d. draws of the episode length and E[L̂] = E[L]
+    (CL §5.3 counts a point's sample in pairs; this converts pairs to episodes without the censoring of
+    the episodes that end inside a fixed-length batch, which keeps the short ones)."""
+    counts = jnp.asarray([r.length_episodes], jnp.int32)
+    return jax.tree.map(lambda x: x[0], return_stream(env, r, policy, filters, knobs, key, counts, of="length"))
 
 
 @struct.dataclass
@@ -268,6 +313,9 @@ def plane(theta, delta, direction, coords):
     return grid.reshape(-1, theta.shape[0])
 
 
+LENGTH_KEY = 0x4C454E  # fold_in data of the length stream's key, apart from the subject key's three splits
+
+
 def subject_program(env, static, r: Resolved):
     """(agent, knobs, key) -> per subject: the returns, surfaces and step statistics of every plane."""
 
@@ -277,22 +325,24 @@ def subject_program(env, static, r: Resolved):
         k_dir, k_steps, k_true = jax.random.split(key, 3)
         d = random_direction(k_dir, theta.shape[0], r.random_norm)
         lr = annealed_learning_rate(knobs["lr_policy"], agent.iteration, static.num_iterations, knobs)
-        out = {"returns": [], "surface": [], "exact": [], "step_norm": [], "step_kl": [], "mean_length": []}
-        counts = None
+        # L̂ from the subject's own policy, its own stream: the same episode counts on every plane
+        length = episode_length(env, r, agent.policy, agent.filters, knobs, jax.random.fold_in(key, LENGTH_KEY))
+        counts = episode_counts(r.sizes, length.mean)
+        length_se = jnp.sqrt(length.m2 / jnp.maximum(length.n - 1, 1) / jnp.maximum(length.n, 1))
+        out = {"returns": [], "surface": [], "exact": [], "step_norm": [], "step_kl": [], "mean_length": [],
+               "mean_length_se": [], "length_episodes": []}
         for b, num_envs in enumerate(r.step_envs):
             k_batch, k_step = jax.random.split(jax.random.fold_in(k_steps, b))
-            data = step_data(env, static, r.own, agent, knobs, k_batch, num_envs)
-            batch = data.batch
-            if counts is None:   # L̂ from the first step batch, the same episode counts on every plane
-                length = mean_episode_length(data.transitions, float(env.max_episode_steps))
-                counts = episode_counts(r.sizes, length)
+            batch = step_batch(env, static, r.own, agent, knobs, k_batch, num_envs)
             delta = step_direction(static, agent, batch, lr, knobs, k_step)
             thetas = plane(theta, delta, d, r.coords)
             keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(k_true, b), i))(
                 jnp.arange(thetas.shape[0]))
             out["returns"].append(jax.vmap(lambda th, k: return_stream(env, r, unravel(th), agent.filters, knobs,
                                                                        k, counts))(thetas, keys))
-            out["mean_length"].append(length)
+            out["mean_length"].append(length.mean)
+            out["mean_length_se"].append(length_se)
+            out["length_episodes"].append(length.n)
             surface = jax.vmap(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs,
                                                                         agent.policy_opt))(thetas)
             out["surface"].append(surface)
@@ -351,5 +401,7 @@ def fit(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int,
 def pairs_total(r: Resolved, num_subjects: int) -> int:
     """State–action pairs sampled, as planned: the true-return streams (N pairs per point at the largest size;
     the episodes actually sampled take about that many where the plane's policies live as long as the
-    subject's) and the step batches."""
+    subject's) and the step batches; not the length stream's ``length_episodes`` episodes, whose length is
+    not known before they run (at most that many times the time limit, typically far below one grid
+    point's N)."""
     return num_subjects * (len(r.step_envs) * r.grid_points * r.sizes[-1] + sum(r.step_pairs))

@@ -2,8 +2,10 @@
 
     study = pg_diag.diagnostics.landscape_study(["runs/ppo", "runs/trpo"], iterations=[150],
                                                 sizes=(2_000, 20_000, 100_000))
-    study.returns      # true mean return per grid point and N, with its standard error and episode count
+    study.returns      # true mean return per grid point and N, with its standard error, episode count and the
+                       # pairs those episodes took
     study.surface      # the algorithm's surrogate, the unclipped surrogate, KL and (LQR) the exact J
+    study.planes       # per plane: the step's norm and its ratio to the random direction's, L̂ and its SE
     study.agreement()  # per plane: sign agreement of surrogate and true return along the step, 95% CI
 
 Validated before compiling; one compiled program per distinct training
@@ -25,6 +27,11 @@ from pg_diag.diagnostics.subjects import compile_and_run, load_by_program
 
 NAME = "landscape"
 TABLES = ("returns", "surface", "planes")
+ESTIMATOR = ("true return at N pairs: mean raw return of n = round(N / L̂) complete episodes from reset, n fixed "
+             "before sampling (unbiased); L̂: mean length of length_episodes complete episodes of the subject's "
+             "policy, each from reset to its own end (termination or time limit), their number fixed before "
+             "sampling: unbiased for E[L], SE SD(L)/√m (not the episodes ending inside one batch, which "
+             "censoring biases short)")
 
 
 def _measure(planned, settings, verbose) -> engine.Measured:
@@ -56,8 +63,8 @@ def _measure(planned, settings, verbose) -> engine.Measured:
         for t, f in _frames(subjects, r, out).items():
             frames[t].append(f)
     resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
-                "estimator": "complete episodes from reset, n = N / L̂", "step_pairs": list(r.step_pairs),
-                "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
+                "estimator": ESTIMATOR, "step_pairs": list(r.step_pairs), "random_norm": r.random_norm,
+                "length_episodes": r.length_episodes, "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
     return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
                            resolved=resolved, timings=timings, extra={"fitted": splits})
 
@@ -97,9 +104,13 @@ def _frames(subjects, r: landscape.Resolved, out) -> dict:
             surface.append(pd.DataFrame({**row, "step_pairs": pairs, "x": xs, "y": ys,
                                          "surrogate": sur.surrogate[s, b], "unclipped": sur.unclipped[s, b],
                                          "kl": sur.kl[s, b], "exact": out["exact"][s, b]}))
-            planes.append({**row, "step_pairs": pairs, "step_norm": float(out["step_norm"][s, b]),
+            step_norm = float(out["step_norm"][s, b])
+            planes.append({**row, "step_pairs": pairs, "step_norm": step_norm,
                            "mean_length": float(out["mean_length"][s, b]),
-                           "random_norm": r.random_norm, "step_kl": float(out["step_kl"][s, b]),
+                           "mean_length_se": float(out["mean_length_se"][s, b]),
+                           "length_episodes": int(out["length_episodes"][s, b]),
+                           "random_norm": r.random_norm, "step_norm_ratio": step_norm / r.random_norm,
+                           "step_kl": float(out["step_kl"][s, b]),
                            "kl_bound": _knob(knobs, "kl_bound", s), "clip_eps": _knob(knobs, "clip_eps", s),
                            **_constraint(row["algorithm"], knobs, s),
                            "diverged": bool(np.asarray(subjects.states.diverged)[s])})
@@ -130,10 +141,13 @@ def sign_agreement(true_mean, true_se, surrogate, resamples: int = 500, seed: in
 @dataclasses.dataclass
 class LandscapeStudy:
     manifest: dict
-    returns: object   # DataFrame: KEYS, step_pairs, x, y, n (pairs asked), episodes, pairs (used), mean, se
+    returns: object   # DataFrame: KEYS, step_pairs, x, y, n (pairs asked), episodes (n / L̂ complete episodes),
+    #                   pairs (the pairs those episodes took: their total length), mean, se
     surface: object   # DataFrame: KEYS, step_pairs, x, y, surrogate, unclipped, kl, exact
-    planes: object    # DataFrame: KEYS, step_pairs, step_norm, mean_length (L̂), random_norm, step_kl, kl_bound,
-    #                   clip_eps, diverged
+    planes: object    # DataFrame: KEYS, step_pairs, step_norm (‖Δ‖), mean_length (L̂), mean_length_se,
+    #                   length_episodes (episodes behind L̂), random_norm, step_norm_ratio (‖Δ‖ / random_norm;
+    #                   CL Fig 6: "typically an order of magnitude lower"), step_kl, kl_bound, clip_eps,
+    #                   constraint, constraint_value, diverged
 
     @property
     def sizes(self) -> list:
@@ -154,7 +168,8 @@ class LandscapeStudy:
     def agreement(self, n: int | None = None):
         """Per plane (subject × step): the sign agreement of surrogate and true return along the step
         (:func:`sign_agreement`) with its CI, and the step's own effect: the true return at (1, 0) minus
-        (0, 0) with its standard error, beside the surrogate's change."""
+        (0, 0) with its standard error, beside the surrogate's change; the step's norm and its ratio to the
+        random direction's, and the pairs a point's true return used on average (asked: ``n``)."""
         import pandas as pd
 
         coords = np.asarray(self.manifest["resolved"]["coords"])
@@ -164,13 +179,16 @@ class LandscapeStudy:
         for _, p in self.planes.iterrows():
             subject = {"run": p.run, "agent": p.agent, "iteration": p.iteration}
             t, se = self.grid(subject, p.step_pairs, n), self.grid(subject, p.step_pairs, n, "se")
+            used = self.grid(subject, p.step_pairs, n, "pairs") if "pairs" in self.returns else np.nan
             s = self.grid(subject, p.step_pairs, column="surrogate")
             value, low, high = sign_agreement(t, se, s, settings["resamples"], settings["seed"])
             rows.append({**{k: p[k] for k in tables.KEYS}, "step_pairs": p.step_pairs, "n": n or self.sizes[-1],
                          "agreement": value, "low": low, "high": high,
                          "true_step_change": t[one, 0] - t[0, 0],
                          "true_step_change_se": float(np.hypot(se[one, 0], se[0, 0])),
-                         "surrogate_step_change": s[one, 0] - s[0, 0], "step_norm": p.step_norm})
+                         "surrogate_step_change": s[one, 0] - s[0, 0], "step_norm": p.step_norm,
+                         "step_norm_ratio": p.step_norm / p.random_norm if "random_norm" in p.index else np.nan,
+                         "pairs_per_point": float(np.mean(used))})
         return pd.DataFrame(rows)
 
 

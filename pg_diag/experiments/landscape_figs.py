@@ -3,11 +3,12 @@
 Both targets share one study: PPO, PPO-M and TRPO trained with checkpoints
 (``OUT/runs/``), each measured by :func:`pg_diag.diagnostics.landscape_study`
 on the plane of its own step (x, 1 = the full step) and a random direction
-(y), both 0 … 3:
+(y, 1 = a Gaussian vector of L2 norm 2, CL Fig 6), both 0 … 3:
 
 * fig-landscape-concentration (PPO and TRPO): the true mean return at every
   grid point from 2K / 20K / 100K pairs (paper scale), the number of
-  complete episodes behind each estimate in the panel titles;
+  complete episodes behind each estimate and the pairs they took in the
+  panel titles;
 * fig-landscape-surrogate (PPO, PPO-M, TRPO): the true return (1e6 pairs per
   point at paper scale) beside the surrogate the algorithm maximizes on its
   batch (TRPO: with the KL = δ boundary), for a step from the algorithm's own
@@ -50,7 +51,8 @@ SCALES = {
                                                   step_pairs=(0, 1_000_000))},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="One agent per preset, checkpoints after iterations 0/150/300/450 (LQR: 0/20/40); a 7 × 7 grid "
-                    "on 0 … 3 × 0 … 3, random direction of L2 norm 1 (LQR: 0.1, its policy has 4 parameters); "
+                    "on 0 … 3 × 0 … 3, random direction of L2 norm 2 as in CL Fig 6 (LQR: 0.1: its policy has 4 "
+                    "parameters, which norm 2 would move by about 1 each, the size of the gains themselves); "
                     "2K/20K/100K pairs per point (concentration, Humanoid); 1e6 pairs per point and steps from "
                     "the algorithm's batch and from 1e6 pairs (surrogate, all tasks)."),
     "smoke": Scale(
@@ -60,7 +62,8 @@ SCALES = {
                   "fig-landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
-                    "one agent per preset, checkpoints after 0/15/29; a 5 × 5 grid; 1K/5K/20K pairs per point "
+                    "one agent per preset, checkpoints after 0/15/29; a 5 × 5 grid, random direction of L2 norm 2 "
+                    "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
         tasks={"fig-landscape-concentration": ("hopper",), "fig-landscape-surrogate": ("hopper",)},
@@ -69,7 +72,7 @@ SCALES = {
                   "fig-landscape-surrogate": dict(points=5, sizes=(32_000,), step_pairs=(0, 32_768), envs=8)},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), two agents per preset "
                     "(the claims compare planes across agents), 100 iterations, checkpoints after 0/99 (early and "
-                    "late); a 5 × 5 grid; 2K/8K/32K pairs per point "
+                    "late); a 5 × 5 grid, random direction of L2 norm 2; 2K/8K/32K pairs per point "
                     "(concentration); 32K pairs per point and steps from 2,048 and 32,768 pairs (surrogate)."),
 }
 
@@ -128,6 +131,8 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
         coords = np.asarray(st.manifest["resolved"]["coords"])
         subject = {"run": p.run, "agent": p.agent, "iteration": p.iteration}
         head = f"{task} {p.label} it {p.iteration}"
+        if "random_norm" in p.index:   # CL Fig 6: the step typically an order of magnitude below the random one
+            head += f" (|step| / |random| = {p.step_norm / p.random_norm:.2g})"
         if concentration:
             for c, n in enumerate(st.sizes):
                 eps = st.grid(subject, p.step_pairs, n, "episodes")
@@ -138,8 +143,12 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
             a = st.agreement()
             a = a[(a.run == p.run) & (a.agent == p.agent) & (a.iteration == p.iteration) &
                   (a.step_pairs == p.step_pairs)].iloc[0]
+            n = st.sizes[-1]
+            used = (f"; {np.mean(st.grid(subject, p.step_pairs, n, 'episodes')):.0f} episodes, "
+                    f"~{np.mean(st.grid(subject, p.step_pairs, n, 'pairs')):,.0f} pairs per point"
+                    if "pairs" in st.returns else "")
             _heat(axes[r, 0], st.grid(subject, p.step_pairs), coords,
-                  f"{head}, step from {p.step_pairs:,} pairs: true return (N = {st.sizes[-1]:,})")
+                  f"{head}, step from {p.step_pairs:,} pairs:\ntrue return (N = {n:,}{used})")
             sur = st.grid(subject, p.step_pairs, column="surrogate")
             _heat(axes[r, 1], sur, coords, f"surrogate; sign agreement {a.agreement:.2f} "
                                            f"[{a.low:.2f}, {a.high:.2f}]", cmap="magma")
@@ -166,13 +175,18 @@ def summary(target: str, studies: dict):
             if "pairs" in st.returns:
                 agg["pairs_per_point"] = ("pairs", "mean")
             r = st.returns.groupby(["label", "iteration", "n"]).agg(**agg).reset_index()
-            steps = st.planes.groupby(["label", "iteration"])["step_norm"].mean().reset_index()
+            planes = st.planes[st.planes.step_pairs == st.planes.step_pairs.min()]   # the plane drawn
+            if "random_norm" in planes:
+                planes = planes.assign(step_norm_ratio=planes.step_norm / planes.random_norm)
+            cols = [c for c in ("step_norm", "step_norm_ratio", "mean_length", "mean_length_se") if c in planes]
+            steps = planes.groupby(["label", "iteration"])[cols].mean().reset_index()
             frames.append(r.merge(steps, on=["label", "iteration"]).assign(task=task))
         else:
             a = st.agreement()
-            frames.append(a.groupby(["label", "iteration", "step_pairs"])[
-                ["agreement", "low", "high", "true_step_change", "true_step_change_se", "surrogate_step_change",
-                 "step_norm"]].mean().reset_index().assign(task=task))
+            cols = ["agreement", "low", "high", "true_step_change", "true_step_change_se", "surrogate_step_change",
+                    "step_norm", "step_norm_ratio", "pairs_per_point"]
+            frames.append(a.groupby(["label", "iteration", "step_pairs"])[cols].mean().reset_index()
+                          .assign(task=task))
     out = pd.concat(frames, ignore_index=True)
     return out[["task"] + [c for c in out.columns if c != "task"]]
 
@@ -185,12 +199,17 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     for col in shown.columns:
         if shown[col].dtype.kind == "f":
             shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    ratio = ("step_norm: the step's L2 norm; step_norm_ratio: step_norm over the random direction's norm (1 unit "
+             "of y; CL Fig 6: norm 2, the step \"typically an order of magnitude lower\").")
     note = ("n: the pairs per point asked for; episodes_per_point: the complete episodes from reset behind each "
-            "point's estimate (n / L̂, L̂ the policy's mean episode length), pairs_per_point: the pairs they "
-            "took; mean_se: the estimates' mean standard error." if target == "fig-landscape-concentration" else
+            "point's estimate (round(n / L̂)), pairs_per_point: the pairs they took (their total length); "
+            "mean_se: the estimates' mean standard error; mean_length (± mean_length_se): L̂, the subject's mean "
+            "episode length from complete episodes from reset (unbiased). " + ratio
+            if target == "fig-landscape-concentration" else
             "agreement: share of neighbouring grid pairs along the step where surrogate and true return change "
             "with the same sign, 95% CI from the Monte-Carlo noise (low, high); true/surrogate_step_change: "
-            "their change from (0, 0) to (1, 0), the step itself.")
+            "their change from (0, 0) to (1, 0), the step itself; pairs_per_point: the pairs the true return "
+            "at each point took. " + ratio)
     md, csv = figures.write_table(shown, os.path.join(out, f"{target}-summary"), target, note)
     title = {"fig-landscape-concentration": "True reward landscape around the policy estimated from N pairs",
              "fig-landscape-surrogate": "True reward vs the algorithm's surrogate on the plane of its step"}[target]
