@@ -137,6 +137,28 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
     assert a.true_step_change[0] == pytest.approx(g[2, 0] - g[0, 0])   # x = 0.5 is the grid point nearest 1
 
 
+def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_random_norm(study, tmp_path):
+    """The two targets' summaries carry the pairs each point used, L̂ and ‖Δ‖ / random_norm (worked out here
+    from the tables), and both figures draw from the study's tables alone."""
+    from pg_diag.experiments import landscape_figs as lf
+
+    p = study.planes.iloc[0]
+    c = lf.summary("fig-landscape-concentration", {"lqr": study})
+    assert list(c.n) == [10_000, 100_000]
+    for _, row in c.iterrows():
+        r = study.returns[study.returns.n == row.n]
+        assert row.pairs_per_point == pytest.approx(r.pairs.mean()) and row.episodes_per_point == r.episodes.mean()
+    np.testing.assert_allclose(c.step_norm_ratio, p.step_norm / p.random_norm, rtol=1e-6)
+    np.testing.assert_allclose(c.mean_length, p.mean_length, rtol=1e-6)
+    assert (c.mean_length_se > 0).all()
+    s = lf.summary("fig-landscape-surrogate", {"lqr": study})
+    assert s.pairs_per_point[0] == pytest.approx(study.returns[study.returns.n == 100_000].pairs.mean())
+    assert s.step_norm_ratio[0] == pytest.approx(p.step_norm / 0.05)
+    for target in lf.TARGETS:
+        path = lf.plot(target, {"lqr": study}, str(tmp_path / f"{target}.png"), target)
+        assert (tmp_path / f"{target}.png").is_file() and path
+
+
 @pytest.mark.parametrize("change,match", [
     (dict(points=1), "points must be an integer ≥ 2"),
     (dict(extent=0.0), "zero length"),
