@@ -1,8 +1,8 @@
 """Gradient and step diagnostics: streamed estimates against direct computation, the unbiased estimator
 against the exact LQR gradient, the studies' tables, and bad input refused before compiling.
 
-The one statistical test (``test_unbiased_estimator_converges_to_the_exact_gradient_at_the_1_over_N_rate``)
-fixes its seed; its bounds and false-failure rates are stated where they are asserted.
+The statistical tests fix their seeds; their bounds and false-failure rates are stated where they are
+asserted.
 """
 
 import dataclasses
@@ -20,7 +20,7 @@ from pg_diag import make_train, networks, preset, seed_key, stages, sweep
 from pg_diag.diagnostics import (DiagnosticError, gradient_study, load_gradient_study, load_step_study,
                                  step_study)
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
-from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, snap_sizes, stream
+from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, size_masks, snap_sizes, stream
 from pg_diag.diagnostics.tables import crossing
 from pg_diag.envs import lqr
 from pg_diag.normalize import RunningStat
@@ -75,15 +75,17 @@ def test_sizes_below_a_chunk_are_exact_and_larger_ones_whole_chunks():
     assert g.partial == (100, 1000) and g.whole == (2, 9) and g.num_chunks == 10
 
 
-@pytest.mark.parametrize("start,normalize", [("checkpoint", True), ("reset", False)])
-def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, normalize):
+@pytest.mark.parametrize("start,normalize,pool", [("checkpoint", True, 0), ("reset", False, 0), ("reset", True, 32)])
+def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, normalize, pool):
     """ĝ_N from the stream's prefix sums equals the gradient of the surrogate (objectives.surrogate with
-    normalize_advantages over the N pairs, or the raw Â) taken by autodiff over the first N pairs at once."""
+    normalize_advantages over the N pairs, or the raw Â) taken by autodiff over the N pairs at once: the
+    first N pairs, or, for N below ``pool``, the pairs of the first chunk that ``size_masks`` selects."""
     env, state, knobs = agent
     sampling = Sampling(envs=4, steps=16, start=start)
-    grid = Grid(sizes=(10, 30, 64, 128, 192), chunk=sampling.chunk)
+    grid = Grid(sizes=(10, 30, 40, 64, 128, 192), chunk=sampling.chunk, pool=pool)
     key = jax.random.PRNGKey(3)
     est, _ = jax.jit(lambda s, k: stream(env, sampling, grid, s, knobs, k, normalize))(state, key)
+    masks = np.asarray(size_masks(grid, key))
 
     @jax.jit
     def direct(state, key):
@@ -95,12 +97,15 @@ def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, norm
         pairs = jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
         flat, unravel = ravel_pytree(state.policy)
         out = []
-        for n in grid.sizes:
-            adv = normalize_advantages(pairs.advantage[:n]) if normalize else pairs.advantage[:n]
+        for g, n in enumerate(grid.sizes):
+            keep = np.flatnonzero(masks[g]) if n < pool else np.arange(n)
+            assert keep.size == n
+            taken = jax.tree.map(lambda x, keep=keep: x[keep], pairs)
+            adv = normalize_advantages(taken.advantage) if normalize else taken.advantage
 
-            def objective(theta, n=n, adv=adv):
-                mean, log_std = networks.policy_apply(unravel(theta), pairs.obs[:n], knobs)
-                log_prob = networks.gaussian_log_prob(mean, log_std, pairs.action[:n])
+            def objective(theta, taken=taken, adv=adv):
+                mean, log_std = networks.policy_apply(unravel(theta), taken.obs, knobs)
+                log_prob = networks.gaussian_log_prob(mean, log_std, taken.action)
                 return surrogate(probability_ratio(log_prob, jax.lax.stop_gradient(log_prob)), adv)
 
             out.append(jax.grad(objective)(flat))
@@ -108,6 +113,40 @@ def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, norm
 
     for i, (n, g) in enumerate(zip(grid.sizes, direct(state, key))):
         assert float(jnp.linalg.norm(est[i] - g) / jnp.linalg.norm(g)) < 1e-5, n
+
+
+def test_sizes_below_the_batch_are_uniform_draws_from_the_whole_batch():
+    """A chunk of E = 8 environments × T = 256 steps from reset, pairs environment-major (pair p is step
+    p mod T of its segment), the first batch (pool) its first 4 segments, 1,024 pairs. Each size N below the
+    pool keeps exactly N of the pool's pairs, nested; 1,536 (≥ the pool) keeps the first 1,536 pairs.
+
+    The kept pairs' time since reset has the whole batch's mean (T − 1)/2 = 127.5 at every N, where the
+    first N pairs' would be (N − 1)/2 (4.5 at N = 10). Worked out: N pairs drawn without replacement from
+    P = 1,024 whose t is uniform on 0 … T − 1 (σ² = (T² − 1)/12 = 5,461.25) have a mean of variance
+    σ²/N · (P − N)/(P − 1); over S = 1,000 streams the average's standard error is that over S (0.74 at
+    N = 10, 0.07 at N = 1,000). Asserted within 5 standard errors (false-failure rate ≈ 6e-7 each, the mean
+    of 1,000 independent draws being close to normal)."""
+    E, T, S = 8, 256, 1000
+    grid = Grid(sizes=(10, 100, 1000, 1536, 2048), chunk=E * T, pool=4 * T)
+    masks = np.asarray(jax.jit(jax.vmap(lambda k: size_masks(grid, k)))(
+        jax.random.split(jax.random.PRNGKey(0), S)))                               # [S, M, C]
+    assert masks.shape == (S, 5, E * T)                                            # 4 sizes in the chunk + whole
+    counts = masks.sum(-1)
+    assert np.all(counts == np.array([10, 100, 1000, 1536, 2048]))
+    assert not masks[:, :3, 4 * T:].any()                                          # drawn from the pool only
+    assert np.all(masks[:, :-1] <= masks[:, 1:])                                   # nested
+    assert np.all(masks[:, 3] == (np.arange(E * T) < 1536))                        # at or above the pool: prefix
+    t = np.arange(E * T) % T
+    P, var_t = 4 * T, (T ** 2 - 1) / 12
+    for g, n in enumerate((10, 100, 1000)):
+        mean_t = (masks[:, g] * t).sum(-1) / n                                     # per stream
+        se = math.sqrt(var_t / n * (P - n) / (P - 1) / S)
+        assert abs(mean_t.mean() - (T - 1) / 2) < 5 * se, (n, mean_t.mean(), se)
+    assert not np.array_equal(masks[0, 0], masks[1, 0])                            # each stream its own draw
+    assert np.array_equal(np.asarray(size_masks(Grid(sizes=(10, 2048), chunk=E * T), jax.random.PRNGKey(0))),
+                          np.arange(E * T)[None] < np.array([[10], [E * T]]))      # pool 0: prefixes
+    with pytest.raises(ValueError, match="pool must be between 0 and the chunk"):
+        Grid(sizes=(10,), chunk=64, pool=65)
 
 
 def test_masked_chunk_sums_select_the_first_pairs(agent):
@@ -163,6 +202,109 @@ def test_unbiased_estimator_converges_to_the_exact_gradient_at_the_1_over_N_rate
     assert 16 < mse[0] / mse[-1] < 256, mse
 
 
+# --- the true gradient's own convergence ---------------------------------------------------------------
+
+def test_the_truth_ceiling_from_its_split_half_cosine():
+    """Closed forms of c = √(kρ/(1 + (k − 1)ρ)), k = R/⌊R/2⌋: ρ = 0.5 with R = 10 (k = 2): √(2/3); with
+    R = 3 (k = 3): √(1.5/2) = √0.75; ρ = 1: 1; ρ ≤ 0: 0; R = 1: no split (NaN).
+
+    A constructed case where the answer is closed form: stream j's gradient is g + ε_j, |g| = 1, ε_j
+    isotropic Gaussian in P = 200,000 dimensions with E|ε_j|² = v = 4. The halves (the first ⌊R/2⌋ streams,
+    the next ⌊R/2⌋) have noise v/⌊R/2⌋ and the truth (all R) v/R, so the truth's cosine to g is
+    1/√(1 + v/R) (0.8452 at R = 10, 0.6547 at R = 3): c from the halves' cosine must give it. Every cosine
+    here fluctuates by about √(v/P) ≈ 0.0045 at most, so the tolerance 0.02 is over 4 standard deviations."""
+    from pg_diag.diagnostics.gradients import truth_ceiling
+
+    assert truth_ceiling(0.5, 10) == pytest.approx(math.sqrt(2 / 3))
+    assert truth_ceiling(0.5, 3) == pytest.approx(math.sqrt(0.75))
+    assert truth_ceiling(np.array([1.0, 0.0, -0.3]), 4).tolist() == [1.0, 0.0, 0.0]
+    assert math.isnan(truth_ceiling(0.7, 1))
+    rng = np.random.default_rng(0)
+    P, v = 200_000, 4.0
+    g = rng.standard_normal(P)
+    g /= np.linalg.norm(g)
+    cos = lambda a, b: a @ b / (np.linalg.norm(a) * np.linalg.norm(b))  # noqa: E731
+    for R in (10, 3):
+        streams = g + rng.standard_normal((R, P)) * math.sqrt(v / P)
+        m = R // 2
+        rho = cos(streams[:m].mean(0), streams[m:2 * m].mean(0))
+        truth = streams.mean(0)
+        assert truth_ceiling(rho, R) == pytest.approx(1 / math.sqrt(1 + v / R), abs=0.02), R
+        assert truth_ceiling(rho, R) == pytest.approx(cos(truth, g), abs=0.02), R
+
+
+def test_the_split_half_cosine_is_that_of_the_truth_streams_halves(agent):
+    """Worked by a second method: R = 5 truth streams (after K = 2 estimate streams, subject key
+    fold_in(key, i) for stream i) run one by one with ``stream``; their sums combined by the parallel
+    formulas in float64 (N = Σnᵢ, μ = Σnᵢμᵢ/N, M2 = Σ[M2ᵢ + nᵢ(μᵢ − μ)²]), not by ``merge``; the halves are
+    streams 2–3 and 4–5 (⌊5/2⌋ = 2 each, stream 6 in the truth only)."""
+    from pg_diag.diagnostics import gradients as gr
+    from pg_diag.objectives import ADV_EPS
+
+    env, state, knobs = agent
+    sampling = Sampling(envs=4, steps=16, start="reset")
+    grid = Grid(sizes=(10, 64, 128), chunk=sampling.chunk, pool=sampling.chunk)
+    r = gr.Resolved(sampling=sampling, grid=grid, estimates=2, truth_streams=5, normalize=True, exact=False,
+                    batch_size=64, own=sampling)
+    key = jax.random.PRNGKey(11)
+    out = jax.jit(gr.subject_program(env, r))(state, knobs, key)
+    one = jax.jit(lambda k: stream(env, sampling, grid, state, knobs, k, True)[1])
+    sums = [jax.tree.map(lambda x: np.asarray(x, np.float64), one(jax.random.fold_in(key, i))) for i in range(2, 7)]
+
+    def combined(parts):
+        n = sum(p.n for p in parts)
+        mu = sum(p.n * p.mean for p in parts) / n
+        m2 = sum(p.m2 + p.n * (p.mean - mu) ** 2 for p in parts)
+        return (sum(p.adv_score for p in parts) - mu * sum(p.score for p in parts)) / (
+            n * (math.sqrt(m2 / (n - 1)) + ADV_EPS))
+
+    a, b, truth = combined(sums[:2]), combined(sums[2:4]), combined(sums)
+    assert r.half_streams == 2 and r.true_ratio == 5.0
+    assert float(out["split_half"]) == pytest.approx(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), abs=1e-5)
+    assert float(out["true_norm"]) == pytest.approx(np.linalg.norm(truth), rel=1e-4)
+
+
+def test_the_split_half_cosine_predicts_the_truths_cosine_to_the_exact_gradient():
+    """On the linear-quadratic task with a linear policy, exact advantages, no normalization and stationary
+    sampling (burn-in 300: p^300 ≈ 2e-3), the truth is unbiased for ∇J up to the factor (1 − p) (see the
+    1/N test), so its cosine to the exact ∇J measures its own noise — what the split-half cosine ρ is
+    meant to estimate. With 4 parameters the concentration behind the ceiling formula fails, but its small-
+    noise limit holds in any dimension (gradients.truth_ceiling): E[1 − ρ] = 2k·E[1 − cos(truth, ∇J)], k = 2
+    for R = 10 truth streams (here 1 − ρ ≈ 0.05, so the truth's cosine to ∇J is ≈ 0.99).
+
+    Over M = 200 replicates (K = 2, R = 10 streams of 8 × 256 pairs each), log(mean(1 − ρ)/mean(1 − cos))
+    must be within 5 standard errors (delta method over the paired replicates; ≈ 0.1 here, false-failure
+    rate ≈ 6e-7 for a normal ratio) plus mean(1 − ρ) (the relative size of the next order, ≈ 5/8·x for
+    isotropic noise, x = 1/ρ − 1) of log 4. Were the ceiling √ρ (1 − √ρ ≈ (1 − ρ)/2: ratio 2) or ρ itself
+    (ratio 1), or the halves not independent, the ratio would sit log 2 = 0.69 or more away, beyond that
+    bound."""
+    from pg_diag.diagnostics import gradients as gr
+
+    cfg = preset("ppo", "lqr")
+    trainer = make_train(cfg.static)
+    knobs = cfg.knobs.as_arrays()
+    state = trainer.init(seed_key(1), knobs)
+    policy = {**state.policy, "layers": [{"w": jnp.array([[-1.5], [-0.4]]), "b": jnp.array([0.2])}],
+              "log_std": jnp.array([-0.5])}
+    obs = RunningStat.from_moments(101, jnp.array([0.1, -0.2]), jnp.array([100.0, 25.0]))
+    state = state.replace(policy=policy, filters=state.filters.replace(obs=obs))
+    sampling = Sampling(envs=8, steps=256, start="stationary", burn_in=300, advantages="exact")
+    grid = Grid(sizes=(sampling.chunk,), chunk=sampling.chunk, pool=sampling.chunk)
+    r = gr.Resolved(sampling=sampling, grid=grid, estimates=2, truth_streams=10, normalize=False, exact=True,
+                    batch_size=sampling.chunk, own=sampling)
+    M = 200
+    out = jax.jit(jax.vmap(lambda k: gr.subject_program(trainer.env, r)(state, knobs, k)))(
+        jax.random.split(jax.random.PRNGKey(0), M))
+    d_split = 1 - np.asarray(out["split_half"], np.float64)
+    d_true = 1 - np.asarray(out["true_to_exact"], np.float64)
+    a, b = d_split.mean(), d_true.mean()
+    cov = np.cov(np.stack([d_split, d_true])) / M
+    se = math.sqrt(cov[0, 0] / a ** 2 + cov[1, 1] / b ** 2 - 2 * cov[0, 1] / (a * b))
+    assert a < 0.1, a                                                   # the small-noise regime
+    assert abs(math.log(a / b) - math.log(4)) < 5 * se + a, (a, b, se)
+    assert 5 * se + a < math.log(2)                                     # the test tells ratio 4 from 2
+
+
 # --- the studies -------------------------------------------------------------------------------------
 
 def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
@@ -179,6 +321,14 @@ def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
     assert len(both.pairs) == 6 * len(sizes) * 3 and len(both.estimates) == 6 * len(sizes) * 3
     assert np.all(np.abs(both.pairs.cosine) <= 1 + 1e-5) and np.all(np.abs(both.estimates.to_true) <= 1 + 1e-5)
     assert both.estimates.to_exact.isna().all()  # point_mass has no closed form
+    # the truth: 8,192 pairs = R = 2 streams of 4 chunks of 1,024, twice the largest N (4,096), split 1 + 1
+    resolved = both.manifest["resolved"]
+    assert (resolved["true_pairs"], resolved["true_ratio"], resolved["true_ratio_required"]) == (8192, 2.0, 10)
+    assert (resolved["half_streams"], resolved["subset_pool"]) == (1, 1024)
+    subs = both.subjects
+    assert np.all(subs.true_ratio == 2.0) and np.all(np.abs(subs.truth_split_half) <= 1 + 1e-5)
+    rho = subs.truth_split_half.to_numpy()
+    np.testing.assert_allclose(subs.truth_ceiling, np.sqrt(np.clip(2 * rho / (1 + rho), 0, 1)), rtol=1e-6)
     assert list(both.subjects.statistics_warmed) == [True, False] * 3  # iteration 0 has empty statistics
     loaded = load_gradient_study([runs["ppo"], runs["trpo"]])
     assert loaded.curves("true").equals(both.curves("true"))

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from pg_diag.diagnostics import engine, gradients, tables
+from pg_diag.diagnostics.sizes import TRUE_RATIO
 from pg_diag.diagnostics.subjects import compile_and_run, load_subjects
 
 NAME = "gradients"
@@ -31,7 +32,8 @@ class GradientStudy:
     manifest: dict
     pairs: object      # DataFrame: KEYS, n, i, j, cosine (i < j)
     estimates: object  # DataFrame: KEYS, n, k, norm, to_true, to_exact
-    subjects: object   # DataFrame: KEYS, diverged, statistics_warmed, true_norm, exact_norm, true_to_exact
+    subjects: object   # DataFrame: KEYS, diverged, statistics_warmed, true_norm, exact_norm, true_to_exact,
+    #                    true_pairs, true_ratio, truth_split_half, truth_ceiling (see _frames)
 
     @property
     def batch_size(self) -> int:
@@ -77,7 +79,11 @@ def _measure_all(planned, settings, verbose) -> engine.Measured:
     resolved = {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
                 "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
                 "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
-                "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective}
+                "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective,
+                # how the truth compares with the estimates (CL Fig 3: ≥ TRUE_RATIO × the largest N) and where
+                # sizes below the batch draw their pairs from
+                "true_ratio": r.true_ratio, "true_ratio_required": TRUE_RATIO, "half_streams": r.half_streams,
+                "subset_pool": r.grid.pool}
     return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
                            resolved=resolved, timings=timings)
 
@@ -97,8 +103,10 @@ def _measure(subjects, settings, statics, verbose):
         "the study", f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
                      f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
     if verbose:
+        truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
+                 f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
         print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
-              f"{f' + a true gradient from {r.true_pairs:,} pairs' if r.truth_streams else ''}; "
+              f"{truth}; "
               f"{gradients.pairs_total(r, len(subjects)):,} pairs in chunks of {r.sampling.envs} envs × "
               f"{r.sampling.steps} steps ({r.sampling.start}); objective: {r.objective}", flush=True)
     keys = gradients.subject_keys(settings.seed, subjects.rows)
@@ -108,16 +116,25 @@ def _measure(subjects, settings, statics, verbose):
 
 
 def _frames(subjects, r: gradients.Resolved, out) -> dict:
+    """The tables. Per subject, beside the truth's norm and cosine to ∇J (``true_to_exact``, LQR only):
+    ``true_pairs`` and ``true_ratio`` (the truth's pairs, and them over the largest N), ``truth_split_half``
+    (the cosine between the truth's two halves of ⌊R/2⌋ streams; NaN for R < 2) and ``truth_ceiling`` (the
+    truth's own cosine to g estimated from it, the ceiling of the cosines to the truth:
+    :func:`gradients.truth_ceiling`)."""
     import pandas as pd
 
     sizes, K = list(r.grid.sizes), r.estimates
     iu, ju = np.triu_indices(K, 1)
     pairs, ests, subs = [], [], []
+    split = np.asarray(out["split_half"], np.float64)
+    ceiling = gradients.truth_ceiling(split, r.truth_streams)
     for s, row in enumerate(subjects.rows):
         diverged = bool(np.asarray(subjects.states.diverged)[s])
-        subs.append({**row, "diverged": diverged, "statistics_warmed": bool(out["warmed"][s]), "true_norm": float(out["true_norm"][s]),
-                     "exact_norm": float(out["exact_norm"][s]), "true_to_exact": float(out["true_to_exact"][s]),
-                     "true_pairs": r.true_pairs})
+        subs.append({**row, "diverged": diverged, "statistics_warmed": bool(out["warmed"][s]),
+                     "true_norm": float(out["true_norm"][s]), "exact_norm": float(out["exact_norm"][s]),
+                     "true_to_exact": float(out["true_to_exact"][s]), "true_pairs": r.true_pairs,
+                     "true_ratio": r.true_ratio, "truth_split_half": float(split[s]),
+                     "truth_ceiling": float(ceiling[s])})
         for g, n in enumerate(sizes):
             cos = out["pairwise"][s, g]
             pairs.append(pd.DataFrame({**row, "n": n, "i": iu, "j": ju, "cosine": cos[iu, ju]}))

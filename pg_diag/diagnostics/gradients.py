@@ -4,10 +4,21 @@ For every subject (an agent at a checkpointed iteration) the program runs
 K + R independent streams of the frozen policy (:mod:`.sampling`), all
 vmapped together, and streams the sums of :mod:`.streaming` through them:
 
-* the K *estimate* streams give ĝ_N at every N of the grid (prefixes of one
-  stream, so the grid is nested);
+* the K *estimate* streams give ĝ_N at every N of the grid, nested within a
+  stream: at and above the algorithm's batch size B, N is the stream's first
+  N pairs (whole batches, the first one the algorithm's own batch); below B,
+  N pairs drawn uniformly at random from the stream's first whole batch,
+  advantages computed on the whole batch (:mod:`.streaming`, ``Grid.pool``).
+  So every estimate's states are distributed as in the algorithm's batch and
+  only the count changes with N; a smaller N's pairs are among a larger N's;
 * the R *truth* streams are merged into one "true" gradient from
-  R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates;
+  R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates.
+  CL Fig 3 takes it from ten million pairs against estimates up to 1e6: the
+  scales ask :data:`~.sizes.TRUE_RATIO` × the largest N or more, and the
+  ratio reached is recorded (``true_ratio``). Its own convergence is measured
+  by the split-half cosine (:func:`truth_ceiling`): the truth streams split
+  into two halves of ⌊R/2⌋ streams, the cosine between the halves' merged
+  gradients;
 * on the linear-quadratic task with a linear policy, ∇J of the reported return
   (γ = 1) is computed exactly from the closed forms.
 
@@ -24,7 +35,8 @@ estimate for any other.
 
 Per subject and N it returns the K×K matrix of pairwise cosines (CL Fig 2 is
 the mean over the K(K−1)/2 pairs), each estimate's cosine to the true gradient
-(Fig 3) and to ∇J, and the estimates' norms. Everything is reduced in the
+(Fig 3) and to ∇J, and the estimates' norms; per subject the truth's norm, its
+split-half cosine and its cosine to ∇J. Everything is reduced in the
 program: host memory does not grow with N or with the parameter count.
 """
 
@@ -34,13 +46,14 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
                                          independent_burn_in, needs_warmup, start_carry)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
-from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
+from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES, TRUE_RATIO
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 
@@ -58,7 +71,7 @@ class GradientSettings:
 
     sizes: tuple = PAPER_SIZES["gradients"]     # the N of the estimates (state–action pairs)
     estimates: int = 10            # K independent estimates at every N
-    true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL: 1e6 or 1e7)
+    true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL Fig 3: 1e7, TRUE_RATIO × N ≤ 1e6)
     envs: int = 0                  # environments per stream (0: the run's num_envs, a chunk is one batch; wider on MJX)
     steps: int = 0                 # steps per environment per chunk (0: the run's steps_per_env)
     start: str = "algorithm"       # "algorithm" (the run's own: reset or checkpoint) or one of STARTS
@@ -72,7 +85,12 @@ class GradientSettings:
     resamples: int = 500           # bootstrap resamples of the confidence intervals
 
     def check(self) -> None:
-        """Errors name the value and what is allowed; raised before anything compiles."""
+        """Errors name the value and what is allowed; raised before anything compiles.
+
+        A true gradient from fewer than :data:`~.sizes.TRUE_RATIO` × the largest N (but at least the
+        largest N) is allowed — a cheap look — and recorded: the study's ``true_ratio`` (manifest and
+        subjects table) says how many times the largest N the truth holds, so a report can decline to
+        judge the estimates against a truth barely better than they are."""
         sizes = tuple(self.sizes)
         require(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
              f"sizes must be a non-empty list of integers, got {self.sizes!r}")
@@ -112,6 +130,16 @@ class Resolved:
     def true_pairs(self) -> int:
         return self.truth_streams * self.grid.num_chunks * self.grid.chunk
 
+    @property
+    def true_ratio(self) -> float:
+        """The truth's pairs over the largest N (0 without a truth)."""
+        return self.true_pairs / self.grid.sizes[-1]
+
+    @property
+    def half_streams(self) -> int:
+        """Truth streams in each half of the split-half cosine (⌊R/2⌋; 0: no split, R < 2)."""
+        return self.truth_streams // 2
+
 
 def resolve(settings: GradientSettings, statics: list) -> Resolved:
     """Fill the run-dependent defaults and check they agree across the runs."""
@@ -141,7 +169,9 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
     sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=burn_in, advantages=settings.advantages,
                         per_iteration=first.steps_per_env if start == "independent" else 0)
     requested = tuple(settings.sizes) + ((batch,) if settings.with_batch_size else ())
-    grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk)
+    # sizes below the batch are drawn from the stream's first batch (at most its first chunk), not its first
+    # steps: only the count of pairs changes with N, not their states (CL §5.1, Figs 2/3)
+    grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk, pool=min(batch, sampling.chunk))
     stream_pairs = grid.num_chunks * grid.chunk
     truth = -(-settings.true_pairs // stream_pairs) if settings.true_pairs else 0
     own = algorithm_sampling(first)
@@ -183,6 +213,33 @@ def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lam
 
 def _unit(x, axis=-1):
     return x / jnp.maximum(jnp.linalg.norm(x, axis=axis, keepdims=True), 1e-30)
+
+
+def truth_ceiling(split_half, truth_streams: int):
+    """The cosine of the true gradient itself to g, estimated from its split-half cosine ρ (NaN without a
+    split): c = √(kρ / (1 + (k − 1)ρ)), k = R/⌊R/2⌋ (2 for an even R), 0 for ρ ≤ 0.
+
+    Why. The truth from T pairs is ĝ_T = g + e, g the expected gradient, e zero-mean noise with
+    E|e|² = σ²/T. Its two halves of ⌊R/2⌋ streams (T_h = T/k pairs each) are h_i = g + e_i, independent.
+    With many parameters, g·e_i and e_1·e_2 are small against |g|² and |e_i|² ≈ σ²/T_h, so
+    ρ = cos(h_1, h_2) ≈ |g|²/(|g|² + σ²/T_h): x = σ²/(T_h|g|²) = 1/ρ − 1. The full truth has noise σ²/T =
+    σ²/(k T_h), so cos(ĝ_T, g)² ≈ 1/(1 + x/k) = kρ/(1 + (k − 1)ρ) (the Spearman–Brown formula; k = 2:
+    2ρ/(1 + ρ)). With few parameters the concentration fails, but for small noise both sides depend only on
+    the noise across g: 1 − cos(g + a, g + b) ≈ |a⊥ − b⊥|²/(2|g|²), so E[1 − ρ] ≈ E|e_h⊥|²/|g|² and
+    E[1 − cos(ĝ_T, g)] ≈ E|e_h⊥|²/(2k|g|²) = E[1 − ρ]/(2k) — the formula's own small-noise limit, in any
+    dimension.
+
+    What it bounds. An estimate ĝ_N independent of the truth has, by the same argument,
+    cos(ĝ_N, ĝ_T) ≈ cos(ĝ_N, g)·c: even an estimate equal to g would show only c against the truth, so c is
+    the ceiling of fig-grad-true's curves, and 1 − c the part of their distance to 1 that is the truth's
+    own noise."""
+    rho = np.asarray(split_half, np.float64)
+    half = truth_streams // 2
+    if not half:
+        return np.full_like(rho, np.nan)
+    k = truth_streams / half
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.clip(k * rho / (1.0 + (k - 1.0) * rho), 0.0, 1.0))
 
 
 def objective_extra(env, static, own: Sampling, agent, knobs, key) -> jax.Array:
@@ -229,14 +286,27 @@ def subject_program(env, r: Resolved, static=None):
         nan_gk = jnp.full(est_k.shape[:2], jnp.nan).T
         out = {"pairwise": jnp.einsum("kgp,lgp->gkl", unit, unit), "norm": jnp.linalg.norm(est_k, axis=-1).T,
                "to_true": nan_gk, "to_exact": nan_gk, "true_to_exact": jnp.float32(jnp.nan),
-               "true_norm": jnp.float32(jnp.nan), "exact_norm": jnp.float32(jnp.nan), "warmed": warmed}
+               "true_norm": jnp.float32(jnp.nan), "exact_norm": jnp.float32(jnp.nan), "warmed": warmed,
+               "split_half": jnp.float32(jnp.nan)}
         truth = None
         if r.truth_streams:
-            total = GradSums.zeros(est.shape[-1])
-            for i in range(r.estimates, r.estimates + r.truth_streams):
-                total = merge(total, jax.tree.map(lambda x: x[i], sums))
+            def merged(first, count):  # the sums of truth streams first … first + count − 1
+                total = GradSums.zeros(est.shape[-1])
+                for i in range(r.estimates + first, r.estimates + first + count):
+                    total = merge(total, jax.tree.map(lambda x: x[i], sums))
+                return total
+
+            # the truth's own convergence: two disjoint halves of ⌊R/2⌋ streams (truth_ceiling); with R odd
+            # the last stream is in the truth only
+            h = r.half_streams
+            halves = (merged(0, h), merged(h, h)) if h else ()
+            total = merge(merge(*halves), merged(2 * h, r.truth_streams - 2 * h)) if h else merged(
+                0, r.truth_streams)
             truth = estimate(total, r.normalize) + extra
             out.update(to_true=jnp.einsum("kgp,p->gk", unit, _unit(truth)), true_norm=jnp.linalg.norm(truth))
+            if h:
+                a, b = (_unit(estimate(x, r.normalize) + extra) for x in halves)
+                out.update(split_half=a @ b)
         if exact_grad is not None:
             out.update(to_exact=jnp.einsum("kgp,p->gk", unit, _unit(exact_grad)),
                        exact_norm=jnp.linalg.norm(exact_grad))

@@ -19,6 +19,19 @@ rounding; ``tests/test_diagnostics.py`` checks it). Each chunk costs one
 forward pass and two VJPs (cotangents Â and 1), never a per-sample gradient.
 
 Unnormalized (``normalize=False``): ĝ_N = S_Â∇ / N.
+
+Which N pairs (:class:`Grid`): a size N at or above ``pool`` is the stream's
+first N pairs (within the first chunk, or whole chunks). A size below
+``pool`` is N pairs drawn uniformly at random, without replacement, from the
+stream's first ``pool`` pairs — with ``pool`` the algorithm's batch, from one
+whole batch, its advantages computed on the whole batch as the algorithm
+computes them — so only the count changes with N, not the states: a prefix
+shorter than a segment would hold only a segment's first steps (CL §5.1
+compares estimates at each N from the distribution the algorithm samples).
+The draws are nested: the N pairs of a smaller size are among those of a
+larger one (the first N of one random order of the pool's pairs), and every
+size at or above ``pool`` contains the whole pool. ``pool=0`` keeps prefixes
+at every size.
 """
 
 from __future__ import annotations
@@ -99,13 +112,24 @@ def chunk_sums(policy, knobs, chunk: Chunk, masks: jax.Array) -> GradSums:
     return sums if chunk.advantage.ndim == 2 else jax.tree.map(lambda x: x[:, 0], sums)
 
 
+#: fold_in data of the key that orders the pool's pairs (a stream's chunk keys are split from its key)
+SUBSET_KEY = 0x5B5E7
+
+
 @dataclasses.dataclass(frozen=True)
 class Grid:
     """The nested sample sizes of one stream (static). Sizes below one chunk are
-    exact (masked sums of the first chunk); larger sizes are whole chunks."""
+    exact (masked sums of the first chunk); larger sizes are whole chunks. Sizes
+    below ``pool`` (at most a chunk) are uniform random draws from the first
+    ``pool`` pairs, the others prefixes (see the module docstring)."""
 
     sizes: tuple   # the N of every estimate, increasing
     chunk: int     # pairs per chunk
+    pool: int = 0  # sizes below it are drawn at random from the stream's first `pool` pairs (0: prefixes)
+
+    def __post_init__(self):
+        if not 0 <= self.pool <= self.chunk:
+            raise ValueError(f"Grid pool must be between 0 and the chunk ({self.chunk} pairs), got {self.pool}")
 
     @property
     def num_chunks(self) -> int:
@@ -120,6 +144,24 @@ class Grid:
     def whole(self) -> tuple:
         """Sizes that end at a chunk boundary, as the index of that chunk."""
         return tuple(n // self.chunk - 1 for n in self.sizes if n >= self.chunk)
+
+
+def first_chunk_order(grid: Grid, key) -> jax.Array:
+    """[chunk] int32: each pair of the first chunk's place in the order the sizes take pairs in — a size N
+    keeps the pairs whose place is below N. The pool's pairs get a uniformly random permutation of
+    0 … pool − 1 (a uniform permutation's inverse is uniform), the rest their own position."""
+    position = jnp.arange(grid.chunk, dtype=jnp.int32)
+    if not grid.pool:
+        return position
+    ranks = jax.random.permutation(key, grid.pool).astype(jnp.int32)
+    return position.at[:grid.pool].set(ranks)
+
+
+def size_masks(grid: Grid, key) -> jax.Array:
+    """[M, chunk] bool: the first chunk's pairs each size of ``grid.partial`` keeps, then the whole chunk
+    (``key``: the stream's key, as :func:`stream` takes it)."""
+    cuts = jnp.asarray(grid.partial + (grid.chunk,), jnp.int32)
+    return first_chunk_order(grid, jax.random.fold_in(key, SUBSET_KEY))[None, :] < cuts[:, None]
 
 
 def snap_sizes(requested, chunk: int) -> tuple:
@@ -144,7 +186,8 @@ def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bo
     chunk is sampled once and costs one VJP per head plus one shared, not a rollout per head.
 
     Chunk c is sampled with key fold_in(key, c): a stream's first N pairs do not
-    depend on how long it runs or on the other sizes asked for."""
+    depend on how long it runs or on the other sizes asked for; nor does the random
+    order sizes below ``grid.pool`` draw in (:func:`size_masks`)."""
     single = heads is None
     if single:
         heads = ((sampling.advantages, agent.value, normalize),)
@@ -153,8 +196,8 @@ def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bo
     size, count = ravel_pytree(agent.policy)[0].shape[0], len(heads)
     k_start, k_chunks = jax.random.split(key)
     carry = start_carry(env, sampling, agent, knobs, k_start)
-    cuts = jnp.asarray(grid.partial + (grid.chunk,), jnp.int32)
-    first_masks = jnp.arange(grid.chunk)[None, :] < cuts[:, None]      # [M, C]
+    first_masks = size_masks(grid, key)                                   # [M, C]
+    cuts = first_masks.shape[0]
     whole_index = jnp.asarray(grid.whole, jnp.int32).reshape(-1)
 
     def estimates(s: GradSums):  # [H]-stacked sums -> [H, P], each head normalized as asked
@@ -166,7 +209,7 @@ def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bo
                                     advantage_heads)
         # Only the first chunk needs the masked sums of the sizes that end inside it.
         sums = jax.lax.cond(c == 0, lambda: chunk_sums(agent.policy, knobs, chunk, first_masks),
-                            lambda: jax.tree.map(lambda x: jnp.repeat(x, cuts.shape[0], axis=0),
+                            lambda: jax.tree.map(lambda x: jnp.repeat(x, cuts, axis=0),
                                                  chunk_sums(agent.policy, knobs, chunk, first_masks[-1:])))
         if grid.partial:
             partial = jnp.where(c == 0, jax.vmap(estimates)(jax.tree.map(lambda x: x[:-1], sums)), partial)
