@@ -83,23 +83,23 @@ def test_monte_carlo_landscape_matches_the_exact_j_within_its_ci(study, runs):
 def test_lengths_and_pairs_used_match_the_lqr_geometric_length(study):
     """The LQR task ends an episode with probability 1 − p = 0.02 after every step whatever the policy (and
     at 10,000 steps, with probability 0.98^10000 ≈ 1e-88): L ~ Geometric(0.02), E[L] = 50, SD(L) = √p/(1−p)
-    ≈ 49.5. L̂ (100 episodes) and every point's pairs per episode at both sizes equal 50 within 4.5 SE
-    (19 comparisons: false-failure rate below 19 × 6.8e-6 ≈ 1.3e-4); L̂'s reported SE is SD(L)/√100 within
-    60 %, the scale check a standard deviation from 100 draws allows (the geometric's kurtosis is 9, so
-    the sample SD's relative SE is about √(8/400) ≈ 0.14 and 60 % is over 4 of them);
+    ≈ 49.5. L̂ (256 episodes) and every point's pairs per episode at both sizes equal 50 within 4.5 SE
+    (19 comparisons: false-failure rate below 19 × 6.8e-6 ≈ 1.3e-4); L̂'s reported SE is SD(L)/√256 within
+    40 %, the scale check a standard deviation from 256 draws allows (the geometric's kurtosis is 9, so
+    the sample SD's relative SE is about √(8/(4·256)) ≈ 0.09 and 40 % is over 4 of them);
     each point ran round(N / L̂) episodes; the step's norm over the random direction's is recorded."""
     mean_l, sd_l = 50.0, np.sqrt(0.98) / 0.02
     p = study.planes.iloc[0]
-    assert p.length_episodes == 100
-    assert abs(p.mean_length - mean_l) < 4.5 * sd_l / 10
-    assert p.mean_length_se == pytest.approx(sd_l / 10, rel=0.6)
+    assert p.length_episodes == 256
+    assert abs(p.mean_length - mean_l) < 4.5 * sd_l / 16
+    assert p.mean_length_se == pytest.approx(sd_l / 16, rel=0.4)
     assert p.random_norm == 0.05 and p.step_norm_ratio == pytest.approx(p.step_norm / 0.05)
     r = study.returns
     assert (r.episodes == np.round(r.n / p.mean_length)).all()
     per_episode = r.pairs / r.episodes
     assert (np.abs(per_episode - mean_l) < 4.5 * sd_l / np.sqrt(r.episodes)).all(), r[["n", "episodes", "pairs"]]
     resolved = study.manifest["resolved"]
-    assert resolved["random_norm"] == 0.05 and resolved["length_episodes"] == 100
+    assert resolved["random_norm"] == 0.05 and resolved["length_episodes"] == 256
     assert "from reset to its own end" in resolved["estimator"]
 
 
@@ -297,13 +297,19 @@ def test_length_estimate_and_returns_are_unbiased_where_the_in_batch_mean_is_sho
 
 
 def test_the_stream_bound_covers_the_length_episodes():
-    """The streams' chunk bound lets every one of ``length_episodes`` episodes reach the time limit, even
-    where they outnumber the largest size's: ⌈m / envs⌉ episodes per environment × 10,000 steps (LQR)."""
+    """The streams' chunk bound lets the length stream's episodes (one per environment) reach the time limit
+    (LQR: 10,000 steps, 40 chunks of 250), however few pairs a point asks for; the memory estimate counts
+    the length stream's environments where they outnumber the grid's."""
     from pg_diag import preset
 
     static = preset("ppo", "lqr").static
-    r = ls.resolve(ls.LandscapeSettings(sizes=(64,), envs=4, length_episodes=1000, chunk_steps=250), [static])
-    assert r.length_episodes == 1000 and r.max_chunks >= 250 * 10_000 // 250
+    r = ls.resolve(ls.LandscapeSettings(points=2, sizes=(4,), envs=4, length_episodes=1000, chunk_steps=250),
+                   [static])
+    assert r.length_episodes == 1000 and r.max_chunks * r.chunk_steps >= 10_000
+    # 4 points × 4 environments: 2 or 16 length episodes cost nothing more, 516 and 1000 linearly more
+    wide, mid, grid, narrow = (ls.memory_estimate(static, dataclasses.replace(r, length_episodes=m), 1, 2, 1, 4,
+                                                  "vmap") for m in (1000, 516, 16, 2))
+    assert narrow == grid < mid < wide and (wide - mid) * (516 - 16) == (mid - grid) * (1000 - 516)
 
 
 def test_a_plan_too_large_splits_itself_before_it_refuses():

@@ -31,11 +31,12 @@ from N pairs has). Memory does not depend on N: streams run in chunks of
 ``chunk_steps``.
 
 L̂, the subject's mean episode length (:func:`episode_length`), is the mean
-length of ``length_episodes`` complete episodes of the subject's own policy,
-each from reset to its own end (termination or the time limit, as every
-episode of the task), their number fixed before sampling: the lengths are
-i.i.d. draws of the episode length L, so E[L̂] = E[L] exactly (no
-censoring), with standard error SD(L)/√m. The mean length of the episodes
+length of m = ``length_episodes`` complete episodes of the subject's own
+policy, m environments each run from reset to its own episode's end
+(termination or the time limit, as every episode of the task), their number
+fixed before sampling: the lengths are i.i.d. draws of the episode length L,
+so E[L̂] = E[L] exactly (no censoring), with standard error SD(L)/√m. Its
+stream is as deep as the longest of the m episodes (at most the time limit). The mean length of the episodes
 that end inside one fixed-length batch would be biased short: an episode
 longer than the batch never ends in it, and a long one is less likely to
 both start and end inside it. With a constant hazard h, batches of B steps
@@ -89,8 +90,9 @@ class LandscapeSettings:
     #                                         steps_per_env); 0 = the algorithm's own batch
     envs: int = 16                          # environments per grid point
     chunk_steps: int = 250                  # steps per environment per chunk of a return stream (memory, not N)
-    length_episodes: int = 100              # complete episodes from reset behind L̂, the subject's mean episode
-    #                                         length (n = round(N / L̂) episodes per point); SE of L̂: SD(L)/√m
+    length_episodes: int = 256              # complete episodes from reset behind L̂, the subject's mean episode
+    #                                         length (n = round(N / L̂) episodes per point), one per environment
+    #                                         of its stream; SE of L̂: SD(L)/√m
     seed: int = 0
     batching: str = "vmap"                  # subjects vmapped together, or "map": in turn (less memory)
     resamples: int = 500                    # bootstrap resamples of the sign-agreement CIs
@@ -144,7 +146,7 @@ class Resolved:
     step_envs: tuple    # environments of each step's batch (× the run's steps_per_env)
     own: Sampling       # the algorithm's own batch shape
     exact: bool         # J is closed-form (the LQR task with a linear policy)
-    length_episodes: int = 100  # complete episodes from reset behind L̂
+    length_episodes: int = 256  # complete episodes from reset behind L̂, one per environment
 
     @property
     def step_pairs(self) -> tuple:
@@ -164,9 +166,9 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
             raise DiagnosticError("the runs' batches differ in shape (num_envs, steps_per_env or "
                                   "reset_every_iteration): measure them in separate studies")
     sizes = tuple(sorted(set(int(n) for n in settings.sizes)))
-    # n ≤ N episodes (L̂ ≥ 1), each at most the time limit: a bound the loop never reaches in practice (the
-    # length stream's episodes too)
-    episodes_per_env = -(-max(sizes[-1], settings.length_episodes) // settings.envs)
+    # n ≤ N episodes (L̂ ≥ 1), each at most the time limit: a bound the loop never reaches in practice (and
+    # ≥ one episode per environment, the length stream's)
+    episodes_per_env = -(-sizes[-1] // settings.envs)
     max_chunks = min(-(-episodes_per_env * envs.episode_limit(first.task) // settings.chunk_steps), 2 ** 30)
     step_envs = []
     for n in settings.step_pairs:
@@ -253,14 +255,15 @@ def return_stream(env, r: Resolved, policy, filters, knobs, key, counts, of: str
 
 
 def episode_length(env, r: Resolved, policy, filters, knobs, key) -> ReturnSums:
-    """L̂: the mean length of ``r.length_episodes`` complete episodes of ``policy`` (filters frozen), each from
-    reset to its own end, a :class:`ReturnSums` of their lengths (``mean`` = L̂, ``m2`` for its standard
-    error). Their number is fixed before any is sampled, and consecutive episodes of an environment start
-    from independent resets, so the lengths are i.i.d. draws of the episode length and E[L̂] = E[L]
+    """L̂: the mean length of ``r.length_episodes`` complete episodes of ``policy`` (filters frozen), as many
+    environments each run from reset to its own episode's end, a :class:`ReturnSums` of their lengths
+    (``mean`` = L̂, ``m2`` for its standard error). Their number is fixed before any is sampled and every
+    one starts from its own reset, so the lengths are i.i.d. draws of the episode length and E[L̂] = E[L]
     (CL §5.3 counts a point's sample in pairs; this converts pairs to episodes without the censoring of
     the episodes that end inside a fixed-length batch, which keeps the short ones)."""
+    wide = dataclasses.replace(r, envs=r.length_episodes)     # one episode per environment
     counts = jnp.asarray([r.length_episodes], jnp.int32)
-    return jax.tree.map(lambda x: x[0], return_stream(env, r, policy, filters, knobs, key, counts, of="length"))
+    return jax.tree.map(lambda x: x[0], return_stream(env, wide, policy, filters, knobs, key, counts, of="length"))
 
 
 @struct.dataclass
@@ -368,11 +371,12 @@ def program(static, r: Resolved, batching: str = "vmap"):
 
 def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
                     batching: str) -> int:
-    """A rough upper estimate of the program's peak bytes: every grid point's chunk of transitions in flight,
-    the step batches with their activations, the plane's parameter sets."""
+    """A rough upper estimate of the program's peak bytes: every grid point's chunk of transitions in flight
+    (or the length stream's, before them, where it is wider), the step batches with their activations, the
+    plane's parameter sets."""
     per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
     streams = len(r.step_envs) * r.grid_points
-    per_subject = (streams * (r.envs * r.chunk_steps * per_pair + 2 * num_params)
+    per_subject = (max(streams * r.envs, r.length_episodes) * r.chunk_steps * per_pair + streams * 2 * num_params
                    + max(r.step_envs) * r.own.steps * per_pair * 2)
     return 4 * per_subject * (num_subjects if batching == "vmap" else 1)
 

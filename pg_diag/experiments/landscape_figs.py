@@ -107,11 +107,11 @@ def _subjects(study):
     return p.groupby(["label", "iteration", "step_pairs"], sort=True).head(1)
 
 
-def _heat(ax, grid, coords, title, cmap="viridis"):
+def _heat(ax, grid, coords, title, cmap="viridis", random_norm=None):
     im = ax.imshow(grid.T, origin="lower", extent=(coords[0], coords[-1], coords[0], coords[-1]), aspect="auto",
                    cmap=cmap)
     ax.set_xlabel("step direction (1 = the step)")
-    ax.set_ylabel("random direction")
+    ax.set_ylabel("random direction" + (f" (1 = L2 norm {random_norm:g})" if random_norm else ""))
     ax.set_title(title, fontsize=7)
     ax.figure.colorbar(im, ax=ax, fraction=0.046)
     return im
@@ -131,6 +131,7 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
         coords = np.asarray(st.manifest["resolved"]["coords"])
         subject = {"run": p.run, "agent": p.agent, "iteration": p.iteration}
         head = f"{task} {p.label} it {p.iteration}"
+        norm = p.random_norm if "random_norm" in p.index else None
         if "random_norm" in p.index:   # CL Fig 6: the step typically an order of magnitude below the random one
             head += f" (|step| / |random| = {p.step_norm / p.random_norm:.2g})"
         if concentration:
@@ -138,7 +139,8 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
                 eps = st.grid(subject, p.step_pairs, n, "episodes")
                 used = st.grid(subject, p.step_pairs, n, "pairs") if "pairs" in st.returns else np.full(1, n)
                 _heat(axes[r, c], st.grid(subject, p.step_pairs, n), coords,
-                      f"{head}: N = {n:,}\n({np.mean(eps):.0f} episodes, ~{np.mean(used):,.0f} pairs per point)")
+                      f"{head}: N = {n:,}\n({np.mean(eps):.0f} episodes, ~{np.mean(used):,.0f} pairs per point)",
+                      random_norm=norm)
         else:
             a = st.agreement()
             a = a[(a.run == p.run) & (a.agent == p.agent) & (a.iteration == p.iteration) &
@@ -148,17 +150,18 @@ def plot(target: str, studies: dict, path: str, title: str) -> str:
                     f"~{np.mean(st.grid(subject, p.step_pairs, n, 'pairs')):,.0f} pairs per point"
                     if "pairs" in st.returns else "")
             _heat(axes[r, 0], st.grid(subject, p.step_pairs), coords,
-                  f"{head}, step from {p.step_pairs:,} pairs:\ntrue return (N = {n:,}{used})")
+                  f"{head}, step from {p.step_pairs:,} pairs:\ntrue return (N = {n:,}{used})", random_norm=norm)
             sur = st.grid(subject, p.step_pairs, column="surrogate")
             _heat(axes[r, 1], sur, coords, f"surrogate; sign agreement {a.agreement:.2f} "
-                                           f"[{a.low:.2f}, {a.high:.2f}]", cmap="magma")
+                                           f"[{a.low:.2f}, {a.high:.2f}]", cmap="magma", random_norm=norm)
             bound = algorithms.get(p.algorithm).constraint
             if bound and bound.kind == "kl":   # the algorithm's KL bound as a contour
                 kl = st.grid(subject, p.step_pairs, column="kl")
                 level = p["constraint_value"] if "constraint_value" in p.index else p[bound.knob]
                 axes[r, 1].contour(coords, coords, kl.T, levels=[level], colors="w", linewidths=1)
             if cols > 2 and st.manifest["resolved"]["exact"]:
-                _heat(axes[r, 2], st.grid(subject, p.step_pairs, column="exact"), coords, "exact J (LQR)")
+                _heat(axes[r, 2], st.grid(subject, p.step_pairs, column="exact"), coords, "exact J (LQR)",
+                      random_norm=norm)
         for c in range(cols):
             if not axes[r, c].has_data():
                 axes[r, c].axis("off")
