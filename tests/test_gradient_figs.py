@@ -4,6 +4,7 @@ reusing saved measurements, and the CLI's refusals."""
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from pg_diag import preset, sweep
@@ -26,16 +27,38 @@ def runs(tmp_path_factory):
     return out
 
 
-def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs, tmp_path):
+def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs, tmp_path, monkeypatch):
     out = str(tmp_path / "study")
     first = gradient_figs.run("fig-grad-variance", out=out, runs=runs, diag=DIAG)
     assert os.path.isfile(first["figure"]) and set(first["summary"].label) == {"ppo/point_mass", "trpo/point_mass"}
     assert set(first["summary"].columns) >= {"n_at_0.5", "n_at_0.9", "at_batch_size"}
+    drawn = []  # every figure's lines (label, y) as it is saved
+    save = gradient_figs.figures.save
+    monkeypatch.setattr(gradient_figs.figures, "save", lambda fig, *a, **k: drawn.append(
+        [(line.get_label(), list(line.get_ydata())) for ax in fig.axes for line in ax.get_lines()]) or save(
+        fig, *a, **k))
     with CompileCounter() as cc:
         true = gradient_figs.run("fig-grad-true", out=out, runs=runs, diag=DIAG)  # the saved measurement
         redrawn = gradient_figs.draw("fig-grad-variance", out)
     assert cc.count == 0
     assert redrawn["summary"].equals(first["summary"]) and os.path.isfile(true["figure"])
+    # the truth's own convergence: 4,096 pairs = R = 4 streams of the largest N (the batch, 1,024), split 2 + 2
+    # (k = 2), so each subject's ceiling is √(2ρ/(1 + ρ)) of its split-half cosine ρ; the figure draws, per
+    # algorithm and checkpoint, the mean over its agents as a horizontal line, and only fig-grad-true does
+    (study,) = true["studies"].values()
+    subjects = study.subjects
+    rho = subjects.truth_split_half.to_numpy()
+    assert np.all(subjects.true_ratio == 4.0) and np.all(np.abs(rho) <= 1 + 1e-6)
+    np.testing.assert_allclose(subjects.truth_ceiling, np.sqrt(np.clip(2 * rho / (1 + rho), 0, 1)), rtol=1e-6)
+    summary = true["summary"]
+    assert set(summary.columns) >= {"true_ratio", "truth_split_half", "truth_ceiling"}
+    assert "truth_ceiling" not in redrawn["summary"]
+    ceilings = {(lab.split(":")[0], y[0]) for lab, y in drawn[0] if "truth's ceiling" in lab}
+    expected = subjects.groupby("label").truth_ceiling.mean()   # one checkpoint (iteration 1)
+    assert {lab for lab, _ in ceilings} == set(expected.index)
+    for lab, y in ceilings:
+        assert y == pytest.approx(expected[lab], abs=1e-9)
+    assert not any("truth's ceiling" in lab for lab, _ in drawn[1])
     steps = gradient_figs.run("fig-step-variance", out=out, runs=runs, diag=dict(batches=2))
     assert set(steps["summary"].columns) >= {"step_cosine", "pairwise_kl", "step_norm"}
 

@@ -13,6 +13,13 @@ On the linear-quadratic task (``lqr``) fig-grad-true also draws each
 estimate's cosine to the exact ∇J beside its cosine to the large-sample
 gradient, and the summary reports the large-sample gradient's own cosine to
 ∇J: how far the practical estimator's limit is from the true gradient.
+
+On every task fig-grad-true draws the truth's own ceiling: the cosine of the
+large-sample gradient itself to the gradient it estimates, from the split-half
+cosine of its streams (:func:`pg_diag.diagnostics.gradients.truth_ceiling`) —
+an estimate equal to that gradient would reach only this line. The summary
+reports it (``truth_ceiling``) with the split-half cosine (``truth_split_half``)
+and how many times the largest N the truth holds (``true_ratio``; CL Fig 3: 10).
 """
 
 from __future__ import annotations
@@ -33,28 +40,33 @@ STUDY = "gradients"
 TARGETS = targets.served_by("gradient_figs")
 
 
+# Every scale's true gradient holds at least TRUE_RATIO (10) × its largest N, as CL Fig 3's ten million pairs
+# against estimates up to 1e6 (CL §5.1); the study records the ratio reached (subjects' true_ratio).
 SCALES = {
     "paper": Scale(
         tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=3, overrides={"checkpoint_at": (0, 150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
-        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=1_000_000),
+        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
                   "steps": dict(batches=100)},
         description="PPO and TRPO presets, 3 agents each, checkpoints after iterations 0/150/300/450 (the LQR "
-                    "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e6 pairs; "
-                    "M = 100 steps per checkpoint."),
+                    "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs "
+                    "(CL Fig 3); M = 100 steps per checkpoint."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
-        settings={"gradients": dict(sizes=log_sizes(1e2, 1e4), estimates=10, true_pairs=100_000),
+        settings={"gradients": dict(sizes=log_sizes(1e2, 1e4), estimates=10, true_pairs=102_400),
                   "steps": dict(batches=10)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 "
                     "steps, 2 agents per algorithm, checkpoints after iterations 0/15/29; K = 10 estimates at "
-                    "N = 1e2 … 1e4, a true gradient from 1e5 pairs; M = 10 steps per checkpoint."),
+                    "N = 1e2 … 1e4 (the largest 10,240: 10 batches), a true gradient from 10 × 10,240 pairs; "
+                    "M = 10 steps per checkpoint."),
     "mid": Scale(
         tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99)},
-        settings={"gradients": dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=262_144),
+        settings={"gradients": dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=327_680),
                   "steps": dict(batches=16)},
-        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 32,768, a true gradient from "
-                    "2^18 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU in minutes." ),
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every "
+                    "iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 0/50/99; K = 10 "
+                    "estimates at N = 1e2 … 32,768, a true gradient from 10 × 32,768 pairs; M = 16 steps per "
+                    "checkpoint: the papers' findings on a CPU in minutes."),
 }
 
 
@@ -104,12 +116,16 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
         summary = pd.concat([s.summary(measure).assign(task=t, objective=s.manifest["resolved"].get(
             "objective", "surrogate")) for t, s in studies.items()], ignore_index=True)
         if target == "fig-grad-true":
-            limits = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
-            limits = limits[np.isfinite(limits.true_to_exact)]
+            subjects = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
+            keys = ["task", "label", "iteration"]
+            limits = subjects[np.isfinite(subjects.true_to_exact)]
             if len(limits):
-                lim = limits.groupby(["task", "label", "iteration"])["true_to_exact"].mean().rename(
-                    "true_gradient_cos_to_exact")
-                summary = summary.merge(lim.reset_index(), how="left", on=["task", "label", "iteration"])
+                lim = limits.groupby(keys)["true_to_exact"].mean().rename("true_gradient_cos_to_exact")
+                summary = summary.merge(lim.reset_index(), how="left", on=keys)
+            # the truth's own convergence (studies saved before it was measured lack the columns)
+            own = [c for c in ("true_ratio", "truth_split_half", "truth_ceiling") if c in subjects]
+            if own:
+                summary = summary.merge(subjects.groupby(keys)[own].mean().reset_index(), how="left", on=keys)
         path = plot_gradients(studies, measure, os.path.join(out, f"{target}.png"),
                               f"{title} ({record['scale']} scale)")
     summary = _rounded(summary[["task"] + [c for c in summary.columns if c != "task"]])
@@ -118,6 +134,12 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
                                   "log-linearly interpolated (NaN: not within the grid); at_batch_size: at the "
                                   "algorithm's own batch size. objective: what each estimate differentiates "
                                   "(surrogate: CL eq. 15; own: the algorithm's own objective)."
+                                  + (" true_ratio: the true gradient's pairs over the largest N (CL Fig 3: 10); "
+                                     "truth_split_half: the cosine between two halves of the true gradient's "
+                                     "streams; truth_ceiling: the true gradient's own cosine to the gradient it "
+                                     "estimates, √(kρ/(1+(k−1)ρ)) from the split-half ρ (k = 2 for an even "
+                                     "number of streams): the highest mean cosine to it an estimate can show."
+                                     if target == "fig-grad-true" else "")
                                   if target != "fig-step-variance" else
                                   "Means over agents of each agent's mean over pairs of the M steps.")
     return {"figure": path, "summary": summary, "markdown": md, "csv": csv, "studies": studies}
@@ -149,8 +171,16 @@ def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
         study = studies[task]
         curves = study.curves(measure)
         exact = study.curves("exact") if measure == "true" and study.manifest["resolved"]["exact"] else None
+        subjects = study.subjects
+        ceiling = measure == "true" and "truth_ceiling" in subjects
         for c, it in enumerate(iters[task]):
             ax = axes[r, c]
+            if ceiling:  # the truth's own cosine to the gradient it estimates: the curves' ceiling
+                here = subjects[subjects.iteration == it]
+                for label, value in here.groupby("label")["truth_ceiling"].mean().items():
+                    if np.isfinite(value):
+                        ax.axhline(value, color=COLORS[_algo(label)], ls="-.", lw=0.9,
+                                   label=f"{label}: truth's ceiling {value:.3f}")
             for i, ((label, run, agent), d) in enumerate(curves[curves.iteration == it].groupby(
                     ["label", "run", "agent"])):
                 color = COLORS[_algo(label)]
