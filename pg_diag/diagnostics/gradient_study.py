@@ -1,15 +1,16 @@
 """``gradient_study(runs, …)``: fig-grad-variance and fig-grad-true on checkpointed runs.
 
     study = pg_diag.diagnostics.gradient_study(["runs/ppo", "runs/trpo"], iterations=[0, 150],
-                                               true_pairs=1_000_000)
+                                               true_pairs=10_000_000)   # CL Fig 3: 10 × the largest N
     study.curves("pairwise")      # mean pairwise cosine vs N per agent and iteration, 95% CIs
     study.curves("true")          # mean cosine to the true gradient
     study.summary("pairwise")     # N at which the mean cosine reaches 0.5 and 0.9, cosine at the batch size
 
-Everything is validated against the runs before compiling; the measurement
-is one compiled program over all subjects, estimates and sample sizes
-(:mod:`.gradients`), and its rows are saved in each run's
-``diagnostics/gradients/`` (:mod:`.tables`).
+The subjects table records the truth's own convergence beside it (``true_ratio``,
+``truth_split_half``, ``truth_ceiling``: :func:`_frames`). Everything is
+validated against the runs before compiling; the measurement is one compiled
+program over all subjects, estimates and sample sizes (:mod:`.gradients`), and
+its rows are saved in each run's ``diagnostics/gradients/`` (:mod:`.tables`).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ Pairs are ordered environment-major inside a chunk (environment 0's segment,
 then environment 1's, …) and chunk by chunk, so the first N pairs of a stream
 are whole segments, the last one cut short: with the algorithm's own segment
 length the first ``num_envs × steps_per_env`` pairs are one batch of the
-algorithm's exact shape.
+algorithm's exact shape. (A size below that batch is not its first pairs but a
+random draw from the whole batch where a study asks so: ``streaming.Grid.pool``.)
 
 Statistics: a checkpoint's observation normalizer and reward scaler are used
 as saved, except when one of them holds fewer than two samples (the initial
