@@ -1,6 +1,8 @@
 """Baseline diagnostics: the no-baseline estimator against returns worked out by a second method, the value
 fit on a function it can represent, the study's tables, and bad input refused before compiling."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -97,39 +99,141 @@ def test_baselines_as_heads_of_one_stream_equal_streams_of_their_own(agent):
     assert float(jnp.linalg.norm(together[1] - together[2])) > 1e-3 * float(jnp.linalg.norm(together[1]))
 
 
-def _affine_fit(fit_start, agent_value, knobs):
-    """Returns that are an affine function of the observation, 2·o₀ − o₁ + 3 (observations uniform on
-    [−1, 1]², so the targets lie in [0, 6]), 10 chunks of 1,024 states, 2 held out."""
-    C, B = 10, 1024
-    obs = jax.random.uniform(jax.random.PRNGKey(0), (C, B, 2), minval=-1.0, maxval=1.0)
-    data = bl.FitData(obs=obs, returns=2 * obs[..., 0] - obs[..., 1] + 3.0, complete=jnp.ones((C, B), bool))
-
-    class Static:
-        value_hidden = (64, 64)
-
-    class Agent:
-        value = agent_value
-
-    settings = bl.BaselineSettings(fit_epochs=30, fit_minibatch=256, fit_lr=1e-3, fit_start=fit_start)
-    r = bl.Resolved(baselines=("fitted",), grid=Grid((2,), B), estimates=2,
-                    own=Sampling(envs=4, steps=256, start="reset"), fit_chunks=C, heldout_chunks=2, tail=0, fit_lanes=1,
-                    exact=False, batch_size=B)
-    return jax.jit(lambda d, k: bl.fit_value(Static, settings, r, d, Agent, knobs, k))(data, jax.random.PRNGKey(2))[1]
-
-
 KNOBS = {"orthogonal_init": jnp.bool_(True), "tanh_activations": jnp.bool_(True), "adam_eps": jnp.float32(1e-5),
          "value_clipping": jnp.bool_(False), "value_clip_eps": jnp.float32(0.2)}
 
 
+def _affine_data(noise=0.0, C=28, B=1024):
+    """Returns that are an affine function of the observation, f(o) = 2·o₀ − o₁ + 3 (observations uniform on
+    [−1, 1]², so f lies in [0, 6]; E[f] = 3, Var f = 4/3 + 1/3 = 5/3, E[f²] = 9 + 5/3), plus N(0, noise²) noise
+    per state: C chunks of B states, the last 20 held out."""
+    obs = jax.random.uniform(jax.random.PRNGKey(0), (C, B, 2), minval=-1.0, maxval=1.0)
+    eps = noise * jax.random.normal(jax.random.PRNGKey(3), (C, B))
+    return bl.FitData(obs=obs, returns=2 * obs[..., 0] - obs[..., 1] + 3.0 + eps, complete=jnp.ones((C, B), bool))
+
+
+def _fit(data, agent_value, fit_start="fresh", hidden=(64, 64), start=None, **settings):
+    """fit_value on ``data`` with 20 held-out chunks, jitted; the agent's network is ``agent_value``."""
+    C, B = data.returns.shape
+
+    class Static:
+        value_hidden = hidden
+
+    class Agent:
+        value = agent_value
+
+    settings = bl.BaselineSettings(**{**dict(fit_epochs=30, fit_minibatch=256, fit_lr=1e-3, fit_start=fit_start),
+                                      **settings})
+    r = bl.Resolved(baselines=("fitted",), grid=Grid((2,), B), estimates=2,
+                    own=Sampling(envs=4, steps=256, start="reset"), fit_chunks=C, heldout_chunks=20, tail=0,
+                    fit_lanes=1, exact=False, batch_size=B)
+    return jax.jit(lambda d, k, s: bl.fit_value(Static, settings, r, d, Agent, KNOBS, k, start=s))(
+        data, jax.random.PRNGKey(2), start)
+
+
+def _linear(w0, w1, b):
+    """A linear value network (no hidden layer): v(o) = w0·o₀ + w1·o₁ + b."""
+    return {"layers": [{"w": jnp.array([[w0], [w1]], jnp.float32), "b": jnp.array([b], jnp.float32)}]}
+
+
+def test_the_paired_t_test_against_closed_forms():
+    """t = mean/(sd/√n) by hand in float64, and the one-sided p-value against Student's t in closed form:
+    1 degree of freedom (Cauchy) P(T > t) = 1/2 − atan(t)/π; 2 degrees, 1/2 − t/(2√(2 + t²)); 19 (the
+    study's 20 chunks) against the table's quantiles t₀.₉₅ = 1.7291, t₀.₉₉ = 2.5395, t₀.₉₉₅ = 2.8609."""
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 20, 37):
+        d = rng.normal(0.3, 1.0, n)
+        t = d.mean() / (d.std(ddof=1) / np.sqrt(n))
+        got = bl.paired_t(jnp.asarray(d, jnp.float32))
+        assert float(got.t) == pytest.approx(t, rel=1e-4) and int(got.n) == n
+        assert float(got.mean) == pytest.approx(d.mean(), rel=1e-4, abs=1e-6)
+        assert float(got.se) == pytest.approx(d.std(ddof=1) / np.sqrt(n), rel=1e-4)
+        if n == 2:
+            assert float(got.p) == pytest.approx(0.5 - np.arctan(t) / np.pi, abs=1e-5)
+        if n == 3:
+            assert float(got.p) == pytest.approx(0.5 - t / (2 * np.sqrt(2 + t * t)), abs=1e-5)
+    for t, p in ((1.7291, 0.05), (2.5395, 0.01), (2.8609, 0.005), (0.0, 0.5), (-1.7291, 0.95)):
+        assert float(bl.student_t_sf(jnp.float32(t), 19.0)) == pytest.approx(p, abs=2e-5), t
+    # the differences left out: masked, non-finite; fewer than two: no test
+    d = jnp.array([1.0, 2.0, jnp.nan, 4.0, 100.0])
+    got = bl.paired_t(d, jnp.array([True, True, True, True, False]))
+    assert int(got.n) == 3 and float(got.mean) == pytest.approx(7 / 3)
+    assert np.isnan(float(bl.paired_t(jnp.array([1.0])).p))
+    # equal non-zero differences: no spread, t = ±∞ and p = 0 or 1; all zero: no evidence either way
+    assert float(bl.paired_t(jnp.full(20, 0.5)).p) == 0.0 and float(bl.paired_t(jnp.full(20, -0.5)).p) == 1.0
+    assert np.isnan(float(bl.paired_t(jnp.zeros(20)).p))
+
+
+def test_v_star_at_the_true_value_stops_after_one_round_on_squared_error_where_mre_would_prefer_zero():
+    """Returns f(o) + N(0, 1) noise; the agent's network is zero, V* starts at f itself (a linear network).
+    V*'s held-out MSE is the noise, 1; the zero network's is E[f²] + 1 = 11.67: V* is shown better at the
+    first look (round 1, fit_epochs epochs) with a t in the hundreds. The mean relative error ranks them the
+    other way (|0 − R|/|R| = 1 against E|ε|/|f + ε| ≈ 2, blown up by returns near 0): why the test and the
+    stopping rule read squared errors. Same seed, same numbers."""
+    data = _affine_data(noise=1.0)
+    _, rep = _fit(data, _linear(0, 0, 0), hidden=(), start=_linear(2, -1, 3), fit_epochs=5, fit_rounds=3)
+    assert bool(rep.fitted_better) and int(rep.fit_rounds_used) == 1 and int(rep.fit_epochs_used) == 5
+    assert int(rep.heldout_chunks) == 20 and float(rep.fit_t) > 50 and float(rep.fit_p) < 1e-10
+    assert float(rep.fitted_mse) == pytest.approx(1.0, rel=0.05)          # the noise: 20,480 states, SE ~1%
+    assert float(rep.agent_mse) == pytest.approx(9 + 5 / 3 + 1, rel=0.03)   # E[f²] + 1
+    assert float(rep.mse_improvement) == pytest.approx(float(rep.agent_mse - rep.fitted_mse), rel=1e-4)
+    assert float(rep.fitted_mre) > float(rep.agent_mre) == pytest.approx(1.0)
+    _, again = _fit(data, _linear(0, 0, 0), hidden=(), start=_linear(2, -1, 3), fit_epochs=5, fit_rounds=3)
+    assert all(np.array_equal(np.asarray(getattr(rep, f.name)), np.asarray(getattr(again, f.name)), equal_nan=True)
+               for f in dataclasses.fields(rep))
+
+
+def test_v_star_that_cannot_beat_the_agent_runs_to_the_cap_and_says_so():
+    """The agent's network is f itself; V* is a linear network far from it, held in place by a learning rate
+    of 1e-9: its held-out MSE stays ≈ 10.5 against the agent's ≈ 1, so every round's t is about −150 and the fit
+    runs all fit_rounds rounds, not shown better (the test would fail only if a t of −150 read as significant)."""
+    _, rep = _fit(_affine_data(noise=1.0), _linear(2, -1, 3), hidden=(), start=_linear(0.7, -0.6, 0),
+                  fit_epochs=5, fit_rounds=3, fit_lr=1e-9)
+    assert not bool(rep.fitted_better) and int(rep.fit_rounds_used) == 3 and int(rep.fit_epochs_used) == 15
+    assert float(rep.fit_t) < -50 and float(rep.fit_p) > 0.99 and float(rep.mse_improvement) < 0
+
+
+def test_under_vmap_a_subject_shown_better_stops_while_the_others_go_on():
+    """Two subjects in one vmapped fit against an agent's network 0.8·f (MSE 1 + 0.04·E[f²] ≈ 1.43): V* at f
+    (shown better after round 1), and V* from zero, which at this learning rate has MSE ≈ 3.9, 1.6, 1.08 after
+    rounds 1–3 (t ≈ −127, −29, +54: no round near the threshold). The first keeps its round-1 parameters (those
+    of a fit capped at one round) while the second goes on; each reports its own rounds."""
+    data = _affine_data(noise=1.0)
+
+    class Static:
+        value_hidden = ()
+
+    settings = bl.BaselineSettings(fit_epochs=2, fit_minibatch=256, fit_lr=3e-2, fit_rounds=4, fit_start="fresh")
+    r = bl.Resolved(baselines=("fitted",), grid=Grid((2,), 1024), estimates=2,
+                    own=Sampling(envs=4, steps=256, start="reset"), fit_chunks=28, heldout_chunks=20, tail=0,
+                    fit_lanes=1, exact=False, batch_size=1024)
+    agent = type("Agent", (), {"value": _linear(1.6, -0.8, 2.4)})   # MSE 1 + E[(0.2·f)²] ≈ 1.43
+
+    def fit(start, s=settings):
+        return bl.fit_value(Static, s, r, data, agent, KNOBS, jax.random.PRNGKey(2), start=start)
+
+    starts = jax.tree.map(lambda a, b: jnp.stack([a, b]), _linear(2, -1, 3), _linear(0, 0, 0))
+    params, rep = jax.jit(jax.vmap(fit))(starts)
+    assert np.asarray(rep.fitted_better).tolist() == [True, True]
+    rounds = np.asarray(rep.fit_rounds_used)
+    assert rounds.tolist() == [1, 3]
+    one, _ = jax.jit(lambda s: fit(s, dataclasses.replace(settings, fit_rounds=1)))(_linear(2, -1, 3))
+    np.testing.assert_allclose(params["layers"][0]["w"][0], one["layers"][0]["w"], rtol=1e-5, atol=1e-6)
+    alone = jax.jit(fit)(_linear(0, 0, 0))[1]
+    assert int(alone.fit_rounds_used) == rounds[1]
+
+
 def test_the_value_fit_recovers_a_function_it_can_represent():
-    """From a fresh network: the fitted network's held-out explained variance is near 1, the agent's (a zero
-    network) near 0 — 1 − Var(R)/Var(R) with a constant — and its MRE is 1 (|0 − R|/|R|); the improvement
-    over the agent's network is then 1 − fitted MRE, far beyond its standard error."""
+    """From a fresh network: the fitted network's held-out explained variance is near 1 and its MSE near 0;
+    the agent's (a zero network) explained variance is 0 — 1 − Var(R)/Var(R) with a constant — its MSE
+    E[f²] = 9 + 5/3 and its MRE 1 (|0 − R|/|R|); V* is shown better at the first look."""
     zero = jax.tree.map(jnp.zeros_like, networks.init_value(jax.random.PRNGKey(1), 2, (64, 64), KNOBS))
-    report = _affine_fit("fresh", zero, KNOBS)
-    assert float(report.fitted_ev) > 0.98 and float(report.fitted_mre) < 0.1
+    _, report = _fit(_affine_data(), zero)
+    assert float(report.fitted_ev) > 0.98 and float(report.fitted_mre) < 0.1 and float(report.fitted_mse) < 0.05
     assert abs(float(report.agent_ev)) < 1e-6 and float(report.agent_mre) == pytest.approx(1.0)
-    # two held-out chunks of 1,024 states each: the mean of the per-chunk differences is the pooled one
+    assert float(report.agent_mse) == pytest.approx(9 + 5 / 3, rel=0.02)   # 20,480 held-out states, SE ~0.5%
+    assert bool(report.fitted_better) and int(report.fit_rounds_used) == 1
+    # 20 held-out chunks of 1,024 states each: the mean of the per-chunk differences is the pooled one
     assert float(report.improvement) == pytest.approx(float(report.agent_mre - report.fitted_mre), rel=1e-5)
     assert float(report.improvement) - 1.96 * float(report.improvement_se) > 0
 
@@ -137,14 +241,71 @@ def test_the_value_fit_recovers_a_function_it_can_represent():
 def test_the_value_fit_starts_from_the_agents_network_by_default():
     """``fit_start="agent"`` (the default) refines the agent's own network: from a random network that does not
     fit the returns it reaches the same quality as a fresh fit; from a zero network, whose hidden units get no
-    gradient, it cannot move (which is how the start is seen to be the agent's)."""
+    gradient, only the output bias moves (which is how the start is seen to be the agent's): V* stays a
+    constant, explained variance exactly 0, yet closer to the returns than zero and so shown better."""
     assert bl.BaselineSettings().fit_start == "agent"
     random_net = networks.init_value(jax.random.PRNGKey(1), 2, (64, 64), KNOBS)
-    report = _affine_fit("agent", random_net, KNOBS)
+    _, report = _fit(_affine_data(), random_net, "agent")
     assert float(report.fitted_ev) > 0.98 and float(report.fitted_mre) < 0.1 < float(report.agent_mre)
     zero = jax.tree.map(jnp.zeros_like, random_net)
-    stuck = _affine_fit("agent", zero, KNOBS)
-    assert float(stuck.fitted_ev) < 0.5 < float(report.fitted_ev)
+    _, stuck = _fit(_affine_data(), zero, "agent")
+    assert abs(float(stuck.fitted_ev)) < 1e-5 and float(stuck.fitted_mse) < float(stuck.agent_mse)
+    assert bool(stuck.fitted_better) and int(stuck.fit_rounds_used) == 1
+
+
+def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
+    """On the linear-quadratic task V^π is exact (pg_diag.stages.lqr_value). V* fit fresh on 2^16 pairs of the
+    agent's policy, 20 held-out batches (independent streams of 4 × 256 steps):
+
+    * the complete Monte-Carlo returns are unbiased for V^π: the per-batch mean of R − V^π(s) is 0 within
+      4 standard errors (t with 19 degrees of freedom: a false failure once in ~1,300);
+    * MSE against the returns = MSE against V^π + the noise floor E[(R − V^π)²], per batch, up to a cross term
+      of mean 0 (again |t| < 4): what makes the returns-MSE t-test a test of closeness to V^π;
+    * V* explains ≥ 65% of V^π's variance over the held-out states (its MSE against V^π below 0.35·Var V^π,
+      the best constant's MSE; seeds 0–4 gave 0.02–0.16), an untrained network next to none (≥ 0.9·Var:
+      it is nearly constant; seeds gave 1.2–3.4);
+    * the t-test's decision agrees with the exact ordering both ways: V* against the agent's network (shown
+      better, and closer to V^π), and an untrained network held still against V* (not shown, farther)."""
+    env, state, knobs = agent
+    from pg_diag.diagnostics.sampling import frozen_filters
+
+    static = load_run(lqr_runs["ppo"]).config(0).static
+    settings = bl.BaselineSettings(fit_pairs=65536, fit_epochs=10, fit_minibatch=512, fit_start="fresh",
+                                   fit_rounds=3, baselines=("value", "fitted"))
+    r = bl.resolve(settings, [static])
+    assert r.exact and r.heldout_apart and r.heldout_chunks == 20 and r.own.chunk == 1024
+    train = r.fit_chunks - r.heldout_chunks
+
+    @jax.jit
+    def measure(state, key):
+        a = state.replace(filters=frozen_filters(env, r.own, state, knobs, key))
+        data = bl.fit_data(env, r, a, knobs, jax.random.fold_in(key, 1), stages.lqr_value(a.policy, a.filters, knobs))
+        params, rep = bl.fit_value(static, settings, r, data, a, knobs, jax.random.fold_in(key, 2))
+        fresh = networks.init_value(jax.random.fold_in(key, 3), env.obs_size, static.value_hidden, knobs)
+        held = dataclasses.replace(settings, fit_lr=1e-12, fit_epochs=1, fit_rounds=2)
+        _, back = bl.fit_value(static, held, r, data, a.replace(value=params), knobs, jax.random.fold_in(key, 4),
+                               start=fresh)
+        return data, params, fresh, rep, back
+
+    data, params, fresh, rep, back = measure(state, jax.random.PRNGKey(0))
+    assert bool(jnp.all(data.complete))
+    R, ex = (np.asarray(x[train:], np.float64) for x in (data.returns, data.exact))
+
+    def t(per_batch):
+        return per_batch.mean() / (per_batch.std(ddof=1) / np.sqrt(len(per_batch)))
+
+    assert abs(t((R - ex).mean(1))) < 4
+    floor = ((R - ex) ** 2).mean(1)
+    for p in (params, fresh, state.value):
+        v = np.asarray(networks.value_apply(p, data.obs[train:], knobs), np.float64)
+        assert abs(t(((v - R) ** 2).mean(1) - ((v - ex) ** 2).mean(1) - floor)) < 4
+    assert float(rep.exact_mse) == pytest.approx(floor.mean(), rel=1e-4)
+    var = ex.var()
+    v_fresh = np.asarray(networks.value_apply(fresh, data.obs[train:], knobs), np.float64)
+    assert float(rep.fitted_mse_exact) < 0.35 * var and ((v_fresh - ex) ** 2).mean() > 0.9 * var
+    assert bool(rep.fitted_better) and float(rep.fitted_mse_exact) < float(rep.agent_mse_exact)
+    assert not bool(back.fitted_better) and int(back.fit_rounds_used) == 2
+    assert float(back.fitted_mse_exact) > float(back.agent_mse_exact)
 
 
 @pytest.fixture(scope="module")
@@ -163,10 +324,19 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     c = study.pairs[study.pairs.n == 2048].groupby(["run", "baseline"]).cosine.mean().unstack()
     assert (c["zero_raw"] != c["zero"]).all()
     f = study.fits
-    # 8 batches of 1,024 pairs, 10% held out but at least 2 batches (the comparison's error is taken across them)
-    assert len(f) == 2 and (f.fit_pairs == 8192).all() and (f.heldout_pairs == 2048).all()
-    assert np.isfinite(f[["fitted_mre", "agent_mre", "fitted_ev", "agent_ev", "improvement",
-                          "improvement_se"]].to_numpy()).all()
+    # 8 batches of 1,024 pairs: 7 train V* (its 10% share, 1 batch, held out), but at least 20 are held out
+    assert len(f) == 2 and (f.fit_pairs == 27 * 1024).all() and (f.heldout_pairs == 20 * 1024).all()
+    assert (f.heldout_chunks == 20).all() and f.fitted_better.dtype == bool
+    cols = ["fitted_mre", "agent_mre", "fitted_ev", "agent_ev", "improvement", "improvement_se", "fitted_mse",
+            "agent_mse", "mse_improvement", "mse_improvement_se", "fit_t", "fit_p", "fitted_mse_exact",
+            "agent_mse_exact", "exact_mse"]
+    assert np.isfinite(f[cols].to_numpy(float)).all()
+    # the rounds stop at the first look that shows V* better, else at the cap (4): the last look decides
+    assert ((f.fit_rounds_used >= 1) & (f.fit_rounds_used <= 4)).all() and (f.fit_epochs_used == 5 * f.fit_rounds_used).all()
+    assert (f.fitted_better == (f.fit_p < 0.05 / 4)).all() and (f.fit_look_level == 0.05 / 4).all()
+    assert (f.fitted_better | (f.fit_rounds_used == 4)).all()
+    # the noise floor is below every network's MSE against the returns (a V* shown better closer to V^π here)
+    assert (f.exact_mse < f.fitted_mse).all() and (f.exact_mse < f.agent_mse).all()
     again = load_baseline_study([lqr_runs["ppo"], lqr_runs["trpo"]])
     np.testing.assert_allclose(again.pairs.cosine, study.pairs.cosine)
     s = again.summary()
@@ -180,6 +350,9 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     (dict(sizes=(1,)), "every N"),
     (dict(fit_pairs=100), "fit_pairs"),
     (dict(heldout_fraction=1.0), "heldout_fraction"),
+    (dict(heldout_chunks=19), "heldout_chunks must be an integer ≥ 20"),
+    (dict(fit_rounds=0), "fit_rounds must be an integer ≥ 1"),
+    (dict(fit_level=1.5), "fit_level must be in"),
     (dict(estimates=200_000), "needs about"),
 ])
 def test_bad_input_is_refused_before_compiling(lqr_runs, change, match):

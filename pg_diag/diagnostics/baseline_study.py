@@ -2,7 +2,7 @@
 
     study = pg_diag.diagnostics.baseline_study(["runs/ppo"], iterations=[150, 300], fit_pairs=500_000)
     study.curves()     # mean pairwise cosine vs N per agent, iteration and baseline, 95% CIs
-    study.fits         # the fitted value network's held-out error beside the agent's
+    study.fits         # V*'s held-out error beside the agent's network's, and whether V* is shown better
     study.summary()    # per baseline: mean cosine at the batch size and at the largest N
 
 One compiled program per distinct training configuration, vmapped over
@@ -42,6 +42,8 @@ def _measure(planned, settings, verbose) -> engine.Measured:
         timings.append(timing)
     resolved = {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
                 "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
+                "heldout_chunks": r.heldout_chunks, "fit_rounds": settings.fit_rounds,
+                "fit_look_level": settings.fit_level / settings.fit_rounds,
                 "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes, "batching": batching,
                 "objective": r.objective}
     return engine.Measured(frames={t: pd.concat([f[t] for f in frames], ignore_index=True) for t in TABLES},
@@ -62,10 +64,16 @@ def _measure_group(subjects, settings, r, verbose):
     keys = gradients.subject_keys(settings.seed, subjects.rows)
     prog = baselines.program(static, dataclasses.replace(settings, batching=batching), r)
     out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
-    return _frames(subjects, r, out), batching, timing
+    return _frames(subjects, r, out, settings.fit_level / settings.fit_rounds), batching, timing
 
 
-def _frames(subjects, r, out) -> dict:
+def _cell(x):
+    """A fits-table cell of the dtype the program computed: bool, int or float."""
+    x = np.asarray(x)
+    return bool(x) if x.dtype == bool else int(x) if np.issubdtype(x.dtype, np.integer) else float(x)
+
+
+def _frames(subjects, r, out, look_level: float) -> dict:
     import pandas as pd
 
     K, sizes = r.estimates, list(r.grid.sizes)
@@ -80,7 +88,8 @@ def _frames(subjects, r, out) -> dict:
                                           "norm": out["norm"][s, b, g]}))
         fit = out["fit"]
         fits.append({**row, "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
-                     **{f.name: float(getattr(fit, f.name)[s]) for f in dataclasses.fields(fit)}})
+                     **{f.name: _cell(getattr(fit, f.name)[s]) for f in dataclasses.fields(fit)},
+                     "fit_look_level": look_level})
     return {"pairs": pd.concat(pairs, ignore_index=True), "estimates": pd.concat(ests, ignore_index=True),
             "fits": pd.DataFrame(fits)}
 
@@ -90,8 +99,9 @@ class BaselineStudy:
     manifest: dict
     pairs: object      # DataFrame: KEYS, baseline, n, i, j, cosine
     estimates: object  # DataFrame: KEYS, baseline, n, k, norm
-    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, fitted_mre, agent_mre, fitted_ev, agent_ev,
-    #                    final_loss
+    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, then baselines.FitReport's fields (V*'s
+    #                    held-out errors beside the agent's network's, the t-test, the rounds it took) and
+    #                    fit_look_level (the level each round's test was taken at: fit_level / fit_rounds)
 
     @property
     def batch_size(self) -> int:
@@ -102,10 +112,9 @@ class BaselineStudy:
         return list(self.manifest["resolved"]["baselines"])
 
     def curves(self):
-        """Per subject, baseline and N: the mean pairwise cosine and its 95% bootstrap CI over the pairs."""
-        s = self.manifest["settings"]
-        return tables.curve(self.pairs, "cosine", tables.KEYS + ["baseline", "n"], resamples=s["resamples"],
-                            seed=s["seed"])
+        """Per subject, baseline and N: the mean pairwise cosine and its 95% interval from the jackknife over
+        the K estimates (:func:`tables.pairwise_curve`)."""
+        return tables.pairwise_curve(self.pairs, "cosine", tables.KEYS + ["baseline", "n"])
 
     def summary(self):
         """Per label, iteration and baseline (means over agents): the N at which the mean cosine reaches
