@@ -219,8 +219,8 @@ def truth_ceiling(split_half, truth_streams: int):
     """The cosine of the true gradient itself to g, estimated from its split-half cosine ρ (NaN without a
     split): c = √(kρ / (1 + (k − 1)ρ)), k = R/⌊R/2⌋ (2 for an even R), 0 for ρ ≤ 0.
 
-    Why. The truth from T pairs is ĝ_T = g + e, g the expected gradient, e zero-mean noise with
-    E|e|² = σ²/T. Its two halves of ⌊R/2⌋ streams (T_h = T/k pairs each) are h_i = g + e_i, independent.
+    Why. The truth from T pairs is ĝ_T = g + e, g = E[ĝ_T] the estimator's own limit (∇J where it is
+    unbiased: ``true_to_exact`` measures the rest on the LQR task), e zero-mean noise with E|e|² = σ²/T. Its two halves of ⌊R/2⌋ streams (T_h = T/k pairs each) are h_i = g + e_i, independent.
     With many parameters, g·e_i and e_1·e_2 are small against |g|² and |e_i|² ≈ σ²/T_h, so
     ρ = cos(h_1, h_2) ≈ |g|²/(|g|² + σ²/T_h): x = σ²/(T_h|g|²) = 1/ρ − 1. The full truth has noise σ²/T =
     σ²/(k T_h), so cos(ĝ_T, g)² ≈ 1/(1 + x/k) = kρ/(1 + (k − 1)ρ) (the Spearman–Brown formula; k = 2:
