@@ -16,7 +16,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup test test-newest test-isa $(STUDY_TARGETS) closer-look-report figures bench accelerator-report \
+.PHONY: setup test test-newest test-isa $(STUDY_TARGETS) closer-look-report implementation-matters-report figures bench accelerator-report \
         hopper-1m clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -82,8 +82,13 @@ $(STUDY_TARGETS): setup
 
 # CL §5's claims checked on the diagnostic studies of this SCALE (each trained and measured unless already on
 # disk): one page, $(OUT)/closer-look-report-$(SCALE)/report.md, with every figure and each claim's CI and verdict.
-closer-look-report: $(CLOSER_LOOK_TARGETS)
+closer-look-report: $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem
 	$(VENV)/bin/pg-diag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
+
+# IM's claims (the ablation's effects, Tables 2/3, trust regions, Theorem 5.1) on this SCALE's studies, likewise.
+implementation-matters-report: fig-ablation table-2 fig-trust-region fig-theorem
+	$(VENV)/bin/pg-diag report --paper im --from $(OUT) --scale $(SCALE) \
+	  --out $(OUT)/implementation-matters-report-$(SCALE)
 
 figures: $(filter-out solver-compare,$(STUDY_TARGETS))
 

@@ -1,8 +1,5 @@
-"""The claims report: verdicts on constructed evidence whose answer is known by hand, the page, and bad input.
-
-A percentile-bootstrap CI of a mean lies between the smallest and the largest value, so evidence whose values
-all lie on one side of a claim's threshold has a known verdict whatever the resampling; two values a and b
-have the bootstrap means a, (a+b)/2, b with probabilities 1/4, 1/2, 1/4, so their 95% CI is [a, b]."""
+"""The claims report: the page, finding a paper's studies, and bad input. The verdicts themselves are tested on
+constructed evidence in tests/test_claims.py and tests/test_evidence.py."""
 
 import json
 
@@ -14,50 +11,41 @@ from pg_diag.experiments import claims, report
 
 
 def _evidence(name, values, task="hopper", label="ppo"):
-    return pd.DataFrame({"evidence": name, "task": task, "label": label, "unit": [str(i) for i in range(len(values))],
+    return pd.DataFrame({"evidence": name, "task": task, "label": label, "agent": [str(i) for i in range(len(values))],
                          "value": values})
 
 
-@pytest.mark.parametrize("values,expected", [
-    ([0.10, 0.12, 0.08, 0.11], "holds"),           # every value < 0.5: "poorly concentrated"
-    ([0.90, 0.95, 0.92], "does not hold"),         # every value > 0.5
-    ([0.2, 0.8], "inconclusive"),                  # CI [0.2, 0.8] straddles 0.5
-    ([0.1], "inconclusive"),                       # one unit: no interval
-])
-def test_a_below_threshold_claim_by_hand(values, expected):
-    out = claims.evaluate(_evidence("grad_pairwise_at_batch", values))
-    row = out[out.claim == "gradients-poorly-concentrated"].iloc[0]
-    assert row.verdict == expected and row.units == len(values)
-    assert row["mean"] == pytest.approx(sum(values) / len(values))
-    if len(values) > 1:
-        assert min(values) <= row.low <= row["mean"] <= row.high <= max(values)
-
-
-def test_a_difference_claim_and_groups_by_task_and_algorithm():
-    """'The value network helps' is value − zero > 0: positive differences hold, negative do not, per group."""
-    ev = pd.concat([_evidence("baseline_value_vs_zero", [0.1, 0.2, 0.15]),
-                    _evidence("baseline_value_vs_zero", [-0.3, -0.1], label="trpo")])
-    out = claims.evaluate(ev).set_index("label")
-    assert out.loc["ppo", "verdict"] == "holds" and out.loc["trpo", "verdict"] == "does not hold"
-    assert set(out.claim) == {"value-baseline-helps"} and (out.test == "> 0").all()
-
-
-def test_every_claim_names_its_evidence_and_a_side():
-    assert len({c.key for c in claims.CLAIMS}) == len(claims.CLAIMS)
-    assert all(c.side in ("<", ">") and c.where.startswith("CL §") for c in claims.CLAIMS)
-    with pytest.raises(KeyError, match="unknown claim 'nope'"):
-        claims.by_key("nope")
-
-
-def test_the_page_lists_every_claim_and_says_which_were_not_measured():
-    results = claims.evaluate(_evidence("grad_pairwise_at_batch", [0.1, 0.2]))
-    text = report.page(results, [("fig-grad-variance", "figures/fig-grad-variance/fig-grad-variance.png")],
-                       {"gradients": "results/gradients-smoke"})
-    for c in claims.CLAIMS:
-        assert f"## {c.key} ({c.where})" in text
-    assert "| hopper | ppo | 0.15 | [0.1, 0.2] | 2 | **holds** |" in text
-    assert text.count("*Not measured by the studies read.*") == len(claims.CLAIMS) - 1
+def test_the_page_lists_every_claim_of_its_paper_and_names_the_target_that_measures_it():
+    results = claims.evaluate(_evidence("grad_pairwise_at_batch", [0.1, 0.2, 0.15, 0.12, 0.3]), paper="CL")
+    text = report.page(results, [("fig-grad-variance", "figures/fig-grad-variance/fig-grad-variance.png"),
+                                 ("table-2", "figures/table-2/table-2.md")], {"gradients": "results/gradients-mid"})
+    cl = [c for c in claims.CLAIMS if "CL" in c.paper.split()]
+    for c in cl:
+        assert f"## {c.key} (CL {c.where})" in text and f"> {c.quote}" in text
+    assert not any(f"## {c.key} " in text for c in claims.CLAIMS if c.paper == "IM")
+    # 5 agents: the median 0.15 and [min, max] with its exact coverage 1 − 2/32
+    assert "| hopper | ppo | median agent 0.15 | [0.1, 0.3] (0.938) | 5 | 5 of 5 | **holds** |" in text
+    assert "| hopper | ppo | median agent 0.15 | [0.1, 0.3] (0.938) | 5 | 3 of 5 | **inconclusive** |" in text
+    assert "*Not measured by the studies read: run fig-value (its study, `fig-value`)" in text
+    assert "*Not measured by the studies read: run fig-trust-region" in text
     assert "![fig-grad-variance](figures/fig-grad-variance/fig-grad-variance.png)" in text
+    assert "[table-2](figures/table-2/table-2.md)" in text
+    im = report.page(claims.evaluate(_evidence("im_score", [1.0] * 5), paper="IM"), [], {}, paper="im")
+    assert "## optimizations-matter-more-than-step (IM §5, Table 2)" in im and "## ppo-max-ratio-leaves-region" in im
+    assert "## gradients-poorly-concentrated" not in im
+
+
+def test_few_agents_give_a_count_and_how_to_get_more():
+    results = claims.evaluate(_evidence("grad_pairwise_at_batch", [0.1, 0.2]), paper="CL")
+    text = report.page(results, [], {"gradients": "g"})
+    assert "| 2 | 2 of 2 | **too few agents** |" in text and "--seeds 5" in text
+
+
+def test_an_unknown_paper_is_named():
+    with pytest.raises(ConfigError, match="report --paper 'xx': unknown paper; choose from cl, im"):
+        report.check_paper("xx")
+    with pytest.raises(ConfigError, match="unknown paper"):
+        report.find_studies(".", paper="xx")
 
 
 def test_a_directory_without_diagnostic_studies_is_named(tmp_path):
@@ -65,8 +53,9 @@ def test_a_directory_without_diagnostic_studies_is_named(tmp_path):
         report.find_studies(str(tmp_path / "missing"))
     (tmp_path / "fig-ablation-smoke").mkdir()
     (tmp_path / "fig-ablation-smoke" / "study.json").write_text(json.dumps({"study": "fig-ablation", "scale": "smoke"}))
-    with pytest.raises(ConfigError, match="no diagnostic study there.*fig-grad-variance"):
+    with pytest.raises(ConfigError, match="no study of CL there.*fig-grad-variance.*make closer-look-report"):
         report.find_studies(str(tmp_path))
+    assert report.find_studies(str(tmp_path), paper="im") == {"fig-ablation": str(tmp_path / "fig-ablation-smoke")}
     for scale in ("smoke", "paper"):
         (tmp_path / f"gradients-{scale}").mkdir()
         (tmp_path / f"gradients-{scale}" / "study.json").write_text(json.dumps({"study": "gradients", "scale": scale}))

@@ -11,7 +11,7 @@
     pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
-    pg-diag report --from results [--scale smoke] [--out DIR]   # CL §5's claims checked on saved studies
+    pg-diag report --from results [--paper cl|im] [--scale smoke] [--out DIR]   # a paper's claims on saved studies
 """
 
 from __future__ import annotations
@@ -79,12 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_distributed(p)
     p.set_defaults(func=cmd_rerun)
 
-    p = sub.add_parser("report", help="check the claims of CL §5 on saved diagnostic studies: one Markdown page with "
-                                      "every figure, each claim's statistic, 95%% CI and verdict")
+    p = sub.add_parser("report", help="check a paper's claims on saved studies: one Markdown page with every "
+                                      "figure, each claim's quoted sentence, statistic, interval and verdict")
+    p.add_argument("--paper", default="cl", help="cl (A Closer Look, default: the diagnostic studies, trust "
+                                                 "regions, Theorem 5.1) or im (Implementation Matters: the "
+                                                 "ablation, Tables 2/3, trust regions, Theorem 5.1)")
     p.add_argument("--from", dest="from_dir", default="results", help="a directory holding the studies' output "
                                                                       "directories (default results)")
     p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there)")
-    p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report)")
+    p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report or "
+                                               "FROM/implementation-matters-report)")
     p.set_defaults(func=cmd_report)
 
     add_studies(sub)
@@ -92,9 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_report(args) -> None:
-    from pg_diag.experiments.report import report
+    from pg_diag.experiments.report import check_paper, report
 
-    result = report(args.from_dir, args.out, args.scale)
+    result = report(args.from_dir, args.out, args.scale, check_paper(args.paper))
     counts = result["claims"].verdict.value_counts()
     print(f"{result['report']}: {len(result['claims'])} claim tests from {', '.join(sorted(result['studies']))}: "
           + ", ".join(f"{n} {v}" for v, n in counts.items()))

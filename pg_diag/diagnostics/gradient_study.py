@@ -45,14 +45,16 @@ class GradientStudy:
         return list(self.manifest["resolved"]["sizes"])
 
     def curves(self, measure: str = "pairwise"):
-        """Per subject and N: the mean of ``measure`` ('pairwise', 'true' or 'exact') and its 95%
-        bootstrap CI over the pairs (pairwise) or the K estimates."""
+        """Per subject and N: the mean of ``measure`` ('pairwise', 'true' or 'exact') and its 95% interval
+        with the K estimates as units: the jackknife over estimates for the pairwise mean, Student-t over
+        the K cosines to the true (or exact) gradient."""
         if measure not in MEASURES:
             raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
         table, column = MEASURES[measure]
-        frame = getattr(self, table)
-        return tables.curve(frame, column, tables.KEYS + ["n"], resamples=self.manifest["settings"]["resamples"],
-                            seed=self.manifest["settings"]["seed"])
+        by = tables.KEYS + ["n"]
+        if measure == "pairwise":
+            return tables.pairwise_curve(self.pairs, column, by)
+        return tables.curve(getattr(self, table), column, by)
 
     def summary(self, measure: str = "pairwise"):
         return tables.summary(self.curves(measure), self.batch_size)

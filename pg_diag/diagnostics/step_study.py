@@ -66,14 +66,14 @@ class StepStudy:
     steps: object   # DataFrame: KEYS, m, norm, kl_from_old
 
     def curves(self, measure: str = "cosine"):
-        """Per subject: the mean over pairs of 'cosine' or 'kl' (both directions) with its 95% bootstrap CI."""
+        """Per subject: the mean over pairs of 'cosine' or 'kl' (both directions averaged) with its 95% interval
+        from the jackknife over the M steps (:func:`tables.pairwise_curve`)."""
         if measure not in ("cosine", "kl"):
             raise ValueError(f"measure must be 'cosine' or 'kl', got {measure!r}")
         frame = self.pairs
         if measure == "kl":
-            frame = frame.melt(id_vars=tables.KEYS, value_vars=["kl_ij", "kl_ji"], value_name="kl")
-        return tables.curve(frame, measure, tables.KEYS, resamples=self.manifest["settings"]["resamples"],
-                            seed=self.manifest["settings"]["seed"])
+            frame = frame.assign(kl=(frame.kl_ij + frame.kl_ji) / 2.0)
+        return tables.pairwise_curve(frame, measure, tables.KEYS)
 
     def summary(self):
         """Per label and iteration: mean pairwise step cosine and KL over agents, mean step norm."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from pg_diag.run import store
 from pg_diag.run.distributed import lead_writes
-from pg_diag.stats import bootstrap_mean_ci
+from pg_diag import stats
 
 DIAGNOSTICS = "diagnostics"
 KEYS = ["run", "label", "algorithm", "agent", "seed", "iteration"]
@@ -62,17 +62,30 @@ def read_study(run_paths, name: str, tables) -> tuple:
     return manifests[0], {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}
 
 
-def curve(frame, value: str, by: list, resamples: int = 500, seed: int = 0):
-    """Mean of ``value`` per group of ``by`` with its 95% percentile-bootstrap CI (``resamples``
-    resamples of the group's rows; NaN rows dropped), as columns mean, low, high, count."""
+def curve(frame, value: str, by: list, **_):
+    """Mean of ``value`` per group of ``by`` with its 95% Student-t interval, the group's rows taken as its
+    independent units (the K estimates of one subject, or one value per agent), as columns mean, low, high,
+    count. NaN rows dropped."""
+    return _per_group(frame, by, lambda part: stats.t_interval(part[value].to_numpy()))
+
+
+def pairwise_curve(frame, value: str, by: list, **_):
+    """Mean over the pairs (columns ``i`` < ``j``) of ``value`` per group of ``by`` with its 95% interval from
+    the jackknife over the estimates (:func:`pg_diag.stats.pairwise_interval`: a pairwise mean's unit is the
+    estimate, not the pair), as columns mean, low, high, count (the number of estimates)."""
+    return _per_group(frame, by, lambda part: stats.pairwise_interval(part["i"].to_numpy(), part["j"].to_numpy(),
+                                                                      part[value].to_numpy()))
+
+
+def _per_group(frame, by: list, interval):
     import pandas as pd
 
     rows = []
     for group, part in frame.groupby(by, sort=True):
-        mean, low, high = bootstrap_mean_ci(part[value].to_numpy(), resamples=resamples, seed=seed)
-        rows.append(dict(zip(by, group if isinstance(group, tuple) else (group,)), mean=mean, low=low, high=high,
-                         count=int(np.isfinite(part[value].to_numpy()).sum())))
-    return pd.DataFrame(rows)
+        est = interval(part)
+        rows.append(dict(zip(by, group if isinstance(group, tuple) else (group,)), mean=est.estimate, low=est.low,
+                         high=est.high, count=int(est.n)))
+    return pd.DataFrame(rows, columns=list(by) + ["mean", "low", "high", "count"])
 
 
 def crossing(n, values, level: float) -> float:

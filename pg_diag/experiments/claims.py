@@ -1,18 +1,23 @@
-"""The qualitative claims of CL §5, each as a test on measured evidence with a confidence interval.
+"""The claims of both papers, each a rule on measured evidence with an interval whose coverage is stated.
 
-A claim names one *evidence* series (a statistic per measured unit — an agent at a checkpoint, an agent
-across checkpoints, a landscape plane — extracted from saved studies by :mod:`pg_diag.experiments.report`),
-the side of a threshold the paper says it lies on, and where the paper says so. :func:`evaluate` takes the
-mean over units with a 95% percentile-bootstrap CI per task and algorithm, and gives a verdict:
+A claim quotes the paper's sentence (section and figure), names one *evidence* series — one value per
+independent unit, extracted from saved studies by :mod:`pg_diag.experiments.evidence` — and states its rule,
+threshold and why that threshold. The unit is the **agent** (an independently trained run): an agent measured
+at several checkpoints or planes gives one value, the mean of its measurements, never several units. Tests:
 
-* ``holds`` — the whole CI lies on the paper's side of the threshold;
-* ``does not hold`` — the whole CI lies on the other side;
-* ``inconclusive`` — the CI straddles it (more agents, checkpoints or pairs would decide), or fewer than
-  two units were measured (no interval).
+* ``agents`` — the median agent, with the distribution-free order-statistic interval
+  (:func:`pg_diag.stats.median_interval`; 95%, or [min, max] with its exact coverage 1 − 2/32 = 0.9375 at 5
+  agents): *holds* when the whole interval lies on the paper's side of the threshold (or inside its band),
+  *does not hold* when it lies wholly on the other side (or outside the band), *inconclusive* otherwise;
+* ``groups`` — two groups of agents (two algorithms, or the hardest and easiest measured task) compared by the
+  difference of their means with Welch's interval (:func:`pg_diag.stats.welch_interval`);
+* ``min-difference`` — the smallest of several differences of algorithms' means, simultaneous Welch intervals
+  (:func:`pg_diag.stats.min_difference_interval`);
+* ``exact`` — a deterministic check of a theorem on one batch: every unit (optimizer) on the paper's side.
 
-Thresholds are the papers' own words made numeric, stated beside each claim: "poorly correlated" is a mean
-cosine below 0.5; differences ("worse over training", "helps", "aligned early, not late") are against 0.
-Everything here is a pure function of tables, so it is tested on constructed evidence whose answer is known.
+Below :data:`MIN_AGENTS` agents (per group) a claim gives no verdict: it says *k of n agents agree*. Everything
+here is a pure function of evidence tables, tested on constructed tables where each claim must hold and where
+it must fail (tests/test_claims.py).
 """
 
 from __future__ import annotations
@@ -21,100 +26,336 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.stats import bootstrap_mean_ci
+from pg_diag import stats
 
-VERDICTS = ("holds", "does not hold", "inconclusive")
+VERDICTS = ("holds", "does not hold", "inconclusive", "too few agents", "no claim")
+MIN_AGENTS = 5
+#: tasks in the order of their complexity (CL §5.1: "gradient variance is slightly lower" on Walker2d and
+#: Hopper than on Humanoid); the task claim compares the hardest and the easiest of these that were measured
+COMPLEXITY = ("hopper", "walker2d", "humanoid")
+KINDS = ("agents", "groups", "min-difference", "exact")
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
     key: str
-    where: str          # the paper's section and figure
-    paper: str          # what the paper says, briefly, in quotation where a phrase is the paper's
+    paper: str          # the reports it belongs to: "CL", "IM" or both ("CL IM")
+    where: str          # section and figure
+    quote: str          # the paper's own sentence
     evidence: str       # the evidence series tested
     statistic: str      # what one unit's value is
-    side: str           # "<" or ">": the paper's side of the threshold
-    threshold: float
+    test: str           # "<", ">" or "within"
+    threshold: object   # a number, or (low, high) for "within"
+    reason: str         # why this threshold
+    kind: str = "agents"
+    labels: tuple = ()  # the algorithms the claim is about (empty: every measured one)
+    versus: str = ""    # groups: the second group's label ("tasks": hardest vs easiest measured task)
+    tasks: tuple = ()   # the tasks the paper states it for (empty: every measured one)
+    differences: tuple = ()  # min-difference: the (a, b) pairs of labels
 
+    def rule(self) -> str:
+        if self.test == "within":
+            return f"within [{self.threshold[0]:g}, {self.threshold[1]:g}]"
+        return f"{self.test} {self.threshold:g}"
+
+
+_STRONG = "pairwise cosine c of two independent estimates ≈ |g|²/(|g|² + tr Σ/N): below 0.5 the noise's energy " \
+          "exceeds the signal's"
+_VIRTUAL = "c ≤ 0.2 means the noise carries ≥ 4× the signal's energy (c ≈ |g|²/(|g|² + tr Σ/N))"
 
 CLAIMS = (
-    Claim("gradients-poorly-concentrated", "CL §5.1, Fig 2/11",
-          "at the sample sizes used in practice, gradient estimates are poorly concentrated",
-          "grad_pairwise_at_batch", "mean pairwise cosine of K estimates at the algorithm's batch size, per agent "
-          "and checkpoint after the first", "<", 0.5),
-    Claim("gradients-worsen-over-training", "CL §5.1, Fig 2",
-          "concentration gets worse \"after the first few timesteps\"", "grad_pairwise_change",
-          "mean pairwise cosine at the batch size, last checkpoint minus first, per agent", "<", 0.0),
-    Claim("gradients-far-from-true", "CL §5.1, Fig 3/12",
-          "estimates at the batch size are poorly correlated with the true gradient", "grad_true_at_batch",
-          "mean cosine of the K estimates to the large-sample gradient at the batch size, per agent and checkpoint "
-          "after the first", "<", 0.5),
-    Claim("gradients-converge-with-samples", "CL §5.1, Fig 3",
-          "with many more samples the estimates approach the true gradient", "grad_true_gain",
-          "cosine to the true gradient at the largest N minus at the batch size, per agent and checkpoint", ">", 0.0),
-    Claim("steps-vary", "CL §5.1 (footnote 1; App. A.4)",
-          "the algorithms' actual steps from independent batches vary as the gradients do", "step_pairwise",
-          "mean pairwise cosine of M steps from independent batches, per agent and checkpoint after the first",
-          "<", 0.5),
-    Claim("value-fits-its-target-not-the-returns", "CL §5.2, Fig 4/14/15",
-          "the value network fits its GAE target but \"not the true value function\"", "value_gap",
-          "held-out returns MRE (complete returns) minus held-out GAE MRE, per agent, second half of training",
-          ">", 0.0),
-    Claim("value-off-by-truncated-returns", "CL §5.2, Fig 4b",
-          "against the returns \"off by about 50%\" (read with the original's truncated returns)",
-          "value_gap_truncated", "held-out MRE against returns cut at the batch end minus held-out GAE MRE, per "
-          "agent, second half of training", ">", 0.0),
-    Claim("value-baseline-helps", "CL §5.2, Fig 5/16",
-          "the value network as baseline reduces variance compared with the zero baseline", "baseline_value_vs_zero",
-          "mean pairwise cosine at the batch size with the agent's value network minus with returns (zero), per "
-          "agent and checkpoint", ">", 0.0),
-    Claim("true-value-baseline-helps-more", "CL §5.2, Fig 5/16",
-          "a \"true\" value function gives much lower variance than the agent's value network",
-          "baseline_fitted_vs_value", "mean pairwise cosine at the batch size with the fitted V* minus with the "
-          "agent's network, per agent and checkpoint (meaningful only where V* is shown closer to the returns)",
-          ">", 0.0),
-    Claim("landscape-noisy-at-small-n", "CL §5.3, Fig 6/26/27",
-          "with few samples the true reward landscape looks jagged: good and bad points cannot be told apart",
-          "landscape_noise_ratio", "median standard error of a point at the smallest N over the spread (SD) of the "
-          "point means at the largest N, per plane", ">", 0.5),
-    Claim("surrogate-misleads-later", "CL §5.3, Fig 7/8/17-25",
-          "early in training the surrogate and true landscapes align; later they do not",
-          "surrogate_agreement_drop", "sign agreement of surrogate and true return along the step (own batch), "
-          "first checkpoint minus last, per agent", ">", 0.0),
+    # --- CL §5.1: gradient estimates ------------------------------------------------------------------------
+    Claim("gradients-poorly-concentrated", "CL", "§5.1, Fig 2/11",
+          "obtaining tightly concentrated gradient estimates would require significantly more samples than are "
+          "used in practice, particularly after the first few timesteps", "grad_pairwise_at_batch",
+          "mean pairwise cosine of K estimates at the algorithm's batch size, checkpoints after the first",
+          "<", 0.5, _STRONG),
+    Claim("gradients-virtually-uncorrelated", "CL", "§6 (Fig 2)",
+          "such gradient estimates are often virtually uncorrelated [...] with each other (c.f. Figure 2)",
+          "grad_pairwise_at_batch", "mean pairwise cosine at the batch size, checkpoints after the first",
+          "<", 0.2, _VIRTUAL),
+    Claim("gradients-worsen-over-training", "CL", "§5.1, Fig 2/3",
+          "the estimation task becomes more difficult further into training", "grad_pairwise_change",
+          "mean pairwise cosine at the batch size, last checkpoint minus first", "<", 0.0,
+          "a sign: concentration falls"),
+    Claim("gradients-far-from-true", "CL", "§5.1, Fig 3/12",
+          "although it is possible to obtain empirically estimate the true gradient, this requires several-fold "
+          "more samples than are used commonly", "grad_true_at_batch",
+          "mean cosine of the K estimates to the true gradient at the batch size, checkpoints after the first",
+          "<", 0.5, _STRONG),
+    Claim("gradients-virtually-uncorrelated-with-true", "CL", "§6 (Fig 3)",
+          "such gradient estimates are often virtually uncorrelated with the true gradient (c.f. Figure 3)",
+          "grad_true_at_batch", "mean cosine to the true gradient at the batch size, checkpoints after the first",
+          "<", 0.2, _VIRTUAL),
+    Claim("gradients-need-several-fold-samples", "CL", "§5.1, Fig 3",
+          "this requires several-fold more samples than are used commonly in practical applications",
+          "grad_true_samples_ratio", "N at which the mean cosine to the true gradient reaches 0.5, over the batch "
+          "size (+inf: not within the grid), checkpoints after the first", ">", 3.0,
+          "\"several-fold\": at least 3×"),
+    Claim("gradients-converge-with-samples", "CL", "§5.1, Fig 3",
+          "it is possible to obtain empirically estimate the true gradient", "grad_true_at_largest",
+          "mean cosine to the true gradient at the largest N, checkpoints after the first", ">", 0.5, _STRONG),
+    Claim("steps-vary", "CL", "§5.1, Fig 13", "the policy steps do have high empirical variance",
+          "step_pairwise", "mean pairwise cosine of M steps from independent batches, checkpoints after the first",
+          "<", 0.5, _STRONG),
+    Claim("steps-hover-around-zero", "CL", "§5.1, Fig 13",
+          "on the Walker2d and Humanoid MuJoCo tasks, for example, the mean pairwise cosine similarity between "
+          "steps often hovers around zero", "step_pairwise", "mean pairwise step cosine, checkpoints after the "
+          "first", "within", (-0.2, 0.2), "|c| ≤ 0.2: the steps share at most a fifth of their energy",
+          tasks=("walker2d", "humanoid")),
+    Claim("gradients-harder-on-harder-tasks", "CL", "§5.1, Fig 2/11",
+          "For other tasks – such as Walker2d-v2 and Hopper-v2 – the plots have similar trends, except that "
+          "gradient variance is slightly lower", "grad_pairwise_at_batch",
+          "mean pairwise cosine at the batch size: the hardest measured task's agents minus the easiest's",
+          "<", 0.0, "a sign: lower concentration on the more complex task", kind="groups", versus="tasks"),
+    # --- CL §5.2: value prediction --------------------------------------------------------------------------
+    Claim("value-fits-its-target", "CL", "§5.2, Fig 4a/15",
+          "the validation MRE on the GAE-based value loss (V_old + A_GAE)² (c.f. (17)) is small",
+          "value_heldout_gae_mre", "held-out MRE against the GAE target, second half of training", "<", 0.25,
+          "\"small\": at most half the \"about 50%\" the paper reads against the returns"),
+    Claim("value-off-by-about-half", "CL", "§5.2, Fig 4b/15",
+          "the returns MRE is still quite high – the learned value function is off by about 50% with respect to "
+          "the underlying true value function", "value_heldout_returns_mre",
+          "held-out MRE against complete returns, second half of training", "within", (0.25, 0.75),
+          "\"about 50%\": within half of 50% either side"),
+    Claim("value-train-small-heldout-large", "CL", "§5.2, Fig 14/15",
+          "We observe that the returns MRE is quite small as well (right column) [training set] [...] the returns "
+          "MRE is still quite high (held-out)", "value_returns_generalization",
+          "held-out minus training-batch MRE against the returns, second half of training", ">", 0.0,
+          "a sign: the fit to the returns does not carry to unseen states"),
+    Claim("value-not-the-true-value", "CL", "§5.2, Fig 4",
+          "the supervised learning problem induced by (17) does not lead to V learning the underlying true value "
+          "function", "value_excess_error", "the agent's network's held-out MSE against complete returns over "
+          "V*'s (a network fit to the returns: the noise floor), minus 1", ">", 0.0,
+          "a sign: worse than the floor the returns' own noise allows"),
+    Claim("value-baseline-helps", "CL", "§5.2, Fig 5/16",
+          "employing the value network yields a noticeably larger variance reduction compared to the zero baseline "
+          "function, even though this difference is rather marginal in the most relevant, small-sample regime",
+          "baseline_value_vs_zero", "mean pairwise cosine with the agent's value network minus with returns "
+          "(zero baseline), at the largest N", ">", 0.0, "a sign: the value network concentrates the estimates"),
+    Claim("true-value-baseline-helps-more", "CL", "§5.2, Fig 5/16",
+          "the usage of the true value function leads to a significantly lower-variance estimate of the gradient "
+          "as compared to the value network", "baseline_fitted_vs_value",
+          "mean pairwise cosine at the batch size with V* minus with the agent's network; only subjects where V* "
+          "was shown better than the agent's network (paired t-test on held-out chunks)", ">", 0.0,
+          "a sign, read only where V* is shown to be the better value function"),
+    # --- CL §5.3: landscapes --------------------------------------------------------------------------------
+    Claim("landscape-noisy-at-small-n", "CL", "§5.3, Fig 6/26/27",
+          "applying our algorithms in this regime makes it impossible to distinguish between good and bad points "
+          "in the landscape", "landscape_noise_ratio", "median standard error of a point at the smallest N over "
+          "the spread (SD) of the point means at the largest N", ">", 1.0,
+          "points cannot be told apart when a point's noise exceeds the spread between points"),
+    Claim("landscape-smooth-at-large-n", "CL", "§5.3, Fig 6",
+          "estimating the true reward landscape with a high number of samples yields a relatively smooth reward "
+          "landscape", "landscape_noise_ratio_large", "median standard error of a point at the largest N over "
+          "the spread of the point means there", "<", 0.5,
+          "points two standard errors apart or more are told apart"),
+    Claim("surrogate-aligned-early", "CL", "§5.3, Fig 7/8",
+          "the early stages of training the optimization landscapes of the true and surrogate reward are indeed "
+          "approximately aligned", "landscape_true_step_first", "the true return's change along the step (own "
+          "batch) at the first checkpoint, in standard errors", ">", 0.0,
+          "a sign: the step that raises the surrogate raises the true reward"),
+    Claim("surrogate-misleads-later", "CL", "§5.3, Fig 7/8",
+          "we often observe that directions that increase the surrogate reward lead to a decrease of the true "
+          "reward", "landscape_true_step_last", "the true return's change along the step (own batch) at the last "
+          "checkpoint, in standard errors", "<", 0.0, "a sign: the step lowers the true reward"),
+    Claim("ppo-step-lowers-true-reward-with-many-samples", "CL", "§5.3, Fig 8/17/18",
+          "in the case of PPO (and PPO-M) we consistently observe landscapes where the step direction leads to "
+          "lower true reward, even in the high-sample regime", "landscape_true_step_large",
+          "the true return's change along a step from the largest step sample, checkpoints after the first, in "
+          "standard errors", "<", 0.0, "a sign", labels=("ppo", "ppo-m")),
+    Claim("trpo-surrogate-tracks-true-with-many-samples", "CL", "§5.3, Fig 7/19",
+          "In the case of TRPO, the update direction leads to a surrogate reward that matches the true reward much "
+          "more closely", "landscape_true_step_large", "the true return's change along a step from the largest "
+          "step sample, checkpoints after the first, in standard errors", ">", 0.0,
+          "a sign: the surrogate's increase is a true one", labels=("trpo",)),
+    # --- CL §5.4: trust regions (also IM §4, Figs 2-4) ------------------------------------------------------
+    Claim("ppo-max-ratio-leaves-region", "CL IM", "§5.4, Fig 9/28",
+          "the PPO variants' maximum ratios consistently violates the ratio \"trust region\"",
+          "tr_ratio_outside", "fraction of iterations whose max ratio on the training batch exceeds 1 + ε", ">",
+          0.5, "\"consistently\": in most iterations", labels=("ppo", "ppo-m")),
+    Claim("max-kl-orders-above-bound", "CL IM", "§5.4, Fig 9",
+          "in practice, we find that the maximum KL divergence is several orders of magnitude larger than our "
+          "enforced bound on mean KL", "tr_max_kl_orders", "median over iterations of log10(max KL / δ), "
+          "training batch", ">", 2.0, "\"several orders of magnitude\": at least two", labels=("trpo",)),
+    Claim("ppo-m-loses-the-kl-region", "CL IM", "§5.4, Fig 9; IM §4",
+          "while PPO constrains the mean KL well, PPO-M does not", "tr_log_mean_kl",
+          "median over iterations of log10(mean KL), training batch: PPO-M's agents minus PPO's", ">", 0.0,
+          "a sign, on a log scale (KLs are positive and skewed)", kind="groups", labels=("ppo-m",),
+          versus="ppo"),
+    Claim("trpo-kl-holds-on-heldout", "CL IM", "§5.4, Fig 29",
+          "the mean-KL constraint does generalize to unseen set of trajectories", "tr_heldout_kl_over_bound",
+          "median over held-out checks of the held-out mean KL over δ", "<", 1.5,
+          "kept: within half the bound again on a batch the line search never saw", labels=("trpo",)),
+    Claim("theorem-first-step-unclipped", "CL IM", "Theorem 5.1, §5.4",
+          "the first step we take is identical to a maximization step over the unclipped surrogate reward",
+          "theorem_first_step", "|∇L^C − ∇L| / |∇L| at θ_old on the batch", "<", 1e-4,
+          "float32 rounding of two gradients that are equal in exact arithmetic", kind="exact"),
+    Claim("theorem-ratios-leave-clip", "CL IM", "Theorem 5.1, §5.4",
+          "we can end up moving arbitrarily far from the trust region", "theorem_max_ratio_excess",
+          "max ratio after the optimization minus 1 + ε, per optimizer", ">", 0.0,
+          "a sign: past the clip", kind="exact"),
+    # --- IM -------------------------------------------------------------------------------------------------
+    Claim("optimizations-matter-more-than-step", "IM", "§5, Table 2",
+          "varying the use of code-level optimizations impacts performance significantly more than varying "
+          "whether the PPO or TRPO step is used", "im_score",
+          "the optimizations' main effect over the step's, min(TRPO+ − PPO-M, PPO − TRPO) (see "
+          "pg_diag.stats.OPTIMIZATIONS_OVER_STEP)", ">", 0.0,
+          "in the 2 × 2 design c_opt > |c_step| ⇔ both differences > 0", kind="min-difference",
+          differences=stats.OPTIMIZATIONS_OVER_STEP),
+    Claim("reward-scaling-needed", "IM", "§3, Fig 1",
+          "reward normalization, Adam annealing, and network initialization each significantly impact the "
+          "rewards landscape with respect to hyperparameters, and were necessary for attaining the highest PPO "
+          "reward", "ablation_reward_scaling", "score with reward scaling minus without, agents at their "
+          "combination's best LR paired by seed and the other toggles", ">", 0.0, "a sign"),
+    Claim("lr-annealing-needed", "IM", "§3, Fig 1",
+          "reward normalization, Adam annealing, and network initialization each [...] were necessary for "
+          "attaining the highest PPO reward", "ablation_lr_annealing", "score with LR annealing minus without, "
+          "paired as above", ">", 0.0, "a sign"),
+    Claim("orthogonal-init-needed", "IM", "§3, Fig 1",
+          "reward normalization, Adam annealing, and network initialization each [...] were necessary for "
+          "attaining the highest PPO reward", "ablation_orthogonal_init", "score with orthogonal initialization "
+          "minus without, paired as above", ">", 0.0, "a sign"),
+    Claim("noclip-beats-ppo-m", "IM", "§5, Table 3",
+          "PPO-NOCLIP performs uniformly better than PPO-M, despite the latter employing the core PPO clipping "
+          "mechanism", "im_score", "mean score, PPO-NoClip's agents minus PPO-M's", ">", 0.0, "a sign",
+          kind="groups", labels=("ppo-noclip",), versus="ppo-m"),
+    Claim("noclip-matches-ppo", "IM", "§5, Table 3",
+          "with sufficient hyperparameter tuning, PPO-NOCLIP often matches the performance of standard PPO",
+          "im_score_relative", "mean score over PPO's mean score, PPO-NoClip's agents minus PPO's", "within",
+          (-0.1, 0.1), "\"matches\": within 10% of PPO's mean", kind="groups", labels=("ppo-noclip",),
+          versus="ppo"),
 )
 
 
-def verdict(low: float, high: float, side: str, threshold: float, units: int) -> str:
-    if units < 2 or not (np.isfinite(low) and np.isfinite(high)):
+def _side(interval_low: float, interval_high: float, claim: Claim) -> str:
+    if np.isnan(interval_low) or np.isnan(interval_high):
         return "inconclusive"
-    on_side = high < threshold if side == "<" else low > threshold
-    against = low > threshold if side == "<" else high < threshold
-    return "holds" if on_side else "does not hold" if against else "inconclusive"
+    if claim.test == "within":
+        lo, hi = claim.threshold
+        if lo < interval_low and interval_high < hi:
+            return "holds"
+        return "does not hold" if interval_high < lo or interval_low > hi else "inconclusive"
+    t = claim.threshold
+    if claim.test == "<":
+        return "holds" if interval_high < t else "does not hold" if interval_low > t else "inconclusive"
+    return "holds" if interval_low > t else "does not hold" if interval_high < t else "inconclusive"
 
 
-def evaluate(evidence, claims=CLAIMS, resamples: int = 1000, seed: int = 0):
-    """Every claim whose evidence was measured, per task and label: mean over units, 95% bootstrap CI,
-    unit count and verdict. ``evidence``: a DataFrame with columns evidence, task, label, value (one row per
-    unit)."""
+def agrees(values, claim: Claim) -> np.ndarray:
+    """Which units lie on the paper's side (or inside its band)."""
+    v = np.asarray(values, np.float64)
+    if claim.test == "within":
+        return (v > claim.threshold[0]) & (v < claim.threshold[1])
+    return v < claim.threshold if claim.test == "<" else v > claim.threshold
+
+
+def per_agent(group) -> "np.ndarray":
+    """One value per agent: the mean of its measurements (an infinite one stays infinite)."""
+    with np.errstate(invalid="ignore"):
+        return group.groupby("agent", sort=True)["value"].mean().to_numpy(np.float64)
+
+
+def _row(claim: Claim, task: str, label: str, iv, agree: str, verdict: str, estimate_kind: str) -> dict:
+    return {"paper": claim.paper, "claim": claim.key, "where": claim.where, "task": task, "label": label,
+            "estimate": estimate_kind, "value": float(iv.estimate), "low": float(iv.low), "high": float(iv.high),
+            "coverage": float(iv.coverage), "agents": int(iv.n), "agree": agree, "test": claim.rule(),
+            "verdict": verdict}
+
+
+def _agents_rows(claim: Claim, part) -> list:
+    rows = []
+    for (task, label), group in part.groupby(["task", "label"], sort=True):
+        values = per_agent(group)
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            continue
+        on = int(agrees(values, claim).sum())
+        iv = stats.median_interval(values)
+        verdict = "too few agents" if values.size < MIN_AGENTS else _side(iv.low, iv.high, claim)
+        rows.append(_row(claim, task, label, iv, f"{on} of {values.size}", verdict, "median agent"))
+    return rows
+
+
+def _groups_rows(claim: Claim, part) -> list:
+    rows = []
+    if claim.versus == "tasks":
+        ranked = [t for t in COMPLEXITY if t in set(part.task)]
+        if len(ranked) < 2:
+            return rows
+        hard, easy = ranked[-1], ranked[0]
+        for label, group in part.groupby("label", sort=True):
+            a, b = (per_agent(group[group.task == t]) for t in (hard, easy))
+            rows.append(_compare(claim, f"{hard} − {easy}", label, a, b))
+        return rows
+    for task, group in part.groupby("task", sort=True):
+        a = per_agent(group[group.label.isin(claim.labels)])
+        b = per_agent(group[group.label == claim.versus])
+        if a.size and b.size:
+            rows.append(_compare(claim, task, f"{'/'.join(claim.labels)} − {claim.versus}", a, b))
+    return rows
+
+
+def _compare(claim: Claim, task: str, label: str, a, b) -> dict:
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    iv = stats.welch_interval(a, b)
+    few = min(a.size, b.size) < MIN_AGENTS
+    verdict = "too few agents" if few else _side(iv.low, iv.high, claim)
+    return _row(claim, task, label, iv, f"{a.size} vs {b.size} agents", verdict, "difference of means")
+
+
+def _min_difference_rows(claim: Claim, part) -> list:
+    rows = []
+    needed = {x for pair in claim.differences for x in pair}
+    for task, group in part.groupby("task", sort=True):
+        scores = {lab: per_agent(group[group.label == lab]) for lab in needed}
+        if any(v.size == 0 for v in scores.values()):
+            continue
+        iv = stats.min_difference_interval(scores, claim.differences)
+        few = min(v.size for v in scores.values()) < MIN_AGENTS
+        sizes = ", ".join(f"{lab} {scores[lab].size}" for lab in sorted(needed))
+        rows.append(_row(claim, task, " / ".join(f"{a} − {b}" for a, b in claim.differences), iv, sizes,
+                         "too few agents" if few else _side(iv.low, iv.high, claim), "smallest difference"))
+    return rows
+
+
+def _exact_rows(claim: Claim, part) -> list:
+    rows = []
+    for (task, label), group in part.groupby(["task", "label"], sort=True):
+        values = group["value"].to_numpy(np.float64)
+        on = agrees(values, claim)
+        iv = stats.Interval(float(np.max(values) if claim.test == "<" else np.min(values)), float(np.min(values)),
+                            float(np.max(values)), int(values.size), 1.0)
+        verdict = "holds" if on.all() else "does not hold"
+        rows.append(_row(claim, task, label, iv, f"{int(on.sum())} of {values.size}", verdict,
+                         "worst unit (deterministic)"))
+    return rows
+
+
+_EVALUATE = {"agents": _agents_rows, "groups": _groups_rows, "min-difference": _min_difference_rows,
+             "exact": _exact_rows}
+COLUMNS = ["paper", "claim", "where", "task", "label", "estimate", "value", "low", "high", "coverage", "agents",
+           "agree", "test", "verdict"]
+
+
+def evaluate(evidence, claims=CLAIMS, paper: str | None = None):
+    """Every claim (of ``paper``, default both) whose evidence was measured: per task and algorithm (or per
+    compared pair) the estimate, its interval and coverage, the agents, how many agree, and the verdict.
+    ``evidence``: a DataFrame with columns evidence, task, label, agent, value (one row per measurement)."""
     import pandas as pd
 
     rows = []
     for claim in claims:
+        if paper is not None and paper not in claim.paper.split():
+            continue
         part = evidence[evidence.evidence == claim.evidence]
-        for (task, label), group in part.groupby(["task", "label"], sort=True):
-            values = group["value"].to_numpy(np.float64)
-            values = values[np.isfinite(values)]
-            if values.size == 0:
-                continue
-            mean, low, high = bootstrap_mean_ci(values, resamples=resamples, seed=seed)
-            if values.size < 2:
-                low = high = float("nan")
-            rows.append({"claim": claim.key, "where": claim.where, "task": task, "label": label,
-                         "mean": float(mean), "low": float(low), "high": float(high), "units": int(values.size),
-                         "test": f"{claim.side} {claim.threshold:g}",
-                         "verdict": verdict(low, high, claim.side, claim.threshold, values.size)})
-    columns = ["claim", "where", "task", "label", "mean", "low", "high", "units", "test", "verdict"]
-    return pd.DataFrame(rows, columns=columns)
+        if claim.labels and claim.kind == "agents":
+            part = part[part.label.isin(claim.labels)]
+        if claim.tasks:
+            part = part[part.task.isin(claim.tasks)]
+        if len(part):
+            rows += _EVALUATE[claim.kind](claim, part)
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def by_key(key: str) -> Claim:
@@ -124,4 +365,4 @@ def by_key(key: str) -> Claim:
     raise KeyError(f"unknown claim {key!r}; claims: {', '.join(c.key for c in CLAIMS)}")
 
 
-__all__ = ["CLAIMS", "Claim", "VERDICTS", "by_key", "evaluate", "verdict"]
+__all__ = ["CLAIMS", "COMPLEXITY", "Claim", "MIN_AGENTS", "VERDICTS", "agrees", "by_key", "evaluate", "per_agent"]

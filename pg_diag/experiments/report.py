@@ -1,38 +1,87 @@
-"""``pg-diag report``: the claims of CL §5 checked on a user's saved diagnostic studies, on one page.
+"""``pg-diag report``: the claims of one paper checked on a user's saved studies, on one page.
 
-    pg-diag report --from results --out results/closer-look-report      # or: make closer-look-report
+    pg-diag report --from results --out results/closer-look-report            # CL (make closer-look-report)
+    pg-diag report --paper im --from results                                  # IM (make implementation-matters-report)
 
-finds the diagnostic studies under ``--from`` (the output directories of fig-grad-variance / -true /
-step-variance, fig-value, fig-baselines and the landscape targets; ``--scale`` picks one scale where several
-are there), redraws their figures from disk, extracts each claim's evidence (:mod:`.claims`) from the saved
-tables, and writes ``report.md`` (every figure, then per claim, task and algorithm the statistic with its
-95% CI, the verdict and what the paper says) with ``claims.csv`` and ``evidence.csv`` beside it. Nothing is
-trained, measured or compiled.
+finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale
+where several are there), redraws their figures from disk, extracts each claim's evidence
+(:mod:`.evidence`) from the saved tables, tests it (:mod:`.claims`: agents as units, intervals with stated
+coverage), and writes ``report.md`` — per claim the paper's sentence, the rule and its reason, per task and
+algorithm the estimate, interval, agents, how many agree and the verdict; then every figure — with
+``claims.csv`` and ``evidence.csv`` beside it. Nothing is trained, measured or compiled.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 
 import numpy as np
 
 from pg_diag.config import ConfigError
 from pg_diag.experiments import claims as claim_specs
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments import figures, study_dir
 
-#: study name -> the targets drawn from it in the report
-STUDIES = {"gradients": ("fig-grad-variance", "fig-grad-true", "fig-step-variance"), "fig-value": ("fig-value",),
-           "fig-baselines": ("fig-baselines",),
-           "landscape": ("fig-landscape-concentration", "fig-landscape-surrogate")}
+PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
+          "im": ("IM", "Implementation matters: the claims of Engstrom et al. (IM) on these runs",
+                 "implementation-matters-report")}
 
 
-def find_studies(root: str, scale: str | None = None) -> dict:
-    """{study name: directory} of the diagnostic studies in ``root`` or its immediate subdirectories."""
-    import json
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A saved study a report reads: its name in study.json, the targets drawn from it, and its evidence."""
 
+    study: str
+    targets: tuple
+    papers: tuple
+
+    def evidence(self, directory: str) -> list:
+        return _EVIDENCE[self.study](directory)
+
+    def draw(self, target: str, directory: str, out: str) -> str:
+        """The target redrawn from ``directory`` into ``out``: its figure, or a table's Markdown."""
+        from pg_diag.experiments import targets
+
+        result = targets.get(target).redraw(directory, out=out)
+        return result.get("figure") or result.get("markdown")
+
+
+SOURCES = (
+    Source("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"), ("cl",)),
+    Source("fig-value", ("fig-value",), ("cl",)),
+    Source("fig-baselines", ("fig-baselines",), ("cl",)),
+    Source("landscape", ("fig-landscape-concentration", "fig-landscape-surrogate"), ("cl",)),
+    Source("fig-trust-region", ("fig-trust-region",), ("cl", "im")),
+    Source("fig-theorem", ("fig-theorem",), ("cl", "im")),
+    Source("fig-ablation", ("fig-ablation",), ("im",)),
+    Source("algorithms", ("table-2", "table-3", "fig-rewards"), ("im",)),
+)
+#: the evidence series each study provides (for "not measured" messages naming the target to run)
+PROVIDES = {"gradients": ("grad_", "step_"), "fig-value": ("value_heldout", "value_returns"),
+            "fig-baselines": ("baseline_", "value_excess"), "landscape": ("landscape_",),
+            "fig-trust-region": ("tr_",), "fig-theorem": ("theorem_",), "fig-ablation": ("ablation_",),
+            "algorithms": ("im_score",)}
+
+
+def sources(paper: str) -> tuple:
+    return tuple(s for s in SOURCES if paper in s.papers)
+
+
+def check_paper(paper: str) -> str:
+    if paper not in PAPERS:
+        raise ConfigError(f"report --paper {paper!r}: unknown paper; choose from {', '.join(PAPERS)} "
+                          f"(cl: A Closer Look at Deep Policy Gradients; im: Implementation Matters)")
+    return paper
+
+
+def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict:
+    """{study name: directory} of ``paper``'s studies in ``root`` or its immediate subdirectories."""
+    names = {s.study for s in sources(check_paper(paper))}
     if not os.path.isdir(root):
         raise ConfigError(f"report --from {root!r}: no such directory")
-    found = {}
+    found: dict = {}
     for d in [root] + sorted(os.path.join(root, e) for e in os.listdir(root)):
         path = os.path.join(d, study_dir.STUDY_FILE)
         if not os.path.isfile(path):
@@ -42,13 +91,14 @@ def find_studies(root: str, scale: str | None = None) -> dict:
                 record = json.load(f)
         except (OSError, ValueError):
             continue
-        name = record.get("study")
-        if name in STUDIES and (scale is None or record.get("scale") == scale):
-            found.setdefault(name, []).append((d, record.get("scale")))
+        if record.get("study") in names and (scale is None or record.get("scale") == scale):
+            found.setdefault(record["study"], []).append((d, record.get("scale")))
     if not found:
-        raise ConfigError(f"report --from {root!r}: no diagnostic study there{f' at scale {scale!r}' if scale else ''} "
-                          f"(looked for the output directories of {', '.join(t for v in STUDIES.values() for t in v)}"
-                          f", in it and its subdirectories); run those targets first, e.g. make closer-look-report")
+        targets = [t for s in sources(paper) for t in s.targets]
+        raise ConfigError(f"report --from {root!r}: no study of {PAPERS[paper][0]} there"
+                          f"{f' at scale {scale!r}' if scale else ''} (looked for the output directories of "
+                          f"{', '.join(targets)}, in it and its subdirectories); run those targets first, e.g. "
+                          f"make {PAPERS[paper][2]}")
     out = {}
     for name, dirs in found.items():
         if len(dirs) > 1:
@@ -58,189 +108,148 @@ def find_studies(root: str, scale: str | None = None) -> dict:
     return out
 
 
-# --- evidence: one statistic per measured unit ------------------------------------------------------------
+# --- each study's evidence and figures, read from disk --------------------------------------------------------
 
-def _rows(evidence: str, frame, value: str):
-    return [{"evidence": evidence, "task": r.task, "label": r.label, "unit": r.unit, "value": float(getattr(r, value))}
-            for r in frame.itertuples(index=False)]
+def _gradients(d: str) -> list:
+    from pg_diag.experiments import gradient_figs
 
-
-def gradient_evidence(studies: dict) -> list:
-    """From the gradient study ({task: GradientStudy}): pairwise and true-gradient cosines at the batch size."""
-    rows = []
-    for task, st in studies.items():
-        b = st.batch_size
-        per = st.pairs.groupby(["label", "agent", "iteration", "n"])["cosine"].mean().reset_index()
-        at_b = per[per.n == b].assign(task=task, unit=lambda f: f.agent.astype(str) + "@" + f.iteration.astype(str))
-        first, last = at_b.iteration.min(), at_b.iteration.max()
-        rows += _rows("grad_pairwise_at_batch", at_b[at_b.iteration > first], "cosine")
-        change = at_b.pivot_table(index=["label", "agent"], columns="iteration", values="cosine")
-        if first != last:
-            change = (change[last] - change[first]).rename("value").reset_index().assign(
-                task=task, unit=lambda f: f.agent.astype(str))
-            rows += _rows("grad_pairwise_change", change, "value")
-        true = st.estimates.groupby(["label", "agent", "iteration", "n"])["to_true"].mean().reset_index()
-        true = true.assign(task=task, unit=lambda f: f.agent.astype(str) + "@" + f.iteration.astype(str))
-        if np.isfinite(true.to_true).any():
-            rows += _rows("grad_true_at_batch", true[(true.n == b) & (true.iteration > first)], "to_true")
-            wide = true.pivot_table(index=["label", "agent", "iteration", "unit"], columns="n", values="to_true")
-            gain = (wide[wide.columns.max()] - wide[b]).rename("value").reset_index().assign(task=task)
-            rows += _rows("grad_true_gain", gain, "value")
+    rows = ev.gradient_evidence(gradient_figs.load_studies("fig-grad-variance", d)[1])
+    try:
+        rows += ev.step_evidence(gradient_figs.load_studies("fig-step-variance", d)[1])
+    except ConfigError:
+        pass   # the step study was not measured
     return rows
 
 
-def step_evidence(studies: dict) -> list:
-    rows = []
-    for task, st in studies.items():
-        per = st.pairs.groupby(["label", "agent", "iteration"])["cosine"].mean().reset_index()
-        per = per[per.iteration > per.iteration.min()].assign(
-            task=task, unit=lambda f: f.agent.astype(str) + "@" + f.iteration.astype(str))
-        rows += _rows("step_pairwise", per, "cosine")
-    return rows
+def _landscape(d: str) -> list:
+    from pg_diag.experiments import landscape_figs
+
+    measured = []
+    for target in ("fig-landscape-concentration", "fig-landscape-surrogate"):
+        try:
+            measured.append(landscape_figs.load_studies(target, d)[1])
+        except ConfigError:
+            measured.append({})
+    return ev.landscape_evidence(*measured)
 
 
-def value_evidence(metrics) -> list:
-    """From fig-value's metrics: per agent, the second half of training's held-out (else training) MREs."""
-    rows = []
-    for (task, label, agent), m in metrics.groupby(["task", "algorithm", "agent"], sort=True):
-        late = m[m.iteration >= m.iteration.max() / 2]
+def _baselines(d: str) -> list:
+    from pg_diag.experiments import baseline_figs
 
-        def mre(kind):
-            for col in (f"heldout_value_mre_{kind}", f"value_mre_{kind}"):
-                if col in late and np.isfinite(late[col]).any():
-                    return float(np.nanmean(late[col]))
-            return float("nan")
-
-        unit = {"task": task, "label": label, "unit": str(agent)}
-        rows.append({"evidence": "value_gap", **unit, "value": mre("returns") - mre("gae")})
-        rows.append({"evidence": "value_gap_truncated", **unit, "value": mre("returns_truncated") - mre("gae")})
-    return rows
+    return ev.baseline_evidence(baseline_figs.load_studies(d)[1])
 
 
-def baseline_evidence(studies: dict) -> list:
-    rows = []
-    for task, st in studies.items():
-        per = st.pairs[st.pairs.n == st.batch_size].groupby(["label", "agent", "iteration", "baseline"])[
-            "cosine"].mean().unstack("baseline").reset_index()
-        per = per.assign(task=task, unit=per.agent.astype(str) + "@" + per.iteration.astype(str))
-        for evidence, a, b in (("baseline_value_vs_zero", "value", "zero"),
-                               ("baseline_fitted_vs_value", "fitted", "value")):
-            if a in per and b in per:
-                rows += _rows(evidence, per.assign(value=per[a] - per[b]), "value")
-    return rows
-
-
-def landscape_evidence(concentration: dict, surrogate: dict) -> list:
-    rows = []
-    for task, st in concentration.items():
-        small, large = min(st.sizes), max(st.sizes)
-        for (label, agent, iteration, pairs), r in st.returns.groupby(["label", "agent", "iteration", "step_pairs"]):
-            spread = np.nanstd(r[r.n == large]["mean"].to_numpy())
-            noise = np.nanmedian(r[r.n == small]["se"].to_numpy())
-            rows.append({"evidence": "landscape_noise_ratio", "task": task, "label": label,
-                         "unit": f"{agent}@{iteration}/{pairs}", "value": noise / spread if spread > 0 else np.nan})
-    for task, st in surrogate.items():
-        a = st.agreement()
-        own = a[a.step_pairs == a.step_pairs.min()]
-        first, last = own.iteration.min(), own.iteration.max()
-        if first == last:
-            continue
-        wide = own.pivot_table(index=["label", "agent"], columns="iteration", values="agreement")
-        drop = (wide[first] - wide[last]).rename("value").reset_index().assign(
-            task=task, unit=lambda f: f.agent.astype(str))
-        rows += _rows("surrogate_agreement_drop", drop, "value")
-    return rows
-
-
-def _evidence(found: dict):
+def _theorem(d: str) -> list:
     import pandas as pd
 
-    from pg_diag.experiments import baseline_figs, gradient_figs, landscape_figs
+    return ev.theorem_evidence(study_dir.read(d, "fig-theorem", "fig-theorem"),
+                               pd.read_csv(os.path.join(d, "fig-theorem.csv")))
+
+
+def _ablation(d: str) -> list:
+    from pg_diag.experiments import ablation
+    from pg_diag.run import load_run
+
+    record = study_dir.read(d, "fig-ablation", "fig-ablation")
+    selected = {t: ablation.agents_at_best_lr(ablation.agent_scores(load_run(study_dir.run_dir(
+        d, t, "fig-ablation")).metrics)) for t in record["tasks"]}
+    return ev.ablation_evidence(selected, ablation.TOGGLES)
+
+
+def _scores(d: str) -> list:
+    from pg_diag.experiments import algorithms
+
+    return ev.score_evidence(algorithms.agent_scores(study_dir.load_runs(d, "algorithms", "table-2")[1]))
+
+
+_EVIDENCE = {
+    "gradients": _gradients, "landscape": _landscape, "fig-baselines": _baselines, "fig-theorem": _theorem,
+    "fig-value": lambda d: ev.value_evidence(study_dir.load_runs(d, "fig-value", "fig-value")[1]),
+    "fig-trust-region": lambda d: ev.trust_region_evidence(
+        study_dir.load_runs(d, "fig-trust-region", "fig-trust-region")[1]),
+    "fig-ablation": _ablation, "algorithms": _scores}
+
+
+def collect(found: dict, paper: str):
+    import pandas as pd
 
     rows = []
-    if "gradients" in found:
-        rows += gradient_evidence(gradient_figs.load_studies("fig-grad-variance", found["gradients"])[1])
-        try:
-            rows += step_evidence(gradient_figs.load_studies("fig-step-variance", found["gradients"])[1])
-        except ConfigError:
-            pass   # the step study was not measured
-    if "fig-value" in found:
-        rows += value_evidence(study_dir.load_runs(found["fig-value"], "fig-value", "fig-value")[1])
-    if "fig-baselines" in found:
-        rows += baseline_evidence(baseline_figs.load_studies(found["fig-baselines"])[1])
-    if "landscape" in found:
-        measured = {}
-        for target in landscape_figs.TARGETS:
-            try:
-                measured[target] = landscape_figs.load_studies(target, found["landscape"])[1]
-            except ConfigError:
-                measured[target] = {}
-        rows += landscape_evidence(*measured.values())
-    return pd.DataFrame(rows, columns=["evidence", "task", "label", "unit", "value"])
+    for source in sources(paper):
+        if source.study in found:
+            rows += source.evidence(found[source.study])
+    return pd.DataFrame(rows, columns=ev.COLUMNS)
 
 
-def _draw_figures(found: dict, out: str) -> list:
+def _draw_figures(found: dict, out: str, paper: str) -> list:
     """Every target's figure redrawn from its study into ``out/figures/<target>/``: [(target, path)]."""
-    from pg_diag.experiments import baseline_figs, gradient_figs, landscape_figs, value_fig
-
-    drawers = {"fig-value": value_fig.draw, "fig-baselines": baseline_figs.draw}
     figs = []
-    for name, targets in STUDIES.items():
-        if name not in found:
-            continue
-        for target in targets:
-            where = os.path.join(out, "figures", target)
+    for source in sources(paper):
+        for target in source.targets if source.study in found else ():
             try:
-                if name == "gradients":
-                    result = gradient_figs.draw(target, found[name], out=where)
-                elif name == "landscape":
-                    result = landscape_figs.draw(target, found[name], out=where)
-                else:
-                    result = drawers[name](found[name], out=where)
-            except ConfigError:
+                path = source.draw(target, found[source.study], os.path.join(out, "figures", target))
+            except (ConfigError, KeyError):
                 continue   # a target of the study that was not measured
-            figs.append((target, os.path.relpath(result["figure"], out)))
+            if path:
+                figs.append((target, os.path.relpath(path, out)))
     return figs
 
 
+# --- the page -------------------------------------------------------------------------------------------------
+
 def _fmt(v: float) -> str:
-    return "—" if not np.isfinite(v) else f"{v:.3g}"
+    return "—" if np.isnan(v) else ("∞" if v == np.inf else "−∞" if v == -np.inf else f"{v:.3g}")
 
 
-def page(results, figs: list, found: dict) -> str:
-    """The report as Markdown."""
-    lines = ["# Closer look: the paper's claims on these runs", "",
-             "Studies read: " + ", ".join(f"`{n}` ({d})" for n, d in sorted(found.items())) + ".", "",
-             "Each claim of CL §5 is tested on the saved measurements: the mean over measured units (an agent at a "
-             "checkpoint, an agent across checkpoints, a landscape plane) with a 95% bootstrap CI; *holds* when the "
-             "whole CI lies on the paper's side of the test, *does not hold* when it lies on the other side, "
-             "*inconclusive* otherwise (or with fewer than two units).", ""]
+def _missing(claim) -> str:
+    study = next((s for s, prefixes in PROVIDES.items() if claim.evidence.startswith(prefixes)), None)
+    source = next((s for s in SOURCES if s.study == study), None)
+    return (f"*Not measured by the studies read: run {' or '.join(source.targets[:1])} (its study, "
+            f"`{study}`), then the report again.*" if source else "*Not measured by the studies read.*")
+
+
+def page(results, figs: list, found: dict, paper: str = "cl") -> str:
+    """The report of ``paper`` as Markdown."""
+    name, title, _ = PAPERS[check_paper(paper)]
+    lines = [f"# {title}", "",
+             "Studies read: " + (", ".join(f"`{n}` ({d})" for n, d in sorted(found.items())) or "none") + ".", "",
+             f"Each claim is tested on the saved measurements with the **agent** as the unit (an agent's checkpoints "
+             f"and planes are averaged into one value). *agents*: the median agent with its exact order-statistic "
+             f"interval (distribution-free; at 5 agents [min, max], coverage 0.9375); *groups*: a difference of "
+             f"means with Welch's interval; *holds* when the interval lies on the paper's side of the rule, *does "
+             f"not hold* when it lies on the other side, *inconclusive* otherwise. Below "
+             f"{claim_specs.MIN_AGENTS} agents no verdict is given (*too few agents*: train more seeds, e.g. "
+             f"`--seeds {claim_specs.MIN_AGENTS}`); *agree* counts the agents on the paper's side.", ""]
     for claim in claim_specs.CLAIMS:
-        part = results[results.claim == claim.key]
-        lines += [f"## {claim.key} ({claim.where})", "", f"**The paper:** {claim.paper}.", "",
-                  f"**Measured:** {claim.statistic}; test: {claim.side} {claim.threshold:g}.", ""]
-        if part.empty:
-            lines += ["*Not measured by the studies read.*", ""]
+        if name not in claim.paper.split():
             continue
-        lines += ["| task | algorithm | mean | 95% CI | units | verdict |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r.task} | {r.label} | {_fmt(r.mean)} | [{_fmt(r.low)}, {_fmt(r.high)}] | {r.units} | "
+        part = results[results.claim == claim.key]
+        lines += [f"## {claim.key} ({claim.paper.split()[0]} {claim.where})", "", f"> {claim.quote}", "",
+                  f"**Measured:** {claim.statistic}. **Rule:** {claim.rule()} — {claim.reason}.", ""]
+        if part.empty:
+            lines += [_missing(claim), ""]
+            continue
+        lines += ["| task | algorithm | estimate | 95% interval (coverage) | agents | agree | verdict |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.task} | {r.label} | {r.estimate} {_fmt(r.value)} | [{_fmt(r.low)}, {_fmt(r.high)}]"
+                  f"{'' if np.isnan(r.coverage) else f' ({r.coverage:.3g})'} | {r.agents} | {r.agree} | "
                   f"**{r.verdict}** |" for r in part.itertuples(index=False)]
         lines.append("")
-    lines += ["## Figures", ""] + [f"### {t}\n\n![{t}]({p})\n" for t, p in figs]
+    lines += ["## Figures and tables", ""] + [f"### {t}\n\n![{t}]({p})\n" if p.endswith(".png") else
+                                              f"### {t}\n\n[{t}]({p})\n" for t, p in figs]
     return "\n".join(lines)
 
 
-def report(from_dir: str, out: str | None = None, scale: str | None = None, resamples: int = 1000) -> dict:
-    """Read the diagnostic studies under ``from_dir``, test every claim, write the page to ``out``."""
-    found = find_studies(from_dir, scale)
-    out = out or os.path.join(from_dir, "closer-look-report")
-    evidence = _evidence(found)
-    results = claim_specs.evaluate(evidence, resamples=resamples)
-    figs = _draw_figures(found, out)
+def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl") -> dict:
+    """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``."""
+    found = find_studies(from_dir, scale, paper)
+    out = out or os.path.join(from_dir, PAPERS[paper][2])
+    evidence = collect(found, paper)
+    results = claim_specs.evaluate(evidence, paper=PAPERS[paper][0])
+    figs = _draw_figures(found, out, paper)
     figures.write_csv(evidence, os.path.join(out, "evidence.csv"), index=False)
     figures.write_csv(results, os.path.join(out, "claims.csv"), index=False)
     path = os.path.join(out, "report.md")
-    text = page(results, figs, found)
+    text = page(results, figs, found, paper)
     from pg_diag.run.distributed import lead_writes
     with lead_writes("report") as lead:
         if lead:
@@ -249,4 +258,4 @@ def report(from_dir: str, out: str | None = None, scale: str | None = None, resa
     return {"report": path, "claims": results, "evidence": evidence, "figures": figs, "studies": found}
 
 
-__all__ = ["STUDIES", "find_studies", "page", "report"]
+__all__ = ["PAPERS", "SOURCES", "Source", "check_paper", "collect", "find_studies", "page", "report", "sources"]
