@@ -13,7 +13,7 @@ from pg_diag.experiments import claims, evidence
 BATCH = 1000
 
 
-def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5)):
+def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5), true_ratio=10.0):
     """pairwise[it][n] and to_true[it][n]: per agent the same value for every pair (K = 3) and estimate."""
     pairs, ests = [], []
     for agent in agents:
@@ -27,7 +27,9 @@ def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5)):
                 for k in range(3):
                     ests.append({"run": "runs/ppo", "label": "ppo", "agent": agent, "iteration": it, "n": n, "k": k,
                                  "to_true": c + 0.01 * agent})
-    return types.SimpleNamespace(batch_size=BATCH, pairs=pd.DataFrame(pairs), estimates=pd.DataFrame(ests))
+    subjects = pd.DataFrame({"agent": list(agents), "true_ratio": true_ratio})
+    return types.SimpleNamespace(batch_size=BATCH, pairs=pd.DataFrame(pairs), estimates=pd.DataFrame(ests),
+                                 subjects=subjects)
 
 
 def _values(rows, name):
@@ -55,6 +57,14 @@ def test_gradient_evidence_by_hand():
     verdicts = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
     assert verdicts["gradients-poorly-concentrated"] == "holds" and verdicts["gradients-worsen-over-training"] == "holds"
     assert verdicts["gradients-need-several-fold-samples"] == "holds"
+
+
+def test_a_truth_from_too_few_pairs_gives_no_evidence_against_it_and_says_so():
+    study = _gradient_study({0: {1000: 0.5}, 10: {1000: 0.2}}, {0: {1000: 0.4}, 10: {1000: 0.3}}, true_ratio=4.0)
+    notes = []
+    rows = evidence.gradient_evidence({"hopper": study}, notes)
+    assert not any(r["evidence"].startswith("grad_true") for r in rows) and _values(rows, "grad_pairwise_at_batch")
+    assert len(notes) == 1 and "4× the largest N (fewer than 10×" in notes[0]
 
 
 def test_concentrated_gradients_fail_the_concentration_claims():

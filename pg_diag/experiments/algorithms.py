@@ -37,7 +37,7 @@ import numpy as np
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.scales import Scale, pick
-from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci
+from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci, t_interval
 
 class _Named(dict):
     """A lookup with a default for names it does not list (a user's algorithm or preset)."""
@@ -272,7 +272,8 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
                 continue
             curves = a.pivot(index="agent", columns="iteration", values="mean_return")
             steps = a.groupby("iteration").env_steps.first().reindex(curves.columns).to_numpy()
-            stats = np.array([bootstrap_mean_ci(curves[c].to_numpy(), resamples=resamples) for c in curves.columns])
+            # the band: Student-t over agents (the units), not a bootstrap of a handful of them
+            stats = np.array([t_interval(curves[c].to_numpy())[:3] for c in curves.columns])
             ax.plot(steps, stats[:, 0], color=COLORS[algo], label=f"{LABELS[algo]} (n={len(curves)})")
             ax.fill_between(steps, stats[:, 1], stats[:, 2], color=COLORS[algo], alpha=0.2, linewidth=0)
         ax.set_title(task)

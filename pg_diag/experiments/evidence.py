@@ -35,10 +35,14 @@ def crossing_ratio(n, cosine, level: float, batch: int) -> float:
     return float(n[hit[0]] / batch) if hit.size else float("inf")
 
 
-def gradient_evidence(studies: dict) -> list:
+def gradient_evidence(studies: dict, notes: list | None = None) -> list:
     """From gradient studies ({task: GradientStudy}): per agent and checkpoint, the mean pairwise cosine at the
     batch size, the mean cosine to the true gradient at the batch size and at the largest N, the N reaching
-    :data:`TRUE_LEVEL` over the batch size; per agent, the pairwise cosine's last-minus-first change."""
+    :data:`TRUE_LEVEL` over the batch size; per agent, the pairwise cosine's last-minus-first change. A true
+    gradient from fewer than TRUE_RATIO × the largest N pairs gives no evidence against it (said in
+    ``notes``): its own noise would be read as the estimates'."""
+    from pg_diag.diagnostics.sizes import TRUE_RATIO
+
     rows = []
     for task, st in studies.items():
         b = st.batch_size
@@ -51,6 +55,13 @@ def gradient_evidence(studies: dict) -> list:
             rows += _rows("grad_pairwise_change", task, wide.assign(value=wide[last] - wide[first]), "value", "unit")
         true = st.estimates.groupby(["label", "run", "agent", "iteration", "n"])["to_true"].mean().reset_index()
         true = _agent(true[(true.iteration > first) & np.isfinite(true.to_true)])
+        ratio = float(st.subjects.true_ratio.min()) if "true_ratio" in getattr(st, "subjects", ()) else np.nan
+        if not true.empty and not ratio >= TRUE_RATIO:
+            if notes is not None:
+                notes.append(f"{task}: the true gradient is {ratio:.3g}× the largest N (fewer than {TRUE_RATIO}×, or "
+                             f"not recorded): the claims against it are not tested; measure with true_pairs ≥ "
+                             f"{TRUE_RATIO} × the largest N")
+            continue
         if true.empty:
             continue
         rows += _rows("grad_true_at_batch", task, true[true.n == b], "to_true", "unit")

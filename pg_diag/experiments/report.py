@@ -37,8 +37,10 @@ class Source:
     targets: tuple
     papers: tuple
 
-    def evidence(self, directory: str) -> list:
-        return _EVIDENCE[self.study](directory)
+    def evidence(self, directory: str, notes: list) -> list:
+        """The study's evidence rows; what could not be tested is appended to ``notes``."""
+        fn = _EVIDENCE[self.study]
+        return fn(directory, notes) if fn is _gradients else fn(directory)
 
     def draw(self, target: str, directory: str, out: str) -> str:
         """The target redrawn from ``directory`` into ``out``: its figure, or a table's Markdown."""
@@ -110,10 +112,10 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
 
 # --- each study's evidence and figures, read from disk --------------------------------------------------------
 
-def _gradients(d: str) -> list:
+def _gradients(d: str, notes: list) -> list:
     from pg_diag.experiments import gradient_figs
 
-    rows = ev.gradient_evidence(gradient_figs.load_studies("fig-grad-variance", d)[1])
+    rows = ev.gradient_evidence(gradient_figs.load_studies("fig-grad-variance", d)[1], notes)
     try:
         rows += ev.step_evidence(gradient_figs.load_studies("fig-step-variance", d)[1])
     except ConfigError:
@@ -170,13 +172,14 @@ _EVIDENCE = {
     "fig-ablation": _ablation, "algorithms": _scores}
 
 
-def collect(found: dict, paper: str):
+def collect(found: dict, paper: str, notes: list | None = None):
+    """The evidence of ``paper``'s studies in ``found`` as one frame (what was not tested goes to ``notes``)."""
     import pandas as pd
 
-    rows = []
+    rows, notes = [], notes if notes is not None else []
     for source in sources(paper):
         if source.study in found:
-            rows += source.evidence(found[source.study])
+            rows += source.evidence(found[source.study], notes)
     return pd.DataFrame(rows, columns=ev.COLUMNS)
 
 
@@ -207,7 +210,7 @@ def _missing(claim) -> str:
             f"`{study}`), then the report again.*" if source else "*Not measured by the studies read.*")
 
 
-def page(results, figs: list, found: dict, paper: str = "cl") -> str:
+def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
     """The report of ``paper`` as Markdown."""
     name, title, _ = PAPERS[check_paper(paper)]
     lines = [f"# {title}", "",
@@ -219,6 +222,7 @@ def page(results, figs: list, found: dict, paper: str = "cl") -> str:
              f"not hold* when it lies on the other side, *inconclusive* otherwise. Below "
              f"{claim_specs.MIN_AGENTS} agents no verdict is given (*too few agents*: train more seeds, e.g. "
              f"`--seeds {claim_specs.MIN_AGENTS}`); *agree* counts the agents on the paper's side.", ""]
+    lines += [f"**Not tested:** {n}." for n in notes] + ([""] if notes else [])
     for claim in claim_specs.CLAIMS:
         if name not in claim.paper.split():
             continue
@@ -243,19 +247,21 @@ def report(from_dir: str, out: str | None = None, scale: str | None = None, pape
     """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``."""
     found = find_studies(from_dir, scale, paper)
     out = out or os.path.join(from_dir, PAPERS[paper][2])
-    evidence = collect(found, paper)
+    notes: list = []
+    evidence = collect(found, paper, notes)
     results = claim_specs.evaluate(evidence, paper=PAPERS[paper][0])
     figs = _draw_figures(found, out, paper)
     figures.write_csv(evidence, os.path.join(out, "evidence.csv"), index=False)
     figures.write_csv(results, os.path.join(out, "claims.csv"), index=False)
     path = os.path.join(out, "report.md")
-    text = page(results, figs, found, paper)
+    text = page(results, figs, found, paper, notes)
     from pg_diag.run.distributed import lead_writes
     with lead_writes("report") as lead:
         if lead:
             with open(path, "w") as f:
                 f.write(text)
-    return {"report": path, "claims": results, "evidence": evidence, "figures": figs, "studies": found}
+    return {"report": path, "claims": results, "evidence": evidence, "figures": figs, "studies": found,
+            "notes": notes}
 
 
 __all__ = ["PAPERS", "SOURCES", "Source", "check_paper", "collect", "find_studies", "page", "report", "sources"]
