@@ -91,11 +91,13 @@ def test_value_evidence_reads_the_second_half_by_hand():
     m = pd.DataFrame({"task": "hopper", "algorithm": "ppo", "agent": 0, "iteration": it,
                       "heldout_value_mre_gae": np.where(late, 0.1, 0.9),
                       "heldout_value_mre_returns": np.where(late, np.where(it == 7, np.nan, 0.5), 0.9),
-                      "value_mre_returns": np.where(late, 0.2, 0.9)})
+                      "value_mre_returns": np.where(late, 0.2, 0.9),
+                      "heldout_value_mre_returns_truncated": np.where(late, 0.6, 0.1)})
     rows = evidence.value_evidence(m)
     assert _values(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.1)}
     assert _values(rows, "value_heldout_returns_mre") == {"0": pytest.approx(0.5)}
     assert _values(rows, "value_returns_generalization") == {"0": pytest.approx(0.3)}
+    assert _values(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.6)}
 
 
 def _baseline_study(agent_mse, fitted_mse, better, agents=range(6)):

@@ -237,9 +237,9 @@ def test_the_claims_report_reads_the_closer_look_studies_without_compiling(execu
     assert "claim tests from fig-baselines, fig-value, gradients, landscape" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "report" / "claims.csv")
     assert set(table.verdict) <= set(claims.VERDICTS) and set(table.task) <= {"lqr", "point_mass"}
+    assert (table[table.agents < claims.MIN_AGENTS].verdict == "too few agents").all()   # the tiny scale's 1–2
     measured = {"gradients-poorly-concentrated", "gradients-far-from-true", "gradients-converge-with-samples",
-                "steps-vary", "value-fits-its-target-not-the-returns", "value-baseline-helps",
-                "true-value-baseline-helps-more", "landscape-noisy-at-small-n"}
+                "steps-vary", "value-baseline-helps", "landscape-noisy-at-small-n", "surrogate-aligned-early"}
     assert measured <= set(table.claim)
     text = (tmp_path / "report" / "report.md").read_text()
     for target in ("fig-grad-variance", "fig-grad-true", "fig-step-variance", "fig-value", "fig-baselines",

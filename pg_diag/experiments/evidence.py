@@ -83,7 +83,8 @@ def step_evidence(studies: dict) -> list:
 
 def value_evidence(metrics) -> list:
     """From fig-value's training metrics: per agent, the second half of training's held-out MRE against the GAE
-    target and against the complete returns, and held-out minus training-batch returns MRE."""
+    target, against the complete returns and against returns cut at the batch end (the original's), and
+    held-out minus training-batch returns MRE."""
     rows = []
     for (task, label, agent), m in metrics.groupby(["task", "algorithm", "agent"], sort=True):
         late = m[m.iteration >= m.iteration.max() / 2]
@@ -92,10 +93,11 @@ def value_evidence(metrics) -> list:
             return float(np.nanmean(late[col])) if col in late and np.isfinite(late[col]).any() else float("nan")
 
         unit = {"task": task, "label": label, "agent": str(agent)}
-        gae, held, train = (mean(c) for c in ("heldout_value_mre_gae", "heldout_value_mre_returns",
-                                              "value_mre_returns"))
+        gae, held, train, cut = (mean(c) for c in ("heldout_value_mre_gae", "heldout_value_mre_returns",
+                                                   "value_mre_returns", "heldout_value_mre_returns_truncated"))
         rows += [{"evidence": "value_heldout_gae_mre", **unit, "value": gae},
                  {"evidence": "value_heldout_returns_mre", **unit, "value": held},
+                 {"evidence": "value_heldout_truncated_mre", **unit, "value": cut},
                  {"evidence": "value_returns_generalization", **unit, "value": held - train}]
     return [r for r in rows if np.isfinite(r["value"])]
 

@@ -73,7 +73,7 @@ class Target:
         return f"results/{self.study}"
 
 
-_GRADIENT_TINY = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)
+_GRADIENT_TINY = dict(sizes=(100, 1000), estimates=3, true_pairs=10_240)   # the truth 10× the largest N
 
 TARGETS = {t.name: t for t in (
     Target("fig-ablation", "fig-ablation", "training", "CL Fig 1 / IM Fig 1",
