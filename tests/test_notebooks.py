@@ -246,3 +246,27 @@ def test_the_claims_report_reads_the_closer_look_studies_without_compiling(execu
                    "fig-landscape-concentration", "fig-landscape-surrogate"):
         assert (tmp_path / "report" / "figures" / target / f"{target}.png").is_file(), target
         assert f"![{target}](figures/{target}/{target}.png)" in text
+
+
+def test_the_im_report_reads_the_implementation_matters_studies_without_compiling(executed, tmp_path, capsys):
+    """``pg-diag report --paper im`` on the notebook's fig-ablation and Tables 2/3 study: IM's claims each get a
+    row per task, every one with agents counted (pairs for the ablation), nothing compiles."""
+    import pandas as pd
+
+    from pg_diag.cli import main
+    from pg_diag.experiments import claims
+    from pg_diag.run import CompileCounter
+
+    root = executed["implementation-matters"][1]
+    with CompileCounter() as counter:
+        assert main(["report", "--paper", "im", "--from", str(root), "--out", str(tmp_path / "im")]) == 0
+    assert counter.count == 0
+    assert "claim tests from algorithms, fig-ablation" in capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "im" / "claims.csv")
+    assert set(table.paper) == {"IM"} and set(table.verdict) <= set(claims.VERDICTS)
+    assert {"optimizations-matter-more-than-step", "reward-scaling-needed", "lr-annealing-needed",
+            "orthogonal-init-needed", "noclip-beats-ppo-m", "noclip-matches-ppo"} <= set(table.claim)
+    assert (table[table.agents < claims.MIN_AGENTS].verdict == "too few agents").all()
+    text = (tmp_path / "im" / "report.md").read_text()
+    assert "# Implementation matters" in text and "![fig-ablation](figures/fig-ablation/fig-ablation.png)" in text
+    assert "[table-2](figures/table-2/table-2.md)" in text

@@ -41,11 +41,15 @@ def test_few_agents_give_a_count_and_how_to_get_more():
     assert "| 2 | 2 of 2 | **too few agents** |" in text and "--seeds 5" in text
 
 
-def test_an_unknown_paper_is_named():
+def test_an_unknown_paper_is_named(tmp_path, capsys):
+    from pg_diag.cli import main
+
     with pytest.raises(ConfigError, match="report --paper 'xx': unknown paper; choose from cl, im"):
         report.check_paper("xx")
     with pytest.raises(ConfigError, match="unknown paper"):
         report.find_studies(".", paper="xx")
+    assert main(["report", "--paper", "xx", "--from", str(tmp_path)]) == 2
+    assert "unknown paper; choose from cl, im" in capsys.readouterr().err
 
 
 def test_a_directory_without_diagnostic_studies_is_named(tmp_path):
