@@ -1,7 +1,11 @@
-"""The algorithm study (fig-rewards, table-2, table-3), fig-trust-region and fig-theorem."""
+"""The algorithm study (fig-rewards, table-2, table-3), fig-trust-region and fig-theorem; the runs a scale's
+targets share."""
 
+import hashlib
 import json
 import os
+import re
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +17,8 @@ import pytest
 from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
-from pg_diag.experiments import algorithms, study_dir, theorem, trust_region
+from pg_diag.experiments import algorithms, checkpointed, gradient_figs, study_dir, theorem, trust_region, value_fig
+from pg_diag.experiments.scales import Scale
 from pg_diag.objectives import normalize_advantages, probability_ratio
 from pg_diag.run import CompileCounter
 
@@ -55,11 +60,19 @@ def test_table_2_lays_out_means_cis_aai_acli():
     assert df.loc["ACLI", "hopper (published)"] == "421"
 
 
+def _named(runs, *expected):
+    """``runs`` ([(name, seeds)]) are ``expected`` ([(task-program, suffix, seeds)]): each name the program's,
+    a 10-hex-digit configuration key, then the suffix."""
+    assert len(runs) == len(expected), runs
+    for (name, seeds), (program, suffix, want) in zip(runs, expected):
+        assert re.fullmatch(rf"{program}-[0-9a-f]{{10}}{suffix}", name) and list(seeds) == want, (name, seeds)
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("study"))
     metrics, runs = algorithms.train_study("point_mass", 2, out, **TINY)
-    assert runs == [("point_mass-ppo", [0, 1]), ("point_mass-trpo", [0, 1])]
+    _named(runs, ("point_mass-ppo", "", [0, 1]), ("point_mass-trpo", "", [0, 1]))
     return out, metrics
 
 
@@ -78,7 +91,7 @@ def test_study_trains_every_preset_and_reuses_itself(study):
     out, metrics = study
     assert set(metrics.algorithm) == set(algorithms.ALGORITHM_PRESETS)
     assert metrics.groupby("algorithm").agent.nunique().eq(2).all()
-    assert sorted(os.listdir(out)) == ["point_mass-ppo", "point_mass-trpo"]
+    assert len(os.listdir(out)) == 2
     with CompileCounter() as counter:
         again, _ = algorithms.train_study("point_mass", 2, out, **TINY)
     assert counter.count == 0  # read back from disk
@@ -98,10 +111,11 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
     # three seeds where seeds 0 and 1 are saved: seed 2 alone is trained, into a run of its own per family
     with CompileCounter() as counter:
         more, added = algorithms.train_study("point_mass", 3, runs, **TINY)
-    assert added == [("point_mass-ppo", [0, 1]), ("point_mass-ppo-seeds-2", [2]),
-                     ("point_mass-trpo", [0, 1]), ("point_mass-trpo-seeds-2", [2])]
+    _named(added, ("point_mass-ppo", "", [0, 1]), ("point_mass-ppo", "-seeds-2", [2]),
+           ("point_mass-trpo", "", [0, 1]), ("point_mass-trpo", "-seeds-2", [2]))
+    assert [added[1][0], added[3][0]] == [added[0][0] + "-seeds-2", added[2][0] + "-seeds-2"]
     assert counter.count > 0 and all(sorted(set(g.seed)) == [0, 1, 2] for _, g in more.groupby("algorithm"))
-    for d in ("point_mass-ppo-seeds-2", "point_mass-trpo-seeds-2"):
+    for d in (added[1][0], added[3][0]):
         assert json.load(open(os.path.join(runs, d, "manifest.json")))["seeds"] == [2]
     # the added run is seed 2 as a study of that seed alone trains it: the same compiled programs, so bitwise
     # (that a seed trains alike alone and among others is test_sweep's); seed 1's numbers differ from it
@@ -115,7 +129,7 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
     # one seed: taken from the saved runs of two, nothing trained
     with CompileCounter() as counter:
         fewer, taken = algorithms.train_study("point_mass", 1, runs, **TINY)
-    assert counter.count == 0 and taken == [("point_mass-ppo", [0]), ("point_mass-trpo", [0])]
+    assert counter.count == 0 and taken == [(added[0][0], [0]), (added[2][0], [0])]
     assert set(fewer.seed) == {0}
     # a study over the pooled runs numbers each task's agents through its runs: 3 per algorithm, none shared
     study_dir.write(str(tmp_path), "algorithms", "smoke", ["point_mass"], algorithms=list(algorithms.ALGORITHM_PRESETS),
@@ -124,6 +138,156 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
     per = pooled.groupby(["algorithm", "agent"]).seed.nunique()
     assert per.eq(1).all() and pooled.groupby("algorithm").agent.nunique().eq(3).all()
     assert len(pooled) == len(more)
+
+
+def _digests(path) -> dict:
+    """Every file under ``path`` with the SHA-256 of its bytes: what a directory holds, to show it unchanged."""
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                out[os.path.relpath(os.path.join(root, f), path)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tmp_path):
+    """Another configuration (a knob: the same compiled programs) trains beside the saved runs, in directories of
+    its own key, and leaves theirs byte for byte; a directory of another configuration where a run would go is
+    refused, naming it, and left as it is; an interrupted run of the same configuration and seeds is continued,
+    to the numbers it would have had."""
+    out, metrics = study
+    runs = str(tmp_path / "runs")
+    shutil.copytree(out, runs)
+    saved, before = sorted(os.listdir(runs)), _digests(runs)
+    _, other = algorithms.train_study("point_mass", 2, runs, lr_policy=1e-4, **TINY)
+    assert len(other) == 2 and {d for d, _ in other}.isdisjoint(saved) and len(os.listdir(runs)) == 4
+    assert {k: v for k, v in _digests(runs).items() if k.split(os.sep)[0] in saved} == before
+    # the other configuration's PPO run where this configuration's goes: refused before anything trains
+    ppo = next(d for d in saved if d.startswith("point_mass-ppo-"))
+    blocked = tmp_path / "blocked"
+    shutil.copytree(os.path.join(runs, other[0][0]), blocked / ppo)
+    held = _digests(blocked)
+    with pytest.raises(ConfigError, match=rf"cannot train into '.*{ppo}': it holds a run of another configuration"):
+        algorithms.train_study("point_mass", 2, str(blocked), **TINY)
+    assert _digests(blocked) == held and os.listdir(blocked) == [ppo]
+    # the study's TRPO run marked interrupted: continued in place, to the same numbers
+    trpo = next(d for d in saved if d.startswith("point_mass-trpo-"))
+    stopped = tmp_path / "stopped"
+    shutil.copytree(os.path.join(runs, trpo), stopped / trpo)
+    manifest = json.load(open(stopped / trpo / "manifest.json"))
+    json.dump({**manifest, "status": "interrupted"}, open(stopped / trpo / "manifest.json", "w"))
+    again, taken = algorithms.train_study("point_mass", 2, str(stopped), algorithms=("trpo", "trpo+"), **TINY)
+    assert taken == [(trpo, [0, 1])] and os.listdir(stopped) == [trpo]
+    assert json.load(open(stopped / trpo / "manifest.json"))["status"] == "complete"
+    mine = metrics[metrics.algorithm.isin(["trpo", "trpo+"])].reset_index(drop=True)[list(again.columns)]
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), mine, check_exact=True)
+
+
+#: a scale like mid (one training for several targets, each measuring what it needs of it) on a cheap task
+SHARED = Scale(tasks=("point_mass",), seeds=2, algorithms=("ppo", "ppo-m", "trpo"),
+               overrides={**TINY, "heldout_every": 3, "checkpoint_at": (0, 5)}, measured_at={"gradients": (5,)},
+               settings={"gradients": dict(sizes=(100, 1000), estimates=3, true_pairs=4096)},
+               description="PPO, PPO-M and TRPO on point_mass, 2 agents each, shared by its targets")
+
+
+@pytest.fixture
+def shared_scale(monkeypatch):
+    for module in (value_fig, trust_region, gradient_figs):
+        monkeypatch.setitem(module.SCALES, "shared", SHARED)
+
+
+@pytest.fixture
+def trained(monkeypatch):
+    """Every training sweep started, as (its run directory, its seeds)."""
+    import pg_diag.run
+
+    calls, real = [], pg_diag.run.sweep
+
+    def counting(base, grid, seeds, **kw):
+        calls.append((kw.get("out") or kw.get("resume"), list(seeds)))
+        return real(base, grid, seeds, **kw)
+    monkeypatch.setattr(pg_diag.run, "sweep", counting)
+    return calls
+
+
+def test_targets_of_a_scale_train_each_seed_once_and_share_the_runs(shared_scale, trained, tmp_path):
+    from pg_diag.run import load_checkpoint
+
+    root = tmp_path / "results"
+    value = value_fig.run("shared", out=str(root / "fig-value"), progress=False)
+    # the scale's presets trained once: the PPO family (PPO and PPO-M, one program) and TRPO, seeds 0 and 1
+    assert [(os.path.dirname(d), s) for d, s in trained] == [(str(root / "runs"), [0, 1])] * 2
+    shared = sorted(os.listdir(root / "runs"))
+    with CompileCounter() as counter:   # the second target reads them: nothing trained, nothing compiled
+        region = trust_region.run("shared", out=str(root / "fig-trust-region"), progress=False)
+    assert counter.count == 0
+    grad = gradient_figs.run("fig-grad-variance", "shared", out=str(root / "gradients"), progress=False)
+    assert len(trained) == 2 and sorted(os.listdir(root / "runs")) == shared
+    for study in ("fig-value", "fig-trust-region", "gradients"):   # every record points at the same runs
+        record = json.load(open(root / study / "study.json"))
+        assert sorted(os.path.normpath(root / study / r) for r in record["runs"]["point_mass"]) == \
+            [str(root / "runs" / d) for d in shared]
+    # each takes its own presets of them: fig-value PPO and TRPO, the trust region PPO-M too, the gradient
+    # study PPO and TRPO at the one checkpoint the scale measures
+    assert value["metrics"].groupby("algorithm").agent.nunique().to_dict() == {"ppo": 2, "trpo": 2}
+    assert region["metrics"].groupby("algorithm").agent.nunique().to_dict() == {"ppo": 2, "ppo-m": 2, "trpo": 2}
+    subjects = grad["studies"]["point_mass"].subjects
+    assert sorted(zip(subjects.label, subjects.iteration)) == [("ppo", 5)] * 2 + [("trpo", 5)] * 2
+    # bitwise the runs a target alone trains with the same seeds
+    alone = trust_region.run("shared", out=str(tmp_path / "alone" / "fig-trust-region"), progress=False)
+    assert len(trained) == 4
+    pd.testing.assert_frame_equal(alone["metrics"], region["metrics"], check_exact=True)
+    for d in shared:
+        for a, b in zip(jax.tree.leaves(load_checkpoint(str(root / "runs" / d), 5)),
+                        jax.tree.leaves(load_checkpoint(str(tmp_path / "alone" / "runs" / d), 5))):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # a study beside them measuring the same runs otherwise would change what `gradients` reads: refused
+    before = _digests(root / "runs")
+    with pytest.raises(ConfigError, match=r"holds the 'gradients' measurement that .*gradients reads.*"
+                                          r"estimates: 3 saved, 4 asked"):
+        gradient_figs.run("fig-grad-variance", "shared", out=str(root / "gradients-k4"), diag={"estimates": 4},
+                          progress=False)
+    assert _digests(root / "runs") == before and not (root / "gradients-k4" / "study.json").exists()
+    # another configuration beside them: PPO's ε is PPO's alone, so the PPO family trains anew, in a directory
+    # of its own, and TRPO's run is the shared one
+    other = trust_region.run("shared", out=str(root / "fig-trust-region-eps"), progress=False, clip_eps=0.3)
+    assert len(trained) == 5 and trained[-1][0].startswith(str(root / "runs" / "point_mass-ppo-"))
+    assert len(os.listdir(root / "runs")) == 3 and _digests(root / "runs" / shared[0]) == {
+        k.split(os.sep, 1)[1]: v for k, v in before.items() if k.startswith(shared[0] + os.sep)}
+    assert other["references"]["point_mass"]["ratio"] == (pytest.approx(1.3),)
+
+
+def test_the_mid_scale_is_one_training_for_every_closer_look_target():
+    """Every target `make closer-look-report SCALE=mid` runs that trains (fig-value, fig-trust-region and the
+    diagnostic studies) trains the same configuration — tasks, seeds, presets, settings — so each (preset,
+    seed) trains once: at least the claims' 5 agents per preset, PPO-M among them, the papers' 1 × 2,048 steps
+    per iteration; each target measures its own presets at checkpoints the runs keep; the plans show two
+    training programs between them all."""
+    import importlib
+
+    from pg_diag.experiments import claims, plan, targets
+
+    names = targets.of_notebook("closer-look") + ("fig-trust-region",)
+    configs = set()
+    for name in names:
+        t = targets.get(name)
+        sc = t.scales["mid"]
+        module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
+        presets = checkpointed.trained_presets(sc, module.ALGORITHMS)
+        assert set(getattr(module, "MEASURED", {}).get(name, module.ALGORITHMS)) <= set(presets), name
+        configs.add((sc.tasks_of(name), sc.seeds, presets,
+                     json.dumps({task: sc.training(task) for task in sc.tasks_of(name)}, sort_keys=True)))
+        for iterations in sc.measured_at.values():
+            assert set(iterations) <= set(sc.training("hopper")["checkpoint_at"]), name
+    (tasks, seeds, presets, _), = configs
+    assert tasks == ("hopper",) and seeds >= claims.MIN_AGENTS and presets == ("ppo", "ppo-m", "trpo")
+    over = json.loads(next(iter(configs))[3])["hopper"]
+    for algo in presets:
+        static = preset(algo, "hopper", **over).static
+        assert (static.num_envs, static.steps_per_env, static.reset_every_iteration) == (1, 2048, True)
+    assert targets.get("fig-theorem").scales["mid"].tasks_of() == ("hopper",)
+    training = {p for name in names for p in plan.plan(name, "mid", memory=1 << 40) if p.stage == "train"}
+    assert sorted((p.algorithms, p.units) for p in training) == [("ppo+ppo-m", 2 * seeds), ("trpo", seeds)]
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,21 @@ def test_make_runs_each_target_into_its_studys_directory():
     assert all(f"pg-diag {n} " in closer for n in targets.of_notebook("closer-look"))
 
 
+def test_every_target_the_closer_look_report_runs_has_the_scale_it_is_asked_for():
+    """`make closer-look-report SCALE=mid` runs fig-trust-region and fig-theorem besides the diagnostic targets
+    and fig-value: each has a mid scale, and every study it writes sits beside the others (one OUT), where the
+    report finds them and their shared runs."""
+    done = subprocess.run(["make", "-n", "--no-print-directory", "closer-look-report", "SCALE=mid", "OUT=o"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    ran = [line.split("pg-diag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pg-diag " in line]
+    assert ran[-1] == "report" and set(ran[:-1]) == set(targets.of_notebook("closer-look")) | {"fig-trust-region",
+                                                                                              "fig-theorem"}
+    for name in ran[:-1]:
+        assert "mid" in targets.get(name).scales, name
+        assert f"--out o/{targets.get(name).study}-mid" in done.stdout
+    assert "report --from o --scale mid" in done.stdout
+
+
 def test_every_target_has_its_command_functions_scales_and_study():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, t in targets.TARGETS.items():

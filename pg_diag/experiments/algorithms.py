@@ -22,13 +22,14 @@ notebooks' choice). Which one the published tables used is not recorded
 an episode ending on the batch's last step is left out unless it is the only
 one), so the tables can be computed exactly as published.
 
-Training writes ``OUT/runs/<task>-<ppo|trpo>/`` and ``OUT/study.json``; the
+Training writes ``OUT/runs/<task>-<ppo|trpo>-<key>/`` and ``OUT/study.json``; the
 drawing functions (:func:`draw_rewards`, :func:`draw_table`) only read them, and
 the training entry points end by calling them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -111,22 +112,39 @@ def programs(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
     return out
 
 
+def _wanted(manifest: dict) -> dict:
+    """What makes a saved run the one asked for: its requested configuration, grid and labels (JSON-normal)."""
+    return {k: json.loads(json.dumps(manifest.get(k), default=list)) for k in ("base_config", "grid_points", "labels")}
+
+
+def config_key(wanted: dict) -> str:
+    """A digest of a run's configuration, grid and labels: the suffix of its directory's name, so that runs of
+    different configurations never share a directory."""
+    text = json.dumps(_wanted(wanted), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _saved_manifest(run_dir: str) -> dict | None:
+    """The manifest of a training run directory with its requested configuration (None: none readable)."""
+    from pg_diag.run.store import requested_config
+
+    try:
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(old, dict) or "base_config" not in old:
+        return None
+    return {**old, "base_config": requested_config(old)}
+
+
 def _reusable_seeds(run_dir: str, manifest: dict) -> tuple:
     """The seeds of an existing complete run directory with the same configuration, grid and labels
     (empty when it has none or differs)."""
-    path = os.path.join(run_dir, "manifest.json")
-    if not os.path.exists(path):
+    old = _saved_manifest(run_dir)
+    if old is None or old.get("status") != "complete":
         return ()
-    with open(path) as f:
-        old = json.load(f)
-    from pg_diag.run.store import requested_config
-
-    if old.get("status") != "complete" or "base_config" not in old:
-        return ()
-    old = {**old, "base_config": requested_config(old)}
-    keys = ("base_config", "grid_points", "labels")
-    same = all(json.loads(json.dumps(old.get(k))) == json.loads(json.dumps(manifest[k])) for k in keys)
-    return tuple(old.get("seeds") or ()) if same else ()
+    return tuple(old.get("seeds") or ()) if _wanted(old) == _wanted(manifest) else ()
 
 
 def _seeds_name(seeds) -> str:
@@ -138,18 +156,40 @@ def _seeds_name(seeds) -> str:
     return "seeds-" + "-".join(map(str, seeds)) if len(seeds) <= 4 else f"seeds-{seeds[0]}-{seeds[-1]}-{len(seeds)}"
 
 
+def _train_into(path: str, wanted: dict, base, grid, seeds, labels, progress, label: str):
+    """Train ``seeds`` into the new run directory ``path``. A directory already there is never replaced: an
+    interrupted run of the same configuration and seeds is resumed, anything else refused."""
+    from pg_diag.run import sweep
+
+    if os.path.lexists(path):
+        old = _saved_manifest(path)
+        same = old is not None and _wanted(old) == _wanted(wanted) and list(old.get("seeds") or ()) == list(seeds)
+        if not same or old.get("status") == "complete":
+            held = ("no training run's manifest" if old is None else
+                    f"a run of another configuration or seeds (seeds {old.get('seeds')})" if not same else
+                    "this run complete, which reuse=False does not take")
+            raise ConfigError(f"cannot train into {path!r}: it holds {held}, which training would overwrite; "
+                              f"move it away or write this study to another output directory")
+        # the same run, interrupted: continue it from its last saved state
+        return sweep(base, grid, list(seeds), progress=progress, labels=labels, resume=path)
+    return sweep(base, grid, list(seeds), out=path, progress=progress, labels=labels, label=label)
+
+
 def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
                 **overrides):
     """Train every preset in ``algorithms`` on ``task`` with ``seeds`` (a count or a list);
     returns ``(metrics, runs)``: one metrics DataFrame with an ``algorithm`` column, and the run
     directories under ``out`` it came from as ``(name, seeds taken from it)``.
 
-    Runs on disk with the same configuration are reused seed by seed: asking for 16 seeds where
-    a run of seeds 0-7 is saved trains seeds 8-15 alone, into ``{task}-{program}-seeds-8-15``,
-    and a saved run of more seeds than asked gives the ones asked for."""
+    A run directory is named ``{task}-{program}-{key}``, ``key`` a digest of its configuration, grid and labels
+    (:func:`config_key`), so that studies of different configurations can share ``out`` without one replacing
+    another's runs; a directory in the way is never overwritten (:func:`_train_into`). Runs on disk with the same
+    configuration are reused seed by seed: asking for 16 seeds where a run of seeds 0-7 is saved trains seeds
+    8-15 alone, into ``{task}-{program}-{key}-seeds-8-15``, and a saved run of more seeds than asked gives the
+    ones asked for."""
     import pandas as pd
 
-    from pg_diag.run import load_run, plan, sweep
+    from pg_diag.run import load_run, plan
 
     frames, runs = [], []
     for base, points in programs(task, algorithms, **overrides):
@@ -158,8 +198,10 @@ def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progre
         grid = [p for _, p in points]
         p = plan(base, grid, seeds, labels)
         wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
+        key = f"{name}-{config_key(wanted)}"
+        # every run of this task and program is a candidate (the key only names it; the manifest decides)
         siblings = sorted(d for d in (os.listdir(out) if os.path.isdir(out) else ())
-                          if d == name or d.startswith(f"{name}-seeds-"))
+                          if d == name or d.startswith(f"{name}-"))
         covered = []
         for d in siblings if reuse else ():
             take = [s for s in _reusable_seeds(os.path.join(out, d), wanted) if s in p.seeds and s not in covered]
@@ -170,9 +212,9 @@ def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progre
                 covered += take
         missing = [s for s in p.seeds if s not in covered]
         if missing:
-            new = name if not covered else f"{name}-{_seeds_name(missing)}"
-            metrics = sweep(base, grid, missing, out=os.path.join(out, new), progress=progress, labels=labels,
-                            label=f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
+            new = key if not covered else f"{key}-{_seeds_name(missing)}"
+            metrics = _train_into(os.path.join(out, new), wanted, base, grid, missing, labels, progress,
+                                  f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
             frames.append(study_dir.tidy(metrics, task))
             runs.append((new, missing))
     return pd.concat(frames, ignore_index=True), runs

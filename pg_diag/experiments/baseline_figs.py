@@ -26,7 +26,7 @@ from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir
-from pg_diag.experiments.scales import Scale
+from pg_diag.experiments.scales import MID_TRAINING, Scale
 
 STUDY = "fig-baselines"
 ALGORITHMS = ("ppo", "trpo")
@@ -54,10 +54,10 @@ SCALES = {
                     "2 agents per algorithm, checkpoints after 15/29; K = 10 estimates at N up to 1e4; value fit on "
                     "5e4 pairs in rounds of 20 epochs (at most 4)."),
     "mid": Scale(
-        tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (50, 99)},
+        **MID_TRAINING, measured_at={"baselines": (50, 99)},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000,
                                     fit_epochs=10)},
-        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 5 agents each (the mid scale's shared runs), 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
                     "until a t-test over 20 held-out batches shows it closer to the returns."),
 }
 

@@ -1,6 +1,17 @@
-"""The loop every diagnostic figure runs (:func:`measure_target`): train presets with checkpoints into
-``OUT/runs/`` (or take given runs), measure each task's runs unless they hold the measurement made with the
-same settings, and record the study."""
+"""The runs the closer-look targets train, and the loop every diagnostic figure runs.
+
+:func:`train_runs` trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
+— in the directory that holds it, so every study written there shares it — each run named by its
+configuration (:func:`pg_diag.experiments.algorithms.train_study`). Targets of one scale whose training agrees
+(the mid scale's :data:`pg_diag.experiments.scales.MID_TRAINING`) therefore train each (preset, seed) once and
+read the same runs; a run of another configuration gets a directory of its own, never one already there. A
+study records its runs relative to its own directory (``../runs/...``), so a results tree moves as one.
+
+:func:`measure_target`: train (or take given runs), measure each task's runs unless they hold the measurement
+made with the same settings on the same subjects, and record the study. A measurement is saved in the run's
+directory: one that another study beside this one reads is never replaced by a different one (refused, naming
+that study).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +23,14 @@ from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments import study_dir, targets
 from pg_diag.experiments.algorithms import train_study
 from pg_diag.experiments.scales import pick
+
+#: the shared runs' directory, beside the studies' output directories
+RUNS = "runs"
+
+
+def runs_root(out: str) -> str:
+    """Where the study written to ``out`` keeps its runs: ``runs/`` in the directory holding ``out``."""
+    return os.path.join(os.path.dirname(os.path.abspath(out)), RUNS)
 
 
 def check_settings(cls, settings: dict) -> None:
@@ -27,34 +46,118 @@ def given_runs(runs, out: str) -> dict:
     return {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
 
 
-def saved(run_dirs, name: str, settings: dict) -> bool:
-    """Every run holds the ``name`` diagnostic measured with ``settings`` (its other fields at defaults)."""
-    for run in run_dirs:
-        path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
-        if not os.path.exists(path):
-            return False
-        with open(path) as f:
-            have = json.load(f).get("settings", {})
-        if any(json.loads(json.dumps(v)) != have.get(k) for k, v in settings.items()):
-            return False
-    return True
+def trained_presets(sc, own, chosen=None) -> tuple:
+    """The presets a target trains at scale ``sc``: the user's ``chosen``, else the scale's (more than the
+    target's own where its targets share one training), else the target's ``own``."""
+    return tuple(chosen or sc.algorithms or own)
 
 
-def train(out: str, tasks, algorithms, seeds: int, progress, overrides: dict, task_overrides: dict,
-          user: dict | None = None) -> dict:
-    """Train every preset of ``algorithms`` on every task (every configuration validated first; matching
-    runs on disk reused): the scale's ``overrides``, then its ``task_overrides``, then the ``user``'s.
-    Returns {task: [run directories relative to ``out``]} (one per program: PPO and PPO-M share one, told
-    apart by their labels)."""
+def train_runs(out: str, sc, tasks, algorithms, seeds, progress=None, user: dict | None = None) -> dict:
+    """Train every preset of ``algorithms`` on every task with ``seeds`` into :func:`runs_root` (every
+    configuration validated first; matching runs on disk reused seed by seed): the scale ``sc``'s settings,
+    then its task's, then the ``user``'s. Returns the study record's ``runs`` (task -> run directories relative
+    to ``out``; one per program: PPO and PPO-M share one, told apart by their labels) and ``run_seeds``
+    (directory -> the seeds the study takes from it)."""
     plans = {}
     for task in tasks:
-        over = {**overrides, **task_overrides.get(task, {}), **(user or {})}
+        over = sc.training(task, user)
         for algo in algorithms:
             study_preset(algo, task, **over)
         plans[task] = over
-    runs = {task: train_study(task, seeds, os.path.join(out, "runs"), algorithms, progress, **over)[1]
-            for task, over in plans.items()}
-    return {task: [f"runs/{d}" for d, _ in r] for task, r in runs.items()}
+    root = runs_root(out)
+    runs = {task: train_study(task, seeds, root, algorithms, progress, **over)[1] for task, over in plans.items()}
+
+    def rel(d):
+        return os.path.relpath(os.path.join(root, d), os.path.abspath(out))
+    return {"runs": {task: [rel(d) for d, _ in r] for task, r in runs.items()},
+            "run_seeds": {rel(d): [int(s) for s in taken] for r in runs.values() for d, taken in r}}
+
+
+def _saved_manifest(run: str, name: str) -> dict | None:
+    path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _differences(manifest: dict | None, settings: dict, subjects: set | None) -> list:
+    """How the saved measurement differs from the one asked for: ``["estimates: 10 saved, 5 asked", ...]``
+    ([] when it is the same; ``subjects`` None: any)."""
+    if manifest is None:
+        return ["none saved"]
+    have = manifest.get("settings", {})
+    out = [f"{k}: {have.get(k)!r} saved, {v!r} asked" for k, v in settings.items()
+           if json.loads(json.dumps(v)) != have.get(k)]
+    if subjects is not None:
+        mine = {(int(s["agent"]), int(s["iteration"])) for s in manifest.get("subjects", [])
+                if s.get("run") == manifest.get("run")}
+        if mine != subjects:
+            out.append(f"subjects (agent, iteration): {sorted(mine)} saved, {sorted(subjects)} asked")
+    return out
+
+
+def wanted_subjects(run_dirs, labels=None, iterations=None) -> dict | None:
+    """run directory -> the (agent, iteration) a measurement of the agents with ``labels`` at ``iterations``
+    takes from it (None for either: every one); None where the runs cannot give them (the measurement
+    itself then says why)."""
+    from pg_diag.diagnostics.subjects import DiagnosticError, plan_subjects
+
+    try:
+        planned = plan_subjects(list(run_dirs), iterations, None, labels)
+    except DiagnosticError:
+        return None
+    out = {d: set() for d in run_dirs}
+    for run, agent, it in planned:
+        out[run.path].add((int(agent), int(it)))
+    return out
+
+
+def saved(run_dirs, name: str, settings: dict, labels=None, iterations=None) -> bool:
+    """Every run holds the ``name`` diagnostic measured with ``settings`` (its other fields at defaults) on
+    the subjects asked for: its agents with ``labels`` at ``iterations`` (None: every agent, every checkpoint)."""
+    subjects = wanted_subjects(run_dirs, labels, iterations)
+    if subjects is None:
+        return False
+    return all(not _differences(_saved_manifest(run, name), settings, subjects[run])
+               for run in run_dirs if subjects[run])
+
+
+def _readers(out: str, run: str, name: str) -> list:
+    """The studies beside ``out`` (not ``out`` itself) that read the ``name`` measurement of ``run``."""
+    parent, run, mine = os.path.dirname(os.path.abspath(out)), os.path.abspath(run), os.path.abspath(out)
+    found = []
+    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else ():
+        d = os.path.join(parent, entry)
+        if d == mine or not os.path.isfile(os.path.join(d, study_dir.STUDY_FILE)):
+            continue
+        try:
+            with open(os.path.join(d, study_dir.STUDY_FILE)) as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if name not in (record.get("diagnostics") or {}).values():
+            continue
+        if any(os.path.abspath(os.path.join(d, r)) == run for dirs in (record.get("runs") or {}).values()
+               for r in dirs):
+            found.append(d)
+    return found
+
+
+def _check_not_read_elsewhere(target: str, out: str, run_dirs, name: str, settings: dict, subjects) -> None:
+    """Refuse to replace a run's saved ``name`` measurement that a study beside ``out`` reads."""
+    for run in run_dirs:
+        manifest = _saved_manifest(run, name)
+        if manifest is None:
+            continue
+        diff = _differences(manifest, settings, subjects[run] if subjects else None)
+        readers = _readers(out, run, name) if diff else []
+        if readers:
+            raise ConfigError(
+                f"{target}: the run {run!r} holds the {name!r} measurement that {', '.join(readers)} reads, made "
+                f"otherwise ({'; '.join(diff)}); measuring it again for {out!r} would change that study's "
+                f"results. Measure with the settings it has (--diag), or write this study under another output "
+                f"directory, where it trains runs of its own")
 
 
 def recorded(out: str, study: str, scale: str) -> dict:
@@ -72,10 +175,11 @@ def recorded(out: str, study: str, scale: str) -> dict:
 def measure_target(target: str, scales: dict, scale: str, out: str | None, measure, *, algorithms, name: str,
                    labels=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
                    overrides: dict | None = None) -> str:
-    """Train ``algorithms`` at ``scale`` (or take ``runs``), run ``measure`` (a diagnostic study, saved under
-    ``name`` in each run, of the agents with ``labels`` when it trained them) on each task's runs unless they
-    hold it with the same settings, and record the study in ``out``, keeping what the study's other targets
-    recorded there. Every setting is checked before anything trains. Returns ``out``."""
+    """Train at ``scale`` (:func:`train_runs`: the scale's presets, else ``algorithms``) or take ``runs``, run
+    ``measure`` (a diagnostic study, saved under ``name`` in each run) on each task's runs — when it trained
+    them, of the agents with ``labels`` (default ``algorithms``) at the checkpoints the scale measures — unless
+    they hold it with the same settings and subjects, and record the study in ``out``, keeping what the
+    study's other targets recorded there. Every setting is checked before anything trains. Returns ``out``."""
     from pg_diag import diagnostics
 
     t = targets.get(target)
@@ -83,18 +187,25 @@ def measure_target(target: str, scales: dict, scale: str, out: str | None, measu
     out = out or f"results/{t.study}-{scale}"
     check_settings(getattr(diagnostics, t.settings_class), sc.measuring(t.measurement, user=diag))
     if runs:
-        names = given_runs(runs, out)
+        entry, chosen = {"runs": given_runs(runs, out)}, {}
     else:
-        names = train(out, tuple(tasks or sc.tasks_of(target)), algorithms, seeds or sc.seeds, progress,
-                      sc.overrides, sc.task_overrides, overrides)
+        entry = train_runs(out, sc, tuple(tasks or sc.tasks_of(target)), trained_presets(sc, algorithms),
+                           seeds or sc.seeds, progress, overrides)
+        chosen = {"labels": tuple(labels or algorithms), "iterations": sc.checkpoints(t.measurement)}
+    names = entry["runs"]
     for task, dirs in names.items():
         settings = sc.measuring(t.measurement, task, diag)
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not saved(paths, name, settings):
-            chosen = {"labels": labels} if labels and not runs else {}
-            measure(paths, name=name, verbose=progress is not False, **chosen, **settings)
+        if not saved(paths, name, settings, chosen.get("labels"), chosen.get("iterations")):
+            _check_not_read_elsewhere(target, out, paths, name, settings,
+                                      wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
+            measure(paths, name=name, verbose=progress is not False,
+                    **{k: v for k, v in chosen.items() if v is not None}, **settings)
     old = recorded(out, t.study, scale)
     measured = {**old.get("measured", {}), target: sorted(names)}
     study_dir.write(out, t.study, scale, sorted({task for v in measured.values() for task in v}),
-                    runs={**old.get("runs", {}), **names}, measured=measured)
+                    runs={**old.get("runs", {}), **names},
+                    **({"run_seeds": {**old.get("run_seeds", {}), **entry["run_seeds"]}} if "run_seeds" in entry
+                       else {}),
+                    measured=measured, diagnostics={**old.get("diagnostics", {}), target: name})
     return out

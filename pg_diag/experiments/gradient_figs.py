@@ -33,7 +33,7 @@ from pg_diag.diagnostics import gradient_study, load_gradient_study, load_step_s
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import checkpointed, figures, study_dir, targets
 from pg_diag.experiments.algorithms import COLORS, LABELS
-from pg_diag.experiments.scales import Scale
+from pg_diag.experiments.scales import MID_TRAINING, Scale
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
@@ -61,13 +61,13 @@ SCALES = {
                     "N = 1e2 … 1e4 (the largest 10,240: 10 batches), a true gradient from 10 × 10,240 pairs; "
                     "M = 10 steps per checkpoint."),
     "mid": Scale(
-        tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99)},
+        **MID_TRAINING, measured_at={"gradients": (0, 50, 99), "steps": (0, 50, 99)},
         settings={"gradients": dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=327_680),
                   "steps": dict(batches=16)},
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every "
-                    "iteration), PPO and TRPO, 2 agents each, 100 iterations, checkpoints after 0/50/99; K = 10 "
-                    "estimates at N = 1e2 … 32,768, a true gradient from 10 × 32,768 pairs; M = 16 steps per "
-                    "checkpoint: the papers' findings on a CPU in minutes."),
+                    "iteration), PPO and TRPO of the mid scale's shared runs (5 agents each), 100 iterations, "
+                    "checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 32,768, a true gradient from "
+                    "10 × 32,768 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU."),
 }
 
 

@@ -31,7 +31,7 @@ from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import landscape_study, load_landscape_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, figures, study_dir, targets
-from pg_diag.experiments.scales import Scale
+from pg_diag.experiments.scales import MID_TRAINING, Scale
 
 STUDY = "landscape"
 TARGETS = targets.served_by("landscape_figs")
@@ -66,13 +66,12 @@ SCALES = {
                     "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
-        tasks={"fig-landscape-concentration": ("hopper",), "fig-landscape-surrogate": ("hopper",)},
-        seeds=2, overrides={"num_iterations": 100, "checkpoint_at": (0, 99)},
+        **MID_TRAINING, measured_at={"fig-landscape-concentration": (0, 99), "fig-landscape-surrogate": (0, 99)},
         settings={"fig-landscape-concentration": dict(points=5, sizes=(2_000, 8_000, 32_000), envs=8),
                   "fig-landscape-surrogate": dict(points=5, sizes=(32_000,), step_pairs=(0, 32_768), envs=8)},
-        description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), two agents per preset "
-                    "(the claims compare planes across agents), 100 iterations, checkpoints after 0/99 (early and "
-                    "late); a 5 × 5 grid, random direction of L2 norm 2; 2K/8K/32K pairs per point "
+        description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
+                    "runs: 5 agents per preset (the claims compare planes across agents), 100 iterations, measured "
+                    "after 0/99 (early and late); a 5 × 5 grid, random direction of L2 norm 2; 2K/8K/32K pairs per point "
                     "(concentration); 32K pairs per point and steps from 2,048 and 32,768 pairs (surrogate)."),
 }
 

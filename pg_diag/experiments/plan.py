@@ -107,8 +107,8 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
         target, (algorithms, algorithms.ALGORITHM_PRESETS))
     if chosen and target not in ("fig-trust-region", "fig-value"):
         raise ConfigError(f"{target} trains its own presets; --algorithm applies to fig-trust-region and fig-value")
-    algos = algorithms.presets_of(chosen, algos)
     sc = pick(module.SCALES, scale)
+    algos = algorithms.presets_of(chosen, sc.algorithms or algos)   # a scale may train more (runs shared)
     over = {**sc.overrides, **overrides}
     return [p for t in tuple(tasks or sc.tasks_of()) for p in _training(t, algos, seeds or sc.seeds, over, have)]
 
@@ -187,15 +187,16 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
         return _training_target(target, scale, tasks, seeds, have, overrides, algos)
     t = targets.get(target)
     module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
-    sc, measured, trained = pick(module.SCALES, scale), t.measurement, module.ALGORITHMS
-    algos = getattr(module, "MEASURED", {}).get(target, trained)   # the landscapes measure some of what trains
+    sc, measured = pick(module.SCALES, scale), t.measurement
+    trained = sc.algorithms or module.ALGORITHMS   # a scale may train more presets (runs its targets share)
+    algos = getattr(module, "MEASURED", {}).get(target, module.ALGORITHMS)   # what the target measures
     seeds = seeds or sc.seeds
     programs = []
     for task in tuple(tasks or sc.tasks_of(target)):
         over = sc.training(task, overrides)
         programs += _training(task, trained, seeds, over, have)
         statics = {a: study_preset(a, task, **over).static for a in algos}
-        checkpoints = len(next(iter(statics.values())).checkpoint_at) or 1
+        checkpoints = len(sc.checkpoints(measured) or next(iter(statics.values())).checkpoint_at) or 1
         programs += _measure(target, task, statics, seeds * checkpoints, sc.measuring(measured, task, diag), have)
     return programs
 

@@ -3,6 +3,10 @@
 A target's module holds its ``SCALES`` (scale name -> :class:`Scale`); :func:`pick` looks one up with a clear
 error. Training settings come in two layers (every task, then per task) and so do measurement settings, so
 that the paper's exceptions (the LQR task's shorter run and smaller random direction) are one entry each.
+
+Targets whose scales train the same configuration (tasks, seeds, presets, settings) share one set of runs
+(:mod:`pg_diag.experiments.checkpointed`): the mid scale of the closer-look targets is one such configuration,
+:data:`MID_TRAINING`, each target measuring the presets and checkpoints it needs (``measured_at``) of it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ class Scale:
     task_overrides: Mapping = dataclasses.field(default_factory=dict)   # training, per task
     settings: Mapping = dataclasses.field(default_factory=dict)         # measurement name -> its settings
     task_settings: Mapping = dataclasses.field(default_factory=dict)    # task -> measurement settings (all)
+    # the presets trained, where more than the target's own (so that targets measuring different presets share
+    # one training); () = the target's own
+    algorithms: tuple = ()
+    # measurement name -> the checkpoints it measures, where fewer than the runs keep; absent = every one
+    measured_at: Mapping = dataclasses.field(default_factory=dict)
 
     def tasks_of(self, target: str | None = None) -> tuple:
         """The tasks ``target`` runs at this scale."""
@@ -36,6 +45,21 @@ class Scale:
         return {**self.settings.get(name, {}), **(self.task_settings.get(task, {}) if task else {}), **(user or {})}
 
 
+    def checkpoints(self, name: str) -> tuple | None:
+        """The checkpoints measurement ``name`` measures (None: every one the runs keep)."""
+        return tuple(self.measured_at[name]) if name in self.measured_at else None
+
+
+#: The mid scale's training, one configuration for every closer-look target (fig-value, fig-trust-region and
+#: the diagnostic studies), so that each (preset, seed) trains once and every target reads the same runs:
+#: Hopper at the papers' shape (1 environment × 2,048 steps, reset every iteration), 100 iterations; PPO, PPO-M
+#: and TRPO with 5 agents each (the claims' minimum); the union of what the targets read — checkpoints after
+#: 0/50/99 (gradients and steps 0/50/99, baselines 50/99, landscapes 0/99) and a held-out batch every 5
+#: iterations (fig-value, fig-trust-region; collected with the pre-update policy, never trained on).
+MID_TRAINING = dict(tasks=("hopper",), seeds=5, algorithms=("ppo", "ppo-m", "trpo"),
+                    overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99), "heldout_every": 5})
+
+
 def pick(scales: Mapping, scale: str) -> Scale:
     """``scales[scale]``, or a ConfigError naming the scales there are."""
     if scale not in scales:
@@ -43,4 +67,4 @@ def pick(scales: Mapping, scale: str) -> Scale:
     return scales[scale]
 
 
-__all__ = ["Scale", "pick"]
+__all__ = ["MID_TRAINING", "Scale", "pick"]

@@ -41,6 +41,9 @@ OPTIMIZERS = (("SGD", "sgd", 0.03), ("SGD", "sgd", 0.3), ("Adam", "adam", 3e-4),
 SCALES = {
     "smoke": Scale(tasks=("hopper",), seeds=1, settings={"optimize": {"steps": 600}},
                    description="One batch of the PPO preset on Hopper, 600 full-batch steps per optimizer."),
+    # Hopper's batch (the papers' 1 × 2,048 samples) with the paper scale's step count: seconds on a CPU
+    "mid": Scale(tasks=("hopper",), seeds=1, settings={"optimize": {"steps": 2000}},
+                 description="One batch of the PPO preset on Hopper, 2,000 full-batch steps per optimizer."),
     "paper": Scale(tasks=("humanoid",), seeds=1, settings={"optimize": {"steps": 2000}},
                    description="One batch of the PPO preset on Humanoid, 2,000 full-batch steps per optimizer."),
 }

@@ -8,7 +8,8 @@ held-out batch from the pre-update policy every ``heldout_every`` iterations
 
 The reference lines (1 + ε, TRPO's δ) are the values the runs were trained
 with, read from their manifests, so a run with another ε shows its own line.
-Training writes ``OUT/runs/<task>-<ppo|trpo>/`` and ``OUT/study.json``;
+Training writes its runs into ``runs/`` beside ``OUT`` (:func:`pg_diag.experiments.checkpointed.train_runs`:
+named by configuration, shared with the other targets written there) and ``OUT/study.json``;
 :func:`draw` redraws the figure and summary from them alone.
 """
 
@@ -18,10 +19,10 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, study_preset
-from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of, train_study
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.config import CPU_SCALE
+from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of
+from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
@@ -33,6 +34,10 @@ SCALES = {
     "smoke": Scale(tasks=("hopper",), seeds=4, overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 3},
                    description="Hopper (native MuJoCo on a CPU) at CPU scale: 30 iterations of 4 × 256 steps, "
                                "4 agents per algorithm, held-out batch every 3 iterations."),
+    "mid": Scale(**MID_TRAINING,
+                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), PPO, PPO-M and "
+                             "TRPO, 5 agents each, 100 iterations, a held-out batch every 5 iterations: the mid "
+                             "scale's shared runs (those of every closer-look target)."),
 }
 
 
@@ -123,12 +128,10 @@ def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, p
     sc = pick(SCALES, scale)
     algos = presets_of(algorithms, ALGORITHMS)
     tasks = tuple(tasks or sc.tasks_of())
-    over = {**sc.overrides, **overrides}
-    for task in tasks:
-        for algo in algos:
-            study_preset(algo, task, **over)
-    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)[1] for t in tasks}
-    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(algos), **study_dir.runs_entry(runs))
+    # into the runs beside ``out``, shared with the scale's other targets where their training agrees
+    entry = checkpointed.train_runs(out, sc, tasks, checkpointed.trained_presets(sc, algos, algorithms),
+                                    seeds or sc.seeds, progress, overrides)
+    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(algos), **entry)
     return draw(out)
 
 

@@ -27,10 +27,10 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, study_preset
-from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of, train_study
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.config import CPU_SCALE
+from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of
+from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.stats import bootstrap_mean_ci
 
 STUDY = "fig-value"
@@ -51,9 +51,10 @@ SCALES = {
                    overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 2},
                    description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of "
                                "4 × 256 steps, 2 agents per algorithm, a held-out batch every 2 iterations."),
-    "mid": Scale(tasks=("hopper",), seeds=2, overrides={"num_iterations": 100, "heldout_every": 5},
-                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), PPO and TRPO, "
-                             "2 agents each, 100 iterations, a held-out batch every 5 iterations."),
+    "mid": Scale(**MID_TRAINING,
+                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), 100 "
+                             "iterations, a held-out batch every 5 iterations; PPO and TRPO of the mid scale's "
+                             "shared runs (5 agents each; PPO-M trains beside them for the other targets)."),
 }
 
 
@@ -64,12 +65,10 @@ def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorith
     algos = presets_of(algorithms, ALGORITHMS)
     tasks = tuple(tasks or sc.tasks_of())
     out = out or f"results/{STUDY}-{scale}"
-    over = {**sc.overrides, **overrides}
-    for task in tasks:
-        for algo in algos:
-            study_preset(algo, task, **over)  # every configuration validated before anything trains
-    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), algos, progress, **over)[1] for t in tasks}
-    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos), **study_dir.runs_entry(runs))
+    # the scale's presets where it trains more (runs shared with its other targets), every one validated first
+    entry = checkpointed.train_runs(out, sc, tasks, checkpointed.trained_presets(sc, algos, algorithms),
+                                    seeds or sc.seeds, progress, overrides)
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos), **entry)
     return draw(out)
 
 
