@@ -7,9 +7,10 @@
     update         training's value step and policy step (fused where the algorithm offers it)
     objective_terms  what every algorithm's objective is written in (ratio, Â, log σ, KL) at θ on a batch
     trust_region   mean/max KL and max ratio between two policies on a batch
-    heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched
+    heldout_batch  a fresh batch from the pre-update policy, leaving the training run untouched, its
+                   segments run on to their episodes' ends for complete returns
     value_targets  the value diagnostics' targets on a batch: GAE target, returns, exact V^π (LQR)
-    value_errors   the mean relative error of a value network against them (CL §5.2)
+    value_errors   the relative and squared errors of a value network against them (CL §5.2)
     episode_stats  returns and lengths of the episodes that ended in a batch
 
 Each takes named inputs and returns a named record; none of them reads or
@@ -123,19 +124,32 @@ class ValueTargets:
     gae: jax.Array       # V_old + Â: the value network's training target (ref §2.4)
     returns: jax.Array   # discounted return of the learner's rewards (scaled and clipped, as trained on)
     mask: jax.Array      # not a done step: the samples the value loss uses
-    complete: jax.Array  # the step's episode ends inside the batch, so its return is not cut at the batch end
+    complete: jax.Array  # the step's return is complete: its episode ends inside the batch (or its tail)
     exact: jax.Array     # LQR: V^π of the pre-update policy in the learner's units; NaN elsewhere
+    full_returns: jax.Array | None = None  # with a tail: the returns of the segment run on past the batch end,
+    #                                        complete for every state whose episode ends in it (else None)
 
 
-def value_targets(data: Collected, knobs, exact_value=None) -> ValueTargets:
+def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | None = None) -> ValueTargets:
     """The targets of :func:`value_errors` on a collected batch. ``exact_value`` (raw observation → V,
-    see :func:`lqr_value`) needs the batch collected with ``keep_raw_obs``."""
+    see :func:`lqr_value`) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
+    continue the batch's environments past its end; the complete returns are then those of the segment
+    run on (``full_returns``), ``returns`` staying cut at the batch end (the original's reading)."""
     tr = data.transitions
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
     returns = discounted_returns(tr.reward, tr.done, knobs["gamma"])
     exact = exact_value(tr.raw_obs) if exact_value is not None else jnp.full(tr.reward.shape, jnp.nan)
+    full, done = None, tr.done
+    if tail is not None:
+        T = tr.reward.shape[0]
+        done = jnp.concatenate([tr.done, tail.done])
+        full = flat(discounted_returns(jnp.concatenate([tr.reward, tail.reward]), done, knobs["gamma"])[:T])
+        done_complete = episode_completes(done)[:T]
+    else:
+        done_complete = episode_completes(done)
     return ValueTargets(obs=data.batch.obs, gae=data.batch.value_targets, returns=flat(returns),
-                        mask=data.batch.value_mask, complete=flat(episode_completes(tr.done)), exact=flat(exact))
+                        mask=data.batch.value_mask, complete=flat(done_complete), exact=flat(exact),
+                        full_returns=full)
 
 
 def lqr_value(policy, filters: Filters, knobs):
@@ -156,6 +170,10 @@ class ValueErrors:
     returns: jax.Array  # MRE against the returns over non-terminal samples whose return is complete
     exact: jax.Array    # MRE against the exact V^π over non-terminal samples (LQR; NaN elsewhere)
     returns_truncated: jax.Array  # MRE against the returns over all non-terminal samples, cut at the batch end
+    returns_mse: jax.Array   # mean squared error against the complete returns (the samples of ``returns``)
+    returns_ev: jax.Array    # explained variance 1 − Var(R − V)/Var(R) on the same samples
+    exact_mse: jax.Array     # MSE against the exact V^π on the same samples (LQR; NaN elsewhere)
+    floor_mse: jax.Array     # MSE of V^π itself against the complete returns there: the noise floor (LQR)
 
 
 def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
@@ -167,12 +185,36 @@ def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     non-terminal sample with its return cut at the batch end without bootstrapping,
     as the original's ``value_loss_returns`` (ref §4.1 item 3, §4.2 item 4). The
     second is low-biased wherever an episode runs past the batch end, so its error
-    is partly the target's, not the network's."""
+    is partly the target's, not the network's.
+
+    Beside the relative errors, the squared error against the complete returns and its explained variance:
+    closeness to the value E[R | s] is a squared-error statement, E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²],
+    whose last term — the returns' own noise around V^π — no network goes below (on the linear-quadratic task
+    it is measured: ``floor_mse``). A relative error has no such reading, and returns near 0 inflate it."""
     v = networks.value_apply(value_params, t.obs, knobs)
+    full = t.returns if t.full_returns is None else t.full_returns
+    sel = t.mask & t.complete
     return ValueErrors(gae=mean_relative_error(v, t.gae, t.mask),
-                       returns=mean_relative_error(v, t.returns, t.mask & t.complete),
+                       returns=mean_relative_error(v, full, sel),
                        exact=mean_relative_error(v, t.exact, t.mask),
-                       returns_truncated=mean_relative_error(v, t.returns, t.mask))
+                       returns_truncated=mean_relative_error(v, t.returns, t.mask),
+                       returns_mse=_masked_mse(v, full, sel), returns_ev=_explained_variance(v, full, sel),
+                       exact_mse=_masked_mse(v, t.exact, sel), floor_mse=_masked_mse(t.exact, full, sel))
+
+
+def _masked_mse(v, target, mask):
+    n = jnp.sum(mask)
+    return jnp.where(n > 0, jnp.sum(jnp.where(mask, jnp.square(v - target), 0.0)) / jnp.maximum(n, 1), jnp.nan)
+
+
+def _explained_variance(v, target, mask):
+    """1 − Var(target − v)/Var(target) over ``mask``; NaN where nothing is selected or the target is constant."""
+    n = jnp.sum(mask)
+    w = mask.astype(jnp.float32) / jnp.maximum(n, 1)
+    var = jnp.sum(w * jnp.square(target - jnp.sum(w * target)))
+    resid = jnp.where(mask, target - v, 0.0)
+    rvar = jnp.sum(w * jnp.square(resid - jnp.sum(w * resid)))
+    return jnp.where((n > 0) & (var > 0), 1.0 - rvar / jnp.where(var > 0, var, 1.0), jnp.nan)
 
 
 @struct.dataclass
@@ -184,18 +226,35 @@ class HeldOut:
     filters: Filters     # the copy's statistics after the batch
 
 
+#: steps a held-out batch's environments run on past its end so its states' returns are complete (capped by
+#: the task's episode length)
+HELDOUT_TAIL = 1000
+
+
 def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_envs: int, num_steps: int,
-                  freeze_actions=False, exact: bool = False) -> HeldOut:
+                  freeze_actions=False, exact: bool = False, tail: int | None = None) -> HeldOut:
     """A batch from fresh environments with the pre-update policy and value network (ref §4.1).
 
     Unlike the original (§8 B6) it works on copies: the training run's
     environments and normalizer statistics are not touched. ``exact`` (LQR)
-    adds the exact V^π to its value targets."""
+    adds the exact V^π to its value targets.
+
+    The value targets' returns are complete for every state: after the batch its environments run on for
+    ``tail`` more steps (default: the task's episode length, at most :data:`HELDOUT_TAIL`) with the batch's
+    statistics frozen, so each state's episode ends inside the segment and its discounted return is the
+    whole of it. Keeping only the states whose episode happens to end inside the batch instead would select
+    on the outcome (short episodes, early termination). The batch itself — the trust-region metrics' states,
+    actions and statistics — is the same as without the tail."""
     k_reset, k_roll = jax.random.split(key)
     carry, filters = reset_envs(env, k_reset, num_envs, filters, knobs)
     data = collect_batch(env, policy, value, carry, filters, knobs, k_roll, num_steps,
                          freeze_actions=freeze_actions, keep_raw_obs=exact)
-    targets = value_targets(data, knobs, lqr_value(policy, data.filters, knobs) if exact else None)
+    tail = min(env.max_episode_steps, HELDOUT_TAIL) if tail is None else tail
+    more = None
+    if tail:
+        more = collect(env, policy, data.carry, data.filters, jax.random.fold_in(key, 1), knobs, tail,
+                       freeze_actions=freeze_actions, frozen=True)[2]
+    targets = value_targets(data, knobs, lqr_value(policy, data.filters, knobs) if exact else None, more)
     b = data.batch
     return HeldOut(obs=b.obs, action=b.action, log_prob=b.old_log_prob, targets=targets, filters=data.filters)
 

@@ -65,9 +65,19 @@ METRICS = {
                        "learner's reward units (NaN on other tasks)",
     "heldout_value_mre_gae": "value_mre_gae on the held-out batch (GAE target from the pre-update value network "
                              "there; NaN when not measured)",
-    "heldout_value_mre_returns": "value_mre_returns on the held-out batch",
+    "heldout_value_mre_returns": "the same against the complete discounted returns on the held-out batch: its "
+                                 "environments run on past the batch end to every episode's end (at most the "
+                                 "task's episode length), so every non-terminal state counts",
     "heldout_value_mre_exact": "value_mre_exact on the held-out batch",
     "heldout_value_mre_returns_truncated": "value_mre_returns_truncated on the held-out batch",
+    "heldout_value_mse_returns": "mean squared error of the updated value network against the held-out batch's "
+                                 "complete returns (the states of heldout_value_mre_returns); it cannot go below "
+                                 "the returns' own noise E[(R − V^π)²] (heldout_value_mse_floor)",
+    "heldout_value_ev_returns": "explained variance 1 − Var(R − V)/Var(R) of the same on the same states",
+    "heldout_value_mse_exact": "linear-quadratic task: MSE against the exact V^π of the pre-update policy on those "
+                               "states (NaN elsewhere)",
+    "heldout_value_mse_floor": "linear-quadratic task: MSE of the exact V^π itself against the complete returns "
+                               "there, the noise floor of heldout_value_mse_returns (NaN elsewhere)",
     "policy_std": "mean policy standard deviation after the update",
     "entropy": "policy entropy after the update",
     "value_loss": "value loss, mean over the last value epoch's minibatches",
@@ -207,11 +217,13 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
              diverged) -> dict:
     """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes."""
     nan = jnp.float32(jnp.nan)
-    held = (nan,) * 7 if held_tr is None else (
+    held = (nan,) * 11 if held_tr is None else (
         jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio,
                                                      held_v.gae, held_v.returns, held_v.exact,
-                                                     held_v.returns_truncated))
-    h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact, hv_truncated = held
+                                                     held_v.returns_truncated, held_v.returns_mse,
+                                                     held_v.returns_ev, held_v.exact_mse, held_v.floor_mse))
+    (h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact, hv_truncated, hv_mse, hv_ev, hv_mse_exact,
+     hv_floor) = held
     metrics = {
         "mean_return": episodes.mean_return, "mean_return_reference": episodes.mean_return_reference,
         "episodes": episodes.episodes, "mean_length": episodes.mean_length,
@@ -221,6 +233,8 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         "heldout_value_mre_gae": hv_gae, "heldout_value_mre_returns": hv_returns, "heldout_value_mre_exact": hv_exact,
         "value_mre_returns_truncated": train_v.returns_truncated,
         "heldout_value_mre_returns_truncated": hv_truncated,
+        "heldout_value_mse_returns": hv_mse, "heldout_value_ev_returns": hv_ev,
+        "heldout_value_mse_exact": hv_mse_exact, "heldout_value_mse_floor": hv_floor,
         "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
         "entropy": entropy(policy.params["log_std"]),
         "value_loss": jnp.mean(value.losses[-1]),

@@ -54,6 +54,20 @@ def test_value_errors_by_hand():
     assert float(e.returns) == pytest.approx(1.0)                   # t = 0 only: |3−1.5|/1.5
     assert float(e.returns_truncated) == pytest.approx((1.0 + 2.0) / 2)   # t = 0 and t = 2 (cut): |3−1|/1
     assert float(e.exact) == pytest.approx(0.5)
+    # squared errors on the complete-return state t = 0: (3 − 1.5)² and, against V^π = 6, (3 − 6)²; the noise
+    # floor (6 − 1.5)²; one state has no variance to explain
+    assert float(e.returns_mse) == pytest.approx(2.25) and float(e.exact_mse) == pytest.approx(9.0)
+    assert float(e.floor_mse) == pytest.approx(20.25) and math.isnan(float(e.returns_ev))
+    # with the segment run on past the batch end (full_returns, every state complete): returns, returns_mse and
+    # returns_ev read the full returns on every non-terminal state (t = 0, 2); returns_truncated the cut ones
+    full = stages.ValueTargets(obs=t.obs, gae=t.gae, returns=t.returns, mask=t.mask, complete=jnp.ones(3, bool),
+                               exact=t.exact, full_returns=jnp.array([1.5, 1.0, 2.0]))
+    e = stages.value_errors(value, full, knobs)
+    assert float(e.returns) == pytest.approx((1.0 + 0.5) / 2)          # |3−1.5|/1.5, |3−2|/2
+    assert float(e.returns_truncated) == pytest.approx((1.0 + 2.0) / 2)
+    assert float(e.returns_mse) == pytest.approx((2.25 + 1.0) / 2)
+    # a constant V explains none of the variance: 1 − Var(R − 3)/Var(R) = 0
+    assert float(e.returns_ev) == pytest.approx(0.0, abs=1e-6)
 
 
 @pytest.mark.parametrize("uses_rewards", [False, True])
@@ -110,3 +124,80 @@ def test_training_records_value_errors_and_the_exact_one_only_on_lqr():
                    value_epochs=1, ppo_epochs=1)
     _, m = jax.jit(make_train(other.static).train)(seed_key(0), other.knobs.as_arrays())
     assert np.isnan(m["value_mre_exact"][0]) and np.isfinite(m["value_mre_gae"][0])
+
+
+@pytest.fixture(scope="module")
+def lqr_agent(lqr_runs):
+    from pg_diag import load_checkpoint, load_run
+
+    run = load_run(lqr_runs["ppo"])
+    cfg = run.config(0)
+    return make_train(cfg.static).env, jax.tree.map(lambda x: x[0], load_checkpoint(run, 5)), cfg.knobs.as_arrays()
+
+
+def test_heldout_returns_are_complete_without_selecting_on_the_outcome(lqr_agent):
+    """A held-out batch of 256 environments × 256 steps of a PPO agent's linear policy on the LQR task
+    (episodes end with probability 0.02 a step: about 5 per segment). Run on past the batch end (1,000 steps),
+    every non-terminal state has a complete return — the chance that some state's episode outlives the tail
+    is below 256·256·0.98^1000 ≈ 1e-4 — and those returns are unbiased for V^π: the mean of R − V^π(s) per
+    environment (256 independent units) is within 4 standard errors of 0 (t, 255 degrees of freedom: a false
+    failure about once in 10⁴). Keeping instead only the states whose episode ends inside the batch selects
+    short remaining episodes, so fewer costs: the same mean is then positive by more than 4 standard errors
+    (about 9 expected here; below 4 about once in 10⁸). The batch itself — states, actions, returns cut at the
+    batch end — is the one without the tail."""
+    env, state, knobs = lqr_agent
+    E, T = 256, 256
+
+    @jax.jit
+    def held(key):
+        return tuple(stages.heldout_batch(env, state.policy, state.value, state.filters, knobs, key, E, T, exact=True,
+                                          tail=tail) for tail in (None, 0))
+
+    h, h0 = held(jax.random.PRNGKey(5))
+    np.testing.assert_allclose(h.obs, h0.obs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(h.targets.returns, h0.targets.returns, rtol=1e-6, atol=1e-6)
+    t, t0 = h.targets, h0.targets
+    mask = np.asarray(t.mask)
+    assert np.asarray(t.complete)[mask].all() and not np.asarray(t0.complete)[mask].all()
+    ex = np.asarray(t.exact, np.float64).reshape(T, E)
+
+    def per_env(target, keep):
+        keep = keep.reshape(T, E)
+        return np.where(keep, np.asarray(target, np.float64).reshape(T, E) - ex, 0.0).sum(0) / keep.sum(0)
+
+    def t_stat(u):
+        u = u[np.isfinite(u)]
+        return u.mean() / (u.std(ddof=1) / np.sqrt(len(u)))
+
+    assert abs(t_stat(per_env(t.full_returns, mask))) < 4
+    assert t_stat(per_env(t0.returns, mask & np.asarray(t0.complete))) > 4
+
+
+def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
+    """Three PPO and two TRPO iterations on the LQR task with a held-out batch every iteration, with the tail
+    (complete held-out returns) and without it (stages.HELDOUT_TAIL = 0, the batch's own complete returns):
+    the agents' parameters, optimizer states, statistics and environments are bitwise the same, and so is every
+    metric but those read against the held-out complete returns. The running statistics keep their sums as
+    double-float pairs hi + lo; the low words are compared through the float32 values training reads (hi + lo):
+    at the suite's XLA optimization level 0 their last bits can depend on the program they are compiled in (at
+    the default level the whole state is bitwise the same)."""
+    changed = {"heldout_value_mre_returns", "heldout_value_mse_returns", "heldout_value_ev_returns",
+               "heldout_value_mse_exact", "heldout_value_mse_floor"}
+    default = stages.HELDOUT_TAIL
+    for algo, n in (("ppo", 3), ("trpo", 2)):
+        cfg = preset(algo, "lqr", num_iterations=n, heldout_every=1)
+        runs = []
+        for tail in (default, 0):
+            monkeypatch.setattr(stages, "HELDOUT_TAIL", tail)
+            runs.append(jax.jit(make_train(cfg.static).train)(seed_key(1), cfg.knobs.as_arrays()))
+        (a, ma), (b, mb) = runs
+        for (path, x), y in zip(jax.tree_util.tree_flatten_with_path(a)[0], jax.tree.leaves(b)):
+            if not jax.tree_util.keystr(path).endswith("_lo"):
+                assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), jax.tree_util.keystr(path)
+        for x, y in zip((a.filters.obs, a.filters.ret, a.filters.rew), (b.filters.obs, b.filters.ret, b.filters.rew)):
+            assert np.asarray(x.mean).tobytes() == np.asarray(y.mean).tobytes()
+            assert np.asarray(x.m2).tobytes() == np.asarray(y.m2).tobytes()
+        for k in set(ma) - changed:
+            assert np.array_equal(np.asarray(ma[k]), np.asarray(mb[k]), equal_nan=True), k
+        assert not np.array_equal(ma["heldout_value_mre_returns"], mb["heldout_value_mre_returns"])
+        assert np.isfinite(ma["heldout_value_mse_exact"]).all() and np.isfinite(ma["heldout_value_mse_floor"]).all()

@@ -5,8 +5,10 @@ value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
 
 * against its own training target V_old + Â (GAE MRE) — what it is fit to;
 * against the discounted returns of the rewards it is trained on (returns
-  MRE), over the states whose episode ends inside the batch, so every
-  return is complete;
+  MRE) where they are complete: on the training batch, the states whose
+  episode ends inside the batch; on the held-out batch every state, its
+  environments run on past the batch end to each episode's end (keeping only
+  episodes that end inside a batch selects on the outcome: short episodes);
 * against the same returns over every state, each cut at the batch end
   without bootstrapping (truncated returns MRE): the original code's target,
   whose error is partly the target's own wherever an episode outlives the
@@ -15,7 +17,14 @@ value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
   policy in the same reward units — the true value, not a sample of it;
 
 on the training batch every iteration, and on a held-out batch from the
-pre-update policy every ``heldout_every`` iterations. This target trains PPO
+pre-update policy every ``heldout_every`` iterations. On the held-out batch
+also the squared error against the complete returns and its explained
+variance: whether a network predicts E[R | s] is a squared-error question,
+E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²], and the last term — the returns'
+own noise — is a floor no network goes below; on the linear-quadratic task it
+is measured (V^π's own MSE against the returns) and drawn beside the
+network's. A relative error has no such floor to read against, and returns
+near 0 inflate it without bound. This target trains PPO
 and TRPO with the held-out batch on and draws the errors per iteration (log
 scale, mean over agents with a 95% bootstrap band); :func:`draw` redraws
 from the run directories alone.
@@ -40,6 +49,9 @@ ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
           ("returns", "against the complete returns (returns MRE)"),
           ("returns_truncated", "against returns cut at the batch end (the original's)"),
           ("exact", "against the exact V^π (LQR)"))
+#: held-out squared-error metrics (trainer.METRICS): (column, error name in the curves)
+HELDOUT_MSE = (("heldout_value_mse_returns", "returns_mse"), ("heldout_value_ev_returns", "returns_ev"),
+               ("heldout_value_mse_exact", "exact_mse"), ("heldout_value_mse_floor", "floor_mse"))
 
 SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=5, overrides={"heldout_every": 10},
@@ -78,18 +90,19 @@ def curves(metrics, resamples: int = 200):
     import pandas as pd
 
     rows = []
-    for kind, _ in ERRORS:
-        for batch, prefix in (("train", ""), ("held-out", "heldout_")):
-            col = f"{prefix}value_mre_{kind}"
-            if col not in metrics:
+    series = [(f"{prefix}value_mre_{kind}", kind, batch) for kind, _ in ERRORS
+              for batch, prefix in (("train", ""), ("held-out", "heldout_"))]
+    series += [(col, kind, "held-out") for col, kind in HELDOUT_MSE]
+    for col, kind, batch in series:
+        if col not in metrics:
+            continue
+        for (task, algo, it), part in metrics.groupby(["task", "algorithm", "iteration"], sort=True):
+            values = part[col].to_numpy()
+            if not np.isfinite(values).any():
                 continue
-            for (task, algo, it), part in metrics.groupby(["task", "algorithm", "iteration"], sort=True):
-                values = part[col].to_numpy()
-                if not np.isfinite(values).any():
-                    continue
-                mean, low, high = bootstrap_mean_ci(values, resamples=resamples, seed=int(it))
-                rows.append({"task": task, "algorithm": algo, "batch": batch, "error": kind, "iteration": it,
-                             "mean": mean, "low": low, "high": high, "agents": int(np.isfinite(values).sum())})
+            mean, low, high = bootstrap_mean_ci(values, resamples=resamples, seed=int(it))
+            rows.append({"task": task, "algorithm": algo, "batch": batch, "error": kind, "iteration": it,
+                         "mean": mean, "low": low, "high": high, "agents": int(np.isfinite(values).sum())})
     return pd.DataFrame(rows)
 
 
@@ -109,6 +122,12 @@ def summary(metrics):
                     continue
                 values = late[f"{prefix}value_mre_{kind}"].to_numpy()
                 row[f"{kind} MRE ({batch})"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
+        for col, kind in HELDOUT_MSE:
+            if col in late:
+                values = late[col].to_numpy()
+                name = {"returns_mse": "returns MSE", "returns_ev": "returns EV", "exact_mse": "exact MSE",
+                        "floor_mse": "noise floor MSE"}[kind]
+                row[f"{name} (held-out)"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
         rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.dropna(axis=1, how="all")
@@ -118,7 +137,9 @@ def plot(curve, path: str, title: str) -> str:
     plt = figures.pyplot()
     tasks = list(dict.fromkeys(curve.task))
     kinds = [k for k, _ in ERRORS if (curve.error == k).any()]
-    fig, axes = plt.subplots(len(tasks), len(kinds), figsize=(5 * len(kinds), 3.4 * len(tasks)), squeeze=False)
+    mse = (curve.error == "returns_mse").any()
+    cols = len(kinds) + int(mse)
+    fig, axes = plt.subplots(len(tasks), cols, figsize=(5 * cols, 3.4 * len(tasks)), squeeze=False)
     for r, task in enumerate(tasks):
         for c, kind in enumerate(kinds):
             ax = axes[r, c]
@@ -136,7 +157,30 @@ def plot(curve, path: str, title: str) -> str:
             ax.set_ylabel("mean relative error")
             ax.set_title(f"{task}: {dict(ERRORS)[kind]}", fontsize=9)
             ax.legend(fontsize=7)
+        if mse:
+            _plot_mse(axes[r, -1], curve[curve.task == task], task)
     return figures.save(fig, path, title, dpi=100)
+
+
+def _plot_mse(ax, part, task):
+    """Held-out MSE against the complete returns per algorithm; on LQR the noise floor (V^π's own MSE against
+    the same returns) dotted beside it: the network's excess over the floor is its MSE against V^π."""
+    drawn = False
+    for kind, ls, what in (("returns_mse", "--", "held-out MSE"), ("floor_mse", ":", "noise floor (V^π)")):
+        for algo, d in part[part.error == kind].groupby("algorithm", sort=True):
+            color = COLORS.get(algo, "k")
+            ax.plot(d.iteration, d["mean"], color=color, ls=ls, marker="o" if kind == "returns_mse" else None, ms=3,
+                    lw=1.2, label=f"{LABELS.get(algo, algo)}, {what}")
+            ax.fill_between(d.iteration, d.low, d.high, color=color, alpha=0.12)
+            drawn = True
+    if not drawn:
+        ax.axis("off")
+        return
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("mean squared error")
+    ax.set_title(f"{task}: against the complete returns (held-out MSE)", fontsize=9)
+    ax.legend(fontsize=7)
 
 
 def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
@@ -151,9 +195,13 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     md, csv = figures.write_table(
         table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",
         "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; returns: "
-        "discounted returns of the learner's rewards, only states whose episode ends inside the batch; "
-        "returns_truncated: the same returns on every state, cut at the batch end (the original's); exact: the "
-        "closed-form V^π of the pre-update policy (LQR). Means over agents and the second half of training.")
+        "complete discounted returns of the learner's rewards (train: only states whose episode ends inside the "
+        "batch; held-out: every state, its environments run on to each episode's end); returns_truncated: the "
+        "same returns on every state, cut at the batch end (the original's); exact: the closed-form V^π of the "
+        "pre-update policy (LQR). returns MSE / EV (held-out): squared error against the complete returns and "
+        "explained variance 1 − Var(R − V)/Var(R); noise floor MSE (LQR): V^π's own MSE against the same "
+        "returns, below which no network goes (returns MSE − noise floor = MSE against V^π, exact MSE, up to "
+        "sampling). Means over agents and the second half of training.")
     path = plot(curve, os.path.join(out, f"{STUDY}.png"),
                 f"Value prediction error of the updated value network ({record['scale']} scale): solid = training "
                 f"batch, dashed = held-out batch")
