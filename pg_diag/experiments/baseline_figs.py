@@ -5,8 +5,8 @@ PPO and TRPO are trained with checkpoints (``OUT/runs/``), then measured by
 estimates per N with the agent's value network, a value network fit to
 Monte-Carlo returns ("true" V), no baseline (returns) and, on the LQR task,
 the exact V^π — on the same trajectories. The figure draws the mean pairwise
-cosine against N on a linear axis to 1e4 (the paper's), pooled over agents
-with a 95% bootstrap band. The fitted network is drawn as the "true" V only
+cosine against N on a linear axis to 1e4 (the paper's), the mean over agents
+with a 95% Student-t band over agents. The fitted network is drawn as the "true" V only
 where it was shown closer to the returns than the agent's network (a one-sided
 paired t-test of their squared errors over ≥ 20 held-out batches; its fit
 goes on in rounds until then, up to a cap); the summary gives both networks'
@@ -83,10 +83,11 @@ def load_studies(from_dir: str):
 
 
 def pooled_curves(study):
-    """Per label, iteration, baseline and N: the mean pairwise cosine pooled over agents, 95% bootstrap CI."""
-    s = study.manifest["settings"]
-    return diag_tables.curve(study.pairs, "cosine", ["label", "iteration", "baseline", "n"],
-                             resamples=s["resamples"], seed=s["seed"])
+    """Per label, iteration, baseline and N: the mean over agents of each agent's mean pairwise cosine, with
+    the 95% Student-t interval over the agents (the independent units; their pairs share estimates)."""
+    keys = ["label", "iteration", "baseline", "n"]
+    per_agent = study.pairs.groupby(keys + ["run", "agent"], sort=True)["cosine"].mean().reset_index()
+    return diag_tables.curve(per_agent, "cosine", keys)
 
 
 #: the fits table's per-agent errors averaged per label and iteration in the summary (the *_exact ones on LQR)

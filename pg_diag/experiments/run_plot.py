@@ -1,5 +1,5 @@
 """``pg-diag plot RUN_DIR --metric NAME``: any recorded metric of a run against iterations, one curve per
-grid point (or label), the mean over seeds with its 95% percentile-bootstrap band."""
+grid point (or label), the mean over seeds with its 95% Student-t band."""
 
 from __future__ import annotations
 

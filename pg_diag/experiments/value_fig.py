@@ -26,7 +26,7 @@ is measured (V^π's own MSE against the returns) and drawn beside the
 network's. A relative error has no such floor to read against, and returns
 near 0 inflate it without bound. This target trains PPO
 and TRPO with the held-out batch on and draws the errors per iteration (log
-scale, mean over agents with a 95% bootstrap band); :func:`draw` redraws
+scale, mean over agents with a 95% Student-t band); :func:`draw` redraws
 from the run directories alone.
 """
 
@@ -40,7 +40,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.experiments import checkpointed, figures, study_dir
 from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
-from pg_diag.stats import bootstrap_mean_ci
+from pg_diag.stats import t_interval
 
 STUDY = "fig-value"
 ALGORITHMS = ("ppo", "trpo")
@@ -85,8 +85,9 @@ def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorith
 
 
 def curves(metrics, resamples: int = 200):
-    """Per task, algorithm, batch (train / held-out), error and iteration: the mean over agents and
-    its 95% bootstrap CI (iterations where the error was not measured are left out)."""
+    """Per task, algorithm, batch (train / held-out), error and iteration: the mean over agents and its 95%
+    Student-t interval, the agents being the units (iterations where the error was not measured are left out;
+    ``resamples`` is unused)."""
     import pandas as pd
 
     rows = []
@@ -100,7 +101,7 @@ def curves(metrics, resamples: int = 200):
             values = part[col].to_numpy()
             if not np.isfinite(values).any():
                 continue
-            mean, low, high = bootstrap_mean_ci(values, resamples=resamples, seed=int(it))
+            mean, low, high = t_interval(values)[:3]
             rows.append({"task": task, "algorithm": algo, "batch": batch, "error": kind, "iteration": it,
                          "mean": mean, "low": low, "high": high, "agents": int(np.isfinite(values).sum())})
     return pd.DataFrame(rows)
