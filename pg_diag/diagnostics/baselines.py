@@ -179,7 +179,9 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
     lanes = max(1, -(-laid // rounds)) if laid else 1   # as few extra chunks as the rounding needs
     train += rounds * lanes - laid                       # the extra ones train
     sizes = snap_sizes(tuple(settings.sizes) + (own.chunk,), own.chunk)  # the algorithm's batch size always
-    return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk),
+    # sizes below the batch drawn at random from a whole batch, as in the gradient study (streaming.Grid.pool):
+    # every N sees the batch's state distribution
+    return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk, pool=own.chunk),
                     estimates=settings.estimates, own=own, fit_chunks=train + held, heldout_chunks=held,
                     tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk, objective=settings.objective)
 
