@@ -62,12 +62,12 @@ SCALES = {
                     "M = 10 steps per checkpoint."),
     "mid": Scale(
         **MID_TRAINING, measured_at={"gradients": (0, 50, 99), "steps": (0, 50, 99)},
-        settings={"gradients": dict(sizes=log_sizes(1e2, 32_768), estimates=10, true_pairs=327_680),
+        settings={"gradients": dict(sizes=log_sizes(1e2, 16_384), estimates=10, true_pairs=163_840),
                   "steps": dict(batches=16)},
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every "
                     "iteration), PPO and TRPO of the mid scale's shared runs (5 agents each), 100 iterations, "
-                    "checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 32,768, a true gradient from "
-                    "10 × 32,768 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU."),
+                    "checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 16,384 (8 batches), a true "
+                    "gradient from 10 × 16,384 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU."),
 }
 
 

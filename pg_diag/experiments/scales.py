@@ -54,10 +54,11 @@ class Scale:
 #: the diagnostic studies), so that each (preset, seed) trains once and every target reads the same runs:
 #: Hopper at the papers' shape (1 environment × 2,048 steps, reset every iteration), 100 iterations; PPO, PPO-M
 #: and TRPO with 5 agents each (the claims' minimum); the union of what the targets read — checkpoints after
-#: 0/50/99 (gradients and steps 0/50/99, baselines 50/99, landscapes 0/99) and a held-out batch every 5
-#: iterations (fig-value, fig-trust-region; collected with the pre-update policy, never trained on).
+#: 0/50/99 (gradients and steps 0/50/99, baselines 50/99, landscapes 0/99) and a held-out batch every 10
+#: iterations (fig-value, fig-trust-region, as the original's log_every; collected with the pre-update policy,
+#: never trained on).
 MID_TRAINING = dict(tasks=("hopper",), seeds=5, algorithms=("ppo", "ppo-m", "trpo"),
-                    overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99), "heldout_every": 5})
+                    overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99), "heldout_every": 10})
 
 
 def pick(scales: Mapping, scale: str) -> Scale:

@@ -65,7 +65,7 @@ SCALES = {
                                "4 × 256 steps, 2 agents per algorithm, a held-out batch every 2 iterations."),
     "mid": Scale(**MID_TRAINING,
                  description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), 100 "
-                             "iterations, a held-out batch every 5 iterations; PPO and TRPO of the mid scale's "
+                             "iterations, a held-out batch every 10 iterations; PPO and TRPO of the mid scale's "
                              "shared runs (5 agents each; PPO-M trains beside them for the other targets)."),
 }
 
