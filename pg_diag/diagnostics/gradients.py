@@ -53,7 +53,7 @@ from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
                                          independent_burn_in, needs_warmup, start_carry)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
-from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES, TRUE_RATIO
+from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
 from pg_diag.envs import lqr
 
