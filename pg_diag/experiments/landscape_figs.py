@@ -67,15 +67,15 @@ SCALES = {
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
         **MID_TRAINING, measured_at={"fig-landscape-concentration": (0, 99), "fig-landscape-surrogate": (0, 99)},
-        # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 64 complete episodes
-        settings={"fig-landscape-concentration": dict(points=4, sizes=(2_000, 8_000, 16_000), envs=8,
-                                                      length_episodes=64),
-                  "fig-landscape-surrogate": dict(points=4, sizes=(8_000,), step_pairs=(0, 32_768), envs=8,
-                                                  length_episodes=64)},
+        # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 32 complete episodes
+        settings={"fig-landscape-concentration": dict(points=4, sizes=(2_000, 4_000, 8_000), envs=8,
+                                                      length_episodes=32),
+                  "fig-landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
+                                                  length_episodes=32)},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
                     "runs: 5 agents per preset (the claims compare planes across agents), 100 iterations, measured "
                     "after 0/99 (early and late); a 4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 "
-                    "norm 2, L̂ from 64 episodes; 2K/8K/16K pairs per point (concentration); 8K pairs per point "
+                    "norm 2, L̂ from 32 episodes; 2K/4K/8K pairs per point (concentration); 4K pairs per point "
                     "and steps from 2,048 and 32,768 pairs (surrogate)."),
 }
 
