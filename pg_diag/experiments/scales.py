@@ -44,7 +44,6 @@ class Scale:
         """The settings of measurement ``name`` on ``task``: the scale's, the task's, then the ``user``'s."""
         return {**self.settings.get(name, {}), **(self.task_settings.get(task, {}) if task else {}), **(user or {})}
 
-
     def checkpoints(self, name: str) -> tuple | None:
         """The checkpoints measurement ``name`` measures (None: every one the runs keep)."""
         return tuple(self.measured_at[name]) if name in self.measured_at else None
