@@ -17,7 +17,7 @@ ARGS   ?=
 include targets.mk
 
 .PHONY: setup test test-newest test-isa $(STUDY_TARGETS) closer-look-report implementation-matters-report figures bench accelerator-report \
-        hopper-1m clean
+        hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
 $(VENV)/.installed: pyproject.toml
@@ -111,6 +111,10 @@ accelerator-report: setup
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup
 	$(VENV)/bin/pg-diag train --preset ppo --task hopper --out $(OUT)/hopper-1m --progress
+
+# The notebooks' "Open in Colab" badges and install source, from `git remote get-url origin` or REPOSITORY=OWNER/NAME.
+colab-links: setup
+	$(PY) -m pg_diag.experiments.colab $(if $(REPOSITORY),--repository $(REPOSITORY))
 
 clean:
 	rm -rf $(OUT) .pytest_cache

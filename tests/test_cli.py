@@ -34,6 +34,13 @@ def test_help_and_listings(capsys):
     for algo in ("ppo-noclip", "trpo", "trpo+"):
         assert f"{algo} / humanoid" in out
     assert "kl_bound" in out and "never applied" in out  # TRPO+ says what it does with B1/B2
+    # each preset lists the settings its own algorithm takes: PPO's epochs and clipping only for PPO's
+    assert main(["presets", "--task", "hopper"]) == 0
+    blocks = dict(b.split("\n", 1) for b in capsys.readouterr().out.split("== ")[1:])
+    own = {name.split(":")[0]: body for name, body in blocks.items()}
+    for algo in ("trpo / hopper", "npg / hopper", "vpg / hopper"):
+        assert "ppo_epochs" not in own[algo] and ", clip_eps=" not in own[algo] and "value_epochs=10" in own[algo]
+    assert "ppo_epochs=10" in own["ppo / hopper"] and ", clip_eps=0.2" in own["ppo / hopper"]
 
 
 def test_train_and_sweep_write_run_directories(tmp_path, capsys):

@@ -99,9 +99,14 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget():
     assert notebook.estimate("quickstart", "smoke", one_ms) == pytest.approx(49.2)
     assert notebook.estimate("quickstart", "mid", one_ms) == pytest.approx(542.0)
     assert notebook.estimate("quickstart", "paper", one_ms) == pytest.approx(2528.56)
-    picks = {budget: notebook.choose("auto", budget, "quickstart", step_ms=one_ms).scale
-             for budget in (0.5, 1, 10, 42, 43)}
-    assert picks == {0.5: "smoke", 1: "smoke", 10: "mid", 42: "mid", 43: "paper"}   # 0.5 min: none fits
+    picks = {budget: str(notebook.choose("auto", budget, "quickstart", step_ms=one_ms)).split(" (")[0]
+             for budget in (0.5, 0.8, 1, 10, 42, 43)}
+    assert picks == {0.5: "backend cpu: smoke scale, tiny settings", 0.8: "backend cpu: smoke scale, tiny settings",
+                     1: "backend cpu: smoke scale", 10: "backend cpu: mid scale", 42: "backend cpu: mid scale",
+                     43: "backend cpu: paper scale"}   # under 49.2 s nothing fits: the tiny settings
+    fallback = notebook.choose("auto", 0.5, "quickstart", step_ms=one_ms)
+    assert fallback.tiny and fallback.train()["tasks"] == ("point_mass",)
+    assert str(fallback).endswith("smoke > 1 min; no scale fits, so the tiny settings)")
     # a cost of `width` ms: a scale is first bounded from one environment's cost (1 ms) and costed in full only
     # when that bound fits — paper's bound 2,528.56 s fits 60 min, in full (10 agents: 10 ms) 25,015.6 s does
     # not; mid's bound 542 s fits, in full (6 agents) 3,102 s fits; smoke then stays a bound
@@ -153,6 +158,45 @@ def test_the_install_cell_installs_from_the_named_source_or_says_what_to_set(mon
     monkeypatch.setenv("PG_DIAG_SOURCE", "/content/pg_diag")
     exec(cell, {})
     assert calls[1][5] == "/content/pg_diag"
+
+
+@pytest.mark.parametrize("remote", ["git@github.com:someone/pg-diag.git", "https://github.com/someone/pg-diag",
+                                    "https://github.com/someone/pg-diag.git/", "someone/pg-diag"])
+def test_the_colab_links_come_from_the_repositorys_remote(remote, tmp_path, monkeypatch):
+    import json
+    import shutil
+    import subprocess
+
+    from pg_diag.experiments import colab
+
+    root = tmp_path / "clone"
+    shutil.copytree(os.path.dirname(NOTEBOOKS[0]), root / "notebooks")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.delenv("PG_DIAG_REPOSITORY", raising=False)
+    with pytest.raises(colab.NoRepository, match="REPOSITORY=OWNER/NAME"):
+        colab.repository(cwd=str(root))                                 # no origin yet: says how to name it
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", remote], check=True)
+    repo = colab.repository(cwd=str(root))
+    assert repo == "someone/pg-diag"
+    for _ in range(2):                                                  # written twice: one badge, not two
+        paths = colab.write_links(repo, str(root))
+    assert len(paths) == len(NOTEBOOKS)
+    nb = json.load(open(root / "notebooks" / "quickstart.ipynb"))
+    first = nb["cells"][0]["source"]
+    assert first[0] == ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab."
+                        "research.google.com/github/someone/pg-diag/blob/main/notebooks/quickstart.ipynb) <!-- colab -->\n")
+    assert first[1] == "\n" and first[2].startswith("# pg_diag quickstart")
+    assert sum(colab.MARK in line for line in first) == 1
+    install = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    assert 'REPOSITORY = "someone/pg-diag"  # @param' in install
+    nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
+
+
+def test_colab_links_refuse_an_address_colab_cannot_open():
+    from pg_diag.experiments import colab
+
+    with pytest.raises(colab.NoRepository, match="'https://gitlab.com/a/b' is not a GitHub address"):
+        colab.repository("https://gitlab.com/a/b")
 
 
 # The closer-look notebook runs the value, baseline and landscape targets end to end on the LQR task; what

@@ -83,17 +83,39 @@ def test_bad_targets_and_scales_are_named(capsys):
     assert "cannot be combined with --from" in capsys.readouterr().err
 
 
-def test_the_cli_prints_the_plan_without_compiling(capsys):
+def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch):
+    import os
+
+    from pg_diag.diagnostics.gradients import available_memory, fmt_bytes
+    from pg_diag.envs import crossover
+
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only
+    crossover.record(crossover.host_key(os.cpu_count() or 1),
+                     [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0}
+                      for b in (1, 64)])
     with CompileCounter() as counter:
         assert main(["fig-grad-variance", "--dry-run", "--scale", "mid"]) == 0
     assert counter.count == 0
     out = capsys.readouterr().out
     assert "gradients" in out and "train" in out and "programs" in out and "pairs" in out
+    assert f"the {fmt_bytes(available_memory())} available (half this host's RAM)" in out
+    assert "estimated duration (without compiling): " in out and "step costs: recorded on this host for hopper" in out
     with CompileCounter() as counter:
         assert main(["table-2", "--dry-run", "--scale", "paper", "--task", "hopper"]) == 0
     assert counter.count == 0
     out = capsys.readouterr().out
     assert "ppo+ppo-m+ppo-noclip" in out and "2 programs" in out
+
+
+def test_a_dry_run_where_nothing_is_recorded_times_a_few_steps(capsys):
+    """The suite's cache is empty (conftest): the LQR's step is timed now, and the plan has a duration."""
+    with CompileCounter() as counter:
+        assert main(["fig-grad-true", "--dry-run", "--scale", "smoke", "--task", "lqr"]) == 0
+    assert counter.count <= 16    # the step timers (the ladder widths around each planned width), not the target
+    out = capsys.readouterr().out
+    assert "step costs: timed now for lqr (a few batched steps each, seconds;" in out
+    minutes = float(out.split("estimated duration (without compiling): ")[1].split(" min")[0])
+    assert 0 < minutes < 60
 
 
 def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path, monkeypatch):

@@ -175,7 +175,7 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
             f.write("{half")
         raise OSError("disk full")
 
-    with pytest.raises(OSError):
+    with pytest.raises(store.RunDirError, match="disk full"):
         store._atomic_write(os.path.join(tmp_path, store.MANIFEST), boom)
     assert json.load(open(tmp_path / store.MANIFEST)) == {"status": "running"}
 

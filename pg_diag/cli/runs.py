@@ -32,7 +32,11 @@ def add_run_args(p, sweep: bool):
     p.add_argument("--task", default="hopper", help="task (see `pg-diag tasks`); default hopper")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a knob or static setting (repeatable), e.g. --set lr_policy=1e-4")
-    p.add_argument("--out", default=None, help="run directory to write (manifest + metrics)")
+    p.add_argument("--out", default=None, help="run directory to write (manifest, metrics, checkpoints); default "
+                                               "a new runs/DATE-TIME-PRESET-TASK")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --out (its files, checkpoints included, are removed first)")
+    p.add_argument("--no-save", dest="save", action="store_false", help="write nothing (results only printed)")
     p.add_argument("--checkpoint", action="store_true",
                    help="keep the final agent states (orbax); --set checkpoint_at=0,150,300 keeps others")
     p.add_argument("--chunk", type=int, default=None, help="iterations per compiled chunk (progress granularity)")
@@ -127,29 +131,49 @@ def cmd_presets(args):
             for half in (cfg.static, cfg.knobs):
                 for name, value in half.values().items():
                     print(f"    {name:22s} {value!s}")
-        else:
-            print("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
+        else:  # the settings its own algorithm takes (the papers' common block also names PPO's, for PPO)
+            from pg_diag import algorithms
+            own = algorithms.get(cfg.static.algorithm)
+            takes = {*KNOB_NAMES, *STATIC_NAMES, *own.knobs, *own.static}
+            print("    " + ", ".join(f"{k}={v}" for k, v in values.items() if k in takes))
+
+
+def _out(args, what: str) -> str | None:
+    """Where a train or sweep writes: --out, else a new timestamped directory under runs/ (said at once, so
+    that an interrupted run can be found), or nowhere with --no-save."""
+    if not args.save:
+        if args.out or args.overwrite:
+            raise ConfigError("--no-save writes nothing: drop --out/--overwrite, or drop --no-save")
+        return None
+    if args.out:
+        return args.out
+    from pg_diag.run.claim import fresh_dir
+    out = fresh_dir(f"{args.preset or 'default'}-{args.task}{what}")
+    print(f"writing {out} (--out names the directory, --no-save writes nothing)", flush=True)
+    return out
 
 
 def cmd_train(args):
     from pg_diag.run import train
     cfg = _config_from_args(args)
-    result = train(cfg, seed=args.seed, out=args.out, progress=args.progress, chunk_iterations=args.chunk,
-                   save_checkpoint=args.checkpoint, batching=args.batching)
+    out = _out(args, "")
+    result = train(cfg, seed=args.seed, out=out, progress=args.progress, chunk_iterations=args.chunk,
+                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite)
     print(_summary(result))
-    if args.out:
-        print(f"wrote {args.out}")
+    if out:
+        print(f"wrote {out}")
 
 
 def cmd_sweep(args):
     from pg_diag.run import sweep
     cfg = _config_from_args(args)
     grid = parse_grid(args.grid)
-    result = sweep(cfg, grid, seeds=args.seeds, out=args.out, progress=args.progress,
-                   chunk_iterations=args.chunk, save_checkpoint=args.checkpoint, batching=args.batching)
+    out = _out(args, "-sweep")
+    result = sweep(cfg, grid, seeds=args.seeds, out=out, progress=args.progress, chunk_iterations=args.chunk,
+                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite)
     print(_summary(result))
-    if args.out:
-        print(f"wrote {args.out}")
+    if out:
+        print(f"wrote {out}")
 
 
 def cmd_show(args):

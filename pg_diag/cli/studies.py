@@ -85,17 +85,42 @@ def cmd_dry_run(args, kind):
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
-    programs = plan.plan(args.command, args.scale or "smoke", diag=diag, **extra)
-    frame = plan.table(programs, plan.recorded_step_ms(extra.get("solver", "converged"), extra.get("model", "brax")))
+    from pg_diag.diagnostics.gradients import available_memory
+    from pg_diag.experiments import costs
+
+    have = available_memory()
+    programs = plan.plan(args.command, args.scale or "smoke", diag=diag, memory=have, **extra)
+    solver, model = extra.get("solver", "converged"), extra.get("model", "brax")
+    recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
+
+    def step_ms(task, width):  # this host's recorded cost, else a few steps timed now (compiles a step only)
+        ms = recorded(task, width)
+        if ms is None:
+            timed.add(task)
+            ms = timed_now(task, width)
+        return ms
+
+    frame = plan.table(programs, step_ms)
     shown = frame.assign(memory=frame.memory.map(fmt_bytes))
     print(shown.to_string(index=False))
     total = frame.estimated_s
     print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
-          + ("every program fits the memory available" if frame.fits.all() else
-             f"{int((~frame.fits).sum())} do not fit the memory available")
-          + ("; estimated duration (without compiling): "
-             f"{total.sum() / 60:.1f} min" if total.notna().all() else
-             "; no per-step cost recorded for this host (python benchmarks/bench_crossover.py --record)"))
+          + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
+          + f" the {fmt_bytes(have)} available ({_memory_source()}); estimated duration (without compiling): "
+          + f"{total.sum() / 60:.1f} min")
+    recorded_tasks = sorted(set(frame.task) - timed)
+    print("step costs: " + "; ".join(
+        [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
+        + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
+           f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed)))
+
+
+def _memory_source() -> str:
+    import jax
+
+    dev = jax.local_devices()[0]
+    stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
+    return f"80% of the {dev.device_kind}'s memory" if stats and stats.get("bytes_limit") else "half this host's RAM"
 
 
 def cmd_diagnostic(args):

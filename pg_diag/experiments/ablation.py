@@ -130,16 +130,17 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
     Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
     ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
     """
-    from pg_diag.run import sweep
+    from pg_diag.experiments.algorithms import train_once
 
     sc = pick(SCALES, scale)
     tasks = tuple(tasks or sc.tasks_of())
     configs = {task: base_config(task, sc).replace(**static_overrides) for task in tasks}  # validate all first
-    runs = {task: sweep(configs[task], grid(sc), seeds=seeds or sc.seeds, out=os.path.join(out, task),
-                        progress=progress, label=f"fig-ablation {task}") for task in tasks}
+    # a task's run already saved with this configuration is read back, an interrupted one resumed
+    runs = {task: train_once(os.path.join(out, task), configs[task], grid(sc), seeds or sc.seeds, progress,
+                             label=f"fig-ablation {task}") for task in tasks}
     study_dir.write(out, "fig-ablation", scale, tasks, seeds=seeds or sc.seeds,
                     learning_rates=list(sc.settings["grid"]["lr_policy"]))
-    return {**draw(out), "runs": runs}  # the in-memory results, with their final states
+    return {**draw(out), "runs": runs}
 
 
 def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:

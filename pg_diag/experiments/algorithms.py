@@ -175,6 +175,19 @@ def _train_into(path: str, wanted: dict, base, grid, seeds, labels, progress, la
     return sweep(base, grid, list(seeds), out=path, progress=progress, labels=labels, label=label)
 
 
+def train_once(path: str, base, grid, seeds, progress=None, labels=None, label: str | None = None):
+    """The run of ``base`` × ``grid`` × ``seeds`` in ``path``: loaded where ``path`` holds it complete,
+    continued where it was interrupted, trained where ``path`` is free; any other run there is refused
+    (a study asked twice never trains twice, and never replaces a run)."""
+    from pg_diag.run import load_run, plan
+
+    p = plan(base, grid, seeds, labels)
+    wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
+    if list(_reusable_seeds(path, wanted)) == list(p.seeds):
+        return load_run(path)
+    return _train_into(path, wanted, base, grid, list(p.seeds), labels, progress, label or base.name)
+
+
 def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
                 **overrides):
     """Train every preset in ``algorithms`` on ``task`` with ``seeds`` (a count or a list);

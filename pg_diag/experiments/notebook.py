@@ -1,7 +1,8 @@
 """The notebooks' choice of scale: what a notebook in ``notebooks/`` trains and measures where it runs.
 
 ``choose("auto", budget_minutes, notebook)`` picks the largest scale (paper, then mid where every target of
-the notebook has it, then smoke) whose estimated duration on this device fits the time budget: each
+the notebook has it, then smoke) whose estimated duration on this device fits the time budget (the tiny
+settings where none does): each
 target's plan (:mod:`pg_diag.experiments.plan`, nothing compiled) costed with this host's recorded physics
 step costs or a short timed batch of steps now; it prints the choice and the estimates. ``"paper"``,
 ``"mid"`` and ``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test suite runs every notebook at it:
@@ -72,7 +73,9 @@ class Choice:
         if self.name != "auto":
             return f"backend {self.backend}: {picked}"
         costs = ", ".join(f"{s} {'> ' if bound else ''}{_minutes(t)}" for s, t, bound in self.estimates)
-        return f"backend {self.backend}: {picked} (auto, budget {self.budget_s / 60:g} min; estimated {costs})"
+        fallback = "; no scale fits, so the tiny settings" if self.tiny else ""
+        return (f"backend {self.backend}: {picked} (auto, budget {self.budget_s / 60:g} min; estimated {costs}"
+                f"{fallback})")
 
 
 def _minutes(seconds) -> str:
@@ -116,7 +119,7 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
            backend: str | None = None, step_ms=None) -> Choice:
     """The scale for ``name`` (one of :data:`NAMES`) on ``backend`` (default: jax's default backend). With
     ``auto``: the largest of :data:`AUTO_ORDER` whose estimate for ``notebook`` fits ``budget_minutes`` (the
-    smoke scale when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
+    tiny settings when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
     width)``: the per-step cost (default: :func:`pg_diag.experiments.plan.measured_step_ms`)."""
     if name not in NAMES:
         raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: the largest "
@@ -147,7 +150,8 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
             seconds, bound = estimate(notebook, candidate, step_ms), False   # time the widths it needs
             scale = candidate if seconds is not None and seconds <= budget else None
         estimates.append((candidate, seconds, bound))
-    return Choice(name=name, backend=backend, scale=scale or AUTO_ORDER[-1], tiny=False,
+    # nothing fits: the tiny settings (seconds per target), never a scale estimated over the budget
+    return Choice(name=name, backend=backend, scale=scale or AUTO_ORDER[-1], tiny=scale is None,
                   estimates=tuple(estimates), budget_s=budget)
 
 

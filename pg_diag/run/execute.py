@@ -41,9 +41,10 @@ import numpy as np
 
 from pg_diag.config import Config, ConfigError, stack_knobs
 from pg_diag.run import store
+from pg_diag.run.claim import claim
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
-from pg_diag.run.progress import CompileCounter, Progress, chunk_lengths, default_chunk, estimate
+from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, default_chunk, estimate
 from pg_diag.run.programs import chunk_program, init_program
 from pg_diag.run.shard import gather, pad_and_shard, replicated
 from pg_diag.trainer import METRICS, seed_key
@@ -130,7 +131,8 @@ def _writing(raise_pending: bool = True):
 def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
           seeds: int | Sequence[int] = 1, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False, label: str | None = None,
-          batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None) -> store.RunResult:
+          batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None,
+          overwrite: bool = False) -> store.RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
     Returns a :class:`~pg_diag.run.store.RunResult`; with ``out`` it also
@@ -142,6 +144,11 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     ``resume=RUN_DIR`` continues an interrupted run from its last saved state
     with the configuration recorded in it (``base``, ``grid`` and ``seeds``
     may be omitted; given, they must match).
+
+    A run directory is written once (:mod:`pg_diag.run.claim`): ``out``
+    holding a run is refused unless ``overwrite=True``, which removes that
+    run's files first; a second process writing the same ``out`` fails at
+    once. Both are checked before anything is compiled.
 
     ``batching="vmap"`` (default) vectorizes the agents; each agent's numbers
     then equal a run alone up to float32 rounding, because XLA may pick
@@ -194,7 +201,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         "physics": physics,
         "iterations_done": 0,
     }
-    return _execute(p, manifest, out, progress)
+    return _execute(p, manifest, out, progress, overwrite=overwrite)
 
 
 def pin_physics(p: Plan, backend: str) -> Plan:
@@ -260,13 +267,26 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
 
 # --- the run loop ---------------------------------------------------------------------
 
-def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool = False):
+def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool = False,
+             overwrite: bool = False):
+    lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
+    # the directory is taken (created, locked, checked to hold no other run) before anything compiles
+    lock = claim(out, overwrite=overwrite, resume=resume) if out is not None and lead else None
+    try:
+        if lock is not None and lock.taken_over:
+            sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
+        return _run(p, manifest, out, progress, resume, lead)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool):
     static, n = p.base.static, p.num_agents
     program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
     kept = set(static.checkpoint_iterations()) | ({static.num_iterations} if manifest["save_checkpoint"] else set())
-    lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
     if progress is None:
-        progress = sys.stderr.isatty()
+        progress = attached()
     progress = progress and lead
     knobs = stack_knobs([cfg.knobs for cfg in p.configs for _ in p.seeds])
     keys = np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()])

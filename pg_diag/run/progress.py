@@ -36,6 +36,18 @@ class CompileCounter:
         CompileCounter._active.remove(self)
 
 
+def attached() -> bool:
+    """Whether a person watches this process: a terminal on stderr, or a Jupyter/Colab kernel."""
+    if sys.stderr.isatty():
+        return True
+    shell = sys.modules.get("IPython")
+    try:
+        ip = shell.get_ipython() if shell is not None else None
+    except Exception:  # an IPython too old or half imported
+        return False
+    return ip is not None and type(ip).__name__ in ("ZMQInteractiveShell", "Shell", "TerminalInteractiveShell")
+
+
 class Progress:
     """A one-line progress bar on stderr, redrawn between compiled chunks."""
 

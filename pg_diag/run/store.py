@@ -12,6 +12,7 @@ directory holds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pg_diag.config import Config, stack_knobs
+from pg_diag.config import Config, ConfigError, stack_knobs
 from pg_diag.run.plan import Plan
 from pg_diag.trainer import METRICS, make_train, seed_key
 
@@ -32,6 +33,16 @@ MANIFEST = "manifest.json"
 METRICS_FILE = "metrics.parquet"
 CHECKPOINTS = "checkpoints"
 FORMAT = "pg_diag.run/2"
+
+
+class RunDirError(ConfigError):
+    """A run directory that cannot be written, is taken, or holds a file that cannot be read: one line
+    naming the path, what is wrong and what to do."""
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return (text[0] if text else type(err).__name__)[:200]
 
 
 @dataclasses.dataclass
@@ -134,8 +145,17 @@ def read_manifest(path: str) -> dict:
     manifest_path = os.path.join(path, MANIFEST)
     if not os.path.isfile(manifest_path):
         raise FileNotFoundError(f"{path!r} is not a pg_diag run directory: it has no {MANIFEST}")
-    with open(manifest_path) as f:
-        return json.load(f)
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise RunDirError(f"{manifest_path} cannot be read ({_first_line(err)}): the file is damaged "
+                          f"(truncated or edited); restore it from a copy, or train the run again with "
+                          f"the command it records") from None
+    if not isinstance(manifest, dict):
+        raise RunDirError(f"{manifest_path} is not a pg_diag manifest (a JSON {type(manifest).__name__}, "
+                          f"not an object)")
+    return manifest
 
 
 def requested_config(manifest: dict) -> dict:
@@ -191,8 +211,13 @@ def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
 
 def _atomic_write(path: str, write) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise RunDirError(f"cannot write {path}: {err.strerror or _first_line(err)}") from None
 
 
 def _json_default(x):
@@ -234,7 +259,12 @@ def load_run(path: str) -> RunResult:
     manifest = read_manifest(path)
     metrics_path = os.path.join(path, METRICS_FILE)
     if os.path.exists(metrics_path):
-        metrics = pd.read_parquet(metrics_path)
+        try:
+            metrics = pd.read_parquet(metrics_path)
+        except Exception as err:  # pyarrow's errors have no common base worth naming
+            raise RunDirError(f"{metrics_path} cannot be read ({_first_line(err)}): the file is damaged; "
+                              f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") \
+                from None
         metrics = metrics[metrics.iteration < manifest.get("iterations_done", len(metrics))].reset_index(drop=True)
     else:
         metrics = metrics_frame(plan_from_manifest(manifest), {})
@@ -265,9 +295,22 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
         states = gather(states)
     if jax.tree.leaves(states)[0].shape[0] != num_agents:
         states = jax.tree.map(lambda x: x[:num_agents], states)
-    checkpointer = ocp.StandardCheckpointer()
-    checkpointer.save(checkpoint_dir(path, iteration), states, force=True)
-    checkpointer.wait_until_finished()
+    target = checkpoint_dir(path, iteration)
+    # orbax's synchronous checkpointer (the same files as its StandardCheckpointer): when an asynchronous save
+    # fails, its commit threads wait on a signal that never comes, and the interpreter never exits
+    checkpointer = _checkpointer()
+    try:
+        checkpointer.save(target, args=ocp.args.StandardSave(states), force=True)
+    except Exception as err:
+        raise RunDirError(f"cannot write the checkpoint {target}: {_first_line(err)}") from None
+    finally:
+        checkpointer.close()
+
+
+def _checkpointer():
+    import orbax.checkpoint as ocp
+
+    return ocp.Checkpointer(ocp.StandardCheckpointHandler())
 
 
 def drop_checkpoint(path: str, iteration: int) -> None:
@@ -290,7 +333,17 @@ def restore_states(path: str, iteration: int, base: Config, num_agents: int):
     here = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=here),
                           abstract_states(base, num_agents))
-    return ocp.StandardCheckpointer().restore(checkpoint_dir(path, iteration), target)
+    where = checkpoint_dir(path, iteration)
+    checkpointer = _checkpointer()
+    try:
+        return checkpointer.restore(where, args=ocp.args.StandardRestore(target))
+    except Exception as err:  # orbax/TensorStore raise many kinds; each means this checkpoint is unusable
+        others = [i for i in saved_iterations(path) if i != iteration]
+        alt = (f"load an earlier one (saved after iterations {others})" if others else "no other checkpoint is saved")
+        raise RunDirError(f"the checkpoint {where} cannot be read ({_first_line(err)}): it is damaged; {alt}, or "
+                          f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") from None
+    finally:
+        checkpointer.close()
 
 
 def load_checkpoint(run: RunResult | str, iteration: int | None = None):
