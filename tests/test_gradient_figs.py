@@ -30,7 +30,8 @@ def runs(tmp_path_factory):
 def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs, tmp_path, monkeypatch):
     out = str(tmp_path / "study")
     first = gradient_figs.run("fig-grad-variance", out=out, runs=runs, diag=DIAG)
-    assert os.path.isfile(first["figure"]) and set(first["summary"].label) == {"ppo/point_mass", "trpo/point_mass"}
+    assert os.path.isfile(first["figure"]) and set(first["summary"].label) == {"ppo", "trpo"}
+    assert set(first["summary"].task) == {"point_mass"}      # the runs' own task, not "runs"
     assert set(first["summary"].columns) >= {"n_at_0.5", "n_at_0.9", "at_batch_size"}
     drawn = []  # every figure's lines (label, y) as it is saved
     save = gradient_figs.figures.save

@@ -12,8 +12,11 @@ episodes is fixed before sampling, so the estimates are unbiased at every size.
 
 import dataclasses
 
+import os
+
 import jax
 import jax.numpy as jnp
+
 import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
@@ -155,8 +158,58 @@ def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_r
     assert s.pairs_per_point[0] == pytest.approx(study.returns[study.returns.n == 100_000].pairs.mean())
     assert s.step_norm_ratio[0] == pytest.approx(p.step_norm / 0.05)
     for target in lf.TARGETS:
-        path = lf.plot(target, {"lqr": study}, str(tmp_path / f"{target}.png"), target)
-        assert (tmp_path / f"{target}.png").is_file() and path
+        paths = lf.plot(target, {"lqr": study}, str(tmp_path / f"{target}.png"), target)
+        assert paths == [str(tmp_path / f"{target}.png")] and os.path.isfile(paths[0])
+
+
+def test_a_figure_too_tall_is_one_file_per_task_and_algorithm(study, tmp_path, monkeypatch):
+    """More rows of panels than MAX_ROWS: one file per task, and per algorithm (label) where a task alone has more;
+    here 1 row allowed and the study's labels each one file."""
+    from pg_diag.experiments import landscape_figs as lf
+
+    monkeypatch.setattr(lf, "MAX_ROWS", 1)
+    labels = sorted(set(lf._subjects(study).label))
+    rows = len(lf._subjects(study))
+    paths = lf.plot("fig-landscape-surrogate", {"lqr": study}, str(tmp_path / "s.png"), "t")
+    if rows > 1:
+        assert sorted(paths) == sorted(str(tmp_path / f"s-lqr-{lab}.png") for lab in labels)
+    assert all(os.path.isfile(p) for p in paths)
+
+
+def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tmp_path):
+    """By hand: 1 … 100 plus one diverged value −5e34 and a NaN. The 1st and 99th percentiles of the 101
+    finite values are 1 and 99; −5e34 lies more than their range (98) below, so the scale is [1, 99] and two
+    cells (−5e34 and 100) lie beyond it. Without the outlier the full range stands."""
+    from pg_diag.experiments import figures
+    from pg_diag.experiments import landscape_figs as lf
+
+    values = np.append(np.arange(1.0, 101.0), [-5e34, np.nan])
+    assert figures.robust_range(values) == (1.0, 99.0, 2)
+    assert figures.robust_range(np.arange(1.0, 101.0)) == (1.0, 100.0, 0)
+    plt = figures.pyplot()
+    fig, ax = plt.subplots()
+    im = lf._heat(ax, values.reshape(6, 17), np.linspace(-1, 1, 6), "plane")
+    assert (im.norm.vmin, im.norm.vmax) == (1.0, 99.0) and "grey: 1 cell not finite" in ax.get_title()
+    assert "cells beyond" in fig.axes[-1].get_ylabel()
+    plt.close(fig)
+
+
+def test_a_suptitle_never_covers_the_first_panels_title(tmp_path):
+    from pg_diag.experiments import figures
+
+    plt = figures.pyplot()
+    for rows in (1, 4, 12):
+        fig, axes = plt.subplots(rows, 3, figsize=(12, 3.2 * rows), squeeze=False)
+        for ax in axes.ravel():
+            ax.set_title("panel\ntwo lines", fontsize=7)
+        figures.save(fig, str(tmp_path / f"{rows}.png"), "A title\n(second line)", title_size=10)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)          # (save closed the figure's own)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        top_title = max(ax.title.get_window_extent(renderer).y1 for ax in axes[0])
+        assert top_title < fig._suptitle.get_window_extent(renderer).y0
 
 
 @pytest.mark.parametrize("change,match", [

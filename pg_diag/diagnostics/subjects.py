@@ -106,9 +106,10 @@ class Subjects:
 
 
 def _label(run: store.RunResult, agent: int) -> str:
+    # a sweep's grid-point label (a study's 'ppo-m'), else the algorithm the agent ran: the name it was registered
+    # under, not the preset's name the configuration started from
     row = run.manifest["agents"][agent]
-    label = row.get("label") or run.manifest.get("label") or run.config(agent).algorithm
-    return str(label)
+    return str(row.get("label") or run.config(agent).algorithm)
 
 
 def resolve_runs(runs) -> list:

@@ -42,8 +42,16 @@ def check_settings(cls, settings: dict) -> None:
 
 
 def given_runs(runs, out: str) -> dict:
-    """Run directories given by the user, recorded relative to ``out`` (the study's directory)."""
-    return {"runs": [os.path.relpath(os.path.abspath(r), os.path.abspath(out)) for r in runs]}
+    """Run directories given by the user, grouped by the task they trained on (figures and tables name it) and
+    recorded relative to ``out`` (the study's directory)."""
+    from pg_diag.config import Config
+    from pg_diag.run import store
+
+    by_task = {}
+    for r in runs:
+        task = Config.from_dict(store.read_manifest(r)["base_config"]).static.task
+        by_task.setdefault(task, []).append(os.path.relpath(os.path.abspath(r), os.path.abspath(out)))
+    return by_task
 
 
 def trained_presets(sc, own, chosen=None) -> tuple:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from pg_diag.run.distributed import is_lead, lead_writes
 
 
@@ -26,12 +28,31 @@ def save(fig, path: str, title: str = "", dpi: int = 110, title_size: int = 11) 
     """Add the suptitle, lay out, write ``path`` (creating its directory) and close the figure."""
     if title:
         fig.suptitle(title, fontsize=title_size)
-    fig.tight_layout()
+        # the panels start below the suptitle's lines (a fixed fraction overlaps a tall figure's first titles)
+        room = ((title.count("\n") + 1) * title_size * 1.45 + 10) / 72 / fig.get_figheight()
+        fig.tight_layout(rect=(0, 0, 1, max(1 - room, 0.5)))
+    else:
+        fig.tight_layout()
     if is_lead():
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
     return path
+
+
+def robust_range(values, low: float = 1.0, high: float = 99.0):
+    """A colour scale for ``values``: ``(vmin, vmax, clipped)`` — the full finite range, unless values lie far
+    outside the ``low``–``high`` percentiles (more than that range again beyond them: a diverged point, an
+    unstable policy's return), which then bound the scale and ``clipped`` counts the cells beyond."""
+    v = np.asarray(values, dtype=float)
+    finite = v[np.isfinite(v)]
+    if finite.size == 0:
+        return 0.0, 1.0, 0
+    lo, hi = np.percentile(finite, [low, high])
+    span = max(hi - lo, 1e-12 * max(abs(lo), abs(hi), 1.0))
+    if finite.min() >= lo - span and finite.max() <= hi + span:
+        return float(finite.min()), float(finite.max()), 0
+    return float(lo), float(hi), int(np.sum((finite < lo) | (finite > hi)))
 
 
 def write_table(df, path_stem: str, title: str, note: str) -> tuple[str, str]:

@@ -111,21 +111,52 @@ def _subjects(study):
 
 
 def _heat(ax, grid, coords, title, cmap="viridis", random_norm=None):
-    im = ax.imshow(grid.T, origin="lower", extent=(coords[0], coords[-1], coords[0], coords[-1]), aspect="auto",
-                   cmap=cmap)
+    """One plane as a heatmap on a colour scale clipped to the data's robust range (the colour bar says how many
+    cells lie beyond it); cells without a finite value in grey, counted in the title."""
+    plt = figures.pyplot()
+    grid = np.asarray(grid, dtype=float)
+    vmin, vmax, clipped = figures.robust_range(grid)
+    colours = plt.get_cmap(cmap).with_extremes(bad="0.75")
+    im = ax.imshow(np.ma.masked_invalid(grid.T), origin="lower", extent=(coords[0], coords[-1], coords[0], coords[-1]),
+                   aspect="auto", cmap=colours, vmin=vmin, vmax=vmax)
     ax.set_xlabel("step direction (1 = the step)")
     ax.set_ylabel("random direction" + (f" (1 = L2 norm {random_norm:g})" if random_norm else ""))
-    ax.set_title(title, fontsize=7)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+    blank = int(np.sum(~np.isfinite(grid)))
+    ax.set_title(title + (f"\ngrey: {blank} cell{'s' * (blank != 1)} not finite (a diverged return)" if blank else ""),
+                 fontsize=7)
+    bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, extend="both" if clipped else "neither")
+    if clipped:
+        bar.set_label(f"clipped to the 1–99% range: {clipped} cell{'s' * (clipped != 1)} beyond", fontsize=6)
     return im
 
 
-def plot(target: str, studies: dict, path: str, title: str) -> str:
-    plt = figures.pyplot()
+#: panel rows in one figure; more are written one file per task (and per algorithm where a task has more)
+MAX_ROWS = 4
+
+
+def plot(target: str, studies: dict, path: str, title: str) -> list:
+    """The figure at ``path``, or where it would hold more than :data:`MAX_ROWS` rows of panels one file per
+    task (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
     rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
-    concentration = target == "fig-landscape-concentration"
-    if concentration:
+    if target == "fig-landscape-concentration":
         rows = [(t, p) for t, p in rows if p.step_pairs == min(studies[t].planes.step_pairs)]
+    if len(rows) <= MAX_ROWS:
+        return [_plot(target, studies, rows, path, title)]
+    stem, paths = path[:-len(".png")], []
+    for task in studies:
+        mine = [(t, p) for t, p in rows if t == task]
+        labels = list(dict.fromkeys(p.label for _, p in mine))
+        groups = [(f"-{task}", None)] if len(mine) <= MAX_ROWS else [(f"-{task}-{lab}", lab) for lab in labels]
+        for suffix, lab in groups:
+            part = [(t, p) for t, p in mine if lab is None or p.label == lab]
+            paths.append(_plot(target, studies, part, stem + suffix + ".png",
+                               f"{title}: {task}" + (f", {lab}" if lab else "")))
+    return paths
+
+
+def _plot(target: str, studies: dict, rows: list, path: str, title: str) -> str:
+    plt = figures.pyplot()
+    concentration = target == "fig-landscape-concentration"
     cols = max(len(st.sizes) if concentration else 2 + bool(st.manifest["resolved"]["exact"])
                for st in studies.values())
     fig, axes = plt.subplots(len(rows), cols, figsize=(4.2 * cols, 3.2 * len(rows)), squeeze=False)
@@ -219,8 +250,8 @@ def draw(target: str, from_dir: str, out: str | None = None) -> dict:
     md, csv = figures.write_table(shown, os.path.join(out, f"{target}-summary"), target, note)
     title = {"fig-landscape-concentration": "True reward landscape around the policy estimated from N pairs",
              "fig-landscape-surrogate": "True reward vs the algorithm's surrogate on the plane of its step"}[target]
-    path = plot(target, studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
-    return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
+    paths = plot(target, studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
+    return {"figure": paths[0], "figures": paths, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
 __all__ = ["SCALES", "TARGETS", "draw", "load_studies", "run"]

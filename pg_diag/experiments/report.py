@@ -42,12 +42,12 @@ class Source:
         fn = _EVIDENCE[self.study]
         return fn(directory, notes) if fn is _gradients else fn(directory)
 
-    def draw(self, target: str, directory: str, out: str) -> str:
-        """The target redrawn from ``directory`` into ``out``: its figure, or a table's Markdown."""
+    def draw(self, target: str, directory: str, out: str) -> list:
+        """The target redrawn from ``directory`` into ``out``: its figure files, or a table's Markdown."""
         from pg_diag.experiments import targets
 
         result = targets.get(target).redraw(directory, out=out)
-        return result.get("figure") or result.get("markdown")
+        return [p for p in result.get("figures") or [result.get("figure") or result.get("markdown")] if p]
 
 
 SOURCES = (
@@ -189,11 +189,10 @@ def _draw_figures(found: dict, out: str, paper: str) -> list:
     for source in sources(paper):
         for target in source.targets if source.study in found else ():
             try:
-                path = source.draw(target, found[source.study], os.path.join(out, "figures", target))
+                paths = source.draw(target, found[source.study], os.path.join(out, "figures", target))
             except (ConfigError, KeyError):
                 continue   # a target of the study that was not measured
-            if path:
-                figs.append((target, os.path.relpath(path, out)))
+            figs += [(target, os.path.relpath(path, out)) for path in paths]
     return figs
 
 
