@@ -61,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95%% CI")
     p.add_argument("run", help="the run directory")
-    p.add_argument("--metric", default="mean_return", help="a recorded metric (see `pg-diag knobs`); default "
-                                                            "mean_return")
+    from pg_diag.trainer import METRICS
+    p.add_argument("--metric", default="mean_return",
+                   help=f"a recorded metric: {', '.join(METRICS)} (default mean_return)")
     p.add_argument("--out", default=None, help="the image to write (default RUN/plots/METRIC.png)")
     p.set_defaults(func=cmd_plot)
 
