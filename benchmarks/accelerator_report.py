@@ -59,11 +59,12 @@ def device_section() -> dict:
             "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": store.versions()}
 
 
-def crossover_section(sc: dict, budget: Budget, record: bool) -> dict:
+def crossover_section(sc: dict, budget: Budget, record: bool, section: dict, save=lambda: None) -> dict:
+    """Fill ``section`` (rows, skipped, recorded), calling ``save`` after each measured row."""
     from pg_diag.envs import crossover
 
     threads = os.cpu_count() or 1
-    rows, skipped = [], []
+    rows, skipped = section.setdefault("rows", []), section.setdefault("skipped", [])
     for task in sc["tasks"]:
         for solver in sc["solvers"]:
             for batch in sc["batches"]:
@@ -72,8 +73,10 @@ def crossover_section(sc: dict, budget: Budget, record: bool) -> dict:
                     continue
                 row = crossover.measure(task, solver, batch, threads)
                 rows.append({**row, "faster": crossover.faster(row)})
-    where = crossover.record(crossover.host_key(threads), rows) if record and rows else None
-    return {"rows": rows, "skipped": skipped, "recorded": where}
+                if record:  # recorded as measured: a killed report keeps what it measured
+                    section["recorded"] = crossover.record(crossover.host_key(threads), [rows[-1]])
+                save()
+    return section
 
 
 def crossover_batches(rows: list) -> dict:
@@ -86,9 +89,9 @@ def crossover_batches(rows: list) -> dict:
     return out
 
 
-def first_chunks(sc: dict, budget: Budget, earlier=()) -> list:
+def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: None) -> list:
     """Every training program of the targets at the scale, timed over one iteration (those ``earlier``, a
-    previous report's rows, measured already are kept)."""
+    previous report's rows, measured already are kept), appended to ``rows`` with ``save`` called after each."""
     from pg_diag import sweep
     from pg_diag.experiments import plan
 
@@ -98,11 +101,11 @@ def first_chunks(sc: dict, budget: Budget, earlier=()) -> list:
     for target in targets:
         over = dict(sc["shape"]) if sc["plan_tasks"] else {}
         for p in plan.plan(target, sc["plan_scale"], tasks=sc["plan_tasks"], memory=1 << 62, **over):
-            if p.spec is not None:
+            if p.spec is not None and p.task in sc.get("only_tasks", (p.task,)):
                 programs.setdefault(p, p)
                 owners.setdefault(p, []).append(target)
     done = {(r["targets"], r["task"], r["algorithms"], r["agents"], r["note"]): r for r in earlier if r.get("measured")}
-    rows = []
+    rows = [] if rows is None else rows
     for p in programs:
         base, grid, seeds = p.spec
         row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.algorithms, "agents": p.units,
@@ -115,20 +118,22 @@ def first_chunks(sc: dict, budget: Budget, earlier=()) -> list:
         if budget.left() <= 0:
             rows.append({**row, "measured": False})
             continue
+        sys.stderr.write(f"timing {row['targets']}: {p.task} {p.algorithms} × {p.units} …\n")
         cfg = base.replace(num_iterations=1, checkpoint_at=(), checkpoint_every=0)
         t = sweep(cfg, grid, seeds, chunk_iterations=1, progress=False).manifest["timings"]
         rows.append({**row, "measured": True, "compile_s": t["compile_s"], "iteration_s": t["run_s"],
                      "extrapolated_s": t["compile_s"] + t["run_s"] * base.static.num_iterations})
+        save()
     return rows
 
 
-def throughput(sc: dict, budget: Budget) -> list:
+def throughput(sc: dict, budget: Budget, rows=None, save=lambda: None) -> list:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_throughput import physics_rate, training_rate
 
     from pg_diag import preset
 
-    rows = []
+    rows = [] if rows is None else rows
     for agents in sc["agents"]:
         if budget.left() <= 0:
             rows.append({"agents": agents, "measured": False})
@@ -141,6 +146,7 @@ def throughput(sc: dict, budget: Budget) -> list:
         rows.append({"agents": agents, "measured": True, "batch": batch, "backend": backend,
                      "training_steps_per_s": train, "physics_steps_per_s": physics, "ratio": train / physics,
                      "compile_s": compile_s})
+        save()
     return rows
 
 
@@ -157,6 +163,8 @@ def markdown(report: dict) -> str:
                                                        for p in pieces) + ")") if len(pieces) > 1 else \
         f" (budget {report['budget_minutes']:g} min)"
     lines = [f"# Accelerator report: {d['device']} × {d['devices']}, {d['host_cores']} host cores",
+             *(["", "**In progress** (or stopped): the rows below are those measured so far."]
+               if not report.get("complete", True) else []),
              "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])}{parts} "
              f"with Python {d['python']}, "
              + ", ".join(f"{k} {v}" for k, v in d["versions"].items()) + ".", "",
@@ -193,11 +201,13 @@ SECTIONS = ("crossover", "programs", "throughput")
 
 
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
-        record: bool = True, sections=SECTIONS, merge: str | None = None) -> str:
+        record: bool = True, sections=SECTIONS, merge: str | None = None, tasks=None, targets=None) -> str:
     """Measure the ``sections`` (in that order) and write ``out/accelerator-report-<device>.md`` (and
     ``.json``); the others come from the report ``merge`` names (a ``.json`` written earlier on the same kind
     of host: a report measured in pieces), else are listed as not measured. Returns the Markdown file's
-    path. Errors name a bad scale, section, budget or output directory before anything is measured."""
+    path. The report is written at the start and again after every measured row, so a run killed at the end of
+    a short slot keeps what it measured (``--merge`` it to go on). ``tasks`` / ``targets`` keep those only.
+    Errors name a bad scale, section, budget, filter or output directory before anything is measured."""
     unknown = [x for x in sections if x not in SECTIONS]
     if unknown or not sections:
         raise SystemExit(f"accelerator-report: unknown section(s) {unknown or list(sections)}; choose from: "
@@ -220,28 +230,61 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
         os.remove(probe)
     except OSError as e:
         raise SystemExit(f"accelerator-report: cannot write the report directory {out!r}: {e}") from None
-    sc, budget, t0 = SCALES[scale], Budget(budget_minutes), time.monotonic()
+    sc = filtered(SCALES[scale], tasks, targets)
+    budget, t0 = Budget(budget_minutes), time.monotonic()
     report = {"scale": scale, "budget_minutes": budget_minutes, "date": time.strftime("%Y-%m-%d"),
-              "device": device_section()}
-    measure = {"crossover": lambda: crossover_section(sc, budget, record),
-               "programs": lambda: first_chunks(sc, budget), "throughput": lambda: throughput(sc, budget)}
+              "device": device_section(), "complete": False}
     empty = {"crossover": {"rows": [], "skipped": ["not run"], "recorded": None},
              "programs": [], "throughput": []}
     for section in SECTIONS:
-        if section not in sections:
-            report[section] = previous.get(section, empty[section])
-    for section in sections:
-        report[section] = (first_chunks(sc, budget, previous.get("programs", ())) if section == "programs"
-                           else measure[section]())
-    report["elapsed_s"] = time.monotonic() - t0 + previous.get("elapsed_s", 0.0)
+        report[section] = previous.get(section, empty[section]) if section not in sections else \
+            ({"rows": [], "skipped": [], "recorded": None} if section == "crossover" else [])
     report["pieces"] = previous.get("pieces", []) + [{"sections": list(sections), "budget_minutes": budget_minutes}]
     name = "accelerator-report-" + "".join(ch if ch.isalnum() else "-" for ch in report["device"]["device"]).strip("-")
-    with open(os.path.join(out, name + ".json"), "w") as f:
-        json.dump(report, f, indent=2, default=str)
     path = os.path.join(out, name + ".md")
-    with open(path, "w") as f:
-        f.write(markdown(report))
+
+    def save():
+        report["elapsed_s"] = time.monotonic() - t0 + previous.get("elapsed_s", 0.0)
+        for file, text in ((name + ".json", json.dumps(report, indent=2, default=str)), (name + ".md", markdown(report))):
+            tmp = os.path.join(out, f".{file}.tmp")
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, os.path.join(out, file))   # a reader never sees half a report
+
+    save()
+    for section in sections:
+        if section == "crossover":
+            crossover_section(sc, budget, record, report["crossover"], save)
+        elif section == "programs":
+            first_chunks(sc, budget, previous.get("programs", ()), report["programs"], save)
+        else:
+            throughput(sc, budget, report["throughput"], save)
+    report["complete"] = True
+    save()
     return path
+
+
+def filtered(sc: dict, tasks=None, targets=None) -> dict:
+    """The scale ``sc`` restricted to ``tasks`` (every section) and ``targets`` (the programs section)."""
+    from pg_diag.envs import TASKS
+    from pg_diag.experiments import plan
+
+    sc = dict(sc)
+    if tasks:
+        bad = [t for t in tasks if t not in TASKS]
+        if bad:
+            raise SystemExit(f"accelerator-report: unknown task(s) {bad}; tasks: {', '.join(TASKS)}")
+        sc["tasks"] = tuple(t for t in sc["tasks"] if t in tasks)
+        sc["only_tasks"] = tuple(tasks)
+        if sc["throughput_task"] not in tasks:
+            sc["agents"] = ()      # the throughput section measures one task
+    if targets:
+        known = plan.DIAGNOSTIC_TARGETS + plan.TRAINING_TARGETS
+        bad = [t for t in targets if t not in known]
+        if bad:
+            raise SystemExit(f"accelerator-report: unknown target(s) {bad}; targets: {', '.join(known)}")
+        sc["targets"] = tuple(targets)
+    return sc
 
 
 def main(argv=None):
@@ -254,9 +297,13 @@ def main(argv=None):
                         help=f"what to measure, in this order (default {','.join(SECTIONS)})")
     parser.add_argument("--merge", default=None, metavar="REPORT.json",
                         help="take the sections not measured now from this earlier report (a report in pieces)")
+    parser.add_argument("--tasks", default=None, help="only these tasks, comma-separated (a piece that fits a slot)")
+    parser.add_argument("--targets", default=None, help="only these targets' training programs, comma-separated")
     args = parser.parse_args(argv)
     sections = tuple(x.strip() for x in args.sections.split(",") if x.strip())
-    path = run(args.scale, args.out, args.budget_minutes, not args.no_record, sections, args.merge)
+    split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
+    path = run(args.scale, args.out, args.budget_minutes, not args.no_record, sections, args.merge,
+               split(args.tasks), split(args.targets))
     with open(path) as f:
         print(f.read())
     print(f"wrote {path}")

@@ -87,3 +87,42 @@ def test_a_report_in_pieces_keeps_what_earlier_pieces_measured(report_module, tm
     assert data["crossover"] == earlier["crossover"] and data["programs"] == []
     assert [p["sections"] for p in data["pieces"]] == [["crossover"], ["throughput"]]
     assert "in 2 pieces (crossover: budget 5 min; throughput: budget 1 min)" in path.read_text()
+
+
+def test_a_report_stopped_midway_keeps_its_rows_and_a_merge_goes_on(report_module, tmp_path, monkeypatch):
+    """The report is on disk from the start and after every row: stopped during the second program (a slot's end),
+    it holds the first, marked in progress; merged, the next piece times only the program left."""
+    import pg_diag
+
+    real, calls = pg_diag.sweep, []
+
+    def stop_on_second(*args, **kwargs):
+        calls.append(args[0].static.algorithm)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pg_diag, "sweep", stop_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        report_module.run("tiny", str(tmp_path), 20, record=False, sections=("programs",))
+    (md,) = tmp_path.glob("accelerator-report-*.md")
+    data = json.loads(md.with_suffix(".json").read_text())
+    assert not data["complete"] and "**In progress**" in md.read_text()
+    assert [p["algorithms"] for p in data["programs"] if p["measured"]] == [calls[0]]
+    calls.clear()
+    path = pathlib.Path(report_module.run("tiny", str(tmp_path / "next"), 20, record=False, sections=("programs",),
+                                          merge=str(md.with_suffix(".json"))))
+    data = json.loads(path.with_suffix(".json").read_text())
+    assert data["complete"] and len(calls) == 1 and all(p["measured"] for p in data["programs"])
+    assert "In progress" not in path.read_text()
+
+
+def test_filters_keep_the_named_tasks_and_targets_and_refuse_unknown_ones(report_module, tmp_path, monkeypatch):
+    with pytest.raises(SystemExit, match=r"unknown task\(s\) \['hoper'\]; tasks: "):
+        report_module.run("tiny", str(tmp_path), 30, tasks=("hoper",))
+    with pytest.raises(SystemExit, match=r"unknown target\(s\) \['fig-values'\]; targets: "):
+        report_module.run("tiny", str(tmp_path), 30, targets=("fig-values",))
+    monkeypatch.setattr(report_module.Budget, "left", lambda self: -1.0)    # listed, not measured
+    data = json.loads(pathlib.Path(report_module.run("tiny", str(tmp_path), 1, record=False, tasks=("lqr",)))
+                      .with_suffix(".json").read_text())
+    assert data["crossover"]["skipped"] == [] and data["programs"] == [] and data["throughput"] == []
