@@ -74,6 +74,31 @@ def test_native_stepper_matches_mj_step_in_float64():
         np.testing.assert_allclose(new_qvel[i], data.qvel, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("task", ["hopper", "humanoid"])
+def test_small_batches_stepped_directly_equal_rollout_bitwise(task, monkeypatch):
+    """A batch of at most DIRECT_MAX goes through mj_step, not rollout (whose fixed cost per call is several
+    environments' physics): the same float64 arithmetic, so 100 chained steps through contacts agree bit for bit
+    at every batch size up to the limit."""
+    from pg_diag.envs import mujoco_physics
+
+    t = MUJOCO_TASKS[task]
+    model = load_model(t)
+    stepper = NativeStepper(model, t.n_frames, 2)
+    rng = np.random.default_rng(4)
+    for batch in (1, 3, mujoco_physics.DIRECT_MAX):
+        q = (model.qpos0 + rng.uniform(-0.05, 0.05, (batch, model.nq))).astype(np.float32)
+        v = rng.uniform(-0.3, 0.3, (batch, model.nv)).astype(np.float32)
+        direct, rolled = (q, v), (q, v)
+        for _ in range(100):
+            c = rng.uniform(-1, 1, (batch, model.nu)).astype(np.float32)
+            direct = stepper(*direct, c)
+            monkeypatch.setattr(mujoco_physics, "DIRECT_MAX", 0)     # the rollout path
+            rolled = stepper(*rolled, c)
+            monkeypatch.undo()
+            for a, b in zip(direct, rolled):
+                np.testing.assert_array_equal(a, b)
+
+
 def test_humanoid_derived_fields_match_mj_forward():
     """cinert, cvel, subtree_com and qfrc_actuator computed in JAX (kinematics only)
     equal what MuJoCo's full mj_forward computes at the same state and control."""
