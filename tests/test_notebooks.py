@@ -89,10 +89,12 @@ def test_an_unknown_scale_is_named():
         notebook.choose("auto", 20, "intro")
 
 
-def test_auto_picks_the_largest_scale_that_fits_the_budget():
+def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch):
     """At a per-step cost of 1 ms the quickstart's sweep (one training program) takes, by hand: sequential steps
     × 1 ms × 2.5 (training's overhead over physics) + 30 s of compiling — smoke 30 × 256 steps: 49.2 s; mid
     100 × 2,048: 542 s; paper 488 × 2,048: 2,528.56 s."""
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))   # no training cost recorded by other tests' runs
+
     def one_ms(task, width):
         return 1.0
 

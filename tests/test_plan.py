@@ -139,3 +139,32 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
     assert step_ms("walker2d", 3) is None and step_ms("point_mass", 3) is None   # nothing recorded; pure JAX
     assert plan.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
 
+
+
+def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatch):
+    """Every sweep records this host's time per batched step of its program (compiling excluded): run_s over
+    the steps it ran, from its own manifest. A plan then costs programs like it from those rows — linear between
+    recorded widths — instead of physics × the training allowance: widths 2 and 8 recorded at 1 and 4 ms give
+    2 ms at width 4, so 5 iterations × 32 steps take 160 steps × 2 ms = 0.32 s, plus 30 s of compiling."""
+    from pg_diag import preset, sweep
+    from pg_diag.experiments import costs
+    from pg_diag.run import timings
+
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    base = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4,
+                  ppo_epochs=2, value_epochs=2)
+    run = sweep(base, {"value_clipping": [False, True]}, seeds=[0])
+    t = run.manifest["timings"]
+    ((width, ms),) = timings.recorded(base.static)
+    assert width == 2 * 2 and ms == pytest.approx(t["run_s"] * 1e3 / (3 * 32))
+    assert timings.recorded(base.replace(steps_per_env=64).static) == []      # another program: not its cost
+
+    other = preset("trpo", "point_mass", num_envs=1, steps_per_env=32, num_iterations=5)
+    for w, cost in ((2, 1.0), (8, 4.0)):
+        timings.record(other.static, w, cost)
+    program = plan.training_program("point_mass", "trpo", other.static, 4, 1 << 40, spec=(other, None, [0, 1, 2, 3]))
+    assert costs.training_ms(program) == pytest.approx(2.0)
+    assert costs.duration([program], lambda task, width: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
+    # without a recorded row: physics × the training allowance
+    bare = plan.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
+    assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)

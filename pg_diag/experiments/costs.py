@@ -16,15 +16,38 @@ COMPILE_S = 30.0
 
 def duration(programs: list, step_ms) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
-    measure it once): sequential steps × ``step_ms(task, width)`` × the program kind's overhead, plus
-    :data:`COMPILE_S` each. None where a step cost is unknown."""
+    measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
+    training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
+    ``step_ms(task, width)`` (physics) × the program kind's overhead. None where a step cost is unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
-        ms = step_ms(p.task, p.width)
-        if ms is None:
+        seconds = run_seconds(p, step_ms)
+        if seconds is None:
             return None
-        total += p.sequential_steps * ms / 1e3 * OVERHEAD.get(p.stage, MEASURE_OVERHEAD) + COMPILE_S
+        total += seconds + COMPILE_S
     return total
+
+
+def run_seconds(program, step_ms) -> float | None:
+    """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
+    ms = training_ms(program)
+    if ms is None:
+        physics = step_ms(program.task, program.width)
+        if physics is None:
+            return None
+        ms = physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD)
+    return program.sequential_steps * ms / 1e3
+
+
+def training_ms(program) -> float | None:
+    """A training program's time per batched step from this host's own runs of programs like it
+    (:mod:`pg_diag.run.timings`), at its width by :func:`interpolate`; None where none is recorded."""
+    if program.stage != "train" or program.spec is None:
+        return None
+    from pg_diag.run import timings
+
+    rows = timings.recorded(program.spec[0].static)
+    return interpolate(rows, program.width) if rows else None
 
 
 #: the batch widths at which :func:`measured_step_ms` times a task's step; widths between are interpolated

@@ -202,14 +202,18 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
 
 
 def table(programs: list, step_ms=None):
-    """The plan as a DataFrame; ``step_ms(task, width) -> ms or None`` adds an estimated duration."""
+    """The plan as a DataFrame; ``step_ms(task, width) -> ms or None`` adds each program's estimated seconds
+    without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
+    step where there is one, else physics × the program kind's overhead)."""
     import pandas as pd
+
+    from pg_diag.experiments.costs import run_seconds
 
     rows = []
     for p in programs:
         row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "spec"}
-        ms = step_ms(p.task, p.width) if step_ms else None
-        row["estimated_s"] = None if ms is None else round(p.sequential_steps * ms / 1e3, 1)
+        seconds = run_seconds(p, step_ms) if step_ms else None
+        row["estimated_s"] = None if seconds is None else round(seconds, 1)
         rows.append(row)
     return pd.DataFrame(rows)
 

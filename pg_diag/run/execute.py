@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from pg_diag.config import Config, ConfigError, stack_knobs
-from pg_diag.run import store
+from pg_diag.run import store, timings
 from pg_diag.run.claim import claim
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
@@ -306,7 +306,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
         compile_s += time.perf_counter() - t
         return prog
 
-    done, history, state, latest = 0, {}, None, None
+    done, history, state, latest, first = 0, {}, None, None, None
     status, bar = "interrupted", None
     with CompileCounter() as counter, _sigterm_interrupts():
         try:
@@ -317,6 +317,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 history = store.history_from_frame(store.load_run(out).metrics, n, done) if done else {}
             else:
                 state = get(init_program, batching)(keys, knobs)
+            first = done
             lengths = chunk_lengths(done, static.num_iterations, chunk, kept)
             # one program for every chunk, sized by the run alone (a resumed run uses the same one)
             longest = min(chunk, static.num_iterations)
@@ -370,6 +371,10 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 with _writing(raise_pending=False):
                     store.write_metrics(out, store.metrics_frame(p, history))
                     store.write_manifest(out, manifest)
+            ran = done - first if first is not None else 0
+            if lead and ran > 0 and manifest["timings"]["run_s"] > 0:  # this host's cost, for later plans
+                timings.record(static, n * static.num_envs,
+                               manifest["timings"]["run_s"] * 1e3 / (ran * static.steps_per_env))
             if status != "complete" and lead:
                 where = f"; resume with: {resume_cmd}" if resume_cmd else ""
                 sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
