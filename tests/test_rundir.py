@@ -242,6 +242,11 @@ def test_a_cli_run_without_out_goes_to_a_fresh_directory_unless_no_save(tmp_path
     assert main(["train", *CLI, "--no-save"]) == 0
     assert os.listdir(tmp_path / "runs") == [made]
     assert main(["train", *CLI, "--no-save", "--out", "x"]) == 2
+    capsys.readouterr()
+    assert main(["rerun", f"runs/{made}", "--no-progress"]) == 0     # a rerun is saved too, beside it
+    (again,) = set(os.listdir(tmp_path / "runs")) - {made}
+    assert again.endswith(f"-rerun-{made}") and f"wrote runs/{again}" in capsys.readouterr().out
+    assert load_run(str(tmp_path / "runs" / again)).metrics.equals(load_run(str(tmp_path / "runs" / made)).metrics)
 
 
 def test_fresh_directories_never_collide(tmp_path):

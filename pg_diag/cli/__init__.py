@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rerun", help="run a recorded run again from scratch (same configuration, grid and seeds)")
     p.add_argument("run", help="the run directory whose manifest to reproduce")
-    p.add_argument("--out", default=None, help="the new run directory to write")
+    p.add_argument("--out", default=None, help="the new run directory to write (default a new runs/DATE-TIME-rerun-RUN)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     add_distributed(p)

@@ -196,10 +196,14 @@ def cmd_resume(args):
 
 def cmd_rerun(args):
     from pg_diag.run import rerun
-    result = rerun(args.run, out=args.out, progress=args.progress)
+    from pg_diag.run.claim import fresh_dir
+    out = args.out
+    if out is None:  # a rerun is saved like any run: a new directory under runs/
+        out = fresh_dir("rerun-" + os.path.basename(os.path.normpath(args.run)))
+        print(f"writing {out} (--out names the directory)", flush=True)
+    result = rerun(args.run, out=out, progress=args.progress)
     print(_summary(result))
-    if args.out:
-        print(f"wrote {args.out}")
+    print(f"wrote {out}")
 
 
 def cmd_plot(args):
