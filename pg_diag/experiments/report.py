@@ -237,8 +237,10 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
                   f"{'' if np.isnan(r.coverage) else f' ({r.coverage:.3g})'} | {r.agents} | {r.agree} | "
                   f"**{r.verdict}** |" for r in part.itertuples(index=False)]
         lines.append("")
-    lines += ["## Figures and tables", ""] + [f"### {t}\n\n![{t}]({p})\n" if p.endswith(".png") else
-                                              f"### {t}\n\n[{t}]({p})\n" for t, p in figs]
+    lines += ["## Figures and tables", ""]
+    for target in dict.fromkeys(t for t, _ in figs):   # a target's files (one per task or algorithm) together
+        lines += [f"### {target}", ""] + [f"![{target}]({p})\n" if p.endswith(".png") else f"[{target}]({p})\n"
+                                         for t, p in figs if t == target]
     return "\n".join(lines)
 
 
