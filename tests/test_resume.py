@@ -18,7 +18,7 @@ import pytest
 from compare import assert_trees_close
 from pg_diag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
 from pg_diag import networks
-from pg_diag.run import store
+from pg_diag.run import checkpoints, store
 from pg_diag.trainer import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
@@ -250,7 +250,7 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
     stops the run only once the write is done: the checkpoint, the metrics and the manifest agree, and the
     run resumes from it to the numbers of a straight run."""
     out = str(tmp_path / "run")
-    real_save, calls = store.save_states, []
+    real_save, calls = checkpoints.save_states, []
 
     def save_and_get_signalled(path, iteration, *args, **kwargs):
         calls.append(iteration)
@@ -258,7 +258,7 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
             os.kill(os.getpid(), sig)      # delivered now, in the middle of the write
         return real_save(path, iteration, *args, **kwargs)
 
-    monkeypatch.setattr(store, "save_states", save_and_get_signalled)
+    monkeypatch.setattr(checkpoints, "save_states", save_and_get_signalled)
     cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=8, num_minibatches=4,
                  ppo_epochs=2, value_epochs=2, lr_annealing=False)
     # a process started in the background ignores SIGINT, and a run keeps ignoring it: restore Ctrl-C's
@@ -274,7 +274,7 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
     assert run.manifest["status"] == "interrupted" and run.manifest["iterations_done"] == 4
     assert run.checkpoints[-1] == 4 and int(load_checkpoint(run).iteration[0]) == 4
     assert run.metrics.iteration.max() == 3
-    monkeypatch.setattr(store, "save_states", real_save)
+    monkeypatch.setattr(checkpoints, "save_states", real_save)
     resumed = resume(out)
     straight = sweep(cfg, seeds=[0], chunk_iterations=2)
     for k in ("mean_return", "value_loss", "max_kl", "policy_loss"):

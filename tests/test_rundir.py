@@ -14,7 +14,7 @@ import pytest
 
 from pg_diag import load_checkpoint, load_run, preset, sweep
 from pg_diag.cli import main
-from pg_diag.run import CompileCounter, store
+from pg_diag.run import CompileCounter, checkpoints, store
 from pg_diag.run.claim import LOCK, RunLock, claim, fresh_dir
 from pg_diag.run.progress import attached
 from pg_diag.run.store import RunDirError
@@ -169,11 +169,11 @@ def test_a_read_only_directory_is_refused(tmp_path, monkeypatch):
 FAILING_SAVE = textwrap.dedent("""
     import os, sys
     from pg_diag.cli import main
-    from pg_diag.run import store
+    from pg_diag.run import checkpoints
     # the directory was writable when the run began; later its checkpoints' place becomes a file
     blocker = os.path.join(sys.argv[1], "blocker")
     open(blocker, "w").write("x")
-    store.checkpoint_dir = lambda path, it: os.path.join(blocker, str(it))
+    checkpoints.checkpoint_dir = lambda path, it: os.path.join(blocker, str(it))
     sys.exit(main(sys.argv[2:]))
 """)
 
@@ -218,7 +218,7 @@ def test_a_truncated_metrics_table_is_named(saved, tmp_path):
 
 def test_a_damaged_checkpoint_is_named_with_the_good_ones(saved, tmp_path):
     out = _copy(saved, tmp_path)
-    root = store.checkpoint_dir(out, 3)
+    root = checkpoints.checkpoint_dir(out, 3)
     for dirpath, _, files in os.walk(root):
         for name in files:
             _truncate(os.path.join(dirpath, name))

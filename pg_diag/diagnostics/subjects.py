@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.config import ConfigError, Static, stack_knobs
-from pg_diag.run import store
+from pg_diag.run import checkpoints, store
 from pg_diag.run.shard import AXIS, gather, over_devices, pad_and_shard
 
 #: Static settings that must agree for runs to share one sampling program.
@@ -189,7 +189,7 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
     states, knobs, rows, statics, runs, cache = [], [], [], [], [], {}
     for run, agent, it in planned:
         if (run.path, it) not in cache:
-            cache[(run.path, it)] = store.load_checkpoint(run, it)
+            cache[(run.path, it)] = checkpoints.load_checkpoint(run, it)
         if run not in runs:
             runs.append(run)
         state = jax.tree.map(lambda x: x[agent], cache[(run.path, it)])

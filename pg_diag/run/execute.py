@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from pg_diag.config import Config, ConfigError, stack_knobs
-from pg_diag.run import store, timings
+from pg_diag.run import checkpoints, store, timings
 from pg_diag.run.claim import claim
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
@@ -293,7 +293,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
     (keys, knobs), n_padded = pad_and_shard((keys, knobs), n)
     resume_cmd = f"pg-diag resume {out}" if out else None
     manifest.update(resume_command=resume_cmd,
-                    checkpoints={"kept": sorted(kept), "saved": store.saved_iterations(out) if out else []})
+                    checkpoints={"kept": sorted(kept), "saved": checkpoints.saved_iterations(out) if out else []})
 
     sync("run start")  # every process has read what process 0 is about to replace
     t_start = time.perf_counter()
@@ -310,10 +310,10 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
     status, bar = "interrupted", None
     with CompileCounter() as counter, _sigterm_interrupts():
         try:
-            saved = store.saved_iterations(out) if resume else []
+            saved = checkpoints.saved_iterations(out) if resume else []
             if saved:
                 latest = done = saved[-1]
-                state, _ = pad_and_shard(store.restore_states(out, done, p.base, n), n)
+                state, _ = pad_and_shard(checkpoints.restore_states(out, done, p.base, n), n)
                 history = store.history_from_frame(store.load_run(out).metrics, n, done) if done else {}
             else:
                 state = get(init_program, batching)(keys, knobs)
@@ -327,7 +327,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
                 with _writing():
-                    store.save_states(out, 0, state, n)
+                    checkpoints.save_states(out, 0, state, n)
             first_chunk = True
             for length in lengths:
                 t_chunk = time.perf_counter()
@@ -347,15 +347,15 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
                 if out is not None:
                     with _writing():
-                        store.save_states(out, done, state, n)  # every process takes part (orbax)
+                        checkpoints.save_states(out, done, state, n)  # every process takes part (orbax)
                         if lead:
                             store.write_metrics(out, store.metrics_frame(p, history))
                             if latest is not None and latest not in kept:
-                                store.drop_checkpoint(out, latest)
+                                checkpoints.drop_checkpoint(out, latest)
                             store.write_manifest(out, _progress_manifest(manifest, done, out, history))
                         latest = done
             if out is not None and lead and latest is not None and latest not in kept:
-                store.drop_checkpoint(out, latest)
+                checkpoints.drop_checkpoint(out, latest)
             status = "complete"
         finally:
             if bar is not None:
@@ -394,4 +394,4 @@ def _progress_manifest(manifest: dict, done: int, out, history: dict) -> dict:
     flag = history.get("diverged")
     diverged = [int(a) for a in np.nonzero(flag.any(axis=1))[0]] if flag is not None else []
     return {**manifest, "iterations_done": done, "diverged_agents": diverged,
-            "checkpoints": {**manifest["checkpoints"], "saved": store.saved_iterations(out) if out else []}}
+            "checkpoints": {**manifest["checkpoints"], "saved": checkpoints.saved_iterations(out) if out else []}}

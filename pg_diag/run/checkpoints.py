@@ -1,0 +1,123 @@
+"""The run directory's checkpoints: every agent's state after an iteration (orbax), saved, listed, dropped,
+and read back as stacked states or one agent's frozen policy.
+
+    RUN_DIR/checkpoints/<k>/     every agent's full state after iteration k
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pg_diag.config import Config, stack_knobs
+from pg_diag.run.store import CHECKPOINTS, RunDirError, RunResult, _first_line, load_run
+from pg_diag.trainer import make_train, seed_key
+
+
+def checkpoint_dir(path: str, iteration: int) -> str:
+    return os.path.abspath(os.path.join(path, CHECKPOINTS, str(int(iteration))))
+
+
+def saved_iterations(path: str) -> list[int]:
+    """Iterations with a complete checkpoint (orbax's temporary directories excluded)."""
+    root = os.path.join(path, CHECKPOINTS)
+    if not os.path.isdir(root):
+        return []
+    return sorted(int(d) for d in os.listdir(root) if d.isdigit() and os.path.isdir(os.path.join(root, d)))
+
+
+def save_states(path: str, iteration: int, states, num_agents: int) -> None:
+    """Save the stacked agent states (padding agents dropped) after ``iteration``."""
+    import orbax.checkpoint as ocp
+
+    if jax.process_count() > 1:  # every process holds every agent's state; orbax writes it once
+        from pg_diag.run.shard import gather
+
+        states = gather(states)
+    if jax.tree.leaves(states)[0].shape[0] != num_agents:
+        states = jax.tree.map(lambda x: x[:num_agents], states)
+    target = checkpoint_dir(path, iteration)
+    # orbax's synchronous checkpointer (the same files as its StandardCheckpointer): when an asynchronous save
+    # fails, its commit threads wait on a signal that never comes, and the interpreter never exits
+    checkpointer = _checkpointer()
+    try:
+        checkpointer.save(target, args=ocp.args.StandardSave(states), force=True)
+    except Exception as err:
+        raise RunDirError(f"cannot write the checkpoint {target}: {_first_line(err)}") from None
+    finally:
+        checkpointer.close()
+
+
+def _checkpointer():
+    import orbax.checkpoint as ocp
+
+    return ocp.Checkpointer(ocp.StandardCheckpointHandler())
+
+
+def drop_checkpoint(path: str, iteration: int) -> None:
+    shutil.rmtree(checkpoint_dir(path, iteration), ignore_errors=True)
+
+
+def abstract_states(base: Config, num_agents: int):
+    """Shapes and dtypes of the stacked states of ``num_agents`` agents of ``base``."""
+    trainer = make_train(base.static)
+    knobs = stack_knobs([base.knobs] * num_agents)
+    keys = jnp.stack([seed_key(0)] * num_agents)
+    return jax.eval_shape(jax.vmap(trainer.init), keys, knobs)
+
+
+def restore_states(path: str, iteration: int, base: Config, num_agents: int):
+    import orbax.checkpoint as ocp
+
+    # every process reads the whole state onto its first device, whatever topology saved it (one
+    # process or several); callers shard it over the agents themselves
+    here = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=here),
+                          abstract_states(base, num_agents))
+    where = checkpoint_dir(path, iteration)
+    checkpointer = _checkpointer()
+    try:
+        return checkpointer.restore(where, args=ocp.args.StandardRestore(target))
+    except Exception as err:  # orbax/TensorStore raise many kinds; each means this checkpoint is unusable
+        others = [i for i in saved_iterations(path) if i != iteration]
+        alt = (f"load an earlier one (saved after iterations {others})" if others else "no other checkpoint is saved")
+        raise RunDirError(f"the checkpoint {where} cannot be read ({_first_line(err)}): it is damaged; {alt}, or "
+                          f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") from None
+    finally:
+        checkpointer.close()
+
+
+def load_checkpoint(run: RunResult | str, iteration: int | None = None):
+    """The stacked :class:`~pg_diag.trainer.AgentState` of every agent saved after
+    ``iteration`` (default: the last checkpoint of the run)."""
+    run = load_run(run) if isinstance(run, str) else run
+    if run.path is None:
+        raise ValueError("this run has no directory")
+    saved = saved_iterations(run.path)
+    if not saved:
+        raise FileNotFoundError(f"no checkpoint in {run.path!r}: run with checkpoint_at/checkpoint_every or "
+                                f"--checkpoint (an interrupted run keeps its latest state)")
+    if iteration is None:
+        iteration = saved[-1]
+    if iteration not in saved:
+        raise ValueError(f"no checkpoint after iteration {iteration!r} in {run.path!r}; saved iterations: {saved}")
+    return restore_states(run.path, iteration, Config.from_dict(run.manifest["base_config"]), run.num_agents)
+
+
+def load_policy(run: RunResult | str, iteration: int | None = None, agent: int = 0):
+    """Agent ``agent``'s policy after ``iteration`` as a :class:`~pg_diag.policy.FrozenPolicy`:
+    its parameters with its observation normalizer frozen, ready to evaluate or sample."""
+    from pg_diag.policy import FrozenPolicy
+
+    run = load_run(run) if isinstance(run, str) else run
+    if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < run.num_agents:
+        raise ValueError(f"agent must be an index in 0 … {run.num_agents - 1}, got {agent!r}")
+    states = load_checkpoint(run, iteration)
+    state = jax.tree.map(lambda x: x[int(agent)], states)
+    cfg = run.config(int(agent))
+    return FrozenPolicy(params=state.policy, obs_stat=state.filters.obs, knobs=cfg.knobs.as_arrays(),
+                        iteration=state.iteration)
