@@ -8,7 +8,8 @@ environment), in milliseconds:
 * ``rollout``: MuJoCo's C ``rollout`` over ``--threads`` threads for the whole batch, one call per step
   (no JAX): the floor over the host's cores;
 * ``pg_diag``: the task's native step inside a compiled program, ``jit(scan(vmap(env.step)))`` with random
-  actions (observation, reward and termination included) on ``--threads`` threads;
+  actions (observation, reward and termination included) on ``--threads`` threads, timed as
+  ``physics=auto``'s crossover times it (:func:`pg_diag.envs.crossover.step_ms`, best of 5);
 
 and the ratios ``mj_step / pg_diag`` (one thread: ≥ 0.5 at batch 1 and ≥ 0.9 from 64 is the goal) and
 ``rollout / pg_diag``. ``--direct-max 0`` measures pg_diag with every batch through ``rollout`` (the path
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import jax
 import numpy as np
 
 
@@ -80,22 +80,11 @@ def floor_ms(task: str, model_name: str, batch: int, threads: int, seconds: floa
     return single * batch * 1e3, many * 1e3
 
 
-def pg_diag_ms(task: str, model_name: str, batch: int, threads: int, seconds: float) -> float:
-    from pg_diag import envs
+def pg_diag_ms(task: str, model_name: str, batch: int, threads: int, repeats: int = 5) -> float:
+    """pg_diag's native step inside a compiled scan: the same measurement ``physics=auto`` records."""
+    from pg_diag.envs import crossover
 
-    env = envs.make(task, "native", threads, model=model_name)
-    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
-    steps = 64
-
-    @jax.jit
-    def run(s, key):
-        def body(s, k):
-            a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
-            return jax.vmap(env.step)(s, a), None
-        return jax.lax.scan(body, s, jax.random.split(key, steps))[0]
-
-    keys = iter(jax.random.split(jax.random.PRNGKey(1), 10_000))
-    return _best(lambda: jax.block_until_ready(run(states, next(keys))), seconds) / steps * 1e3
+    return crossover.step_ms(task, "native", threads, "converged", batch, steps=64, repeats=repeats, model=model_name)
 
 
 def main(argv=None):
@@ -119,7 +108,7 @@ def main(argv=None):
         for model in args.models:
             for batch in args.batches:
                 single, many = floor_ms(task, model, batch, args.threads, args.seconds)
-                ours = pg_diag_ms(task, model, batch, args.threads, args.seconds)
+                ours = pg_diag_ms(task, model, batch, args.threads)
                 print(f"| {task} | {model} | {batch:,} | {single:.3f} | {many:.3f} | {ours:.3f} | "
                       f"{single / ours:.2f} | {many / ours:.2f} |", flush=True)
 
