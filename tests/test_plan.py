@@ -109,9 +109,7 @@ def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch
 
 def test_a_dry_run_where_nothing_is_recorded_times_a_few_steps(capsys):
     """The suite's cache is empty (conftest): the LQR's step is timed now, and the plan has a duration."""
-    with CompileCounter() as counter:
-        assert main(["fig-grad-true", "--dry-run", "--scale", "smoke", "--task", "lqr"]) == 0
-    assert counter.count <= 16    # the step timers (the ladder widths around each planned width), not the target
+    assert main(["fig-grad-true", "--dry-run", "--scale", "smoke", "--task", "lqr"]) == 0   # (compiles step timers)
     out = capsys.readouterr().out
     assert "step costs: timed now for lqr (a few batched steps each, seconds;" in out
     minutes = float(out.split("estimated duration (without compiling): ")[1].split(" min")[0])

@@ -85,7 +85,7 @@ def cmd_dry_run(args, kind):
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
-    from pg_diag.diagnostics.gradients import available_memory
+    from pg_diag.diagnostics.gradients import available_memory, memory_source
     from pg_diag.experiments import costs
 
     have = available_memory()
@@ -106,21 +106,13 @@ def cmd_dry_run(args, kind):
     total = frame.estimated_s
     print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
           + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
-          + f" the {fmt_bytes(have)} available ({_memory_source()}); estimated duration (without compiling): "
+          + f" the {fmt_bytes(have)} available ({memory_source()}); estimated duration (without compiling): "
           + f"{total.sum() / 60:.1f} min")
     recorded_tasks = sorted(set(frame.task) - timed)
     print("step costs: " + "; ".join(
         [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
         + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
            f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed)))
-
-
-def _memory_source() -> str:
-    import jax
-
-    dev = jax.local_devices()[0]
-    stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
-    return f"80% of the {dev.device_kind}'s memory" if stats and stats.get("bytes_limit") else "half this host's RAM"
 
 
 def cmd_diagnostic(args):

@@ -341,12 +341,24 @@ def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, actio
     return 4 * streams * per_stream + 4 * num_subjects * r.estimates * len(r.grid.sizes) ** 2
 
 
-def available_memory() -> int:
-    """Bytes the program may use: the accelerator's limit, or half the host's RAM."""
-    dev = jax.local_devices()[0]  # memory_stats answers for this process's devices only
+def _device_limit():
+    """(device, its memory limit in bytes or None): memory_stats answers for this process's devices only."""
+    dev = jax.local_devices()[0]
     stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
-    if stats and stats.get("bytes_limit"):
-        return int(0.8 * stats["bytes_limit"])
+    return dev, (stats or {}).get("bytes_limit")
+
+
+def memory_source() -> str:
+    """What :func:`available_memory` reads, in words."""
+    dev, limit = _device_limit()
+    return f"80% of the {dev.device_kind}'s memory" if limit else "half this host's RAM"
+
+
+def available_memory() -> int:
+    """Bytes the program may use: 80% of the accelerator's limit, or half the host's RAM."""
+    _, limit = _device_limit()
+    if limit:
+        return int(0.8 * limit)
     try:
         import os
         return int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import platform
 import shutil
@@ -134,8 +135,6 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
 
 
 def _status(path: str) -> str:
-    import json
-
     try:
         with open(os.path.join(path, MANIFEST)) as f:
             m = json.load(f)
