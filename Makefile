@@ -24,6 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pg_diag.envs.native_ffi
 	touch $@
 
 setup: $(VENV)/.installed

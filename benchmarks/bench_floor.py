@@ -1,27 +1,29 @@
-"""pg_diag's native step against MuJoCo's own cost: the physics floor.
+"""pg_diag's native step against MuJoCo's own cost on the same states: the physics floor.
 
 For each task, model and batch, one batched environment step (the task's ``n_frames`` physics steps per
-environment), in milliseconds:
+environment), in milliseconds, all three on the same (state, control) pairs — those of pg_diag's own
+trajectory of ``--steps`` batched steps from reset states with random actions:
 
-* ``mj_step``: MuJoCo alone on one core — one environment's ``mj_step`` × ``n_frames`` (from a state inside
-  a random-action trajectory) times the batch: the floor of one thread;
-* ``rollout``: MuJoCo's C ``rollout`` over ``--threads`` threads for the whole batch, one call per step
-  (no JAX): the floor over the host's cores;
-* ``pg_diag``: the task's native step inside a compiled program, ``jit(scan(vmap(env.step)))`` with random
-  actions (observation, reward and termination included) on ``--threads`` threads, timed as
-  ``physics=auto``'s crossover times it (:func:`pg_diag.envs.crossover.step_ms`, best of 5);
+* ``mj_step``: MuJoCo alone on one core — every (state, control) of the trajectory advanced by one call of
+  MuJoCo's C ``rollout`` on one thread (no pool, its cost per call spread over the whole trajectory), per
+  batched step: the floor of one thread;
+* ``rollout``: MuJoCo's C ``rollout`` over ``--threads`` threads, one call per batched step (no JAX): the
+  floor over the host's cores of a program whose steps come one after another;
+* ``pg_diag``: the task's native step inside a compiled program, ``jit(scan(vmap(env.step)))`` (observation,
+  reward and termination included) on ``--threads`` threads: the FFI handler where it is built, or the host
+  callback with ``--callback`` (the path before the handler, and where it cannot be built);
 
 and the ratios ``mj_step / pg_diag`` (one thread: ≥ 0.5 at batch 1 and ≥ 0.9 from 64 is the goal) and
-``rollout / pg_diag``. ``--direct-max 0`` measures pg_diag with every batch through ``rollout`` (the path
-before small batches were stepped directly), for a before/after table.
+``rollout / pg_diag`` (≥ 0.8 over all cores from 240). Each is the fastest of repeated timings.
 
     python benchmarks/bench_floor.py [--tasks hopper walker2d humanoid] [--models brax gym]
-                                     [--batches 1 16 64 256 1024] [--threads 1] [--direct-max 8]
+                                     [--batches 1 16 64 256 1024] [--threads 1] [--callback]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -38,23 +40,31 @@ def _best(fn, seconds: float) -> float:
     return best
 
 
-def states_along_a_trajectory(model, n_frames: int, count: int, seed: int = 0):
-    """``count`` physics states of one environment met along a random-action trajectory (contacts included)."""
-    import mujoco
+def pg_diag_trajectory(task: str, model_name: str, batch: int, threads: int, steps: int, seconds: float):
+    """pg_diag's compiled scan of ``steps`` batched steps: (ms per batched step, qpos, qvel, warm start and
+    control before each step, shaped [steps, batch, ...])."""
+    import jax
+    import jax.numpy as jnp
 
-    rng, d = np.random.default_rng(seed), mujoco.MjData(model)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    out = np.zeros((count, mujoco.mj_stateSize(model, spec)))
-    for i in range(count):
-        d.ctrl[:] = rng.uniform(-1, 1, model.nu)
-        mujoco.mj_step(model, d, nstep=n_frames)
-        if not np.all(np.isfinite(d.qpos)) or i % 50 == 49:
-            mujoco.mj_resetData(model, d)
-        mujoco.mj_getState(model, d, out[i], spec)
-    return out
+    from pg_diag import envs
+
+    env = envs.make(task, "native", threads, model=model_name)
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
+
+    def body(s, k):
+        a = jax.random.uniform(k, (batch, env.action_size), minval=-1.0, maxval=1.0)
+        warm = s.physics.get("qacc_warmstart", jnp.zeros_like(s.physics["qvel"]))
+        return jax.vmap(env.step)(s, a), (s.physics["qpos"], s.physics["qvel"], warm, a)
+
+    run = jax.jit(lambda s, key: jax.lax.scan(body, s, jax.random.split(key, steps)))
+    key = jax.random.PRNGKey(1)
+    _, seen = jax.block_until_ready(run(states, key))
+    ms = _best(lambda: jax.block_until_ready(run(states, key)), seconds) * 1e3 / steps
+    return ms, [np.asarray(x, np.float64) for x in seen]
 
 
-def floor_ms(task: str, model_name: str, batch: int, threads: int, seconds: float) -> tuple[float, float]:
+def floor_ms(task: str, model_name: str, seen, threads: int, seconds: float) -> tuple[float, float]:
+    """(one thread, ``threads`` threads) MuJoCo ms per batched step over the trajectory's states."""
     import mujoco
     from mujoco import rollout
 
@@ -62,29 +72,26 @@ def floor_ms(task: str, model_name: str, batch: int, threads: int, seconds: floa
 
     t = mujoco_task(task, model_name)
     model = load_model(t)
-    states = states_along_a_trajectory(model, t.n_frames, max(batch, 64))
-    d, spec = mujoco.MjData(model), mujoco.mjtState.mjSTATE_FULLPHYSICS
-    ctrl = np.random.default_rng(1).uniform(-1, 1, model.nu)
+    qpos, qvel, warm, action = seen
+    steps, batch = qpos.shape[:2]
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.zeros((steps, batch, mujoco.mj_stateSize(model, spec)))
+    state[..., 1:1 + model.nq], state[..., 1 + model.nq:1 + model.nq + model.nv] = qpos, qvel
+    lo, hi = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
+    control = np.repeat(np.clip(action, lo, hi)[:, :, None, :], t.n_frames, axis=2)
+    flat = lambda x: x.reshape((steps * batch,) + x.shape[2:])  # noqa: E731
 
-    def one_env():
-        for s in states[:64]:
-            mujoco.mj_setState(model, d, s, spec)
-            d.ctrl[:] = ctrl
-            mujoco.mj_step(model, d, nstep=t.n_frames)
+    one, data = rollout.Rollout(nthread=0), [mujoco.MjData(model)]
+    single = _best(lambda: one.rollout(model, data, flat(state), flat(control), initial_warmstart=flat(warm)),
+                   seconds) / steps
+    pool, datas = rollout.Rollout(nthread=threads), [mujoco.MjData(model) for _ in range(threads)]
 
-    single = _best(one_env, seconds) / 64
-    roll, datas = rollout.Rollout(nthread=threads), [mujoco.MjData(model) for _ in range(threads)]
-    control = np.tile(ctrl, (batch, t.n_frames, 1))
-    initial = states[:batch]
-    many = _best(lambda: roll.rollout(model, datas, initial, control), seconds)
-    return single * batch * 1e3, many * 1e3
+    def per_step():
+        for i in range(steps):
+            pool.rollout(model, datas, state[i], control[i], initial_warmstart=warm[i])
 
-
-def pg_diag_ms(task: str, model_name: str, batch: int, threads: int, repeats: int = 5) -> float:
-    """pg_diag's native step inside a compiled scan: the same measurement ``physics=auto`` records."""
-    from pg_diag.envs import crossover
-
-    return crossover.step_ms(task, "native", threads, "converged", batch, steps=64, repeats=repeats, model=model_name)
+    many = _best(per_step, seconds) / steps
+    return single * 1e3, many * 1e3
 
 
 def main(argv=None):
@@ -93,22 +100,23 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", default=["brax", "gym"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 16, 64, 256, 1024])
     parser.add_argument("--threads", type=int, default=1, help="threads for rollout and pg_diag's native step")
-    parser.add_argument("--seconds", type=float, default=2.0, help="timing per measurement (the fastest run counts)")
-    parser.add_argument("--direct-max", type=int, default=None,
-                        help="pg_diag steps batches up to this size with mj_step (default: its own setting)")
+    parser.add_argument("--steps", type=int, default=64, help="batched steps in the trajectory")
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per measurement (the fastest run counts)")
+    parser.add_argument("--callback", action="store_true", help="pg_diag through the host callback, not the handler")
     args = parser.parse_args(argv)
-    from pg_diag.envs import mujoco_physics
+    if args.callback:
+        os.environ["PG_DIAG_NATIVE_FFI"] = "0"
+    from pg_diag.envs import native_ffi
 
-    if args.direct_max is not None:
-        mujoco_physics.DIRECT_MAX = args.direct_max
-    print(f"{args.threads} thread(s); batches up to {mujoco_physics.DIRECT_MAX} stepped directly with mj_step\n")
+    path = f"host callback ({native_ffi.unavailable()})" if native_ffi.unavailable() else "FFI handler"
+    print(f"{args.threads} thread(s); pg_diag's native step through the {path}\n")
     print("| task | model | batch | mj_step ms | rollout ms | pg_diag ms | mj_step / pg_diag | rollout / pg_diag |")
     print("|---|---|---|---|---|---|---|---|")
     for task in args.tasks:
         for model in args.models:
             for batch in args.batches:
-                single, many = floor_ms(task, model, batch, args.threads, args.seconds)
-                ours = pg_diag_ms(task, model, batch, args.threads)
+                ours, seen = pg_diag_trajectory(task, model, batch, args.threads, args.steps, args.seconds)
+                single, many = floor_ms(task, model, seen, args.threads, args.seconds)
                 print(f"| {task} | {model} | {batch:,} | {single:.3f} | {many:.3f} | {ours:.3f} | "
                       f"{single / ours:.2f} | {many / ours:.2f} |", flush=True)
 

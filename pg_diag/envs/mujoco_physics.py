@@ -1,7 +1,8 @@
 """The two physics backends of the MuJoCo tasks, behind one signature: ``advance(qpos, qvel, ctrl) -> (qpos,
 qvel)`` after a task's ``n_frames`` substeps, and the derived fields (kinematics, inertias, actuator forces)
 both recompute in the same JAX code. MJX advances inside the compiled program; native MuJoCo advances the
-whole batch on the host's cores through one ``jax.pure_callback`` per step."""
+whole batch on the host's cores with one call per step: an XLA FFI handler on a CPU (:mod:`.native_ffi`), a
+``jax.pure_callback`` where the handler is not built or the program runs on an accelerator."""
 
 from __future__ import annotations
 
@@ -169,16 +170,37 @@ class NativeStepper:
         return final
 
 
-def native_advance(task: MujocoTask, model, threads: int):
-    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` native MuJoCo steps, as a
-    host callback inside the compiled program (vectorized: one call per batch)."""
-    stepper = NativeStepper(model, task.n_frames, threads)
+def _on_cpu_by_handler(handler_step, callback_step):
+    """``handler_step`` where the program runs on a CPU and the FFI handler is built, else ``callback_step``
+    (the handler is registered for CPUs only; an accelerator's program keeps the host callback)."""
+    if handler_step is None:
+        return callback_step
+    return lambda *args: jax.lax.platform_dependent(*args, cpu=handler_step, default=callback_step)
 
-    def advance(qpos, qvel, ctrl):
+
+def _handler(model, n_frames: int, threads: int, fields: tuple = (), mode: int = 0):
+    """A stepper of the FFI handler (:mod:`.native_ffi`), or ``None`` where it is unavailable."""
+    from pg_diag.envs import native_ffi
+
+    return None if native_ffi.library() is None else native_ffi.FfiStepper(model, n_frames, threads, fields, mode)
+
+
+def native_advance(task: MujocoTask, model, threads: int):
+    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` native MuJoCo steps, one call per batch from
+    inside the compiled program: the FFI handler on a CPU, a host callback otherwise (bitwise the same)."""
+    stepper = NativeStepper(model, task.n_frames, threads)
+    handler = _handler(model, task.n_frames, threads)
+    nq, nv = model.nq, model.nv
+
+    def by_callback(qpos, qvel, ctrl):
         shapes = (jax.ShapeDtypeStruct(qpos.shape, jnp.float32), jax.ShapeDtypeStruct(qvel.shape, jnp.float32))
         return jax.pure_callback(stepper, shapes, qpos, qvel, ctrl, vmap_method="broadcast_all")
 
-    return advance
+    def by_handler(qpos, qvel, ctrl):
+        out = handler.call(qpos, qvel, ctrl)
+        return out[..., :nq], out[..., nq:nq + nv]
+
+    return _on_cpu_by_handler(handler and by_handler, by_callback)
 
 
 class NativeFieldStepper:
@@ -243,16 +265,29 @@ class NativeFieldStepper:
 
 def native_field_advance(task: MujocoTask, model, threads: int = 1):
     """(physics dict, ctrl) -> the new physics dict (``qpos``, ``qvel`` and the task's ``host_fields``) after
-    ``n_frames`` native MuJoCo steps, as one host callback per batched step."""
+    ``n_frames`` native MuJoCo steps, one call per batched step: the FFI handler on a CPU, a host callback
+    otherwise."""
     stepper = NativeFieldStepper(model, task.n_frames, task.host_fields, threads)
+    handler = _handler(model, task.n_frames, threads, task.host_fields, mode=1)
+    names = ("qpos", "qvel") + task.host_fields
+    shapes = {"qpos": (model.nq,), "qvel": (model.nv,), **stepper.shapes}
+
+    def by_callback(qpos, qvel, warm, ctrl):
+        lead = qpos.shape[:-1]
+        out = [jax.ShapeDtypeStruct(lead + shapes[name], jnp.float32) for name in names]
+        return tuple(jax.pure_callback(stepper, out, qpos, qvel, warm, ctrl, vmap_method="broadcast_all"))
+
+    def by_handler(qpos, qvel, warm, ctrl):
+        packed, lead, at, out = handler.call(qpos, qvel, ctrl, warm), qpos.shape[:-1], 0, []
+        for name in names:
+            size = int(np.prod(shapes[name]))
+            out.append(packed[..., at:at + size].reshape(lead + shapes[name]))
+            at += size
+        return tuple(out)
+
+    step = _on_cpu_by_handler(handler and by_handler, by_callback)
 
     def advance(before, ctrl):
-        lead = before["qpos"].shape[:-1]
-        shapes = [jax.ShapeDtypeStruct(lead + (model.nq,), jnp.float32),
-                  jax.ShapeDtypeStruct(lead + (model.nv,), jnp.float32)]
-        shapes += [jax.ShapeDtypeStruct(lead + stepper.shapes[name], jnp.float32) for name in task.host_fields]
-        out = jax.pure_callback(stepper, shapes, before["qpos"], before["qvel"], before["qacc_warmstart"], ctrl,
-                                vmap_method="broadcast_all")
-        return dict(zip(("qpos", "qvel") + task.host_fields, out))
+        return dict(zip(names, step(before["qpos"], before["qvel"], before["qacc_warmstart"], ctrl)))
 
     return advance

@@ -1,0 +1,122 @@
+"""Native MuJoCo stepped by the XLA FFI handler (pg_diag/envs/native_step.cc) against the host-callback path.
+
+Both paths run the same float64 MuJoCo calls in the same order for each environment (set the state, the control
+and the warm start; mj_step × n_frames; mj_rnePostConstraint for Gym's models) and round to float32 once, so
+their states agree bit for bit, through contacts, over long chained trajectories. The one quantity computed
+outside MuJoCo, Gym's Humanoid's mass_center (a mass-weighted mean), is summed by a plain loop in C and by a
+BLAS product in NumPy, so it is compared to float32 rounding."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pg_diag import envs
+from pg_diag.envs import mujoco_physics, native_ffi
+from pg_diag.envs.mujoco_tasks import load_model, mujoco_task
+
+
+def test_the_handler_builds_on_this_host():
+    """The test environment has a C++ compiler, so native stepping runs through the handler here; a host
+    without one falls back to callbacks (test below)."""
+    assert native_ffi.unavailable() is None, native_ffi.unavailable()
+
+
+def _env(task, model, threads, handler: bool, monkeypatch):
+    """The task built with or without the handler (envs.make caches its tasks, so the maker is called)."""
+    from pg_diag.envs.mujoco_tasks import make_mujoco_env
+
+    if not handler:
+        monkeypatch.setattr(mujoco_physics, "_handler", lambda *a, **k: None)
+    env = make_mujoco_env(mujoco_task(task, model), "native", threads)
+    monkeypatch.undo()
+    return env
+
+
+def _trajectory(env, agents, batch, steps):
+    """``steps`` chained steps of agents × batch environments (vmapped twice, as a sweep of agents is), every
+    physics field, observation and reward kept."""
+    keys = jax.random.split(jax.random.PRNGKey(0), agents * batch).reshape(agents, batch, 2)
+    states = jax.vmap(jax.vmap(env.reset))(keys)
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (steps, agents, batch, env.action_size), minval=-1, maxval=1)
+
+    def body(s, a):
+        n = jax.vmap(jax.vmap(env.step))(s, a)
+        return n, (n.physics, n.obs, n.reward, n.terminated)
+
+    return jax.tree.map(np.asarray, jax.jit(lambda s: jax.lax.scan(body, s, actions)[1])(states))
+
+
+@pytest.mark.parametrize("task, model, agents, batch, threads, steps", [
+    ("hopper", "brax", 1, 1, 1, 150),       # the papers' shape: one environment per agent
+    ("hopper", "brax", 3, 4, 2, 100),       # several agents' environments in one call, over two threads
+    ("walker2d", "gym", 2, 3, 2, 100),
+    ("humanoid", "gym", 2, 2, 2, 60),       # Gym's fields read back from MuJoCo, warm start carried
+])
+def test_the_handler_steps_bitwise_as_the_callback(task, model, agents, batch, threads, steps, monkeypatch):
+    ffi = _trajectory(_env(task, model, threads, True, monkeypatch), agents, batch, steps)
+    callback = _trajectory(_env(task, model, threads, False, monkeypatch), agents, batch, steps)
+    (ffi_physics, *ffi_rest), (cb_physics, *cb_rest) = ffi, callback
+    assert set(ffi_physics) == set(cb_physics)
+    for name in ffi_physics:
+        if name == "mass_center":
+            np.testing.assert_allclose(ffi_physics[name], cb_physics[name], rtol=2e-7, atol=1e-7)
+        else:
+            np.testing.assert_array_equal(ffi_physics[name], cb_physics[name], err_msg=name)
+    if "mass_center" in ffi_physics:   # rewards read the mass centre: equal to float32 rounding of its step
+        np.testing.assert_allclose(ffi_rest[1], cb_rest[1], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(ffi_rest[2], cb_rest[2])
+    else:
+        for a, b in zip(ffi_rest, cb_rest):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_handler_matches_mj_step_and_not_the_thread_count():
+    """Outside XLA, the handler's step equals MuJoCo's own mj_step × n_frames from the same float64 state, and
+    its result does not depend on how many threads share the batch."""
+    import mujoco
+
+    task = mujoco_task("walker2d", "brax")
+    model = load_model(task)
+    rng = np.random.default_rng(0)
+    batch = 7
+    qpos = (model.qpos0 + rng.uniform(-0.05, 0.05, (batch, model.nq))).astype(np.float32)
+    qvel = rng.uniform(-0.5, 0.5, (batch, model.nv)).astype(np.float32)
+    ctrl = rng.uniform(-1, 1, (batch, model.nu)).astype(np.float32)
+    outs = [native_ffi.FfiStepper(model, task.n_frames, t).step_numpy(qpos, qvel, ctrl) for t in (1, 3, 8)]
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    data = mujoco.MjData(model)
+    for i in range(batch):
+        mujoco.mj_resetData(model, data)
+        data.qpos[:], data.qvel[:], data.ctrl[:] = qpos[i], qvel[i], ctrl[i]
+        for _ in range(task.n_frames):
+            mujoco.mj_step(model, data)
+        np.testing.assert_array_equal(outs[0][i, :model.nq], data.qpos.astype(np.float32))
+        np.testing.assert_array_equal(outs[0][i, model.nq:], data.qvel.astype(np.float32))
+
+
+def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):
+    """A failed build is reported once with its reason, and the task still steps (through host callbacks) to
+    the same states."""
+    script = (
+        "import numpy as np, jax\n"
+        "from pg_diag.envs import native_ffi\n"
+        "from pg_diag import envs\n"
+        "print('reason:', native_ffi.unavailable())\n"
+        "env = envs.make('hopper', 'native', 1)\n"
+        "s = env.reset(jax.random.PRNGKey(0))\n"
+        "s = jax.jit(env.step)(s, np.full(env.action_size, 0.3, np.float32))\n"
+        "print('qpos:', ' '.join(repr(float(x)) for x in np.asarray(s.physics['qpos'])))\n")
+    env = dict(os.environ, CXX="/bin/false", PG_DIAG_BUILD_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "reason: building" in done.stdout and "failed" in done.stdout
+    env = envs.make("hopper", "native", 1)
+    s = jax.jit(env.step)(env.reset(jax.random.PRNGKey(0)), jnp.full(env.action_size, 0.3, jnp.float32))
+    expected = " ".join(repr(float(x)) for x in np.asarray(s.physics["qpos"]))
+    assert f"qpos: {expected}" in done.stdout
