@@ -12,6 +12,7 @@
 // and the fields (in the order asked) as float32.
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -179,16 +180,21 @@ struct Stepper {
     }
   }
 
-  // Steps `batch` environments, split into contiguous shares over the pool's threads.
+  // Steps `batch` environments over the pool's threads, each taking the next chunk of environments as it
+  // finishes one (environments with contacts cost several times those without, so fixed shares would leave
+  // threads waiting on the slowest). Each environment is stepped alone on its thread's own data, so the result
+  // does not depend on which thread takes it.
   void Step(int64_t batch, const float* qpos, const float* qvel, const float* warm, const float* ctrl, float* out) {
     std::lock_guard<std::mutex> lock(busy);
     const mjModel* m = model;
     const int shares = static_cast<int>(std::min<int64_t>(pool.size(), batch));
+    const int64_t chunk = std::max<int64_t>(1, batch / (8 * shares));
+    std::atomic<int64_t> next{0};
     auto job = [&](int share) {
-      const int64_t lo = batch * share / shares, hi = batch * (share + 1) / shares;
-      for (int64_t i = lo; i < hi; ++i)
-        StepOne(share, qpos + i * m->nq, qvel + i * m->nv, warm ? warm + i * m->nv : nullptr, ctrl + i * m->nu,
-                out + i * out_size);
+      for (int64_t lo = next.fetch_add(chunk); lo < batch; lo = next.fetch_add(chunk))
+        for (int64_t i = lo; i < std::min(lo + chunk, batch); ++i)
+          StepOne(share, qpos + i * m->nq, qvel + i * m->nv, warm ? warm + i * m->nv : nullptr,
+                  ctrl + i * m->nu, out + i * out_size);
     };
     if (shares <= 1) {
       job(0);
