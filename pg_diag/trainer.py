@@ -9,7 +9,8 @@ traced, so one compiled program serves any knob values.
 
 One iteration (ref §2.1), each stage a function of :mod:`pg_diag.stages`:
 [reset the environments] → collect T steps and build the batch → value step →
-policy step → trust-region and training metrics.
+policy step → trust-region and training metrics; the first two are ``collect``, the
+rest ``learn``, which :mod:`pg_diag.run.split` places on two devices.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class Trainer(NamedTuple):
     env: envs.Env
     init: Callable       # (key, knobs) -> AgentState
     iteration: Callable  # (state, knobs[, heldout_now]) -> (state, metrics)
+    collect: Callable    # (state, knobs, heldout_now) -> (data, held, keys): an iteration's first half
+    learn: Callable      # (state, data, held, keys, knobs, heldout_now) -> (learned fields, metrics): its second
     run: Callable        # (state, knobs, num_iterations: static) -> (state, metrics [n])
     run_agents: Callable  # (states, knobs, num_iterations, batching[, count]) -> (states, metrics [n, agents])
     train: Callable      # (key, knobs) -> (state, metrics [num_iterations])
@@ -124,25 +127,28 @@ def make_train(static: Static) -> Trainer:
                           value_opt=adam(knobs["adam_eps"]).init(value), filters=filters, envs=carry,
                           iteration=jnp.int32(0), key=k_next, diverged=jnp.bool_(False))
 
-    def iteration(state: AgentState, knobs, heldout_now=None):
-        """One training iteration. ``heldout_now`` (bool scalar; by default from the
-        iteration counter and ``static.heldout_every``) adds the held-out
-        trust-region measurement; in a sweep it is shared by all agents, so it
-        stays a real branch under vmap."""
-        heldout_now = heldout_due(static, state.iteration) if heldout_now is None else heldout_now
+    def collect(state: AgentState, knobs, heldout_now):
+        """An iteration's collection (ref §2.1 steps 1–3): the batch, the held-out batch (``None`` when not
+        measured) and the keys the update and the next iteration take. Only the environments, filters, key
+        and the pre-update networks are read: with ``placement='split'`` this half runs on the host's CPU."""
         key, k_reset, k_roll, k_val, k_pol, k_held = jax.random.split(state.key, 6)
         carry, filters = state.envs, state.filters
         if static.reset_every_iteration:
             carry, filters = reset_envs(env, k_reset, n_envs, filters, knobs)
         held = _maybe_heldout(heldout_now, lambda: stages.heldout_batch(
             env, state.policy, state.value, state.filters, knobs, k_held, n_envs, n_steps, state.diverged, exact))
-
         data = stages.collect_batch(env, state.policy, state.value, carry, filters, knobs, k_roll, n_steps,
                                     freeze_actions=state.diverged, keep_raw_obs=exact)
+        return data, held, (key, k_val, k_pol)
+
+    def learn(state: AgentState, data: stages.Collected, held, keys, knobs, heldout_now):
+        """An iteration's update and metrics from :func:`collect`'s output: the learner's new fields
+        (networks, optimizer states, counter, divergence flag) and the metrics. Reads no environment state
+        (``data.carry`` may be ``None``)."""
         lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
         lr_v = annealed_learning_rate(knobs["lr_value"], state.iteration, static.num_iterations, knobs)
         value, policy = stages.update(static, state.policy, state.policy_opt, state.value, state.value_opt,
-                                      data.batch, lr_pi, lr_v, knobs, k_val, k_pol)
+                                      data.batch, lr_pi, lr_v, knobs, keys[1], keys[2])
 
         b = data.batch
         train_tr = stages.trust_region(state.policy, policy.params, b.obs, b.action, b.old_log_prob, knobs)
@@ -155,10 +161,18 @@ def make_train(static: Static) -> Trainer:
         diverged = state.diverged | ~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
         metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, train_v, held_v,
                            policy, value, lr_pi, lr_v, diverged)
-        new_state = AgentState(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
-                               value_opt=value.opt_state, filters=data.filters, envs=data.carry,
-                               iteration=state.iteration + 1, key=key, diverged=diverged)
-        return new_state, metrics
+        learned = dict(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
+                       value_opt=value.opt_state, iteration=state.iteration + 1, diverged=diverged)
+        return learned, metrics
+
+    def iteration(state: AgentState, knobs, heldout_now=None):
+        """One training iteration: :func:`collect`, then :func:`learn`. ``heldout_now`` (bool scalar; by
+        default from the iteration counter and ``static.heldout_every``) adds the held-out trust-region
+        measurement; in a sweep it is shared by all agents, so it stays a real branch under vmap."""
+        heldout_now = heldout_due(static, state.iteration) if heldout_now is None else heldout_now
+        data, held, keys = collect(state, knobs, heldout_now)
+        learned, metrics = learn(state, data, held, keys, knobs, heldout_now)
+        return state.replace(filters=data.filters, envs=data.carry, key=keys[0], **learned), metrics
 
     def _maybe_heldout(now, fn):
         if not static.heldout_every:
@@ -196,8 +210,8 @@ def make_train(static: Static) -> Trainer:
     def train(key, knobs):
         return run(init(key, knobs), knobs, static.num_iterations)
 
-    return Trainer(static=static, env=env, init=init, iteration=iteration, run=run, run_agents=run_agents,
-                   train=train)
+    return Trainer(static=static, env=env, init=init, iteration=iteration, collect=collect, learn=learn, run=run,
+                   run_agents=run_agents, train=train)
 
 
 def has_exact_values(static: Static) -> bool:

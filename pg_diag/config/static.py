@@ -24,6 +24,10 @@ class Static:
                                    "measured faster on this host for the batch each device steps; elsewhere native "
                                    "on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
     physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
+    placement: str = _static("auto", "Where training runs: 'device' (each iteration one program on the default "
+                                     "device(s)), 'split' (the rollout with native physics compiled for the host's "
+                                     "CPU, the update for the accelerator; one transfer of the batch per iteration) "
+                                     "or 'auto' (split on a one-accelerator host with native physics, else device).")
     solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
                                        "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
                                        "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
@@ -132,6 +136,10 @@ def check_static(name: str, value) -> Any:
         from pg_diag.envs import MODELS
         if value not in MODELS:
             raise ConfigError(f"unknown MuJoCo model {value!r}; choose one of: {', '.join(MODELS)}")
+        return value
+    if name == "placement":
+        if value not in ("auto", "device", "split"):
+            raise ConfigError(f"unknown placement {value!r}; choose one of: auto, device, split")
         return value
     if name == "physics_threads":
         if not isinstance(value, numbers.Integral) or _is_bool(value) or value < 0:

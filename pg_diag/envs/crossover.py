@@ -114,12 +114,23 @@ def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, step
             repeats: int = 2, model: str = "brax") -> float:
     """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
     random actions from reset states, the best of ``repeats`` timings of ``steps`` steps, compiling
-    excluded)."""
+    excluded). Native physics is timed in a program compiled for the host's CPU, where training steps it
+    (on an accelerator host, ``placement='split'``: :mod:`pg_diag.run.split`)."""
+    import contextlib
+
     import jax
 
     from pg_diag import envs
 
     env = envs.make(task, backend, threads, solver, model)
+    place = jax.default_device(jax.devices("cpu")[0]) if backend == "native" else contextlib.nullcontext()
+    with place:
+        return _time_steps(env, batch, steps, repeats)
+
+
+def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
+    import jax
+
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
 
     @jax.jit

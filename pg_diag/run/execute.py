@@ -40,12 +40,12 @@ import jax
 import numpy as np
 
 from pg_diag.config import Config, ConfigError, stack_knobs
-from pg_diag.run import checkpoints, store, timings
+from pg_diag.run import checkpoints, programs, split, store, timings
 from pg_diag.run.claim import claim
 from pg_diag.run.distributed import sync
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, default_chunk, estimate
-from pg_diag.run.programs import chunk_program, init_program
+from pg_diag.run.programs import init_program
 from pg_diag.run.shard import gather, pad_and_shard, replicated
 from pg_diag.trainer import METRICS, seed_key
 
@@ -66,7 +66,7 @@ def _wait(tree) -> None:
     handled at once rather than when a long compiled chunk returns."""
     delay = 1e-4
     for x in jax.tree.leaves(tree):
-        while not x.is_ready():
+        while isinstance(x, jax.Array) and not x.is_ready():
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
 
@@ -169,6 +169,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     if out is None and (save_checkpoint or static.checkpoint_iterations()):
         what = "save_checkpoint=True" if save_checkpoint else f"checkpoints at {list(static.checkpoint_iterations())}"
         raise ConfigError(f"{what} needs an output directory (out=...)")
+    split.check(static)
     if batching not in AGENT_BATCHING:
         raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
     # physics="auto" takes the backend measured faster for the batch each device steps; the run is
@@ -199,6 +200,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         "batching": batching,
         "save_checkpoint": bool(save_checkpoint),
         "physics": physics,
+        "placement": dict(zip(("mode", "why"), split.resolve(p.base.static))),
         "iterations_done": 0,
     }
     return _execute(p, manifest, out, progress, overwrite=overwrite)
@@ -284,6 +286,7 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
 def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool):
     static, n = p.base.static, p.num_agents
     program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
+    chunk_program = split.chunk if split.resolve(static)[0] == "split" else programs.chunk_program
     kept = set(static.checkpoint_iterations()) | ({static.num_iterations} if manifest["save_checkpoint"] else set())
     if progress is None:
         progress = attached()
