@@ -136,6 +136,28 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
     assert step_ms("humanoid", 320) == pytest.approx(1.4 * 5)
     assert step_ms("walker2d", 3) is None and step_ms("point_mass", 3) is None   # nothing recorded; pure JAX
     assert plan.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
+    assert plan.recorded_step_ms("converged", beyond=False)("humanoid", 320) is None  # no bound past 64: measure
+
+
+def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):
+    """Rows up to 16 environments do not price 320 (16 threads step 16 environments side by side, 320 in 20
+    rounds): the plan times the ladder's batches around 320 (256 and 1,024) and interpolates between them."""
+    import os
+
+    from pg_diag.envs import crossover
+    from pg_diag.experiments import costs
+
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    crossover.record(crossover.host_key(os.cpu_count() or 1),
+                     [{"task": "walker2d", "solver": "converged", "batch": b, "native_ms": ms, "mjx_ms": 9.0}
+                      for b, ms in ((4, 0.10), (16, 0.11))])
+    timed = []
+    monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
+                        timed.append(batch) or {256: 1.0, 1024: 2.6}[batch])
+    step_ms = costs.measured_step_ms("converged")
+    assert step_ms("walker2d", 16) == pytest.approx(0.11) and timed == []           # recorded: no timing
+    assert step_ms("walker2d", 320) == pytest.approx(1.0 + 1.6 * 64 / 768)
+    assert sorted(timed) == [256, 1024]
 
 
 

@@ -19,10 +19,10 @@ class Static:
     """Settings that shape the compiled program (part of the compile key)."""
 
     task: str = _static("hopper", "Task name (see `pg-diag tasks`).")
-    physics: str = _static("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library through a host "
-                                   "callback, multithreaded), 'mjx' (pure JAX) or 'auto' (in a sweep, the backend "
-                                   "measured faster on this host for the batch each device steps; elsewhere native "
-                                   "on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
+    physics: str = _static("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library, multithreaded, "
+                                   "called from the compiled program), 'mjx' (pure JAX) or 'auto' (in a sweep, the "
+                                   "backend measured faster on this host for the batch each device steps; elsewhere "
+                                   "native on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
     physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
     placement: str = _static("auto", "Where training runs: 'device' (each iteration one program on the default "
                                      "device(s)), 'split' (the rollout with native physics compiled for the host's "

@@ -3,8 +3,8 @@
 
 MuJoCo tasks run on one of two physics backends: ``mjx`` (pure JAX; the
 backend for GPUs and TPUs) or ``native`` (MuJoCo's C library, multithreaded,
-called from the compiled program through a host callback; the fast backend
-on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
+called from the compiled program through an XLA FFI handler on a CPU, a host
+callback elsewhere: :mod:`.native_ffi`; the fast backend on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
 and MJX otherwise; given the batch a program steps (:func:`choose_physics`,
 what sweeps use), it picks the backend measured faster for that batch on this
 host (:mod:`pg_diag.envs.crossover`). Pure-JAX tasks have no physics backend.

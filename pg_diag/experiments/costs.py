@@ -55,8 +55,8 @@ LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width)`` for this device: the recorded per-step cost where there is one
-    (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
+    """``step_ms(task, width)`` for this device: the recorded per-step cost where the recorded batches reach
+    ``width`` (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
     :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
     once per process."""
     import os
@@ -65,7 +65,7 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
 
     from pg_diag.envs import TASKS, crossover
 
-    recorded, cache = recorded_step_ms(solver, model), {}
+    recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
 
     def at(task, width):
@@ -97,14 +97,15 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     return step_ms
 
 
-def recorded_step_ms(solver: str = "converged", model: str = "brax"):
+def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
     """``step_ms(task, width)`` from this host's recorded physics measurements of the solver setting and
     model, or None where none is recorded (pure-JAX tasks: None). At each recorded batch the faster
     backend's cost; between two recorded batches, linear in the batch (a batched step costs a fixed part
     plus a part per environment, which a line through its neighbours follows; scaling the nearest batch's
     cost by the width instead charged 3 environments three times one, though the threads step them side
     by side); below the smallest recorded batch, its cost; beyond the largest, proportional to the width
-    (an upper bound: a step cannot get cheaper per environment than the widest measured)."""
+    (an upper bound: a step cannot get cheaper per environment than the widest measured), or None with
+    ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
     import os
 
     from pg_diag.envs import TASKS, crossover
@@ -118,7 +119,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax"):
                 ms = min(r.get("native_ms", float("inf")), r.get("mjx_ms", float("inf")))
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
-        if TASKS[task][0] != "mujoco" or not costs:
+        if TASKS[task][0] != "mujoco" or not costs or (not beyond and width > max(costs)):
             return None
         return interpolate(sorted(costs.items()), width)
 
