@@ -156,6 +156,10 @@ def _s(x) -> str:
     return f"{x:.1f} s" if x < 120 else f"{x / 60:.1f} min" if x < 7200 else f"{x / 3600:.1f} h"
 
 
+def _s_ms(x) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
 def markdown(report: dict) -> str:
     d, c = report["device"], report["crossover"]
     pieces = report.get("pieces", [])
@@ -168,10 +172,11 @@ def markdown(report: dict) -> str:
              "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])}{parts} "
              f"with Python {d['python']}, "
              + ", ".join(f"{k} {v}" for k, v in d["versions"].items()) + ".", "",
-             "## Physics: native MuJoCo or MJX (`physics=auto`)", "",
-             "| task | solver | batch | native ms/step | MJX ms/step | faster |", "|---|---|---|---|---|---|"]
+             "## Physics: native MuJoCo, MJX or MuJoCo Warp (`physics=auto`)", "",
+             "| task | solver | batch | native ms/step | MJX ms/step | Warp ms/step | faster |",
+             "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['task']} | {r['solver']} | {r['batch']:,} | {r['native_ms']:.3g} | {r['mjx_ms']:.3g} | "
-              f"{r['faster']} |" for r in c["rows"]]
+              f"{_s_ms(r.get('warp_ms'))} | {r['faster']} |" for r in c["rows"]]
     lines += ["", "| task | solver | MJX from batch |", "|---|---|---|"]
     lines += [f"| {t} | {s} | {f'{b:,}' if b else '— (native at every measured batch)'} |"
               for (t, s), b in crossover_batches(c["rows"]).items()]

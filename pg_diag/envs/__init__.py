@@ -1,8 +1,9 @@
 """Task registry: ``make(name, physics, threads)`` returns an :class:`Env` (pure reset/step);
 :func:`register_task` adds one (the built-in tasks register here, a user's own :class:`Env` the same way).
 
-MuJoCo tasks run on one of two physics backends: ``mjx`` (pure JAX; the
-backend for GPUs and TPUs) or ``native`` (MuJoCo's C library, multithreaded,
+MuJoCo tasks run on one of three physics backends: ``mjx`` (pure JAX; the
+backend for GPUs and TPUs), ``warp`` (MuJoCo Warp through MJX's Warp implementation, with the
+``warp-lang`` package; for NVIDIA GPUs, runs slowly on CPUs) or ``native`` (MuJoCo's C library, multithreaded,
 called from the compiled program through an XLA FFI handler on a CPU, a host
 callback elsewhere: :mod:`.native_ffi`; the fast backend on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
 and MJX otherwise; given the batch a program steps (:func:`choose_physics`,
@@ -102,7 +103,7 @@ register_task("point_mass", _pure("pg_diag.envs.classic", "make_point_mass"), ob
 register_task("lqr", _pure("pg_diag.envs.lqr", "make_lqr"), obs_size=2, action_size=1, episode_limit=10_000,
               description="Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
                           "(mean 50 steps); J, ∇J and V^π in closed form.")
-PHYSICS = ("auto", "mjx", "native")
+PHYSICS = ("auto", "mjx", "native", "warp")
 #: MuJoCo solver settings (:data:`pg_diag.envs.mujoco_tasks.SOLVERS`): the task's converged ones, or Brax's fast ones.
 SOLVERS = ("converged", "fast")
 
@@ -145,13 +146,19 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
     if TASKS[task][0] == "jax":
         if physics != "auto":
             raise ValueError(f"task {task!r} is written in pure JAX and has no physics backend; physics must be "
-                             f"'auto', got {physics!r} (the mjx and native backends run the MuJoCo tasks: "
+                             f"'auto', got {physics!r} (the physics backends run the MuJoCo tasks: "
                              f"{', '.join(t for t, (k, _) in TASKS.items() if k == 'mujoco')})")
         return "jax", 0
     missing = mjx_missing(task, model)
-    if physics == "mjx" and missing:
-        raise ValueError(f"MJX cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must be "
-                         f"'native' or 'auto' (which runs it natively)")
+    if physics in ("mjx", "warp") and missing:
+        which = "MJX" if physics == "mjx" else "MuJoCo Warp"
+        raise ValueError(f"{which} cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must "
+                         f"be 'native' or 'auto' (which runs it natively)")
+    if physics == "warp":
+        from pg_diag.envs.mujoco_physics import warp_unavailable
+        if warp_unavailable():
+            raise ValueError(warp_unavailable())
+        return "warp", 0
     if physics == "auto":
         import jax
         physics = "native" if jax.default_backend() == "cpu" or missing else "mjx"

@@ -8,7 +8,7 @@ MuJoCo and wide ones on MJX; where they cross depends on the task, the
 solver setting, the accelerator and the host's cores, so it is measured,
 never assumed:
 
-* measurements are rows ``{task, solver, batch, native_ms, mjx_ms}`` per host
+* measurements are rows ``{task, solver, batch, native_ms, mjx_ms[, warp_ms]}`` per host
   (device kind, cores, thread count and library versions: :func:`host_key`),
   kept in ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``).
   ``benchmarks/bench_crossover.py --record`` fills it over a grid of batches;
@@ -32,7 +32,8 @@ import json
 import os
 import time
 
-BACKENDS = ("native", "mjx")
+BACKENDS = ("native", "mjx", "warp")
+NAMES = {"native": "native", "mjx": "MJX", "warp": "Warp"}
 
 
 def cache_path() -> str:
@@ -86,7 +87,24 @@ def record(key: str, rows: list[dict], path: str | None = None) -> str:
 
 
 def faster(row: dict) -> str:
-    return "mjx" if row["mjx_ms"] <= row["native_ms"] else "native"
+    """The fastest backend a row measured (MJX before native at a tie, as before Warp was measured)."""
+    timed = [(row[f"{b}_ms"], i) for i, b in enumerate(("mjx", "native", "warp")) if row.get(f"{b}_ms") is not None]
+    return ("mjx", "native", "warp")[min(timed)[1]]
+
+
+def _costs(row: dict) -> str:
+    return ", ".join(f"{NAMES[b]} {row[f'{b}_ms']:.3g} ms" for b in BACKENDS if row.get(f"{b}_ms") is not None)
+
+
+def backends_here() -> tuple:
+    """The backends a measurement times on this host: MuJoCo Warp only where it is installed and an
+    accelerator runs it (on a CPU its LLVM-compiled kernels are for checking, not speed)."""
+    import jax
+
+    from pg_diag.envs.mujoco_physics import warp_unavailable
+
+    warp = not warp_unavailable() and jax.default_backend() != "cpu"
+    return BACKENDS if warp else BACKENDS[:2]
 
 
 def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "brax") -> tuple[str, str] | None:
@@ -98,7 +116,7 @@ def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "b
                    and r.get("model", "brax") == model), key=lambda r: r["batch"])
 
     def why(r):
-        return f"batch {r['batch']:,}: native {r['native_ms']:.3g} ms, MJX {r['mjx_ms']:.3g} ms per step"
+        return f"batch {r['batch']:,}: {_costs(r)} per step"
 
     at = [r for r in mine if r["batch"] == batch]
     if at:
@@ -156,7 +174,7 @@ def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, r
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
     if model != "brax":  # rows without a model are Brax's (as recorded before models existed)
         row["model"] = model
-    for backend in BACKENDS:
+    for backend in backends_here():
         row[f"{backend}_ms"] = step_ms(task, backend, threads, solver, batch, steps, repeats, model)
     return row
 
@@ -193,5 +211,4 @@ def measure_and_record(task: str, solver: str, batch: int, threads: int, model: 
         record(host_key(threads), [row])
     except OSError as e:  # an unwritable cache costs a measurement next time, nothing else
         print(f"pg_diag: could not record the physics measurement in {cache_path()}: {e}", flush=True)
-    return faster(row), (f"measured now at batch {batch:,}: native {row['native_ms']:.3g} ms, "
-                         f"MJX {row['mjx_ms']:.3g} ms per step")
+    return faster(row), f"measured now at batch {batch:,}: {_costs(row)} per step"

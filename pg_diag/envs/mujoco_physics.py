@@ -1,6 +1,7 @@
-"""The two physics backends of the MuJoCo tasks, behind one signature: ``advance(qpos, qvel, ctrl) -> (qpos,
+"""The physics backends of the MuJoCo tasks, behind one signature: ``advance(qpos, qvel, ctrl) -> (qpos,
 qvel)`` after a task's ``n_frames`` substeps, and the derived fields (kinematics, inertias, actuator forces)
-both recompute in the same JAX code. MJX advances inside the compiled program; native MuJoCo advances the
+both recompute in the same JAX code. MJX (and MuJoCo Warp, MJX's Warp implementation) advances inside the
+compiled program; native MuJoCo advances the
 whole batch on the host's cores with one call per step: an XLA FFI handler on a CPU (:mod:`.native_ffi`), a
 ``jax.pure_callback`` where the handler is not built or the program runs on an accelerator."""
 
@@ -102,6 +103,40 @@ def mjx_advance(task: MujocoTask, model):
         return d.qpos, d.qvel
 
     return advance
+
+
+def warp_advance(task: MujocoTask, model):
+    """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MuJoCo Warp steps: MJX's Warp implementation,
+    whose kernels the compiled program calls on the default device (a GPU's, or the CPU's LLVM-compiled
+    kernels: slow, for checking). Zero warm start, as the other backends; float32, as MJX."""
+    import warp
+
+    warp.config.quiet = True  # no banner, no line per kernel loaded
+    mjx = import_mjx()
+    device = jax.devices()[0]
+    try:
+        mx = mjx.put_model(model, impl="warp", device=device)
+    except NotImplementedError as e:  # what MuJoCo Warp lacks, named before anything compiles
+        raise ValueError(f"MuJoCo Warp cannot run {task.name!r} on the {task.model!r} model: {e}; use "
+                         f"physics='native' or 'mjx'") from None
+
+    def advance(qpos, qvel, ctrl):
+        d = mjx.make_data(model, impl="warp", device=device).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)
+        d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
+        return d.qpos, d.qvel
+
+    return advance
+
+
+def warp_unavailable() -> str:
+    """Why ``physics='warp'`` cannot run here ("" when it can): the ``warp-lang`` package MJX's Warp
+    implementation needs."""
+    import importlib.util
+
+    if importlib.util.find_spec("warp") is None:
+        return ("physics='warp' needs the warp-lang package, which is not installed: pip install "
+                "'pg_diag[warp]' (mujoco-mjx[warp])")
+    return ""
 
 
 #: batches up to this size are stepped with ``mj_step`` directly: ``rollout``'s fixed cost per call (~0.2 ms)

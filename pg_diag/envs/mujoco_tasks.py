@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.envs.mujoco_physics import make_derived_fields, mjx_advance, native_advance
+from pg_diag.envs.mujoco_physics import make_derived_fields, mjx_advance, native_advance, warp_advance
 
 MAX_EPISODE_STEPS = 1000
 
@@ -177,7 +177,7 @@ def mujoco_task(name: str, model: str = "brax") -> MujocoTask:
 
 # --- physics backends ----------------------------------------------------------
 
-PHYSICS_BACKENDS = ("mjx", "native")
+PHYSICS_BACKENDS = ("mjx", "native", "warp")
 
 #: Solver settings. "converged": the task's own (the model's iterations, MuJoCo's line search), the same on
 #: both backends, so they integrate the same equations. "fast": Brax's and MuJoCo Playground's speed settings
@@ -235,9 +235,14 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     """
     if physics not in PHYSICS_BACKENDS:
         raise ValueError(f"unknown physics backend {physics!r}; backends are: {', '.join(PHYSICS_BACKENDS)}")
-    if physics == "mjx" and task.mjx_missing:
-        raise ValueError(f"MJX cannot run {task.name!r} on the {task.model!r} model: it lacks {task.mjx_missing}; "
-                         f"use physics='native' (or 'auto')")
+    if physics in ("mjx", "warp") and task.mjx_missing:
+        which = "MJX" if physics == "mjx" else "MuJoCo Warp"
+        raise ValueError(f"{which} cannot run {task.name!r} on the {task.model!r} model: it lacks "
+                         f"{task.mjx_missing}; use physics='native' (or 'auto')")
+    if physics == "warp":
+        from pg_diag.envs.mujoco_physics import warp_unavailable
+        if warp_unavailable():
+            raise ValueError(warp_unavailable())
     model = load_model(task, solver)
     info = _model_info(task, model)
     derived = make_derived_fields(task, model)
@@ -246,7 +251,8 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         from pg_diag.envs.mujoco_physics import native_field_advance
         advance_fields = native_field_advance(task, model, threads)
     else:
-        advance = mjx_advance(task, model) if physics == "mjx" else native_advance(task, model, threads)
+        advance = (mjx_advance(task, model) if physics == "mjx" else warp_advance(task, model) if physics == "warp"
+                   else native_advance(task, model, threads))
     qpos0 = np.asarray(model.qpos0, np.float32)
     nq, nv, nu = model.nq, model.nv, model.nu
 
@@ -277,7 +283,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
                         reward=reward.astype(jnp.float32), terminated=terminated,
                         truncated=time_limit(t, terminated, max_episode_steps), t=t)
 
-    label = ("MJX" if physics == "mjx" else f"native MuJoCo ({threads} threads"
+    label = ("MJX" if physics == "mjx" else "MuJoCo Warp" if physics == "warp" else f"native MuJoCo ({threads} threads"
              + (", mj_step per environment" if task.host_fields else "") + ")") + f", {solver} solver"
     return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
                reset=reset, step=step, description=f"{task.description} Physics: {label}.")

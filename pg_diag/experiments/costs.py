@@ -77,7 +77,7 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
                     crossover.record(crossover.host_key(threads), [row])
                 except OSError:
                     pass  # an unwritable cache costs a measurement next time, nothing else
-                cache[task, width] = min(row["native_ms"], row["mjx_ms"])
+                cache[task, width] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
             else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
                 mujoco = TASKS[task][0] == "mujoco"
                 cache[task, width] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
@@ -116,7 +116,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
         costs = {}
         for r in rows:
             if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:
-                ms = min(r.get("native_ms", float("inf")), r.get("mjx_ms", float("inf")))
+                ms = min(r.get(f"{b}_ms", float("inf")) for b in crossover.BACKENDS)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
         if TASKS[task][0] != "mujoco" or not costs or (not beyond and width > max(costs)):

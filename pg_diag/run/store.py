@@ -131,6 +131,8 @@ def physics_info(static, batch: int | None = None) -> dict:
         info.update(threads=threads, mujoco=metadata.version("mujoco"))
     elif backend == "mjx":
         info.update(mujoco_mjx=metadata.version("mujoco-mjx"))
+    elif backend == "warp":
+        info.update(mujoco_mjx=metadata.version("mujoco-mjx"), warp_lang=metadata.version("warp-lang"))
     return info
 
 
