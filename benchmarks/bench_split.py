@@ -1,0 +1,76 @@
+"""Where a split iteration's time goes: the collection on the host's CPU, the batch's transfer, the update on
+the learner device (``placement='split'``, :mod:`pg_diag.run.split`), for a preset at the papers' shape.
+
+    python benchmarks/bench_split.py [--preset ppo] [--task walker2d] [--agents 320] [--steps 2048]
+                                     [--iterations 2]
+
+Prints milliseconds per iteration of each part (the fastest of ``--iterations`` after one to warm up) and
+per batched environment step of the collection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="ppo")
+    parser.add_argument("--task", default="walker2d")
+    parser.add_argument("--agents", type=int, default=320)
+    parser.add_argument("--steps", type=int, default=2048)
+    parser.add_argument("--iterations", type=int, default=2)
+    args = parser.parse_args(argv)
+    import jax
+
+    from pg_diag import preset
+    from pg_diag.config import stack_knobs
+    from pg_diag.run import split
+    from pg_diag.run.programs import init_program
+    from pg_diag.trainer import seed_key
+
+    cfg = preset(args.preset, args.task, physics="native", placement="split", num_envs=1,
+                 steps_per_env=args.steps)
+    static = cfg.static.program()
+    t = time.perf_counter()
+    collect, learn = split.programs(static, args.agents)
+    compile_s = time.perf_counter() - t
+    host, learner = split.devices()
+    keys = np.stack([np.asarray(seed_key(s)) for s in range(args.agents)])
+    knobs = stack_knobs([cfg.knobs] * args.agents)
+    states = init_program(static, args.agents)(keys, knobs)
+    host_part = jax.device_put({f: getattr(states, f) for f in split._HOST_FIELDS}, host)
+    learner_part = jax.device_put({f: getattr(states, f) for f in split._LEARNER_FIELDS}, learner)
+    knobs_h, knobs_l = jax.device_put(knobs, host), jax.device_put(knobs, learner)
+    due_h, due_l = jax.device_put(np.bool_(False), host), jax.device_put(np.bool_(False), learner)
+    times = {"networks to host": [], "collect": [], "batch to learner": [], "learn": []}
+    for i in range(args.iterations + 1):
+        t0 = time.perf_counter()
+        nets = jax.block_until_ready(jax.device_put({f: learner_part[f] for f in ("policy", "value", "diverged")},
+                                                    host))
+        t1 = time.perf_counter()
+        host_part, payload = jax.block_until_ready(collect(host_part, nets, knobs_h, due_h))
+        t2 = time.perf_counter()
+        payload = jax.block_until_ready(jax.device_put(payload, learner))
+        t3 = time.perf_counter()
+        learner_part, metrics = jax.block_until_ready(learn(learner_part, payload, knobs_l, due_l))
+        t4 = time.perf_counter()
+        if i:
+            for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                times[name].append(dt)
+    batch_mb = sum(x.nbytes for x in jax.tree.leaves(payload)) / 2**20
+    print(f"{args.preset} on {args.task}, {args.agents} agents × 1 env × {args.steps} steps; host "
+          f"{host.platform}, learner {learner.platform} ({learner.device_kind}); both halves compiled in "
+          f"{compile_s:.1f} s; the batch is {batch_mb:.1f} MiB\n")
+    print("| part | ms per iteration | ms per batched step |")
+    print("|---|---|---|")
+    for name, dts in times.items():
+        ms = 1e3 * min(dts)
+        print(f"| {name} | {ms:.1f} | {ms / args.steps:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
