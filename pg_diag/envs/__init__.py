@@ -150,14 +150,9 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
                              f"{', '.join(t for t, (k, _) in TASKS.items() if k == 'mujoco')})")
         return "jax", 0
     missing = mjx_missing(task, model)
-    if physics in ("mjx", "warp") and missing:
-        which = "MJX" if physics == "mjx" else "MuJoCo Warp"
-        raise ValueError(f"{which} cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must "
-                         f"be 'native' or 'auto' (which runs it natively)")
+    from pg_diag.envs.mujoco_physics import refuse_backend
+    refuse_backend(physics, task, model, missing)
     if physics == "warp":
-        from pg_diag.envs.mujoco_physics import warp_unavailable
-        if warp_unavailable():
-            raise ValueError(warp_unavailable())
         return "warp", 0
     if physics == "auto":
         import jax

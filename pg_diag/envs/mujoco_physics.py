@@ -139,6 +139,17 @@ def warp_unavailable() -> str:
     return ""
 
 
+def refuse_backend(physics: str, task: str, model: str, missing: str) -> None:
+    """Refuse, before anything compiles, a backend that cannot run the task on this model (``missing``: what
+    MJX, and so MuJoCo Warp, lacks for it) or is not installed."""
+    if physics in ("mjx", "warp") and missing:
+        which = "MJX" if physics == "mjx" else "MuJoCo Warp"
+        raise ValueError(f"{which} cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must "
+                         f"be 'native' or 'auto' (which runs it natively)")
+    if physics == "warp" and warp_unavailable():
+        raise ValueError(warp_unavailable())
+
+
 #: batches up to this size are stepped with ``mj_step`` directly: ``rollout``'s fixed cost per call (~0.2 ms)
 #: is several times one environment's physics (the papers' shape is one environment per agent); the two
 #: paths give bitwise the same states (tests/test_physics.py)

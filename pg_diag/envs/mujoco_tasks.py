@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.envs.mujoco_physics import make_derived_fields, mjx_advance, native_advance, warp_advance
+from pg_diag.envs.mujoco_physics import (make_derived_fields, mjx_advance, native_advance, refuse_backend,
+                                         warp_advance)
 
 MAX_EPISODE_STEPS = 1000
 
@@ -235,14 +236,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     """
     if physics not in PHYSICS_BACKENDS:
         raise ValueError(f"unknown physics backend {physics!r}; backends are: {', '.join(PHYSICS_BACKENDS)}")
-    if physics in ("mjx", "warp") and task.mjx_missing:
-        which = "MJX" if physics == "mjx" else "MuJoCo Warp"
-        raise ValueError(f"{which} cannot run {task.name!r} on the {task.model!r} model: it lacks "
-                         f"{task.mjx_missing}; use physics='native' (or 'auto')")
-    if physics == "warp":
-        from pg_diag.envs.mujoco_physics import warp_unavailable
-        if warp_unavailable():
-            raise ValueError(warp_unavailable())
+    refuse_backend(physics, task.name, task.model, task.mjx_missing)
     model = load_model(task, solver)
     info = _model_info(task, model)
     derived = make_derived_fields(task, model)
