@@ -16,7 +16,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup test test-newest test-isa $(STUDY_TARGETS) closer-look-report implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa $(STUDY_TARGETS) closer-look-report implementation-matters-report figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -28,6 +28,15 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The documentation site from docs/ (MkDocs, Material theme, the API from the docstrings) into site/; warnings
+# are errors (mkdocs.yml: strict). Open site/index.html.
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
 # fixtures (trained runs, compiled programs) are made once. Most of the suite's time is XLA compiling small

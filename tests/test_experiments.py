@@ -77,7 +77,7 @@ def study(tmp_path_factory):
 
 
 def test_the_paper_scale_comparison_trains_on_gyms_models_and_the_smoke_scale_on_braxs():
-    """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (README, Table 2 under both models);
+    """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (docs/benchmarks.md, Table 2 under both MuJoCo models);
     smoke: Brax's, the default of every other target. Read from the configs alone, nothing compiled."""
     from pg_diag.experiments import algorithms as comparison
 

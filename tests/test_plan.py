@@ -117,7 +117,7 @@ def test_a_dry_run_where_nothing_is_recorded_times_a_few_steps(capsys):
 
 
 def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path, monkeypatch):
-    """The H100 host's Humanoid rows (README): native 0.61 ms at batch 1, 1.2 at 16, 1.4 at 64, MJX slower at
+    """The H100 host's Humanoid rows (docs/benchmarks.md): native 0.61 ms at batch 1, 1.2 at 16, 1.4 at 64, MJX slower at
     each. A 3-agent program's step is 0.61 + (1.2 − 0.61)·2/15 ms — not 3 × 0.61, which planned the paper
     diagnostics' training 3× too long there; beyond the widest batch the cost grows with the width."""
     import os

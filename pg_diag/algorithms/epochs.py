@@ -29,7 +29,7 @@ def lockstep_epochs(minibatches, carries, keys, batch_size: int, epochs: int, nu
     ``carries[i]`` on permutations drawn from ``keys[i]`` alone, so each learner's
     result is exactly what it computes alone. Sharing the loop lets the two
     networks' independent minibatch steps run side by side instead of one loop
-    after the other (README, "Where an iteration's time goes")."""
+    after the other (docs/benchmarks.md, "Where an iteration's time goes")."""
 
     def epoch(cs, ks):
         indices = tuple(minibatch_indices(k, batch_size, num_minibatches) for k in ks)

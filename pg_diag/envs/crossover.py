@@ -20,7 +20,7 @@ never assumed:
   at every batch from 4 to 256 environments with the converged solver
   (1.9-30×) and from 64 with the fast one; where MJX's fast solver wins (a
   few environments, by ≤ 1.5× per step), compiling MJX costs more than the
-  run saves (README, `bench_crossover.py`).
+  run saves (docs/reference/tasks-and-physics.md, `bench_crossover.py`).
 
 On several processes process 0 decides and every process takes its answer, so
 all of them compile the same program.
@@ -111,7 +111,8 @@ def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "b
     """The backend for ``batch`` from measured rows, with the rows that decided it, or None when they
     cannot: a row at this batch decides, and so do the nearest rows below and above when they agree.
     Nothing is extrapolated past the measured batches: on a CPU, MJX with the fast solver wins at a
-    few environments and loses from 64 (README), so neither backend's lead is monotone everywhere."""
+    few environments and loses from 64 (docs/reference/tasks-and-physics.md), so neither backend's lead is
+    monotone everywhere."""
     mine = sorted((r for r in rows if r["task"] == task and r["solver"] == solver
                    and r.get("model", "brax") == model), key=lambda r: r["batch"])
 

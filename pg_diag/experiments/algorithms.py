@@ -67,7 +67,7 @@ REPORTING_NOTES = {
 SCALES = {
     # Gym-v2's MuJoCo models, as the papers trained on: with 16 agents per algorithm on Hopper, Gym's model put
     # every algorithm's interval over its published one and ACLI above AAI as IM reports; Brax's put TRPO+
-    # below its published interval and AAI above ACLI (README, "Table 2 under both MuJoCo models")
+    # below its published interval and AAI above ACLI (docs/benchmarks.md, "Table 2 under both MuJoCo models")
     "paper": Scale(tasks=("hopper", "walker2d", "humanoid"), seeds=80, overrides={"model": "gym"},
                    description="Hopper, Walker2d, Humanoid on Gym-v2's MuJoCo models with the papers' presets (2048 × "
                                "488 steps per agent); 80 agents per algorithm and task (IM Tables 2–3: at least 80)."),

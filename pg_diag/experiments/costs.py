@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 #: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
-#: on the 2-core CPU measured (README, "Where an iteration's time goes"; the update costs about as much as the
-#: rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
+#: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
+#: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
 OVERHEAD = {"train": 2.5, "optimize": 1.0}
 MEASURE_OVERHEAD = 1.5
 #: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)

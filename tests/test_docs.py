@@ -1,0 +1,71 @@
+"""The documentation: every target has its page in the site's navigation, every internal link in README.md and
+docs/ reaches a file (and, with a #fragment, a heading there), and the README stays a screen or two. The site
+itself is built with warnings as errors by `make docs` (CI runs it)."""
+
+import os
+import re
+
+import pytest
+
+from pg_diag.experiments import targets
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _markdown_files():
+    yield os.path.join(ROOT, "README.md")
+    for folder, _, files in os.walk(os.path.join(ROOT, "docs")):
+        yield from (os.path.join(folder, f) for f in sorted(files) if f.endswith(".md"))
+
+
+def _anchors(path):
+    """MkDocs' heading ids: lower case, punctuation dropped, spaces to hyphens."""
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", title)))
+    return out
+
+
+def _outside_code(text):
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("path", list(_markdown_files()), ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_internal_link_resolves(path):
+    text = _outside_code(open(path, encoding="utf-8").read())
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: not checked here
+        file, _, fragment = target.partition("#")
+        resolved = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+        assert os.path.exists(resolved), f"{os.path.relpath(path, ROOT)} links to {target}: no such file"
+        if fragment and resolved.endswith(".md"):
+            assert fragment in _anchors(resolved), f"{os.path.relpath(path, ROOT)} links to {target}: no such heading"
+
+
+def test_every_target_has_its_page_in_the_navigation():
+    nav = open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8").read()
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for name in targets.TARGETS:
+        page = os.path.join(ROOT, "docs", "targets", f"{name}.md")
+        assert os.path.exists(page), f"target {name} has no page docs/targets/{name}.md"
+        assert open(page, encoding="utf-8").readline().strip() == f"# {name}"
+        assert f"targets/{name}.md" in nav, f"docs/targets/{name}.md is not in mkdocs.yml's nav"
+        assert f"(docs/targets/{name}.md)" in readme, f"the README's table of targets lacks {name}"
+
+
+def test_every_page_is_in_the_navigation():
+    nav = open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8").read()
+    for path in _markdown_files():
+        rel = os.path.relpath(path, os.path.join(ROOT, "docs"))
+        if not rel.startswith(".."):
+            assert rel in nav, f"docs/{rel} is not in mkdocs.yml's nav"
+
+
+def test_the_readme_fits_a_screen_or_two():
+    lines = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().splitlines()
+    assert len(lines) <= 150
+    assert "make fig-ablation" in "\n".join(lines) and "make test" in "\n".join(lines)
