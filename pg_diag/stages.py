@@ -29,8 +29,7 @@ from pg_diag import algorithms, networks
 from pg_diag.algorithms import PolicyStep, Terms, ValueStep
 from pg_diag.algorithms.epochs import value_update
 from pg_diag.config import Static
-from pg_diag.envs import lqr
-from pg_diag.envs.base import Env
+from pg_diag.envs.base import Env, ExactAnswers
 from pg_diag.normalize import reward_affine
 from pg_diag.objectives import kl, kl_stats, mean_relative_error, normalize_advantages, probability_ratio
 from pg_diag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
@@ -132,7 +131,7 @@ class ValueTargets:
 
 def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | None = None) -> ValueTargets:
     """The targets of :func:`value_errors` on a collected batch. ``exact_value`` (raw observation → V,
-    see :func:`lqr_value`) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
+    see :func:`exact_value`) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
     continue the batch's environments past its end; the complete returns are then those of the segment
     run on (``full_returns``), ``returns`` staying cut at the batch end (the original's reading)."""
     tr = data.transitions
@@ -152,16 +151,12 @@ def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | 
                         full_returns=full)
 
 
-def lqr_value(policy, filters: Filters, knobs):
-    """Raw state → the exact V^π of ``policy`` behind the frozen ``filters`` on the linear-quadratic
-    task, with the learner's γ and in the learner's reward units: scaled reward a·r + b (before
-    clipping, :func:`pg_diag.normalize.reward_affine`) gives a·V + b/(1 − γp), p the continuation
-    probability of an episode."""
-    spec = lqr.default_spec()
-    gain, offset, var = lqr.affine_policy(policy, filters.obs, knobs)
-    U, u, c = lqr.value_function(spec, gain, offset, var, knobs["gamma"])
+def exact_value(answers: ExactAnswers, policy, filters: Filters, knobs):
+    """Raw state → the exact V^π of ``policy`` behind the frozen ``filters`` from the task's closed forms
+    (:class:`pg_diag.envs.ExactAnswers`), with the learner's γ and in the learner's reward units: the scaled
+    reward a·r + b (before clipping, :func:`pg_diag.normalize.reward_affine`)."""
     a, b = reward_affine(filters.ret, filters.rew, knobs)
-    return lambda s: a * lqr.quadratic(U, u, c, s) + b / (1.0 - knobs["gamma"] * spec.p)
+    return answers.value(policy, filters.obs, knobs, knobs["gamma"], a, b)
 
 
 @struct.dataclass
@@ -232,12 +227,12 @@ HELDOUT_TAIL = 1000
 
 
 def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_envs: int, num_steps: int,
-                  freeze_actions=False, exact: bool = False, tail: int | None = None) -> HeldOut:
+                  freeze_actions=False, exact: ExactAnswers | None = None, tail: int | None = None) -> HeldOut:
     """A batch from fresh environments with the pre-update policy and value network (ref §4.1).
 
     Unlike the original (§8 B6) it works on copies: the training run's
-    environments and normalizer statistics are not touched. ``exact`` (LQR)
-    adds the exact V^π to its value targets.
+    environments and normalizer statistics are not touched. ``exact`` (the
+    task's closed forms, where it has them) adds the exact V^π to its value targets.
 
     The value targets' returns are complete for every state: after the batch its environments run on for
     ``tail`` more steps (default: the task's episode length, at most :data:`HELDOUT_TAIL`) with the batch's
@@ -248,13 +243,13 @@ def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_env
     k_reset, k_roll = jax.random.split(key)
     carry, filters = reset_envs(env, k_reset, num_envs, filters, knobs)
     data = collect_batch(env, policy, value, carry, filters, knobs, k_roll, num_steps,
-                         freeze_actions=freeze_actions, keep_raw_obs=exact)
+                         freeze_actions=freeze_actions, keep_raw_obs=exact is not None)
     tail = min(env.max_episode_steps, HELDOUT_TAIL) if tail is None else tail
     more = None
     if tail:
         more = collect(env, policy, data.carry, data.filters, jax.random.fold_in(key, 1), knobs, tail,
                        freeze_actions=freeze_actions, frozen=True)[2]
-    targets = value_targets(data, knobs, lqr_value(policy, data.filters, knobs) if exact else None, more)
+    targets = value_targets(data, knobs, exact_value(exact, policy, data.filters, knobs) if exact else None, more)
     b = data.batch
     return HeldOut(obs=b.obs, action=b.action, log_prob=b.old_log_prob, targets=targets, filters=data.filters)
 

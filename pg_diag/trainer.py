@@ -112,7 +112,7 @@ def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration."""
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
-    exact = has_exact_values(static)
+    exact = envs.exact_answers(static.task, static.policy_hidden)  # closed forms where the task has them
 
     def init(key, knobs) -> AgentState:
         k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
@@ -138,7 +138,7 @@ def make_train(static: Static) -> Trainer:
         held = _maybe_heldout(heldout_now, lambda: stages.heldout_batch(
             env, state.policy, state.value, state.filters, knobs, k_held, n_envs, n_steps, state.diverged, exact))
         data = stages.collect_batch(env, state.policy, state.value, carry, filters, knobs, k_roll, n_steps,
-                                    freeze_actions=state.diverged, keep_raw_obs=exact)
+                                    freeze_actions=state.diverged, keep_raw_obs=exact is not None)
         return data, held, (key, k_val, k_pol)
 
     def learn(state: AgentState, data: stages.Collected, held, keys, knobs, heldout_now):
@@ -153,7 +153,7 @@ def make_train(static: Static) -> Trainer:
         b = data.batch
         train_tr = stages.trust_region(state.policy, policy.params, b.obs, b.action, b.old_log_prob, knobs)
         train_v = stages.value_errors(value.params, stages.value_targets(
-            data, knobs, stages.lqr_value(state.policy, data.filters, knobs) if exact else None), knobs)
+            data, knobs, stages.exact_value(exact, state.policy, data.filters, knobs) if exact else None), knobs)
         held_tr = held_v = None
         if held is not None:
             held_tr = stages.trust_region(state.policy, policy.params, held.obs, held.action, held.log_prob, knobs)
@@ -212,11 +212,6 @@ def make_train(static: Static) -> Trainer:
 
     return Trainer(static=static, env=env, init=init, iteration=iteration, collect=collect, learn=learn, run=run,
                    run_agents=run_agents, train=train)
-
-
-def has_exact_values(static: Static) -> bool:
-    """The linear-quadratic task with a linear policy: V^π is closed-form (:mod:`pg_diag.envs.lqr`)."""
-    return static.task == "lqr" and tuple(static.policy_hidden) == ()
 
 
 def heldout_due(static: Static, iteration) -> jax.Array:

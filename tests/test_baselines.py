@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import load_checkpoint, load_run, make_train, networks, stages
+from pg_diag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pg_diag.diagnostics import DiagnosticError
 from pg_diag.diagnostics import baselines as bl
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
@@ -254,7 +254,7 @@ def test_the_value_fit_starts_from_the_agents_network_by_default():
 
 
 def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
-    """On the linear-quadratic task V^π is exact (pg_diag.stages.lqr_value). V* fit fresh on 2^16 pairs of the
+    """On the linear-quadratic task V^π is exact (pg_diag.stages.exact_value). V* fit fresh on 2^16 pairs of the
     agent's policy, 20 held-out batches (independent streams of 4 × 256 steps):
 
     * the complete Monte-Carlo returns are unbiased for V^π: the per-batch mean of R − V^π(s) is 0 within
@@ -279,7 +279,7 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
     @jax.jit
     def measure(state, key):
         a = state.replace(filters=frozen_filters(env, r.own, state, knobs, key))
-        data = bl.fit_data(env, r, a, knobs, jax.random.fold_in(key, 1), stages.lqr_value(a.policy, a.filters, knobs))
+        data = bl.fit_data(env, r, a, knobs, jax.random.fold_in(key, 1), stages.exact_value(envs.EXACT["lqr"], a.policy, a.filters, knobs))
         params, rep = bl.fit_value(static, settings, r, data, a, knobs, jax.random.fold_in(key, 2))
         fresh = networks.init_value(jax.random.fold_in(key, 3), env.obs_size, static.value_hidden, knobs)
         held = dataclasses.replace(settings, fit_lr=1e-12, fit_epochs=1, fit_rounds=2)

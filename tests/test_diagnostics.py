@@ -450,7 +450,7 @@ def test_streams_start_independently_in_the_runs_own_state_distribution(agent):
     (dict(sizes=(1, 100)), "every N must be ≥ 2"),
     (dict(sizes=(100, 2 ** 25)), "beyond the largest allowed"),
     (dict(true_pairs=10), "true_pairs must be 0"),
-    (dict(advantages="exact"), "needs the linear-quadratic task"),
+    (dict(advantages="exact"), "needs the task.s exact answers"),
     (dict(start="sideways"), "start must be one of"),
     (dict(iterations=[7]), r"no checkpoint after iteration\(s\) \[7\].*saved iterations: \[0, 2\]"),
     (dict(agents=[5]), "agents must be indices in 0 … 1"),

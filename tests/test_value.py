@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import make_train, networks, preset, seed_key, stages
+from pg_diag import envs, make_train, networks, preset, seed_key, stages
 from pg_diag.config import Knobs
 from pg_diag.envs import make
 from pg_diag.normalize import RunningStat, push, reward_affine, scale_reward
@@ -84,7 +84,7 @@ def test_reward_affine_is_the_scaler_frozen(uses_rewards):
 @pytest.mark.parametrize("uses_rewards", [False, True])
 def test_exact_value_in_learner_units_agrees_with_monte_carlo(uses_rewards):
     """From a fixed state, the mean discounted return (γ = 0.99) of the scaled rewards a frozen
-    filter produces, over 20,000 episodes, against stages.lqr_value. Episodes are cut after 600
+    filter produces, over 20,000 episodes, against stages.exact_value. Episodes are cut after 600
     steps: the part left out is below (γp)^600 ≈ 1e-8 of the value."""
     knobs = Knobs(gamma=0.99, obs_normalization=True, obs_clipping=False, reward_scaling=True,
                   reward_scaling_uses_rewards=uses_rewards, reward_clipping=False).as_arrays()
@@ -105,7 +105,7 @@ def test_exact_value_in_learner_units_agrees_with_monte_carlo(uses_rewards):
     run = jax.jit(lambda: collect(env, policy, carry, filters, jax.random.PRNGKey(4), knobs, 600, frozen=True)[2])
     tr = run()
     first = np.asarray(discounted_returns(tr.reward, tr.done, 0.99)[0], np.float64)  # the first episode's return
-    exact = float(stages.lqr_value(policy, filters, knobs)(s0))
+    exact = float(stages.exact_value(envs.EXACT["lqr"], policy, filters, knobs)(s0))
     se = first.std(ddof=1) / math.sqrt(n)
     assert abs(first.mean() - exact) < 4.5 * se, (first.mean(), exact, se)
 

@@ -10,7 +10,7 @@ the grid with each baseline, all streams vmapped in one program:
   in the same GAE;
 * ``zero`` — no baseline: the discounted returns in place of the advantages;
 * ``exact`` — on the linear-quadratic task, the exact V^π in the learner's
-  units (:func:`pg_diag.stages.lqr_value`) in the same GAE: the best a
+  units (:func:`pg_diag.stages.exact_value`) in the same GAE: the best a
   baseline can do.
 
 Every baseline is computed on the very same pairs: each of the K streams is
@@ -161,10 +161,11 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
                                                                        first.reset_every_iteration):
             raise DiagnosticError("the runs' batches differ in shape (num_envs, steps_per_env or "
                                   "reset_every_iteration): measure them in separate studies")
-    exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
+    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
     if "exact" in settings.baselines and not exact:
-        raise DiagnosticError(f"the 'exact' baseline needs the linear-quadratic task with a linear policy, not task "
-                              f"{first.task!r}")
+        raise DiagnosticError(f"the 'exact' baseline needs the task's exact answers (declared with the task, "
+                              f"pg_diag.envs.ExactAnswers: the linear-quadratic task's hold for a linear policy), "
+                              f"not task {first.task!r} with hidden sizes {tuple(first.policy_hidden)}")
     baselines = tuple(dict.fromkeys(tuple(settings.baselines) + (("exact",) if exact else ())))
     own = algorithm_sampling(first)
     train = held = 0
@@ -415,7 +416,8 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
         k_fit, k_net, k_streams = jax.random.split(jax.random.fold_in(key, 0x5EED), 3)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_streams, i))(jnp.arange(r.estimates))
         report, fitted = empty_report(), None
-        exact_value = stages.lqr_value(agent.policy, agent.filters, knobs) if r.exact else None
+        exact_value = (stages.exact_value(envs.EXACT[static.task], agent.policy, agent.filters, knobs)
+                       if r.exact else None)
         if "fitted" in r.baselines:
             fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit, exact_value),
                                        agent, knobs, k_net)

@@ -55,7 +55,6 @@ from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorith
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
-from pg_diag.envs import lqr
 
 #: advantage modes that need the closed forms of the linear-quadratic task
 EXACT_ADVANTAGES = ("exact", "gae_exact_value")
@@ -158,10 +157,11 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
                 f"the runs sample differently by default ({mine[:3]} vs {own(s)[:3]} as (start, envs, steps)); "
                 f"set start, envs and steps explicitly to measure them together")
     start, n_envs, steps, batch = mine
-    exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
+    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
     if settings.advantages in EXACT_ADVANTAGES and not exact:
-        raise DiagnosticError(f"advantages={settings.advantages!r} needs the linear-quadratic task (task 'lqr') "
-                              f"with a linear policy (policy_hidden=()), not task {first.task!r} with hidden sizes "
+        raise DiagnosticError(f"advantages={settings.advantages!r} needs the task's exact answers (declared with "
+                              f"the task, pg_diag.envs.ExactAnswers: the linear-quadratic task's hold for a linear "
+                              f"policy, policy_hidden=()), not task {first.task!r} with hidden sizes "
                               f"{tuple(first.policy_hidden)}")
     burn_in = settings.burn_in
     if start == "independent" and not burn_in:
@@ -266,14 +266,12 @@ def subject_program(env, r: Resolved, static=None):
         warmed = needs_warmup(agent.filters)
         agent = agent.replace(filters=frozen_filters(env, r.own, agent, knobs, key))
         exact_value = exact_grad = None
-        if r.exact:
-            spec = lqr.default_spec()
-            gain, offset, var = lqr.affine_policy(agent.policy, agent.filters.obs, knobs)
-            U, u, c = lqr.value_function(spec, gain, offset, var, 1.0)
-            exact_value = lambda s: lqr.quadratic(U, u, c, s)  # noqa: E731
+        if r.exact:  # the task's closed forms: V^π of its own reward (γ = 1) and ∇J
+            answers = envs.EXACT[static.task if static is not None else env.name]
+            exact_value = answers.value(agent.policy, agent.filters.obs, knobs, 1.0)
             if r.sampling.advantages == "gae_exact_value":
-                exact_value = stages.lqr_value(agent.policy, agent.filters, knobs)
-            exact_grad = ravel_pytree(lqr.exact_gradient(spec, agent.policy, agent.filters.obs, knobs))[0]
+                exact_value = stages.exact_value(answers, agent.policy, agent.filters, knobs)
+            exact_grad = ravel_pytree(answers.gradient(agent.policy, agent.filters.obs, knobs))[0]
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(r.estimates + r.truth_streams))
         est, sums = jax.vmap(lambda k: stream(env, r.sampling, r.grid, agent, knobs, k, r.normalize,
                                               exact_value))(keys)

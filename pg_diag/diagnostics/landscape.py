@@ -73,7 +73,6 @@ from pg_diag import algorithms, envs, stages
 from pg_diag.diagnostics.sizes import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
-from pg_diag.envs import lqr
 from pg_diag.objectives import surrogate
 from pg_diag.optim import annealed_learning_rate
 from pg_diag.rollout import collect, reset_envs
@@ -180,7 +179,7 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
         if e not in step_envs:
             step_envs.append(e)
     coords = tuple(float(settings.extent) * i / (settings.points - 1) for i in range(settings.points))
-    exact = first.task == "lqr" and tuple(first.policy_hidden) == ()
+    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
     return Resolved(coords=coords, random_norm=float(settings.random_norm), envs=settings.envs,
                     chunk_steps=settings.chunk_steps, sizes=sizes, max_chunks=max_chunks,
                     step_envs=tuple(step_envs), own=own, exact=exact, length_episodes=settings.length_episodes)
@@ -352,10 +351,10 @@ def subject_program(env, static, r: Resolved):
             out["step_norm"].append(jnp.linalg.norm(delta))
             out["step_kl"].append(surrogate_surface(static, unravel(theta + delta), agent.policy, batch, knobs,
                                                     agent.policy_opt).kl)
-            if r.exact:
-                spec = lqr.default_spec()
-                out["exact"].append(jax.vmap(lambda th: lqr.policy_return(spec, unravel(th), agent.filters.obs,
-                                                                          knobs))(thetas))
+            if r.exact:  # the task's closed-form J
+                answers = envs.EXACT[static.task]
+                out["exact"].append(jax.vmap(lambda th: answers.policy_return(unravel(th), agent.filters.obs,
+                                                                              knobs))(thetas))
             else:
                 out["exact"].append(jnp.full(thetas.shape[0], jnp.nan))
         return {k: jax.tree.map(lambda *x: jnp.stack(x), *v) for k, v in out.items()}

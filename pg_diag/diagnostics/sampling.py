@@ -54,7 +54,7 @@ Advantages (``advantages``):
   item 5, "Zero" baseline), cut at the segment end;
 * ``"gae_exact_value"`` — the linear-quadratic task only: the ``"gae"`` estimator
   with the exact V^π of the learner's (scaled) rewards and γ in place of the
-  value network (:func:`pg_diag.stages.lqr_value`): the perfect baseline;
+  value network (:func:`pg_diag.stages.exact_value`): the perfect baseline;
 * ``"exact"`` — the linear-quadratic task only: GAE (γ = 1, the agent's λ) on
   the raw rewards with the exact V^π of the reported return
   (:func:`pg_diag.envs.lqr.value_function`), an unbiased estimate of A^π(s, a)

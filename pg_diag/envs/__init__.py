@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 
-from pg_diag.envs.base import Env, EnvState, time_limit
+from pg_diag.envs.base import Env, EnvState, ExactAnswers, time_limit
 
 #: The registry, filled by :func:`register_task` (the built-in tasks below; a user's own the same way):
 #: name -> (kind, one-line description); kind "jax" (pure JAX) or "mujoco" (a physics backend)
@@ -36,16 +36,19 @@ EPISODE_LIMITS: dict = {}
 TASK_MODELS: dict = {}
 #: (name, model) -> (observation size, action size) where a model's sizes differ from TASK_SIZES'
 MODEL_SIZES: dict = {}
+#: name -> the task's closed-form answers (:class:`ExactAnswers`), for the tasks that declare them
+EXACT: dict = {}
 #: MuJoCo models (see the module's docstring)
 MODELS = ("brax", "gym")
 _MAKERS: dict = {}
 
 
 def register_task(name: str, make_env, *, obs_size: int, action_size: int, episode_limit: int,
-                  description: str = "", kind: str = "jax") -> None:
+                  description: str = "", kind: str = "jax", exact: ExactAnswers | None = None) -> None:
     """Add a task to the registry. ``make_env(physics, threads, solver) -> Env`` builds it (a pure-JAX
     task ignores the three); its sizes and time limit are declared here so that plans and memory
-    estimates need not build it, and :func:`make` checks the built task against them."""
+    estimates need not build it, and :func:`make` checks the built task against them. ``exact``: the
+    task's closed-form J, ∇J and V^π (:class:`ExactAnswers`), which every diagnostic then uses."""
     if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"a task's name must be letters, digits, '-' or '_', got {name!r}")
     if name in TASKS:
@@ -55,7 +58,11 @@ def register_task(name: str, make_env, *, obs_size: int, action_size: int, episo
     for field, value in (("obs_size", obs_size), ("action_size", action_size), ("episode_limit", episode_limit)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"task {name!r}: {field} must be a positive int, got {value!r}")
+    if exact is not None and not isinstance(exact, ExactAnswers):
+        raise ValueError(f"task {name!r}: exact must be a pg_diag.envs.ExactAnswers, got {type(exact).__name__}")
     TASKS[name] = (kind, description)
+    if exact is not None:
+        EXACT[name] = exact
     TASK_SIZES[name] = (obs_size, action_size)
     EPISODE_LIMITS[name] = episode_limit
     _MAKERS[name] = make_env
@@ -68,7 +75,15 @@ def unregister_task(name: str) -> None:
     for table in (TASKS, TASK_SIZES, EPISODE_LIMITS, _MAKERS):
         del table[name]
     TASK_MODELS.pop(name, None)
+    EXACT.pop(name, None)
     _make.cache_clear()
+
+
+def exact_answers(task: str, policy_hidden=()) -> ExactAnswers | None:
+    """The task's closed-form answers where it declares them and they hold for a policy of these hidden sizes
+    (the linear-quadratic task with a linear policy), else ``None``."""
+    answers = EXACT.get(task)
+    return answers if answers is not None and answers.applies(tuple(policy_hidden)) else None
 
 
 def _pure(module: str, factory: str):
@@ -100,7 +115,10 @@ register_task("point_mass", _pure("pg_diag.envs.classic", "make_point_mass"), ob
               episode_limit=200, description="2-D point mass in pure JAX with termination, 4-d obs, 2-d action, "
                                              "200-step episodes.")
 # the LQR task's limit is a cap its geometric episodes practically never reach
+from pg_diag.envs import lqr as _lqr  # noqa: E402  (its closed forms, declared with the task)
+
 register_task("lqr", _pure("pg_diag.envs.lqr", "make_lqr"), obs_size=2, action_size=1, episode_limit=10_000,
+              exact=_lqr.exact_answers(),
               description="Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
                           "(mean 50 steps); J, ∇J and V^π in closed form.")
 PHYSICS = ("auto", "mjx", "native", "warp")
@@ -214,6 +232,6 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
     return _make(name, backend, threads, solver, model)
 
 
-__all__ = ["Env", "EnvState", "MODELS", "PHYSICS", "SOLVERS", "TASKS", "TASK_MODELS", "TASK_SIZES", "EPISODE_LIMITS",
+__all__ = ["Env", "EnvState", "EXACT", "ExactAnswers", "exact_answers", "MODELS", "PHYSICS", "SOLVERS", "TASKS", "TASK_MODELS", "TASK_SIZES", "EPISODE_LIMITS",
            "check_model", "choose_physics", "episode_limit", "make", "mjx_missing", "register_task",
            "resolve_physics", "sizes", "time_limit", "unregister_task"]

@@ -14,6 +14,7 @@ observation into the observation statistics before resetting (ref §2.2).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import jax
@@ -50,6 +51,29 @@ class Env:
     reset: Callable[[jax.Array], EnvState] = struct.field(pytree_node=False)
     step: Callable[[EnvState, jax.Array], EnvState] = struct.field(pytree_node=False)
     description: str = struct.field(pytree_node=False, default="")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactAnswers:
+    """What a task can say in closed form about a policy network behind a frozen observation normalizer (the
+    linear-quadratic task: :mod:`pg_diag.envs.lqr`), declared when the task is registered
+    (:func:`pg_diag.envs.register_task`). Wherever a run's task has them and they hold for its policy, training
+    reports value errors against the exact V^π, the gradient study measures cosines to the exact ∇J (and can use
+    exact advantages), the baseline study adds V^π as a baseline and the landscapes the exact J.
+
+    * ``applies(policy_hidden) -> bool``: whether they hold for a policy of these hidden sizes;
+    * ``value(policy, obs_stat, knobs, gamma, scale, offset)`` -> (raw state -> V^π(s)) of the reward
+      ``scale·r + offset`` (the learner's scaled reward; ``scale=1, offset=0``: the task's own), discount γ;
+    * ``policy_return(policy, obs_stat, knobs) -> J``: the expected undiscounted return from the start
+      distribution, differentiable in ``policy`` (∇J is its gradient, :meth:`gradient`)."""
+
+    applies: Callable[[tuple], bool]
+    value: Callable
+    policy_return: Callable
+
+    def gradient(self, policy, obs_stat, knobs):
+        """∇_θ J, a pytree like ``policy``."""
+        return jax.grad(lambda p: self.policy_return(p, obs_stat, knobs))(policy)
 
 
 def time_limit(t_next: jax.Array, terminated: jax.Array, max_steps: int) -> jax.Array:

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from pg_diag.envs.base import Env, EnvState, time_limit
+from pg_diag.envs.base import Env, EnvState, ExactAnswers, time_limit
 
 
 @struct.dataclass
@@ -187,3 +187,19 @@ def optimal_controller(spec: LQRSpec, gamma=1.0, iterations: int = 5000):
     K = gain(P)
     m = B.shape[1]
     return K, expected_return(spec, K, jnp.zeros(m, A.dtype), jnp.zeros(m, A.dtype), gamma)
+
+
+def exact_answers(spec: LQRSpec | None = None) -> ExactAnswers:
+    """The task's closed forms for a linear policy (:class:`pg_diag.envs.base.ExactAnswers`): V^π of the scaled
+    reward a·r + b is a·V^π + b/(1 − γp), p the probability an episode continues after a step. ``spec``
+    (default: the task's own, built when first used)."""
+
+    def value(policy, obs_stat, knobs, gamma, scale=1.0, offset=0.0):
+        sp = default_spec() if spec is None else spec
+        U, u, c = value_function(sp, *affine_policy(policy, obs_stat, knobs), gamma)
+        return lambda s: scale * quadratic(U, u, c, s) + offset / (1.0 - gamma * sp.p)
+
+    def j(policy, obs_stat, knobs):
+        return policy_return(default_spec() if spec is None else spec, policy, obs_stat, knobs)
+
+    return ExactAnswers(applies=lambda hidden: tuple(hidden) == (), value=value, policy_return=j)
