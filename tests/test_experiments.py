@@ -17,7 +17,8 @@ import pytest
 from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
-from pg_diag.experiments import algorithms, checkpointed, gradient_figs, study_dir, theorem, trust_region, value_fig
+from pg_diag.experiments import (algorithms, checkpointed, gradient_figs, study_dir, theorem, training, trust_region,
+                                 value_fig)
 from pg_diag.experiments.scales import Scale
 from pg_diag.objectives import normalize_advantages, probability_ratio
 from pg_diag.run import CompileCounter
@@ -27,7 +28,7 @@ TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, p
 
 @pytest.mark.parametrize("task", ["hopper", "walker2d", "humanoid"])
 def test_presets_group_into_two_programs(task):
-    groups = algorithms.programs(task)
+    groups = training.preset_groups(task)
     assert [[a for a, _ in pts] for _, pts in groups] == [["ppo", "ppo-m", "ppo-noclip"], ["trpo", "trpo+"]]
     for base, points in groups:
         for algo, diff in points:
@@ -71,19 +72,20 @@ def _named(runs, *expected):
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("study"))
-    metrics, runs = algorithms.train_study("point_mass", 2, out, **TINY)
+    metrics, runs = training.train_study("point_mass", 2, out, **TINY)
     _named(runs, ("point_mass-ppo", "", [0, 1]), ("point_mass-trpo", "", [0, 1]))
     return out, metrics
 
 
 def test_the_paper_scale_comparison_trains_on_gyms_models_and_the_smoke_scale_on_braxs():
-    """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (docs/benchmarks.md, Table 2 under both MuJoCo models);
+    """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (docs/benchmarks.md, Table 2 under both MuJoCo
+    models);
     smoke: Brax's, the default of every other target. Read from the configs alone, nothing compiled."""
     from pg_diag.experiments import algorithms as comparison
 
     for scale, model in (("paper", "gym"), ("smoke", "brax")):
         for task in comparison.SCALES[scale].tasks:
-            groups = comparison.programs(task, **comparison.SCALES[scale].overrides)
+            groups = training.preset_groups(task, **comparison.SCALES[scale].overrides)
             assert {base.static.model for base, _ in groups} == {model}, (scale, task)
 
 
@@ -93,7 +95,7 @@ def test_study_trains_every_preset_and_reuses_itself(study):
     assert metrics.groupby("algorithm").agent.nunique().eq(2).all()
     assert len(os.listdir(out)) == 2
     with CompileCounter() as counter:
-        again, _ = algorithms.train_study("point_mass", 2, out, **TINY)
+        again, _ = training.train_study("point_mass", 2, out, **TINY)
     assert counter.count == 0  # read back from disk
     pd.testing.assert_frame_equal(again.reset_index(drop=True), metrics.reset_index(drop=True))
     # the TRPO line search keeps the mean KL of every accepted step within δ
@@ -110,7 +112,7 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
         os.symlink(os.path.join(out, d), os.path.join(runs, d))
     # three seeds where seeds 0 and 1 are saved: seed 2 alone is trained, into a run of its own per family
     with CompileCounter() as counter:
-        more, added = algorithms.train_study("point_mass", 3, runs, **TINY)
+        more, added = training.train_study("point_mass", 3, runs, **TINY)
     _named(added, ("point_mass-ppo", "", [0, 1]), ("point_mass-ppo", "-seeds-2", [2]),
            ("point_mass-trpo", "", [0, 1]), ("point_mass-trpo", "-seeds-2", [2]))
     assert [added[1][0], added[3][0]] == [added[0][0] + "-seeds-2", added[2][0] + "-seeds-2"]
@@ -119,7 +121,7 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
         assert json.load(open(os.path.join(runs, d, "manifest.json")))["seeds"] == [2]
     # the added run is seed 2 as a study of that seed alone trains it: the same compiled programs, so bitwise
     # (that a seed trains alike alone and among others is test_sweep's); seed 1's numbers differ from it
-    alone, _ = algorithms.train_study("point_mass", [2], str(tmp_path / "alone"), **TINY)
+    alone, _ = training.train_study("point_mass", [2], str(tmp_path / "alone"), **TINY)
     key = ["algorithm", "seed", "iteration"]
 
     def rows(m, seed):
@@ -128,7 +130,7 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
     assert not np.allclose(rows(more, 2).mean_return, rows(more, 1).mean_return)
     # one seed: taken from the saved runs of two, nothing trained
     with CompileCounter() as counter:
-        fewer, taken = algorithms.train_study("point_mass", 1, runs, **TINY)
+        fewer, taken = training.train_study("point_mass", 1, runs, **TINY)
     assert counter.count == 0 and taken == [(added[0][0], [0]), (added[2][0], [0])]
     assert set(fewer.seed) == {0}
     # a study over the pooled runs numbers each task's agents through its runs: 3 per algorithm, none shared
@@ -159,7 +161,7 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
     runs = str(tmp_path / "runs")
     shutil.copytree(out, runs)
     saved, before = sorted(os.listdir(runs)), _digests(runs)
-    _, other = algorithms.train_study("point_mass", 2, runs, lr_policy=1e-4, **TINY)
+    _, other = training.train_study("point_mass", 2, runs, lr_policy=1e-4, **TINY)
     assert len(other) == 2 and {d for d, _ in other}.isdisjoint(saved) and len(os.listdir(runs)) == 4
     assert {k: v for k, v in _digests(runs).items() if k.split(os.sep)[0] in saved} == before
     # the other configuration's PPO run where this configuration's goes: refused before anything trains
@@ -168,7 +170,7 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
     shutil.copytree(os.path.join(runs, other[0][0]), blocked / ppo)
     held = _digests(blocked)
     with pytest.raises(ConfigError, match=rf"cannot train into '.*{ppo}': it holds a run of another configuration"):
-        algorithms.train_study("point_mass", 2, str(blocked), **TINY)
+        training.train_study("point_mass", 2, str(blocked), **TINY)
     assert _digests(blocked) == held and os.listdir(blocked) == [ppo]
     # the study's TRPO run marked interrupted: continued in place, to the same numbers
     trpo = next(d for d in saved if d.startswith("point_mass-trpo-"))
@@ -176,7 +178,7 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
     shutil.copytree(os.path.join(runs, trpo), stopped / trpo)
     manifest = json.load(open(stopped / trpo / "manifest.json"))
     json.dump({**manifest, "status": "interrupted"}, open(stopped / trpo / "manifest.json", "w"))
-    again, taken = algorithms.train_study("point_mass", 2, str(stopped), algorithms=("trpo", "trpo+"), **TINY)
+    again, taken = training.train_study("point_mass", 2, str(stopped), algorithms=("trpo", "trpo+"), **TINY)
     assert taken == [(trpo, [0, 1])] and os.listdir(stopped) == [trpo]
     assert json.load(open(stopped / trpo / "manifest.json"))["status"] == "complete"
     mine = metrics[metrics.algorithm.isin(["trpo", "trpo+"])].reset_index(drop=True)[list(again.columns)]

@@ -130,7 +130,7 @@ def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | 
     Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
     ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
     """
-    from pg_diag.experiments.algorithms import train_once
+    from pg_diag.experiments.training import train_once
 
     sc = pick(SCALES, scale)
     tasks = tuple(tasks or sc.tasks_of())

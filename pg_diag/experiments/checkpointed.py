@@ -2,7 +2,7 @@
 
 :func:`train_runs` trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
 — in the directory that holds it, so every study written there shares it — each run named by its
-configuration (:func:`pg_diag.experiments.algorithms.train_study`). Targets of one scale whose training agrees
+configuration (:func:`pg_diag.experiments.training.train_study`). Targets of one scale whose training agrees
 (the mid scale's :data:`pg_diag.experiments.scales.MID_TRAINING`) therefore train each (preset, seed) once and
 read the same runs; a run of another configuration gets a directory of its own, never one already there. A
 study records its runs relative to its own directory (``../runs/...``), so a results tree moves as one.
@@ -21,7 +21,7 @@ import os
 from pg_diag.config import ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments import study_dir, targets
-from pg_diag.experiments.algorithms import train_study
+from pg_diag.experiments.training import train_study
 from pg_diag.experiments.scales import pick
 
 #: the shared runs' directory, beside the studies' output directories

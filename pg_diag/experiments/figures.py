@@ -75,3 +75,23 @@ def write_csv(df, path: str, **kwargs) -> str:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         df.to_csv(path, **kwargs)
     return path
+
+
+# --- the algorithms' names and colours in every figure ---------------------------------------------------
+
+class _Named(dict):
+    """A lookup with a default for names it does not list (a user's algorithm or preset)."""
+
+    def __init__(self, known: dict, default):
+        super().__init__(known)
+        self.default = default
+
+    def __missing__(self, key):
+        return self.default(key)
+
+
+LABELS = _Named({"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+",
+                 "ppo-kl": "PPO-KL", "npg": "NPG", "vpg": "VPG"}, lambda name: str(name).upper())
+COLORS = _Named({"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
+                 "trpo+": "tab:red", "ppo-kl": "tab:cyan", "npg": "tab:olive", "vpg": "tab:brown"},
+                lambda name: "tab:gray")

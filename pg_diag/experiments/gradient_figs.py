@@ -32,7 +32,7 @@ from pg_diag.config import CPU_SCALE, ConfigError
 from pg_diag.diagnostics import gradient_study, load_gradient_study, load_step_study, step_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import checkpointed, figures, study_dir, targets
-from pg_diag.experiments.algorithms import COLORS, LABELS
+from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale
 
 ALGORITHMS = ("ppo", "trpo")

@@ -61,10 +61,10 @@ def training_program(task, names: str, static, agents: int, have, spec: tuple | 
 
 def _training(task, algos, seeds, over, have) -> list:
     """One training sweep per static configuration (PPO and PPO-M share one: their toggles are knobs)."""
-    from pg_diag.experiments.algorithms import programs
+    from pg_diag.experiments.training import preset_groups
 
     out = []
-    for base, points in programs(task, algos, **over):
+    for base, points in preset_groups(task, algos, **over):
         names = [a for a, _ in points]
         out.append(training_program(task, "+".join(names), base.static, seeds * len(names), have,
                                     spec=(base, [p for _, p in points], seeds)))
@@ -73,7 +73,7 @@ def _training(task, algos, seeds, over, have) -> list:
 
 def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) -> list:
     """The sweeps of a target that only trains, as its ``run`` would start them."""
-    from pg_diag.experiments import ablation, algorithms, trust_region, value_fig
+    from pg_diag.experiments import ablation, algorithms, training, trust_region, value_fig
 
     if target == "solver-compare":  # fig-ablation and table-2 under each solver setting
         from pg_diag.experiments.solver_compare import SOLVERS
@@ -108,7 +108,7 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
     if chosen and target not in ("fig-trust-region", "fig-value"):
         raise ConfigError(f"{target} trains its own presets; --algorithm applies to fig-trust-region and fig-value")
     sc = pick(module.SCALES, scale)
-    algos = algorithms.presets_of(chosen, sc.algorithms or algos)   # a scale may train more (runs shared)
+    algos = training.presets_of(chosen, sc.algorithms or algos)   # a scale may train more (runs shared)
     over = {**sc.overrides, **overrides}
     return [p for t in tuple(tasks or sc.tasks_of()) for p in _training(t, algos, seeds or sc.seeds, over, have)]
 

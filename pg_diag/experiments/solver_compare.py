@@ -93,10 +93,10 @@ def compare(effects: dict, scores: dict):
     for task in dict.fromkeys(k[0] for k in scores[a]):
         for algo in TABLE_2:
             x, y = scores[a].get((task, algo), (np.nan,) * 3), scores[b].get((task, algo), (np.nan,) * 3)
-            rows.append({"study": "table-2", "task": task, "quantity": algorithms.LABELS[algo], a: _fmt(*x),
+            rows.append({"study": "table-2", "task": task, "quantity": figures.LABELS[algo], a: _fmt(*x),
                          b: _fmt(*y), "agree": "", "CIs overlap": _overlap(x, y)})
         means = {s: {algo: scores[s].get((task, algo), (np.nan,))[0] for algo in TABLE_2} for s in SOLVERS}
-        rank = {s: " > ".join(algorithms.LABELS[k] for k in sorted(means[s], key=lambda k: -means[s][k]))
+        rank = {s: " > ".join(figures.LABELS[k] for k in sorted(means[s], key=lambda k: -means[s][k]))
                 for s in SOLVERS}
         rows.append({"study": "table-2", "task": task, "quantity": "ranking", a: rank[a], b: rank[b],
                      "agree": rank[a] == rank[b], "CIs overlap": ""})

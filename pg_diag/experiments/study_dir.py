@@ -132,7 +132,7 @@ def tidy(metrics, task: str):
 def runs_entry(runs: dict) -> dict:
     """A study record's ``runs`` (task -> run directories relative to the study) and ``run_seeds``
     (directory -> the seeds the study takes from it) from ``{task: [(name, seeds)]}`` under ``runs/``
-    (what :func:`pg_diag.experiments.algorithms.train_study` returns)."""
+    (what :func:`pg_diag.experiments.training.train_study` returns)."""
     return {"runs": {t: [f"runs/{d}" for d, _ in r] for t, r in runs.items()},
             "run_seeds": {f"runs/{d}": [int(s) for s in seeds] for r in runs.values() for d, seeds in r}}
 

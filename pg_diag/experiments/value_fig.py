@@ -38,7 +38,8 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE
 from pg_diag.experiments import checkpointed, figures, study_dir
-from pg_diag.experiments.algorithms import COLORS, LABELS, presets_of
+from pg_diag.experiments.figures import COLORS, LABELS
+from pg_diag.experiments.training import presets_of
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.stats import t_interval
 
