@@ -71,7 +71,8 @@ KNOWN_ISAS    := default SSE4_2 AVX AVX2 AVX512F AVX512_VNNI AVX512_BF16 AMX
 NUMERIC_TESTS ?= tests/test_objectives.py tests/test_networks.py tests/test_normalize.py tests/test_stages.py \
                  tests/test_trpo.py tests/test_value.py tests/test_stats.py tests/test_lqr.py tests/test_sweep.py \
                  tests/test_experiments.py tests/test_landscape.py tests/test_diagnostics.py tests/test_devices.py \
-                 tests/test_distributed.py tests/test_algorithms.py tests/test_gym_models.py
+                 tests/test_distributed.py tests/test_algorithms.py tests/test_gym_models.py tests/test_native_ffi.py \
+                 tests/test_split.py tests/test_exact_answers.py
 test-isa: setup
 	@for isa in $(ISAS); do case " $(KNOWN_ISAS) " in *" $$isa "*) ;; *) \
 	  echo "test-isa: unknown instruction set '$$isa' in ISAS; choose from: $(KNOWN_ISAS)" >&2; exit 2;; esac; done
