@@ -216,7 +216,7 @@ int64_t Rows(ffi::AnyBuffer::Dimensions dims, int64_t width, bool* ok) {
   return rows;
 }
 
-ffi::Error Check(const Stepper* s, int64_t batch, const char* name, ffi::Buffer<ffi::F32>& b, int width) {
+ffi::Error Check(int64_t batch, const char* name, ffi::Buffer<ffi::F32>& b, int width) {
   bool ok;
   const int64_t rows = Rows(b.dimensions(), width, &ok);
   if (!ok || rows != batch)
@@ -232,11 +232,11 @@ ffi::Error StepImpl(int64_t handle, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi:
   const mjModel* m = s->model;
   bool ok;
   const int64_t batch = Rows(qpos.dimensions(), m->nq, &ok);
-  for (auto error : {Check(s, batch, "qpos", qpos, m->nq), Check(s, batch, "qvel", qvel, m->nv),
-                     Check(s, batch, "ctrl", ctrl, m->nu)})
+  for (auto error : {Check(batch, "qpos", qpos, m->nq), Check(batch, "qvel", qvel, m->nv),
+                     Check(batch, "ctrl", ctrl, m->nu)})
     if (error.failure()) return error;
   if (warm) {
-    ffi::Error error = Check(s, batch, "qacc_warmstart", *warm, m->nv);
+    ffi::Error error = Check(batch, "qacc_warmstart", *warm, m->nv);
     if (error.failure()) return error;
   }
   ffi::Buffer<ffi::F32>& result = *out;

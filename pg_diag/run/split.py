@@ -24,7 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import SingleDeviceSharding
 
+from pg_diag.config import ConfigError
 from pg_diag.run.programs import _abstract_inputs, _over_agents, _trainer
+from pg_diag.trainer import AgentState
 
 PLACEMENTS = ("auto", "device", "split")
 
@@ -53,8 +55,6 @@ def resolve(static) -> tuple[str, str]:
 
 def check(static, n_processes: int | None = None) -> None:
     """Refuse a split that cannot run here (before compiling)."""
-    from pg_diag.config import ConfigError
-
     if static.placement == "split" and (n_processes or jax.process_count()) > 1:
         raise ConfigError("placement='split' runs on one process; with jax.distributed use placement='device' "
                           "or 'auto'")
@@ -83,7 +83,8 @@ def programs(static, n_agents: int, batching: str = "vmap"):
 
     def collect(host_part, nets, knobs, due):
         state = states_from(host_part, nets)
-        data, held, (key, k_val, k_pol) = _over_agents_with_due(trainer.collect, batching)(state, knobs, due)
+        data, held, (key, k_val, k_pol) = _over_agents(lambda s, k: trainer.collect(s, k, due), batching)(state,
+                                                                                                          knobs)
         return {"envs": data.carry, "filters": data.filters, "key": key}, (data.replace(carry=None), held, k_val,
                                                                               k_pol)
 
@@ -91,11 +92,9 @@ def programs(static, n_agents: int, batching: str = "vmap"):
         data, held, k_val, k_pol = payload
 
         def one(part, d, h, kv, kp, kn):
-            state = states.__class__(**part, envs=None, filters=None, key=None)
+            state = AgentState(**part, envs=None, filters=None, key=None)
             return trainer.learn(state, d, h, (None, kv, kp), kn, due)
-        if batching == "vmap":
-            return jax.vmap(one)(learner_part, data, held, k_val, k_pol, knobs)
-        return jax.lax.map(lambda a: one(*a), (learner_part, data, held, k_val, k_pol, knobs))
+        return _over_agents(one, batching)(learner_part, data, held, k_val, k_pol, knobs)
 
     host_part = {f: getattr(states, f) for f in _HOST_FIELDS}
     learner_part = {f: getattr(states, f) for f in _LEARNER_FIELDS}
@@ -112,25 +111,15 @@ def programs(static, n_agents: int, batching: str = "vmap"):
 def states_from(host_part: dict, nets: dict):
     """An agent-stacked state for ``collect``: the host's fields and the networks (the optimizer states are
     not read there)."""
-    from pg_diag.trainer import AgentState
-
     return AgentState(policy=nets["policy"], value=nets["value"], policy_opt=None, value_opt=None,
                       filters=host_part["filters"], envs=host_part["envs"], iteration=None, key=host_part["key"],
                       diverged=nets["diverged"])
-
-
-def _over_agents_with_due(fn, batching):
-    if batching == "vmap":
-        return jax.vmap(fn, in_axes=(0, 0, None))
-    return lambda s, k, due: jax.lax.map(lambda a: fn(a[0], a[1], due), (s, k))
 
 
 def chunk(static, n_agents: int, length: int, batching: str = "vmap"):
     """A chunk of up to ``length`` iterations with the halves on two devices, called like
     :func:`pg_diag.run.programs.chunk_program`'s program: ``(states, knobs, count) -> (states, metrics
     [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
-    from pg_diag.trainer import AgentState
-
     collect, learn = programs(static, n_agents, batching)
     host, learner = devices()
 
