@@ -93,14 +93,14 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
     """Every training program of the targets at the scale, timed over one iteration (those ``earlier``, a
     previous report's rows, measured already are kept), appended to ``rows`` with ``save`` called after each."""
     from pg_diag import sweep
-    from pg_diag.experiments import plan
+    from pg_diag.experiments import costs, targets as table
 
-    targets = sc["targets"] or plan.DIAGNOSTIC_TARGETS + plan.TRAINING_TARGETS
-    step_ms = plan.measured_step_ms()
+    targets = sc["targets"] or tuple(table.TARGETS)
+    step_ms = costs.measured_step_ms()
     programs, owners = {}, {}
     for target in targets:
         over = dict(sc["shape"]) if sc["plan_tasks"] else {}
-        for p in plan.plan(target, sc["plan_scale"], tasks=sc["plan_tasks"], memory=1 << 62, **over):
+        for p in table.get(target).dry_run(sc["plan_scale"], tasks=sc["plan_tasks"], memory=1 << 62, **over):
             if p.spec is not None and p.task in sc.get("only_tasks", (p.task,)):
                 programs.setdefault(p, p)
                 owners.setdefault(p, []).append(target)
@@ -110,7 +110,7 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
         base, grid, seeds = p.spec
         row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.algorithms, "agents": p.units,
                "iterations": base.static.num_iterations, "note": p.note,
-               "planned_s": plan.duration([p], step_ms)}
+               "planned_s": costs.duration([p], step_ms)}
         kept = done.get((row["targets"], row["task"], row["algorithms"], row["agents"], row["note"]))
         if kept:
             rows.append(kept)
@@ -272,7 +272,7 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
 def filtered(sc: dict, tasks=None, targets=None) -> dict:
     """The scale ``sc`` restricted to ``tasks`` (every section) and ``targets`` (the programs section)."""
     from pg_diag.envs import TASKS
-    from pg_diag.experiments import plan
+    from pg_diag.experiments import targets as table
 
     sc = dict(sc)
     if tasks:
@@ -284,7 +284,7 @@ def filtered(sc: dict, tasks=None, targets=None) -> dict:
         if sc["throughput_task"] not in tasks:
             sc["agents"] = ()      # the throughput section measures one task
     if targets:
-        known = plan.DIAGNOSTIC_TARGETS + plan.TRAINING_TARGETS
+        known = tuple(table.TARGETS)
         bad = [t for t in targets if t not in known]
         if bad:
             raise SystemExit(f"accelerator-report: unknown target(s) {bad}; targets: {', '.join(known)}")

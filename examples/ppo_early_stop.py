@@ -51,7 +51,7 @@ EARLY_STOP = pg_diag.Algorithm(
 
 
 def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):
-    from pg_diag.experiments import gradient_figs, landscape_figs
+    from pg_diag.experiments import targets
 
     if EARLY_STOP.name not in algorithms.names():
         pg_diag.register_algorithm(EARLY_STOP)
@@ -59,10 +59,10 @@ def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):
                                                   "num_iterations": 6, "checkpoint_at": (0, 5), **overrides})
     run = pg_diag.sweep(cfg, seeds=seeds, out=f"{out}/runs/lqr-{EARLY_STOP.name}")
     print(run.metrics.groupby("iteration")[["mean_return", "mean_kl"]].mean())
-    steps = gradient_figs.run("fig-step-variance", "smoke", out=f"{out}/steps", runs=[run.path],
-                              diag=dict(batches=4), progress=False)
-    land = landscape_figs.run("fig-landscape-surrogate", "smoke", out=f"{out}/landscape", runs=[run.path],
-                              diag=dict(points=3, sizes=(1024,), envs=4), progress=False)
+    steps = targets.get("fig-step-variance").train("smoke", out=f"{out}/steps", runs=[run.path],
+                                                   diag=dict(batches=4), progress=False)
+    land = targets.get("fig-landscape-surrogate").train("smoke", out=f"{out}/landscape", runs=[run.path],
+                                                        diag=dict(points=3, sizes=(1024,), envs=4), progress=False)
     print("drawn:", steps["figure"], land["figure"])
     return run, steps, land
 

@@ -9,9 +9,10 @@ import pytest
 
 from pg_diag import ConfigError
 from pg_diag.cli import main
-from pg_diag.experiments import ablation, trust_region
+from pg_diag.experiments import targets
+from pg_diag.experiments.studies import ablation
 from pg_diag.run import CompileCounter
-from pg_diag.experiments.ablation import TOGGLES
+from pg_diag.experiments.studies.ablation import TOGGLES
 
 
 def synthetic_metrics():
@@ -49,7 +50,7 @@ def test_scores_are_max_over_iterations_and_best_lr_by_seed_average():
 
 
 def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
-    out = ablation.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1, num_envs=2, steps_per_env=32,
+    out = targets.get("fig-ablation").train("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1, num_envs=2, steps_per_env=32,
                        num_iterations=2, num_minibatches=4, ppo_epochs=2, value_epochs=2)
     assert os.path.getsize(out["figure"]) > 10_000
     result = out["runs"]["point_mass"]
@@ -61,7 +62,7 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
     assert np.isfinite(best.mean_score).all()
     # the figure and tables are a function of the saved study: redrawn without compiling, the same tables
     with CompileCounter() as counter:
-        again = ablation.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+        again = targets.get("fig-ablation").redraw(str(tmp_path), out=str(tmp_path / "redraw"))
         assert main(["fig-ablation", "--from", str(tmp_path)]) == 0
     assert counter.count == 0
     pd.testing.assert_frame_equal(again["tables"]["point_mass"][0], best)
@@ -71,7 +72,7 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
     assert os.path.getsize(tmp_path / "redraw" / "fig-ablation.png") > 10_000
     # the ablation's directory is refused by the other targets, before anything is compiled
     with pytest.raises(ConfigError, match="'fig-ablation' study"):
-        trust_region.draw(str(tmp_path))
+        targets.get("fig-trust-region").redraw(str(tmp_path))
 
 
 def test_paper_scale_matches_the_original_grid():

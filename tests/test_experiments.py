@@ -17,8 +17,8 @@ import pytest
 from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
-from pg_diag.experiments import (algorithms, checkpointed, gradient_figs, study_dir, theorem, training, trust_region,
-                                 value_fig)
+from pg_diag.experiments import checkpointed, study_dir, targets, training
+from pg_diag.experiments.studies import gradients, presets, theorem, trust_region, value
 from pg_diag.experiments.scales import Scale
 from pg_diag.objectives import normalize_advantages, probability_ratio
 from pg_diag.run import CompileCounter
@@ -43,9 +43,9 @@ def test_final_and_max_scores_by_hand():
     rows = [{"task": "t", "algorithm": "ppo", "agent": a, "iteration": i, "mean_return": float(10 * a + i)}
             for a in range(2) for i in range(8)]
     m = pd.DataFrame(rows)
-    final = algorithms.agent_scores(m, "final").set_index("agent").score
+    final = presets.agent_scores(m, "final").set_index("agent").score
     assert final[0] == np.mean([3, 4, 5, 6, 7]) and final[1] == 10 + np.mean([3, 4, 5, 6, 7])
-    best = algorithms.agent_scores(m, "max").set_index("agent").score
+    best = presets.agent_scores(m, "max").set_index("agent").score
     assert best[0] == 7 and best[1] == 17
 
 
@@ -53,7 +53,7 @@ def test_table_2_lays_out_means_cis_aai_acli():
     summary = pd.DataFrame([{"task": "hopper", "algorithm": a, "agents": 5, "mean": m, "ci_low": m - 10,
                              "ci_high": m + 10}
                             for a, m in [("ppo", 2500), ("ppo-m", 2100), ("trpo", 2000), ("trpo+", 2450)]])
-    df = algorithms.table(summary, ("ppo", "ppo-m", "trpo", "trpo+"), with_aai=True).set_index("algorithm")
+    df = presets.table(summary, ("ppo", "ppo-m", "trpo", "trpo+"), with_aai=True).set_index("algorithm")
     assert df.loc["PPO", "hopper"] == "2500 [2490, 2510]"
     assert df.loc["PPO", "hopper (published)"] == "2513 [2391, 2632]"
     assert df.loc["AAI", "hopper"] == "100"      # max(|2500−2450|, |2100−2000|)
@@ -81,8 +81,7 @@ def test_the_paper_scale_comparison_trains_on_gyms_models_and_the_smoke_scale_on
     """table-2/table-3/fig-rewards at the paper scale: Gym-v2's models (docs/benchmarks.md, Table 2 under both MuJoCo
     models);
     smoke: Brax's, the default of every other target. Read from the configs alone, nothing compiled."""
-    from pg_diag.experiments import algorithms as comparison
-
+    comparison = presets
     for scale, model in (("paper", "gym"), ("smoke", "brax")):
         for task in comparison.SCALES[scale].tasks:
             groups = training.preset_groups(task, **comparison.SCALES[scale].overrides)
@@ -91,7 +90,7 @@ def test_the_paper_scale_comparison_trains_on_gyms_models_and_the_smoke_scale_on
 
 def test_study_trains_every_preset_and_reuses_itself(study):
     out, metrics = study
-    assert set(metrics.algorithm) == set(algorithms.ALGORITHM_PRESETS)
+    assert set(metrics.algorithm) == set(presets.ALGORITHM_PRESETS)
     assert metrics.groupby("algorithm").agent.nunique().eq(2).all()
     assert len(os.listdir(out)) == 2
     with CompileCounter() as counter:
@@ -134,7 +133,7 @@ def test_a_study_adds_seeds_to_its_saved_runs_and_takes_fewer_from_them(study, t
     assert counter.count == 0 and taken == [(added[0][0], [0]), (added[2][0], [0])]
     assert set(fewer.seed) == {0}
     # a study over the pooled runs numbers each task's agents through its runs: 3 per algorithm, none shared
-    study_dir.write(str(tmp_path), "algorithms", "smoke", ["point_mass"], algorithms=list(algorithms.ALGORITHM_PRESETS),
+    study_dir.write(str(tmp_path), "algorithms", "smoke", ["point_mass"], algorithms=list(presets.ALGORITHM_PRESETS),
                     **study_dir.runs_entry({"point_mass": added}))
     _, pooled = study_dir.load_runs(str(tmp_path), "algorithms", "table-2")
     per = pooled.groupby(["algorithm", "agent"]).seed.nunique()
@@ -194,7 +193,7 @@ SHARED = Scale(tasks=("point_mass",), seeds=2, algorithms=("ppo", "ppo-m", "trpo
 
 @pytest.fixture
 def shared_scale(monkeypatch):
-    for module in (value_fig, trust_region, gradient_figs):
+    for module in (value, trust_region, gradients):
         monkeypatch.setitem(module.SCALES, "shared", SHARED)
 
 
@@ -216,14 +215,14 @@ def test_targets_of_a_scale_train_each_seed_once_and_share_the_runs(shared_scale
     from pg_diag.run import load_checkpoint
 
     root = tmp_path / "results"
-    value = value_fig.run("shared", out=str(root / "fig-value"), progress=False)
+    value = targets.get("fig-value").train("shared", out=str(root / "fig-value"), progress=False)
     # the scale's presets trained once: the PPO family (PPO and PPO-M, one program) and TRPO, seeds 0 and 1
     assert [(os.path.dirname(d), s) for d, s in trained] == [(str(root / "runs"), [0, 1])] * 2
     shared = sorted(os.listdir(root / "runs"))
     with CompileCounter() as counter:   # the second target reads them: nothing trained, nothing compiled
-        region = trust_region.run("shared", out=str(root / "fig-trust-region"), progress=False)
+        region = targets.get("fig-trust-region").train("shared", out=str(root / "fig-trust-region"), progress=False)
     assert counter.count == 0
-    grad = gradient_figs.run("fig-grad-variance", "shared", out=str(root / "gradients"), progress=False)
+    grad = targets.get("fig-grad-variance").train("shared", out=str(root / "gradients"), progress=False)
     assert len(trained) == 2 and sorted(os.listdir(root / "runs")) == shared
     for study in ("fig-value", "fig-trust-region", "gradients"):   # every record points at the same runs
         record = json.load(open(root / study / "study.json"))
@@ -236,7 +235,7 @@ def test_targets_of_a_scale_train_each_seed_once_and_share_the_runs(shared_scale
     subjects = grad["studies"]["point_mass"].subjects
     assert sorted(zip(subjects.label, subjects.iteration)) == [("ppo", 5)] * 2 + [("trpo", 5)] * 2
     # bitwise the runs a target alone trains with the same seeds
-    alone = trust_region.run("shared", out=str(tmp_path / "alone" / "fig-trust-region"), progress=False)
+    alone = targets.get("fig-trust-region").train("shared", out=str(tmp_path / "alone" / "fig-trust-region"), progress=False)
     assert len(trained) == 4
     pd.testing.assert_frame_equal(alone["metrics"], region["metrics"], check_exact=True)
     for d in shared:
@@ -247,12 +246,12 @@ def test_targets_of_a_scale_train_each_seed_once_and_share_the_runs(shared_scale
     before = _digests(root / "runs")
     with pytest.raises(ConfigError, match=r"holds the 'gradients' measurement that .*gradients reads.*"
                                           r"estimates: 3 saved, 4 asked"):
-        gradient_figs.run("fig-grad-variance", "shared", out=str(root / "gradients-k4"), diag={"estimates": 4},
+        targets.get("fig-grad-variance").train("shared", out=str(root / "gradients-k4"), diag={"estimates": 4},
                           progress=False)
     assert _digests(root / "runs") == before and not (root / "gradients-k4" / "study.json").exists()
     # another configuration beside them: PPO's ε is PPO's alone, so the PPO family trains anew, in a directory
     # of its own, and TRPO's run is the shared one
-    other = trust_region.run("shared", out=str(root / "fig-trust-region-eps"), progress=False, clip_eps=0.3)
+    other = targets.get("fig-trust-region").train("shared", out=str(root / "fig-trust-region-eps"), progress=False, clip_eps=0.3)
     assert len(trained) == 5 and trained[-1][0].startswith(str(root / "runs" / "point_mass-ppo-"))
     assert len(os.listdir(root / "runs")) == 3 and _digests(root / "runs" / shared[0]) == {
         k.split(os.sep, 1)[1]: v for k, v in before.items() if k.startswith(shared[0] + os.sep)}
@@ -265,31 +264,28 @@ def test_the_mid_scale_is_one_training_for_every_closer_look_target():
     seed) trains once: at least the claims' 5 agents per preset, PPO-M among them, the papers' 1 × 2,048 steps
     per iteration; each target measures its own presets at checkpoints the runs keep; the plans show two
     training programs between them all."""
-    import importlib
-
-    from pg_diag.experiments import claims, plan, targets
+    from pg_diag.experiments import claims
 
     names = targets.of_notebook("closer-look") + ("fig-trust-region",)
     configs = set()
     for name in names:
         t = targets.get(name)
         sc = t.scales["mid"]
-        module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
-        presets = checkpointed.trained_presets(sc, module.ALGORITHMS)
-        assert set(getattr(module, "MEASURED", {}).get(name, module.ALGORITHMS)) <= set(presets), name
-        configs.add((sc.tasks_of(name), sc.seeds, presets,
+        trained = checkpointed.trained_presets(sc, t.presets)
+        assert set(t.measured_presets) <= set(trained), name
+        configs.add((sc.tasks_of(name), sc.seeds, trained,
                      json.dumps({task: sc.training(task) for task in sc.tasks_of(name)}, sort_keys=True)))
         for iterations in sc.measured_at.values():
             assert set(iterations) <= set(sc.training("hopper")["checkpoint_at"]), name
-    (tasks, seeds, presets, _), = configs
-    assert tasks == ("hopper",) and seeds >= claims.MIN_AGENTS and presets == ("ppo", "ppo-m", "trpo")
+    (tasks, seeds, trained, _), = configs
+    assert tasks == ("hopper",) and seeds >= claims.MIN_AGENTS and trained == ("ppo", "ppo-m", "trpo")
     over = json.loads(next(iter(configs))[3])["hopper"]
-    for algo in presets:
+    for algo in trained:
         static = preset(algo, "hopper", **over).static
         assert (static.num_envs, static.steps_per_env, static.reset_every_iteration) == (1, 2048, True)
     assert targets.get("fig-theorem").scales["mid"].tasks_of() == ("hopper",)
-    training = {p for name in names for p in plan.plan(name, "mid", memory=1 << 40) if p.stage == "train"}
-    assert sorted((p.algorithms, p.units) for p in training) == [("ppo+ppo-m", 2 * seeds), ("trpo", seeds)]
+    sweeps = {p for name in names for p in targets.get(name).dry_run("mid", memory=1 << 40) if p.stage == "train"}
+    assert sorted((p.algorithms, p.units) for p in sweeps) == [("ppo+ppo-m", 2 * seeds), ("trpo", seeds)]
 
 
 @pytest.fixture(scope="module")
@@ -299,8 +295,8 @@ def algorithms_study(study, tmp_path_factory):
     target = str(tmp_path_factory.mktemp("algorithms"))
     os.symlink(out, os.path.join(target, "runs"))
     kw = dict(out=target, tasks=("point_mass",), seeds=2, **TINY)
-    return (target, algorithms.table_2("smoke", **kw), algorithms.table_3("smoke", **kw),
-            algorithms.fig_rewards("smoke", **kw))
+    return (target, targets.get("table-2").train("smoke", **kw), targets.get("table-3").train("smoke", **kw),
+            targets.get("fig-rewards").train("smoke", **kw))
 
 
 def test_tables_and_reward_figure_from_the_study(algorithms_study):
@@ -318,9 +314,9 @@ def test_tables_and_reward_figure_from_the_study(algorithms_study):
 def test_tables_and_reward_figure_redraw_from_disk_without_compiling(algorithms_study, tmp_path):
     target, t2, t3, _ = algorithms_study
     with CompileCounter() as counter:
-        again2 = algorithms.draw_table("table-2", target)
-        again3 = algorithms.draw_table("table-3", target, out=str(tmp_path))
-        fig = algorithms.draw_rewards(target, out=str(tmp_path))
+        again2 = targets.get("table-2").redraw(target)
+        again3 = targets.get("table-3").redraw(target, out=str(tmp_path))
+        fig = targets.get("fig-rewards").redraw(target, out=str(tmp_path))
     assert counter.count == 0
     pd.testing.assert_frame_equal(again2["table"], t2["table"])
     pd.testing.assert_frame_equal(again3["table"], t3["table"])
@@ -336,8 +332,8 @@ def test_table_cli_from_a_study_with_the_original_reporting_rule(algorithms_stud
     assert "original code's rule" in note and "mean_return_reference" in note
     four = ("ppo", "ppo-m", "trpo", "trpo+")
     _, metrics = study_dir.load_runs(target, "algorithms", "table-2")
-    scores = algorithms.agent_scores(metrics[metrics.algorithm.isin(four)], reporting="original")
-    expected = algorithms.table(algorithms.summarize(scores), four, with_aai=True, scores=scores)
+    scores = presets.agent_scores(metrics[metrics.algorithm.isin(four)], reporting="original")
+    expected = presets.table(presets.summarize(scores), four, with_aai=True, scores=scores)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "table-2.csv", dtype=str), expected.astype(str))
     # --task redraws a subset of the study's tasks: one it lacks is refused, naming the ones it has
     capsys.readouterr()
@@ -356,15 +352,15 @@ def test_reporting_rule_chooses_the_column():
              "mean_return_reference": 10.0 * a + i + (100.0 if (a, i) == (0, 1) else 0.0)}
             for a in range(2) for i in range(3)]
     m = pd.DataFrame(rows)
-    pg = algorithms.agent_scores(m, "max").set_index("agent").score
-    ref = algorithms.agent_scores(m, "max", reporting="original").set_index("agent").score
+    pg = presets.agent_scores(m, "max").set_index("agent").score
+    ref = presets.agent_scores(m, "max", reporting="original").set_index("agent").score
     assert (pg[0], pg[1]) == (2.0, 12.0) and (ref[0], ref[1]) == (101.0, 12.0)
-    final = algorithms.agent_scores(m, "final", reporting="original").set_index("agent").score
+    final = presets.agent_scores(m, "final", reporting="original").set_index("agent").score
     assert final[0] == np.mean([0, 101, 2])
     with pytest.raises(ConfigError, match="reporting"):
-        algorithms.agent_scores(m, reporting="published")
+        presets.agent_scores(m, reporting="published")
     with pytest.raises(ConfigError, match="mean_return_reference"):
-        algorithms.agent_scores(m.drop(columns="mean_return_reference"), reporting="original")
+        presets.agent_scores(m.drop(columns="mean_return_reference"), reporting="original")
 
 
 def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
@@ -381,7 +377,7 @@ def test_heldout_batches_on_schedule_and_training_unaffected(tmp_path):
 
 
 def test_trust_region_target_end_to_end_with_the_runs_own_reference_lines(tmp_path):
-    out = trust_region.run("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=2,
+    out = targets.get("fig-trust-region").train("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=2,
                            **{**TINY, "heldout_every": 3, "clip_eps": 0.3})
     assert os.path.getsize(out["figure"]) > 10_000
     s = out["summary"].set_index("algorithm")
@@ -393,7 +389,7 @@ def test_trust_region_target_end_to_end_with_the_runs_own_reference_lines(tmp_pa
     assert list(s["1 + ε"]) == ["1.3"] * 3
     # redrawn from disk alone: no compile, the same summary
     with CompileCounter() as counter:
-        again = trust_region.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+        again = targets.get("fig-trust-region").redraw(str(tmp_path), out=str(tmp_path / "redraw"))
     assert counter.count == 0
     pd.testing.assert_frame_equal(again["summary"], out["summary"])
     assert again["references"] == out["references"] and os.path.exists(tmp_path / "redraw" / "fig-trust-region.png")
@@ -409,12 +405,12 @@ def test_trust_region_lines_for_every_distinct_value():
 
 
 def test_theorem_target_saves_what_the_figure_needs_and_redraws_it(tmp_path):
-    out = theorem.run("smoke", out=str(tmp_path), steps=6, task="point_mass")
+    out = targets.get("fig-theorem").train("smoke", out=str(tmp_path), steps=6, task="point_mass")
     saved = json.load(open(tmp_path / "study.json"))
     assert saved["study"] == "fig-theorem" and saved["tasks"] == ["point_mass"] and saved["steps"] == 6
     assert saved["ceiling"] == out["ceiling"] and saved["clip_eps"] == preset("ppo", "point_mass").clip_eps
     with CompileCounter() as counter:
-        again = theorem.draw(str(tmp_path), out=str(tmp_path / "redraw"))
+        again = targets.get("fig-theorem").redraw(str(tmp_path), out=str(tmp_path / "redraw"))
         assert main(["fig-theorem", "--from", str(tmp_path), "--out", str(tmp_path / "cli")]) == 0
     assert counter.count == 0
     pd.testing.assert_frame_equal(again["summary"], out["summary"])

@@ -10,7 +10,8 @@ import pytest
 from pg_diag import preset, sweep
 from pg_diag.cli import main
 from pg_diag.config import ConfigError
-from pg_diag.experiments import gradient_figs
+from pg_diag.experiments import targets
+from pg_diag.experiments.studies import gradients
 from pg_diag.run import CompileCounter
 
 DIAG = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)
@@ -29,18 +30,18 @@ def runs(tmp_path_factory):
 
 def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs, tmp_path, monkeypatch):
     out = str(tmp_path / "study")
-    first = gradient_figs.run("fig-grad-variance", out=out, runs=runs, diag=DIAG)
+    first = targets.get("fig-grad-variance").train(out=out, runs=runs, diag=DIAG)
     assert os.path.isfile(first["figure"]) and set(first["summary"].label) == {"ppo", "trpo"}
     assert set(first["summary"].task) == {"point_mass"}      # the runs' own task, not "runs"
     assert set(first["summary"].columns) >= {"n_at_0.5", "n_at_0.9", "at_batch_size"}
     drawn = []  # every figure's lines (label, y) as it is saved
-    save = gradient_figs.figures.save
-    monkeypatch.setattr(gradient_figs.figures, "save", lambda fig, *a, **k: drawn.append(
+    save = gradients.figures.save
+    monkeypatch.setattr(gradients.figures, "save", lambda fig, *a, **k: drawn.append(
         [(line.get_label(), list(line.get_ydata())) for ax in fig.axes for line in ax.get_lines()]) or save(
         fig, *a, **k))
     with CompileCounter() as cc:
-        true = gradient_figs.run("fig-grad-true", out=out, runs=runs, diag=DIAG)  # the saved measurement
-        redrawn = gradient_figs.draw("fig-grad-variance", out)
+        true = targets.get("fig-grad-true").train(out=out, runs=runs, diag=DIAG)  # the saved measurement
+        redrawn = targets.get("fig-grad-variance").redraw(out)
     assert cc.count == 0
     assert redrawn["summary"].equals(first["summary"]) and os.path.isfile(true["figure"])
     # the truth's own convergence: 4,096 pairs = R = 4 streams of the largest N (the batch, 1,024), split 2 + 2
@@ -60,7 +61,7 @@ def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs
     for lab, y in ceilings:
         assert y == pytest.approx(expected[lab], abs=1e-9)
     assert not any("truth's ceiling" in lab for lab, _ in drawn[1])
-    steps = gradient_figs.run("fig-step-variance", out=out, runs=runs, diag=dict(batches=2))
+    steps = targets.get("fig-step-variance").train(out=out, runs=runs, diag=dict(batches=2))
     assert set(steps["summary"].columns) >= {"step_cosine", "pairwise_kl", "step_norm"}
 
 
@@ -73,10 +74,10 @@ def test_cli_measures_a_run_and_refuses_mixed_options(runs, tmp_path, capsys):
     assert main(["fig-grad-variance", "--from", out, "--run", runs[0]]) == 2
     assert "--run and --diag choose what to measure" in capsys.readouterr().err
     assert main(["fig-step-variance", "--from", out]) == 2
-    assert "no 'steps' diagnostic" in capsys.readouterr().err
+    assert "the study there has no 'steps' measurement; run fig-step-variance --out" in capsys.readouterr().err
     assert main(["fig-grad-true", "--run", runs[0], "--diag", "estimates=ten"]) == 2
     assert "--diag estimates takes an integer" in capsys.readouterr().err
     assert main(["fig-grad-true", "--run", runs[0], "--diag", "K=3"]) == 2
     assert "name one of sizes, estimates" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="holds no study"):
-        gradient_figs.draw("fig-grad-true", str(tmp_path))
+        targets.get("fig-grad-true").redraw(str(tmp_path))

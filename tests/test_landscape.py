@@ -143,10 +143,10 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
 def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_random_norm(study, tmp_path):
     """The two targets' summaries carry the pairs each point used, L̂ and ‖Δ‖ / random_norm (worked out here
     from the tables), and both figures draw from the study's tables alone."""
-    from pg_diag.experiments import landscape_figs as lf
+    from pg_diag.experiments.studies import landscape as lf
 
     p = study.planes.iloc[0]
-    c = lf.summary("fig-landscape-concentration", {"lqr": study})
+    c = lf.summary(True, {"lqr": study})
     assert list(c.n) == [10_000, 100_000]
     for _, row in c.iterrows():
         r = study.returns[study.returns.n == row.n]
@@ -154,23 +154,23 @@ def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_r
     np.testing.assert_allclose(c.step_norm_ratio, p.step_norm / p.random_norm, rtol=1e-6)
     np.testing.assert_allclose(c.mean_length, p.mean_length, rtol=1e-6)
     assert (c.mean_length_se > 0).all()
-    s = lf.summary("fig-landscape-surrogate", {"lqr": study})
+    s = lf.summary(False, {"lqr": study})
     assert s.pairs_per_point[0] == pytest.approx(study.returns[study.returns.n == 100_000].pairs.mean())
     assert s.step_norm_ratio[0] == pytest.approx(p.step_norm / 0.05)
-    for target in lf.TARGETS:
-        paths = lf.plot(target, {"lqr": study}, str(tmp_path / f"{target}.png"), target)
-        assert paths == [str(tmp_path / f"{target}.png")] and os.path.isfile(paths[0])
+    for concentration in (True, False):
+        paths = lf.plot(concentration, {"lqr": study}, str(tmp_path / f"{concentration}.png"), "t")
+        assert paths == [str(tmp_path / f"{concentration}.png")] and os.path.isfile(paths[0])
 
 
 def test_a_figure_too_tall_is_one_file_per_task_and_algorithm(study, tmp_path, monkeypatch):
     """More rows of panels than MAX_ROWS: one file per task, and per algorithm (label) where a task alone has more;
     here 1 row allowed and the study's labels each one file."""
-    from pg_diag.experiments import landscape_figs as lf
+    from pg_diag.experiments.studies import landscape as lf
 
     monkeypatch.setattr(lf, "MAX_ROWS", 1)
     labels = sorted(set(lf._subjects(study).label))
     rows = len(lf._subjects(study))
-    paths = lf.plot("fig-landscape-surrogate", {"lqr": study}, str(tmp_path / "s.png"), "t")
+    paths = lf.plot(False, {"lqr": study}, str(tmp_path / "s.png"), "t")
     if rows > 1:
         assert sorted(paths) == sorted(str(tmp_path / f"s-lqr-{lab}.png") for lab in labels)
     assert all(os.path.isfile(p) for p in paths)
@@ -181,7 +181,7 @@ def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tm
     finite values are 1 and 99; −5e34 lies more than their range (98) below, so the scale is [1, 99] and two
     cells (−5e34 and 100) lie beyond it. Without the outlier the full range stands."""
     from pg_diag.experiments import figures
-    from pg_diag.experiments import landscape_figs as lf
+    from pg_diag.experiments.studies import landscape as lf
 
     values = np.append(np.arange(1.0, 101.0), [-5e34, np.nan])
     assert figures.robust_range(values) == (1.0, 99.0, 2)

@@ -122,9 +122,9 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
 
 
 def test_a_step_cost_is_measured_here_when_none_is_recorded():
-    from pg_diag.experiments import plan
+    from pg_diag.experiments import costs
 
-    step_ms = plan.measured_step_ms()
+    step_ms = costs.measured_step_ms()
     ms = step_ms("point_mass", 8)
     assert 0 < ms < 1e3 and step_ms("point_mass", 8) == ms   # timed once, then cached
 

@@ -6,26 +6,30 @@ import pytest
 from pg_diag.cli import main
 from pg_diag.config import ConfigError
 from pg_diag.envs import EPISODE_LIMITS, TASK_SIZES, TASKS, make
-from pg_diag.experiments import plan
+from pg_diag.experiments import costs, dry_run, targets
 from pg_diag.run import CompileCounter
 
 GiB = 2 ** 30
+
+
+def _plan(name, scale="smoke", **kwargs):
+    return targets.get(name).dry_run(scale, **kwargs)
 
 
 @pytest.mark.parametrize("memory", [12 * GiB, 80 * 10 ** 9], ids=["cpu-host", "accelerator"])
 @pytest.mark.parametrize("scale", ["smoke", "mid", "paper"])
 def test_every_plan_fits_and_compiles_nothing(scale, memory):
     with CompileCounter() as counter:
-        for target in plan.DIAGNOSTIC_TARGETS:
-            programs = plan.plan(target, scale, memory=memory)
+        for target in targets.of_kind("diagnostic"):
+            programs = _plan(target, scale, memory=memory)
             stages = {p.stage for p in programs}
             assert "train" in stages and len(stages) == 2, target
             for p in programs:
                 assert p.fits, (target, p)
                 assert p.memory <= memory and p.units > 0 and p.pairs > 0 and p.sequential_steps > 0, (target, p)
-        for target in plan.TRAINING_TARGETS:
+        for target in targets.of_kind("training", "optimize"):
             try:
-                programs = plan.plan(target, scale, memory=memory)
+                programs = _plan(target, scale, memory=memory)
             except ConfigError as e:  # the training targets have no mid scale
                 assert scale == "mid" and "unknown scale 'mid'" in str(e), (target, e)
                 continue
@@ -39,25 +43,25 @@ def test_training_plans_count_what_the_targets_train():
     on Hopper, 20 iterations of 4 environments × 256 steps; table-2 paper trains the five presets on three tasks
     as two sweeps per task (PPO, PPO-M and PPO-NoClip share a static configuration, TRPO and TRPO+ another),
     80 agents per preset, 488 iterations of 1 × 2,048 steps."""
-    (ablation,) = plan.plan("fig-ablation", "smoke", memory=12 * GiB)
+    (ablation,) = _plan("fig-ablation", "smoke", memory=12 * GiB)
     assert (ablation.task, ablation.units, ablation.width) == ("hopper", 128, 128 * 4)
     assert ablation.pairs == 128 * 20 * 4 * 256 and ablation.sequential_steps == 20 * 256
-    table = plan.plan("table-2", "paper", memory=80 * 10 ** 9)
+    table = _plan("table-2", "paper", memory=80 * 10 ** 9)
     assert [(p.task, p.algorithms, p.units) for p in table] == [
         (t, a, n) for t in ("hopper", "walker2d", "humanoid") for a, n in (("ppo+ppo-m+ppo-noclip", 240),
                                                                            ("trpo+trpo+", 160))]
     assert all(p.pairs == p.units * 488 * 2048 and p.sequential_steps == 488 * 2048 for p in table)
-    assert plan.plan("fig-value", "smoke", seeds=3, memory=GiB)[0].units == 3
-    both = plan.plan("solver-compare", "smoke", memory=12 * GiB)   # fig-ablation + table-2 under each solver
+    assert _plan("fig-value", "smoke", seeds=3, memory=GiB)[0].units == 3
+    both = _plan("solver-compare", "smoke", memory=12 * GiB)   # fig-ablation + table-2 under each solver
     assert [p.note for p in both] == ["solver=converged"] * 3 + ["solver=fast"] * 3
-    (theorem,) = plan.plan("fig-theorem", "smoke", memory=GiB)      # Hopper's paper batch, 6 optimizers × 600
+    (theorem,) = _plan("fig-theorem", "smoke", memory=GiB)      # Hopper's paper batch, 6 optimizers × 600
     assert (theorem.pairs, theorem.units, theorem.sequential_steps) == (2048, 6, 2048 + 6 * 600)
 
 
 def test_the_paper_landscape_runs_its_subjects_in_turn_where_memory_is_short():
     """The 1e6-pair step batches of the paper's surrogate landscape (4 checkpoints of one Humanoid agent) fit a
     12 GiB host only with the subjects in turn; the plan says so, and that it then fits."""
-    humanoid = [p for p in plan.plan("fig-landscape-surrogate", "paper", memory=12 * GiB)
+    humanoid = [p for p in _plan("fig-landscape-surrogate", "paper", memory=12 * GiB)
                 if p.stage == "landscape" and p.task == "humanoid"]
     assert humanoid and all(p.fits for p in humanoid)
     assert any("subjects in turn" in p.note for p in humanoid)
@@ -73,12 +77,12 @@ def test_task_sizes_and_limits_are_those_of_the_built_tasks():
 
 
 def test_bad_targets_and_scales_are_named(capsys):
-    with pytest.raises(ConfigError, match="no plan for target 'hopper-1m'"):
-        plan.plan("hopper-1m")
+    with pytest.raises(ConfigError, match="unknown target 'hopper-1m'"):
+        _plan("hopper-1m")
     with pytest.raises(ConfigError, match="fig-ablation only trains"):
-        plan.plan("fig-ablation", diag={"estimates": 4})
+        _plan("fig-ablation", diag={"estimates": 4})
     with pytest.raises(ConfigError, match="unknown scale 'huge'"):
-        plan.plan("fig-grad-variance", "huge")
+        _plan("fig-grad-variance", "huge")
     assert main(["fig-baselines", "--dry-run", "--from", "results/x"]) == 2
     assert "cannot be combined with --from" in capsys.readouterr().err
 
@@ -129,14 +133,14 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
     crossover.record(key, [{"task": "humanoid", "solver": "converged", "batch": b, "native_ms": n, "mjx_ms": m}
                            for b, n, m in ((1, 0.61, 3.6), (16, 1.2, 6.2), (64, 1.4, 7.3))])
     crossover.record(key, [{"task": "hopper", "solver": "fast", "batch": 256, "native_ms": 1.94, "mjx_ms": 1.02}])
-    step_ms = plan.recorded_step_ms("converged")
+    step_ms = costs.recorded_step_ms("converged")
     assert step_ms("humanoid", 3) == pytest.approx(0.61 + 0.59 * 2 / 15)
     assert step_ms("humanoid", 1) == pytest.approx(0.61) and step_ms("humanoid", 16) == pytest.approx(1.2)
     assert step_ms("humanoid", 40) == pytest.approx(1.2 + 0.2 * 24 / 48)
     assert step_ms("humanoid", 320) == pytest.approx(1.4 * 5)
     assert step_ms("walker2d", 3) is None and step_ms("point_mass", 3) is None   # nothing recorded; pure JAX
-    assert plan.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
-    assert plan.recorded_step_ms("converged", beyond=False)("humanoid", 320) is None  # no bound past 64: measure
+    assert costs.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
+    assert costs.recorded_step_ms("converged", beyond=False)("humanoid", 320) is None  # no bound past 64: measure
 
 
 def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):
@@ -145,7 +149,6 @@ def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatc
     import os
 
     from pg_diag.envs import crossover
-    from pg_diag.experiments import costs
 
     monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
     crossover.record(crossover.host_key(os.cpu_count() or 1),
@@ -167,7 +170,6 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     recorded widths — instead of physics × the training allowance: widths 2 and 8 recorded at 1 and 4 ms give
     2 ms at width 4, so 5 iterations × 32 steps take 160 steps × 2 ms = 0.32 s, plus 30 s of compiling."""
     from pg_diag import preset, sweep
-    from pg_diag.experiments import costs
     from pg_diag.run import timings
 
     monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
@@ -182,9 +184,9 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     other = preset("trpo", "point_mass", num_envs=1, steps_per_env=32, num_iterations=5)
     for w, cost in ((2, 1.0), (8, 4.0)):
         timings.record(other.static, w, cost)
-    program = plan.training_program("point_mass", "trpo", other.static, 4, 1 << 40, spec=(other, None, [0, 1, 2, 3]))
+    program = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40, spec=(other, None, [0, 1, 2, 3]))
     assert costs.training_ms(program) == pytest.approx(2.0)
     assert costs.duration([program], lambda task, width: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
     # without a recorded row: physics × the training allowance
-    bare = plan.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
+    bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
     assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)

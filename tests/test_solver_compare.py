@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from pg_diag.config import ConfigError
-from pg_diag.experiments import solver_compare as sc
+from pg_diag.experiments import targets
+from pg_diag.experiments.studies import solver_compare as sc
 
 
 def test_difference_ci_of_constant_groups_is_exact_and_of_noisy_ones_covers_the_truth():
@@ -49,7 +50,7 @@ def test_the_table_sets_the_verdicts_side_by_side():
 
 def test_solver_compare_chooses_the_solver_itself():
     with pytest.raises(ConfigError, match="do not set solver"):
-        sc.run("smoke", out="unused", solver="fast")
+        targets.get("solver-compare").train("smoke", out="unused", solver="fast")
 
 
 def test_the_cli_redraws_only_a_solver_compare_study(tmp_path, capsys):

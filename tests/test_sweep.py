@@ -8,7 +8,7 @@ from compare import assert_frames_close
 
 from pg_diag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
 from pg_diag.config import KNOB_NAMES
-from pg_diag.experiments.ablation import TOGGLES
+from pg_diag.experiments.studies.ablation import TOGGLES
 from pg_diag.run import CompileCounter, clear_compiled
 from pg_diag.trainer import METRICS
 

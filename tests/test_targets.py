@@ -1,14 +1,16 @@
 """The one table of targets (pg_diag.experiments.targets): every place a target appears reads it."""
 
+import ast
+import dataclasses
 import inspect
 import pathlib
 import subprocess
 
 import pytest
 
-from pg_diag import ConfigError, diagnostics
+from pg_diag import ConfigError
 from pg_diag.cli import build_parser
-from pg_diag.experiments import notebook, plan, study_dir, targets
+from pg_diag.experiments import notebook, targets
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -57,23 +59,75 @@ def test_every_target_has_its_command_functions_scales_and_study():
         assert ("--diag" in options) == (t.kind == "diagnostic")
         assert ("--algorithm" in options) == ("algorithm" in t.options)
         assert p.get_default("default_out") == f"results/{t.study}"
-        for which in ("run", "draw"):                          # both functions resolve; named ones take the name
-            module, fn = getattr(t, which).split(":")
-            params = list(inspect.signature(getattr(__import__(f"pg_diag.experiments.{module}", fromlist=[fn]),
-                                                    fn)).parameters)
-            assert (params[0] in ("target", "kind")) == (which in t.named), (name, which, params)
+        for which, first in (("run", "scale"), ("draw", "from_dir"), ("plan", "scale")):   # one signature each
+            params = list(inspect.signature(getattr(t, which)).parameters)
+            assert params[:2] == ["target", first], (name, which, params)
+        if t.evidence is not None:
+            assert list(inspect.signature(t.evidence).parameters) == ["target", "from_dir", "notes"], name
+            assert t.papers and t.provides, name
         assert "smoke" in t.scales and "paper" in t.scales
-        assert name in study_dir.TARGETS[t.study]
         if t.kind == "diagnostic":
-            cls = getattr(diagnostics, t.settings_class)
+            m = t.measurement
             for scale in t.scales.values():                    # every scale has settings its class accepts
-                cls(**scale.measuring(t.measurement)).check()
-            cls(**t.tiny).check()
-            assert notebook.TINY_DIAG[name] == t.tiny
-        assert (name in plan.DIAGNOSTIC_TARGETS) == (t.kind == "diagnostic")
-        assert (name in plan.TRAINING_TARGETS) == (t.kind != "diagnostic")
+                m.settings(**scale.measuring(m.name)).check()
+            m.settings(**m.tiny).check()
+            assert notebook.TINY_DIAG[name] == dict(m.tiny)
+            assert set(t.measured_presets) <= set(t.presets)
         if t.notebook:
             assert (ROOT / "notebooks" / f"{t.notebook}.ipynb").exists() and name in notebook.NOTEBOOKS[t.notebook]
+
+
+def _target_names_tested(path: pathlib.Path, names: set) -> list:
+    """Lines of ``path`` that test a target's name: a comparison with it, an index by it, or a lookup of it."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        strings = []
+        if isinstance(node, ast.Compare):
+            strings = [n for n in [node.left, *node.comparators] if isinstance(n, ast.Constant)]
+            strings += [e for n in node.comparators if isinstance(n, (ast.Tuple, ast.List, ast.Set))
+                        for e in n.elts if isinstance(e, ast.Constant)]
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            strings = [node.slice]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get" and node.args:
+            strings = [a for a in node.args[:1] if isinstance(a, ast.Constant)]
+        found += [f"{path.name}:{node.lineno}" for c in strings if c.value in names]
+    return found
+
+
+def test_no_module_outside_the_declarations_tests_a_targets_name():
+    """Behaviour lives in the targets: no comparison with, index by or lookup of a target's name anywhere in the
+    package (the study modules declare their targets; everything else iterates the table)."""
+    names = set(targets.TARGETS)
+    found = [line for path in sorted((ROOT / "pg_diag").rglob("*.py")) for line in _target_names_tested(path, names)]
+    assert found == []
+    # the check itself finds such a line
+    probe = ROOT / "tests" / "_probe_name_test.py"
+    try:
+        probe.write_text('def f(target):\n    return target == "fig-value" or {}["table-2"]\n')
+        assert len(_target_names_tested(probe, names)) == 2
+    finally:
+        probe.unlink()
+
+
+def test_the_study_modules_declare_every_target_and_each_once():
+    declared = [t.name for m in targets.STUDY_MODULES for t in m.TARGETS]
+    assert len(declared) == len(set(declared)) == len(targets.TARGETS)
+    assert all(isinstance(m.TARGETS, tuple) for m in targets.STUDY_MODULES)
+
+
+def test_registering_a_target_is_checked():
+    own = targets.get("fig-value")
+    with pytest.raises(ConfigError, match="a target named 'fig-value' exists"):
+        targets.register(own)
+    with pytest.raises(ConfigError, match="expected a pg_diag.experiments.target.Target, got dict"):
+        targets.register({"name": "x"})
+    with pytest.raises(ConfigError, match="'fig-value' is one of pg_diag's own targets"):
+        targets.unregister("fig-value")
+    with pytest.raises(ConfigError, match="kind 'figure' is not one of training, diagnostic, optimize"):
+        dataclasses.replace(own, name="x", kind="figure")
+    with pytest.raises(ConfigError, match="a diagnostic target, and only one, carries a Measurement"):
+        dataclasses.replace(own, name="x", kind="diagnostic")
 
 
 def test_an_unknown_target_is_named_with_the_targets_there_are():

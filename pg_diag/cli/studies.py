@@ -8,15 +8,11 @@ from pg_diag.config import ConfigError, parse_assignments
 
 
 def _show(out: dict) -> None:
-    """What a target's run or draw returned: its tables printed, the files it wrote named."""
+    """What a target's run or draw returned: its text and tables printed, the files it wrote named."""
     import pandas as pd
 
-    if "first_step_relative_difference" in out:
-        print(f"first step: |grad L^C - grad L| / |grad L| = {out['first_step_relative_difference']:.2e}")
-    for task, (best, effects) in out.get("tables", {}).items():
-        print(f"== {task}: best learning rate per toggle combination")
-        print(best.to_string(index=False))
-        print(effects.to_string(index=False))
+    if out.get("text"):
+        print(out["text"])
     if "markdown" in out:
         with open(out["markdown"]) as f:
             print(f.read())
@@ -74,10 +70,10 @@ def _from_args(args):
 
 
 def cmd_dry_run(args, kind):
-    """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.plan`), printed; nothing compiled."""
+    """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.dry_run`), printed; nothing compiled."""
     from pg_diag.diagnostics.gradients import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
-    from pg_diag.experiments import plan
+    from pg_diag.experiments import dry_run, targets
 
     if args.from_dir or getattr(args, "run", None):
         raise ConfigError(f"{args.command} --dry-run plans what the target trains and measures at --scale; it "
@@ -89,7 +85,7 @@ def cmd_dry_run(args, kind):
     from pg_diag.experiments import costs
 
     have = available_memory()
-    programs = plan.plan(args.command, args.scale or "smoke", diag=diag, memory=have, **extra)
+    programs = targets.get(args.command).dry_run(args.scale or "smoke", memory=have, diag=diag, **extra)
     solver, model = extra.get("solver", "converged"), extra.get("model", "brax")
     recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
 
@@ -100,7 +96,7 @@ def cmd_dry_run(args, kind):
             ms = timed_now(task, width)
         return ms
 
-    frame = plan.table(programs, step_ms)
+    frame = dry_run.table(programs, step_ms)
     shown = frame.assign(memory=frame.memory.map(fmt_bytes))
     print(shown.to_string(index=False))
     total = frame.estimated_s
@@ -117,10 +113,9 @@ def cmd_dry_run(args, kind):
 
 def cmd_diagnostic(args):
     from pg_diag.diagnostics.subjects import parse_settings
-    from pg_diag import diagnostics
     from pg_diag.experiments import targets
     t = targets.get(args.command)
-    kind = getattr(diagnostics, t.settings_class)
+    kind = t.measurement.settings
     if getattr(args, "dry_run", False):
         return cmd_dry_run(args, kind)
     if args.from_dir:

@@ -1,4 +1,4 @@
-"""The runs the closer-look targets train, and the loop every diagnostic figure runs.
+"""The runs the closer-look targets train, and the loop every diagnostic target runs (:func:`run`).
 
 :func:`train_runs` trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
 — in the directory that holds it, so every study written there shares it — each run named by its
@@ -20,8 +20,8 @@ import os
 
 from pg_diag.config import ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
-from pg_diag.experiments import study_dir, targets
-from pg_diag.experiments.training import train_study
+from pg_diag.experiments import study_dir
+from pg_diag.experiments.training import presets_of, train_study
 from pg_diag.experiments.scales import pick
 
 #: the shared runs' directory, beside the studies' output directories
@@ -180,40 +180,85 @@ def recorded(out: str, study: str, scale: str) -> dict:
     return {}
 
 
-def measure_target(target: str, scales: dict, scale: str, out: str | None, measure, *, algorithms, name: str,
-                   labels=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
-                   overrides: dict | None = None) -> str:
-    """Train at ``scale`` (:func:`train_runs`: the scale's presets, else ``algorithms``) or take ``runs``, run
-    ``measure`` (a diagnostic study, saved under ``name`` in each run) on each task's runs — when it trained
-    them, of the agents with ``labels`` (default ``algorithms``) at the checkpoints the scale measures — unless
-    they hold it with the same settings and subjects, and record the study in ``out``, keeping what the
-    study's other targets recorded there. Every setting is checked before anything trains. Returns ``out``."""
-    from pg_diag import diagnostics
-
-    t = targets.get(target)
-    sc = pick(scales, scale)
-    out = out or f"results/{t.study}-{scale}"
-    check_settings(getattr(diagnostics, t.settings_class), sc.measuring(t.measurement, user=diag))
+def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=None, progress=None, runs=None,
+                   diag=None, overrides: dict | None = None) -> str:
+    """Train at ``scale`` (:func:`train_runs`: the scale's presets, else the target's) or take ``runs``, run the
+    target's measurement (saved under its name in each run) on each task's runs — when it trained them, of the
+    presets it measures at the checkpoints the scale measures — unless they hold it with the same settings and
+    subjects, and record the study in ``out``, keeping what the study's other targets recorded there. Every
+    setting is checked before anything trains. Returns ``out``."""
+    m = target.measurement
+    sc = pick(target.scales, scale)
+    out = out or f"results/{target.study}-{scale}"
+    check_settings(m.settings, sc.measuring(m.name, user=diag))
     if runs:
         entry, chosen = {"runs": given_runs(runs, out)}, {}
     else:
-        entry = train_runs(out, sc, tuple(tasks or sc.tasks_of(target)), trained_presets(sc, algorithms),
+        entry = train_runs(out, sc, tuple(tasks or sc.tasks_of(target.name)), trained_presets(sc, target.presets),
                            seeds or sc.seeds, progress, overrides)
-        chosen = {"labels": tuple(labels or algorithms), "iterations": sc.checkpoints(t.measurement)}
+        chosen = {"labels": target.measured_presets, "iterations": sc.checkpoints(m.name)}
     names = entry["runs"]
     for task, dirs in names.items():
-        settings = sc.measuring(t.measurement, task, diag)
+        settings = sc.measuring(m.name, task, diag)
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
-        if not saved(paths, name, settings, chosen.get("labels"), chosen.get("iterations")):
-            _check_not_read_elsewhere(target, out, paths, name, settings,
+        if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
+            _check_not_read_elsewhere(target.name, out, paths, m.name, settings,
                                       wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
-            measure(paths, name=name, verbose=progress is not False,
-                    **{k: v for k, v in chosen.items() if v is not None}, **settings)
-    old = recorded(out, t.study, scale)
-    measured = {**old.get("measured", {}), target: sorted(names)}
-    study_dir.write(out, t.study, scale, sorted({task for v in measured.values() for task in v}),
+            m.measure(paths, name=m.name, verbose=progress is not False,
+                      **{k: v for k, v in chosen.items() if v is not None}, **settings)
+    old = recorded(out, target.study, scale)
+    measured = {**old.get("measured", {}), target.name: sorted(names)}
+    study_dir.write(out, target.study, scale, sorted({task for v in measured.values() for task in v}),
                     runs={**old.get("runs", {}), **names},
                     **({"run_seeds": {**old.get("run_seeds", {}), **entry["run_seeds"]}} if "run_seeds" in entry
                        else {}),
-                    measured=measured, diagnostics={**old.get("diagnostics", {}), target: name})
+                    measured=measured, diagnostics={**old.get("diagnostics", {}), target.name: m.name})
     return out
+
+
+def run(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
+        **overrides) -> dict:
+    """A diagnostic target's ``run``: train (or take ``runs``), measure what it needs unless saved with the same
+    settings (:func:`measure_target`), then draw it."""
+    out = measure_target(target, scale, out, tasks=tasks, seeds=seeds, progress=progress, runs=runs, diag=diag,
+                         overrides=overrides)
+    return target.redraw(out)
+
+
+def run_training(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress=None, algorithms=None,
+                 **overrides) -> dict:
+    """The ``run`` of a target that draws training metrics of presets (fig-value, fig-trust-region): train its
+    presets (or ``algorithms``; the scale's where it trains more, runs shared with its other targets) on each
+    task, reusing matching runs, record the study in ``out`` and draw it."""
+    sc = pick(target.scales, scale)
+    algos = presets_of(algorithms, target.presets)
+    tasks = tuple(tasks or sc.tasks_of())
+    out = out or f"results/{target.study}-{scale}"
+    entry = train_runs(out, sc, tasks, trained_presets(sc, algos, algorithms), seeds or sc.seeds, progress,
+                       overrides)
+    study_dir.write(out, target.study, scale, tasks, algorithms=list(algos), **entry)
+    return target.redraw(out)
+
+
+def load_measured(target, from_dir: str):
+    """The study record saved under ``from_dir`` and, per task, the target's measurement of the task's runs (the
+    tasks any target of the study measured under the same name): what its ``draw`` and evidence read."""
+    m = target.measurement
+    record = study_dir.read(from_dir, target.study, target.name)
+    if "measured" in record:
+        names = record.get("diagnostics", {})
+        tasks = sorted({task for t, done in record["measured"].items() if names.get(t) == m.name for task in done})
+    else:   # a study recorded before the record named its measurements
+        tasks = sorted(record["runs"])
+    if not tasks:
+        raise ConfigError(f"{target.name} --from {from_dir!r}: the study there has no {m.name!r} measurement; run "
+                          f"{target.name} --out {from_dir} first")
+    studies = {}
+    for task in tasks:
+        paths = [study_dir.run_dir(from_dir, d, target.name) for d in record["runs"][task]]
+        try:
+            studies[task] = m.load(paths, m.name)
+        except FileNotFoundError as e:
+            raise ConfigError(f"{target.name} --from {from_dir!r}: {e}; run {target.name} without --from to measure "
+                              f"it") from None
+    return record, studies

@@ -1,5 +1,5 @@
 """What a plan costs on this host: per-step physics costs (recorded or measured now) and the estimated
-duration of a plan's programs (:func:`pg_diag.experiments.plan.plan`)."""
+duration of a plan's programs (:mod:`pg_diag.experiments.dry_run`)."""
 
 from __future__ import annotations
 

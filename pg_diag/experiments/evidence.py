@@ -35,14 +35,9 @@ def crossing_ratio(n, cosine, level: float, batch: int) -> float:
     return float(n[hit[0]] / batch) if hit.size else float("inf")
 
 
-def gradient_evidence(studies: dict, notes: list | None = None) -> list:
-    """From gradient studies ({task: GradientStudy}): per agent and checkpoint, the mean pairwise cosine at the
-    batch size, the mean cosine to the true gradient at the batch size and at the largest N, the N reaching
-    :data:`TRUE_LEVEL` over the batch size; per agent, the pairwise cosine's last-minus-first change. A true
-    gradient from fewer than TRUE_RATIO × the largest N pairs gives no evidence against it (said in
-    ``notes``): its own noise would be read as the estimates'."""
-    from pg_diag.diagnostics.sizes import TRUE_RATIO
-
+def gradient_pairwise_evidence(studies: dict) -> list:
+    """From gradient studies ({task: GradientStudy}): per agent and checkpoint after the first, the mean pairwise
+    cosine at the batch size; per agent, its last-minus-first change."""
     rows = []
     for task, st in studies.items():
         b = st.batch_size
@@ -53,7 +48,21 @@ def gradient_evidence(studies: dict, notes: list | None = None) -> list:
         if first != last:
             wide = at_b.pivot_table(index=["label", "unit"], columns="iteration", values="cosine").reset_index()
             rows += _rows("grad_pairwise_change", task, wide.assign(value=wide[last] - wide[first]), "value", "unit")
+    return rows
+
+
+def gradient_true_evidence(studies: dict, notes: list | None = None) -> list:
+    """From gradient studies: per agent and checkpoint after the first, the mean cosine to the true gradient at
+    the batch size and at the largest N, and the N reaching :data:`TRUE_LEVEL` over the batch size. A true
+    gradient from fewer than TRUE_RATIO × the largest N pairs gives no evidence against it (said in
+    ``notes``): its own noise would be read as the estimates'."""
+    from pg_diag.diagnostics.sizes import TRUE_RATIO
+
+    rows = []
+    for task, st in studies.items():
+        b = st.batch_size
         true = st.estimates.groupby(["label", "run", "agent", "iteration", "n"])["to_true"].mean().reset_index()
+        first = st.pairs.iteration.min()
         true = _agent(true[(true.iteration > first) & np.isfinite(true.to_true)])
         ratio = float(st.subjects.true_ratio.min()) if "true_ratio" in getattr(st, "subjects", ()) else np.nan
         if not true.empty and not ratio >= TRUE_RATIO:
@@ -70,6 +79,12 @@ def gradient_evidence(studies: dict, notes: list | None = None) -> list:
             rows.append({"evidence": "grad_true_samples_ratio", "task": task, "label": label, "agent": unit,
                          "value": crossing_ratio(d.n, d.to_true, TRUE_LEVEL, b)})
     return rows
+
+
+def gradient_evidence(studies: dict, notes: list | None = None) -> list:
+    """Both of the gradient study's evidence: :func:`gradient_pairwise_evidence` and
+    :func:`gradient_true_evidence`."""
+    return gradient_pairwise_evidence(studies) + gradient_true_evidence(studies, notes)
 
 
 def step_evidence(studies: dict) -> list:
@@ -127,9 +142,13 @@ def baseline_evidence(studies: dict) -> list:
 
 
 def landscape_evidence(concentration: dict, surrogate: dict) -> list:
-    """From landscape studies: per plane, the noise-to-spread ratios at the smallest and largest N
-    (concentration); the true return's change along the step in standard errors at the first and last
-    checkpoint (own batch) and from the largest step sample after the first (surrogate)."""
+    """Both landscape studies' evidence: :func:`concentration_evidence` and :func:`surrogate_evidence`."""
+    return concentration_evidence(concentration) + surrogate_evidence(surrogate)
+
+
+def concentration_evidence(concentration: dict) -> list:
+    """From concentration landscape studies: per plane, the noise-to-spread ratios at the smallest and largest
+    N."""
     rows = []
     for task, st in concentration.items():
         small, large = min(st.sizes), max(st.sizes)
@@ -140,6 +159,13 @@ def landscape_evidence(concentration: dict, surrogate: dict) -> list:
             for evidence, n in (("landscape_noise_ratio", small), ("landscape_noise_ratio_large", large)):
                 noise = np.nanmedian(r[r.n == n]["se"].to_numpy())
                 rows.append({"evidence": evidence, **unit, "value": noise / spread if spread > 0 else np.nan})
+    return [r for r in rows if not np.isnan(r["value"])]
+
+
+def surrogate_evidence(surrogate: dict) -> list:
+    """From surrogate landscape studies: the true return's change along the step in standard errors at the
+    first and last checkpoint (own batch) and from the largest step sample after the first."""
+    rows = []
     for task, st in surrogate.items():
         a = _agent(st.agreement())
         a = a.assign(z=a.true_step_change / a.true_step_change_se)
@@ -217,6 +243,7 @@ def score_evidence(scores) -> list:
     return rows
 
 
-__all__ = ["COLUMNS", "TRUE_LEVEL", "ablation_evidence", "baseline_evidence", "crossing_ratio", "gradient_evidence",
-           "landscape_evidence", "score_evidence", "step_evidence", "theorem_evidence", "trust_region_evidence",
-           "value_evidence"]
+__all__ = ["COLUMNS", "TRUE_LEVEL", "ablation_evidence", "baseline_evidence", "concentration_evidence",
+           "crossing_ratio", "gradient_evidence", "gradient_pairwise_evidence", "gradient_true_evidence",
+           "landscape_evidence", "score_evidence", "step_evidence", "surrogate_evidence", "theorem_evidence",
+           "trust_region_evidence", "value_evidence"]

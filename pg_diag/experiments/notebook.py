@@ -3,12 +3,13 @@
 ``choose("auto", budget_minutes, notebook)`` picks the largest scale (paper, then mid where every target of
 the notebook has it, then smoke) whose estimated duration on this device fits the time budget (the tiny
 settings where none does): each
-target's plan (:mod:`pg_diag.experiments.plan`, nothing compiled) costed with this host's recorded physics
+target's plan (:mod:`pg_diag.experiments.dry_run`, nothing compiled) costed with this host's recorded physics
 step costs or a short timed batch of steps now; it prints the choice and the estimates. ``"paper"``,
 ``"mid"`` and ``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test suite runs every notebook at it:
 the cheap ``point_mass`` task for training studies, the linear-quadratic task for diagnostics, a few
 iterations, small measurements). A notebook passes ``choice.train()`` or ``choice.diagnostic(target)`` to a
-target's ``run`` function, so a notebook runs exactly what the matching make target runs.
+target's ``train`` (``pg_diag.experiments.targets.get(name).train(scale, **kwargs)``), so a notebook runs
+exactly what the matching make target runs.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ import dataclasses
 
 import jax
 
-from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.experiments import targets
+from pg_diag.config import CPU_SCALE, ConfigError, preset
+from pg_diag.experiments import costs, dry_run, targets
 
 NAMES = ("auto", "paper", "mid", "smoke", "tiny")
 #: what each notebook runs (targets sharing a study are costed once); the quickstart runs one sweep of its own
-NOTEBOOKS = {"quickstart": ("quickstart",),
-             **{n: targets.of_notebook(n) for n in ("implementation-matters", "closer-look")}}
+NOTEBOOKS = {"quickstart": (), **{n: targets.of_notebook(n) for n in ("implementation-matters", "closer-look")}}
 #: the scales ``auto`` considers, largest first
 AUTO_ORDER = ("paper", "mid", "smoke")
 
@@ -31,7 +31,7 @@ AUTO_ORDER = ("paper", "mid", "smoke")
 TINY_TRAINING = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 
 #: the diagnostic targets' measurement settings at the tiny scale
-TINY_DIAG = {n: targets.TARGETS[n].tiny for n in targets.of_kind("diagnostic")}
+TINY_DIAG = {n: dict(targets.get(n).measurement.tiny) for n in targets.of_kind("diagnostic")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,25 +94,21 @@ def quickstart_sweep(scale: str) -> dict:
     return dict(task="hopper", overrides={}, seeds=5)
 
 
-def programs(target: str, scale: str) -> list:
-    """What ``target`` (a notebook's, see :data:`NOTEBOOKS`) runs at ``scale``; ConfigError where it has no
-    such scale."""
-    from pg_diag.config import preset
-    from pg_diag.experiments import plan
-
-    if target == "quickstart":  # a two-point sweep (value clipping off and on) × seeds
+def programs(notebook: str, scale: str) -> list:
+    """What ``notebook`` (one of :data:`NOTEBOOKS`) runs at ``scale``: its targets' plans (nothing compiled), or
+    the quickstart's two-point sweep (value clipping off and on) × seeds; ConfigError where a target has no such
+    scale."""
+    if not NOTEBOOKS[notebook]:
         s = quickstart_sweep(scale)
         static = preset("ppo", s["task"], **s["overrides"]).static
-        return [plan.training_program(s["task"], "ppo", static, 2 * s["seeds"], 1 << 62)]
-    return plan.plan(target, scale, memory=1 << 62)
+        return [dry_run.training_program(s["task"], "ppo", static, 2 * s["seeds"], 1 << 62)]
+    return [p for name in NOTEBOOKS[notebook] for p in targets.get(name).dry_run(scale, memory=1 << 62)]
 
 
 def estimate(notebook: str, scale: str, step_ms) -> float | None:
-    """Estimated seconds for ``notebook`` at ``scale`` (:func:`pg_diag.experiments.plan.duration`); ConfigError
+    """Estimated seconds for ``notebook`` at ``scale`` (:func:`pg_diag.experiments.costs.duration`); ConfigError
     where one of its targets has no such scale."""
-    from pg_diag.experiments import plan
-
-    return plan.duration([p for t in NOTEBOOKS[notebook] for p in programs(t, scale)], step_ms)
+    return costs.duration(programs(notebook, scale), step_ms)
 
 
 def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | None = None,
@@ -120,7 +116,7 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
     """The scale for ``name`` (one of :data:`NAMES`) on ``backend`` (default: jax's default backend). With
     ``auto``: the largest of :data:`AUTO_ORDER` whose estimate for ``notebook`` fits ``budget_minutes`` (the
     tiny settings when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
-    width)``: the per-step cost (default: :func:`pg_diag.experiments.plan.measured_step_ms`)."""
+    width)``: the per-step cost (default: :func:`pg_diag.experiments.costs.measured_step_ms`)."""
     if name not in NAMES:
         raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: the largest "
                           f"scale whose estimated duration here fits the time budget)")
@@ -134,9 +130,7 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
     if notebook is None:
         scale = "paper" if backend in ("gpu", "tpu", "cuda", "rocm") else "smoke"
         return Choice(name=name, backend=backend, scale=scale, tiny=False)
-    from pg_diag.experiments import plan
-
-    step_ms = step_ms or plan.measured_step_ms()
+    step_ms = step_ms or costs.measured_step_ms()
     budget, estimates, scale = budget_minutes * 60.0, [], None
     def floor(task, width):  # a batched step costs at least one environment's: a bound from one timing per task
         return step_ms(task, 1)

@@ -13,7 +13,6 @@ algorithm the estimate, interval, agents, how many agree and the verdict; then e
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
@@ -22,53 +21,11 @@ import numpy as np
 from pg_diag.config import ConfigError
 from pg_diag.experiments import claims as claim_specs
 from pg_diag.experiments import evidence as ev
-from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments import figures, study_dir, targets
 
 PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
           "im": ("IM", "Implementation matters: the claims of Engstrom et al. (IM) on these runs",
                  "implementation-matters-report")}
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """A saved study a report reads: its name in study.json, the targets drawn from it, and its evidence."""
-
-    study: str
-    targets: tuple
-    papers: tuple
-
-    def evidence(self, directory: str, notes: list) -> list:
-        """The study's evidence rows; what could not be tested is appended to ``notes``."""
-        fn = _EVIDENCE[self.study]
-        return fn(directory, notes) if fn is _gradients else fn(directory)
-
-    def draw(self, target: str, directory: str, out: str) -> list:
-        """The target redrawn from ``directory`` into ``out``: its figure files, or a table's Markdown."""
-        from pg_diag.experiments import targets
-
-        result = targets.get(target).redraw(directory, out=out)
-        return [p for p in result.get("figures") or [result.get("figure") or result.get("markdown")] if p]
-
-
-SOURCES = (
-    Source("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"), ("cl",)),
-    Source("fig-value", ("fig-value",), ("cl",)),
-    Source("fig-baselines", ("fig-baselines",), ("cl",)),
-    Source("landscape", ("fig-landscape-concentration", "fig-landscape-surrogate"), ("cl",)),
-    Source("fig-trust-region", ("fig-trust-region",), ("cl", "im")),
-    Source("fig-theorem", ("fig-theorem",), ("cl", "im")),
-    Source("fig-ablation", ("fig-ablation",), ("im",)),
-    Source("algorithms", ("table-2", "table-3", "fig-rewards"), ("im",)),
-)
-#: the evidence series each study provides (for "not measured" messages naming the target to run)
-PROVIDES = {"gradients": ("grad_", "step_"), "fig-value": ("value_heldout", "value_returns"),
-            "fig-baselines": ("baseline_", "value_excess"), "landscape": ("landscape_",),
-            "fig-trust-region": ("tr_",), "fig-theorem": ("theorem_",), "fig-ablation": ("ablation_",),
-            "algorithms": ("im_score",)}
-
-
-def sources(paper: str) -> tuple:
-    return tuple(s for s in SOURCES if paper in s.papers)
 
 
 def check_paper(paper: str) -> str:
@@ -80,7 +37,7 @@ def check_paper(paper: str) -> str:
 
 def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict:
     """{study name: directory} of ``paper``'s studies in ``root`` or its immediate subdirectories."""
-    names = {s.study for s in sources(check_paper(paper))}
+    names = {t.study for t in targets.of_paper(check_paper(paper))}
     if not os.path.isdir(root):
         raise ConfigError(f"report --from {root!r}: no such directory")
     found: dict = {}
@@ -96,10 +53,10 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
         if record.get("study") in names and (scale is None or record.get("scale") == scale):
             found.setdefault(record["study"], []).append((d, record.get("scale")))
     if not found:
-        targets = [t for s in sources(paper) for t in s.targets]
+        names = [t.name for t in targets.of_paper(paper)]
         raise ConfigError(f"report --from {root!r}: no study of {PAPERS[paper][0]} there"
                           f"{f' at scale {scale!r}' if scale else ''} (looked for the output directories of "
-                          f"{', '.join(targets)}, in it and its subdirectories); run those targets first, e.g. "
+                          f"{', '.join(names)}, in it and its subdirectories); run those targets first, e.g. "
                           f"make {PAPERS[paper][2]}")
     out = {}
     for name, dirs in found.items():
@@ -110,89 +67,35 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
     return out
 
 
-# --- each study's evidence and figures, read from disk --------------------------------------------------------
-
-def _gradients(d: str, notes: list) -> list:
-    from pg_diag.experiments import gradient_figs
-
-    rows = ev.gradient_evidence(gradient_figs.load_studies("fig-grad-variance", d)[1], notes)
-    try:
-        rows += ev.step_evidence(gradient_figs.load_studies("fig-step-variance", d)[1])
-    except ConfigError:
-        pass   # the step study was not measured
-    return rows
-
-
-def _landscape(d: str) -> list:
-    from pg_diag.experiments import landscape_figs
-
-    measured = []
-    for target in ("fig-landscape-concentration", "fig-landscape-surrogate"):
-        try:
-            measured.append(landscape_figs.load_studies(target, d)[1])
-        except ConfigError:
-            measured.append({})
-    return ev.landscape_evidence(*measured)
-
-
-def _baselines(d: str) -> list:
-    from pg_diag.experiments import baseline_figs
-
-    return ev.baseline_evidence(baseline_figs.load_studies(d)[1])
-
-
-def _theorem(d: str) -> list:
-    import pandas as pd
-
-    return ev.theorem_evidence(study_dir.read(d, "fig-theorem", "fig-theorem"),
-                               pd.read_csv(os.path.join(d, "fig-theorem.csv")))
-
-
-def _ablation(d: str) -> list:
-    from pg_diag.experiments import ablation
-    from pg_diag.run import load_run
-
-    record = study_dir.read(d, "fig-ablation", "fig-ablation")
-    selected = {t: ablation.agents_at_best_lr(ablation.agent_scores(load_run(study_dir.run_dir(
-        d, t, "fig-ablation")).metrics)) for t in record["tasks"]}
-    return ev.ablation_evidence(selected, ablation.TOGGLES)
-
-
-def _scores(d: str) -> list:
-    from pg_diag.experiments import algorithms
-
-    return ev.score_evidence(algorithms.agent_scores(study_dir.load_runs(d, "algorithms", "table-2")[1]))
-
-
-_EVIDENCE = {
-    "gradients": _gradients, "landscape": _landscape, "fig-baselines": _baselines, "fig-theorem": _theorem,
-    "fig-value": lambda d: ev.value_evidence(study_dir.load_runs(d, "fig-value", "fig-value")[1]),
-    "fig-trust-region": lambda d: ev.trust_region_evidence(
-        study_dir.load_runs(d, "fig-trust-region", "fig-trust-region")[1]),
-    "fig-ablation": _ablation, "algorithms": _scores}
-
+# --- each target's evidence and figures, read from disk ------------------------------------------------------
 
 def collect(found: dict, paper: str, notes: list | None = None):
-    """The evidence of ``paper``'s studies in ``found`` as one frame (what was not tested goes to ``notes``)."""
+    """The evidence of ``paper``'s targets whose studies are in ``found``, as one frame (what was not tested
+    goes to ``notes``); a target its study did not measure gives none."""
     import pandas as pd
 
     rows, notes = [], notes if notes is not None else []
-    for source in sources(paper):
-        if source.study in found:
-            rows += source.evidence(found[source.study], notes)
+    for t in targets.of_paper(paper):
+        if t.study in found:
+            try:
+                rows += t.read_evidence(found[t.study], notes)
+            except ConfigError:
+                continue   # the study holds no measurement of this target
     return pd.DataFrame(rows, columns=ev.COLUMNS)
 
 
 def _draw_figures(found: dict, out: str, paper: str) -> list:
     """Every target's figure redrawn from its study into ``out/figures/<target>/``: [(target, path)]."""
     figs = []
-    for source in sources(paper):
-        for target in source.targets if source.study in found else ():
-            try:
-                paths = source.draw(target, found[source.study], os.path.join(out, "figures", target))
-            except (ConfigError, KeyError):
-                continue   # a target of the study that was not measured
-            figs += [(target, os.path.relpath(path, out)) for path in paths]
+    for t in targets.of_paper(paper):
+        if t.study not in found:
+            continue
+        try:
+            result = t.redraw(found[t.study], out=os.path.join(out, "figures", t.name))
+        except (ConfigError, KeyError):
+            continue   # a target of the study that was not measured
+        paths = [p for p in result.get("figures") or [result.get("figure") or result.get("markdown")] if p]
+        figs += [(t.name, os.path.relpath(path, out)) for path in paths]
     return figs
 
 
@@ -203,10 +106,9 @@ def _fmt(v: float) -> str:
 
 
 def _missing(claim) -> str:
-    study = next((s for s, prefixes in PROVIDES.items() if claim.evidence.startswith(prefixes)), None)
-    source = next((s for s in SOURCES if s.study == study), None)
-    return (f"*Not measured by the studies read: run {' or '.join(source.targets[:1])} (its study, "
-            f"`{study}`), then the report again.*" if source else "*Not measured by the studies read.*")
+    t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
+    return (f"*Not measured by the studies read: run {t.name} (its study, `{t.study}`), then the report again.*"
+            if t else "*Not measured by the studies read.*")
 
 
 def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
@@ -265,4 +167,4 @@ def report(from_dir: str, out: str | None = None, scale: str | None = None, pape
             "notes": notes}
 
 
-__all__ = ["PAPERS", "SOURCES", "Source", "check_paper", "collect", "find_studies", "page", "report", "sources"]
+__all__ = ["PAPERS", "check_paper", "collect", "find_studies", "page", "report"]

@@ -15,15 +15,11 @@ import os
 import numpy as np
 
 from pg_diag.config import Config, ConfigError
-from pg_diag.experiments import targets
 from pg_diag.run.distributed import lead_writes
 from pg_diag.run.store import write_json
 
 STUDY_FILE = "study.json"
 FORMAT = "pg_diag.study/1"
-
-#: study name -> the targets that draw from it (fig-rewards, table-2 and table-3 share one study)
-TARGETS = targets.by_study()
 
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30
@@ -38,12 +34,8 @@ def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
     return record
 
 
-def _needs(study: str) -> str:
-    targets = TARGETS[study]
-    if len(targets) == 1:
-        return f"the output directory of `pg-diag {targets[0]} --out DIR`"
-    return (f"the output directory of `pg-diag {targets[0]} --out DIR` (or {' or '.join(targets[1:])}: "
-            f"they share one study)")
+def _needs(study: str, target: str) -> str:
+    return f"the output directory of `pg-diag {target} --out DIR` (a {study!r} study)"
 
 
 def _holds(path: str) -> str:
@@ -61,11 +53,11 @@ def read(from_dir: str, study: str, target: str) -> dict:
     """The study record in ``from_dir``; a :class:`ConfigError` unless it holds ``study``."""
     where = f"{target} --from {from_dir!r}"
     if not os.path.isdir(from_dir):
-        raise ConfigError(f"{where}: no such directory; {target} needs {_needs(study)}")
+        raise ConfigError(f"{where}: no such directory; {target} needs {_needs(study, target)}")
     path = os.path.join(from_dir, STUDY_FILE)
     if not os.path.isfile(path):
         raise ConfigError(f"{where}: the directory holds no study: {_holds(from_dir)}; {target} needs "
-                          f"{_needs(study)}, which writes {STUDY_FILE} once its results are complete")
+                          f"{_needs(study, target)}, which writes {STUDY_FILE} once its results are complete")
     try:
         with open(path) as f:
             record = json.load(f)
@@ -73,10 +65,9 @@ def read(from_dir: str, study: str, target: str) -> dict:
         raise ConfigError(f"{where}: cannot read {path}: {err}") from None
     found = record.get("study") if isinstance(record, dict) else None
     if found != study:
-        made_by = " / ".join(TARGETS.get(found, ())) or "an unknown target"
-        raise ConfigError(f"{where}: the directory holds the {found!r} study ({made_by}, "
+        raise ConfigError(f"{where}: the directory holds the {found!r} study ("
                           f"{record.get('scale')} scale, tasks {', '.join(record.get('tasks', []))}); "
-                          f"{target} needs {_needs(study)}")
+                          f"{target} needs {_needs(study, target)}")
     return record
 
 
@@ -169,5 +160,5 @@ def load_runs(from_dir: str, study: str, target: str, tasks=None):
     return record, metrics[metrics.algorithm.isin(record["algorithms"])].reset_index(drop=True)
 
 
-__all__ = ["NO_CLIP", "STUDY_FILE", "TARGETS", "load_runs", "read", "run_dir", "runs_entry", "select_tasks", "tidy", "with_configs",
+__all__ = ["NO_CLIP", "STUDY_FILE", "load_runs", "read", "run_dir", "runs_entry", "select_tasks", "tidy", "with_configs",
            "write"]

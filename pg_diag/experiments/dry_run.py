@@ -1,4 +1,4 @@
-"""What a diagnostic target will do, before it does it: ``pg-diag TARGET --dry-run`` and :func:`plan`.
+"""What a target will do, before it does it: ``pg-diag TARGET --dry-run`` and ``Target.dry_run``.
 
 A plan lists every compiled program a target runs at a scale — the training sweeps that make its checkpoints,
 then each measurement — with its agents or subjects, state–action pairs, sequential batched steps, the batch
@@ -13,16 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pg_diag.config import ConfigError, preset, study_preset
+from pg_diag.config import ConfigError, study_preset
 from pg_diag.envs import sizes as task_sizes
-from pg_diag.experiments import targets
-# the cost model (costs.py); its functions stay reachable as plan.duration, plan.measured_step_ms, ...
-from pg_diag.experiments.costs import duration, interpolate, measured_step_ms, recorded_step_ms
+from pg_diag.experiments.costs import run_seconds
 from pg_diag.experiments.scales import pick
-
-DIAGNOSTIC_TARGETS = targets.of_kind("diagnostic")
-#: targets that only train (their figures read the training metrics), and fig-theorem
-TRAINING_TARGETS = targets.of_kind("training", "optimize")
+from pg_diag.experiments.training import preset_groups, presets_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +54,8 @@ def training_program(task, names: str, static, agents: int, have, spec: tuple | 
                    memory, memory <= have, spec=spec)
 
 
-def _training(task, algos, seeds, over, have) -> list:
+def preset_training(task, algos, seeds, over, have) -> list:
     """One training sweep per static configuration (PPO and PPO-M share one: their toggles are knobs)."""
-    from pg_diag.experiments.training import preset_groups
-
     out = []
     for base, points in preset_groups(task, algos, **over):
         names = [a for a, _ in points]
@@ -71,50 +64,22 @@ def _training(task, algos, seeds, over, have) -> list:
     return out
 
 
-def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) -> list:
-    """The sweeps of a target that only trains, as its ``run`` would start them."""
-    from pg_diag.experiments import ablation, algorithms, training, trust_region, value_fig
-
-    if target == "solver-compare":  # fig-ablation and table-2 under each solver setting
-        from pg_diag.experiments.solver_compare import SOLVERS
-
-        if "solver" in overrides:
-            raise ConfigError("solver-compare trains under both solver settings: do not set solver")
-        return [dataclasses.replace(p, note=f"solver={solver}") for solver in SOLVERS
-                for part in ("fig-ablation", "table-2")
-                for p in _training_target(part, scale, tasks, seeds, have, {**overrides, "solver": solver})]
-    if target == "fig-theorem":  # one batch of the PPO preset, then every optimizer on it in turn
-        from pg_diag.experiments import theorem
-
-        sc = pick(theorem.SCALES, scale)
-        task, steps = (tasks or sc.tasks_of())[0], sc.settings["optimize"]["steps"]
-        s = preset("ppo", task, **overrides).static
-        obs, act = task_sizes(task, s.model)
-        pairs = s.num_envs * s.steps_per_env
-        memory = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
-        return [Program("optimize", task, "ppo", len(theorem.OPTIMIZERS), pairs,
-                        s.steps_per_env + len(theorem.OPTIMIZERS) * steps, s.num_envs, memory, memory <= have,
-                        f"{steps} full-batch steps per optimizer")]
-    if target == "fig-ablation":
-        sc = pick(ablation.SCALES, scale)
-        n = seeds or sc.seeds
-        agents = 2 ** len(ablation.TOGGLES) * len(sc.settings["grid"]["lr_policy"]) * n
-        bases = {t: ablation.base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks_of())}
-        return [training_program(t, "ppo (2^4 toggles × LR)", base.static, agents, have,
-                                 spec=(base, ablation.grid(sc), n)) for t, base in bases.items()]
-    module, algos = {"fig-trust-region": (trust_region, trust_region.ALGORITHMS),
-                     "fig-value": (value_fig, value_fig.ALGORITHMS)}.get(
-        target, (algorithms, algorithms.ALGORITHM_PRESETS))
-    if chosen and target not in ("fig-trust-region", "fig-value"):
-        raise ConfigError(f"{target} trains its own presets; --algorithm applies to fig-trust-region and fig-value")
-    sc = pick(module.SCALES, scale)
-    algos = training.presets_of(chosen, sc.algorithms or algos)   # a scale may train more (runs shared)
+def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, algorithms=None,
+                  **overrides) -> list:
+    """The sweeps of a target that trains presets (``target.presets``; ``algorithms`` instead where it takes
+    ``--algorithm``), as its ``run`` would start them: one per task and static configuration."""
+    if algorithms and "algorithm" not in target.options:
+        raise ConfigError(f"{target.name} trains its own presets ({', '.join(target.presets)}); it takes no "
+                          f"--algorithm")
+    sc = pick(target.scales, scale)
+    algos = presets_of(algorithms, sc.algorithms or target.presets)   # a scale may train more (runs shared)
     over = {**sc.overrides, **overrides}
-    return [p for t in tuple(tasks or sc.tasks_of()) for p in _training(t, algos, seeds or sc.seeds, over, have)]
+    return [p for t in tuple(tasks or sc.tasks_of()) for p in preset_training(t, algos, seeds or sc.seeds, over,
+                                                                               memory)]
 
 
-def _measure(target, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The measurement programs of ``target`` on ``task`` (``statics``: algorithm -> Static of its runs)."""
+def measurement_shapes(kind, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
+    """The programs of a ``kind`` measurement (gradients, steps, baselines, landscape) on ``task`` (``statics``: algorithm -> Static of its runs)."""
     from pg_diag.diagnostics import baselines, gradients, landscape, steps
 
     first = next(iter(statics.values()))
@@ -125,7 +90,7 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
     for algo, s in statics.items():
         programs.setdefault(s, []).append(algo)
     out = []
-    if target in ("fig-grad-variance", "fig-grad-true"):
+    if kind == "gradients":
         n = subjects_per * len(statics)
         fits = lambda r: gradients.memory_estimate(first, r, n, *shapes, "vmap") <= have  # noqa: E731
         r = gradients.widen(gradients.GradientSettings(**settings), list(statics.values()), n, fits)
@@ -133,7 +98,7 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
         seq = r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in
         out.append(Program("gradients", task, "+".join(statics), n, gradients.pairs_total(r, n), seq,
                            n * (r.estimates + r.truth_streams) * r.sampling.envs, mem, mem <= have))
-    elif target == "fig-step-variance":
+    elif kind == "steps":
         st = steps.StepSettings(**settings)
         for s, algos in programs.items():
             own, n = s.num_envs * s.steps_per_env, subjects_per * len(algos)
@@ -143,7 +108,7 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
             out.append(Program("steps", task, "+".join(algos), n, n * (st.batches + 1) * own,
                                s.steps_per_env * turns, (n // turns) * (st.batches + 1) * s.num_envs,
                                mem, mem <= have, "" if together else "subjects in turn"))
-    elif target == "fig-baselines":
+    elif kind == "baselines":
         n = subjects_per * len(statics)
         bs = baselines.BaselineSettings(**settings)
         r = baselines.resolve(bs, list(statics.values()))
@@ -168,36 +133,21 @@ def _measure(target, task, statics: dict, subjects_per: int, settings: dict, hav
     return out
 
 
-def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
-         memory: int | None = None, **overrides) -> list:
-    """The programs ``target`` runs at ``scale`` (see the module docstring); ``memory``: the bytes available
-    (default: what the study itself would check against on this host)."""
-    import importlib
-
-    from pg_diag.diagnostics import gradients
-
-    if target not in DIAGNOSTIC_TARGETS + TRAINING_TARGETS:
-        raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: "
-                          f"{', '.join(DIAGNOSTIC_TARGETS + TRAINING_TARGETS)}")
-    have = int(memory) if memory is not None else gradients.available_memory()
-    if target in TRAINING_TARGETS:
-        if diag:
-            raise ConfigError(f"{target} only trains: it has no measurement settings, got {sorted(diag)}")
-        algos = overrides.pop("algorithms", None)
-        return _training_target(target, scale, tasks, seeds, have, overrides, algos)
-    t = targets.get(target)
-    module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
-    sc, measured = pick(module.SCALES, scale), t.measurement
-    trained = sc.algorithms or module.ALGORITHMS   # a scale may train more presets (runs its targets share)
-    algos = getattr(module, "MEASURED", {}).get(target, module.ALGORITHMS)   # what the target measures
+def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
+                     memory: int = 1 << 62, **overrides) -> list:
+    """A diagnostic target's programs: the training sweeps that make its checkpoints (the scale's presets, else
+    the target's), then its measurement on the presets it measures at the checkpoints the scale measures."""
+    sc, m = pick(target.scales, scale), target.measurement
+    trained = sc.algorithms or target.presets   # a scale may train more presets (runs its targets share)
     seeds = seeds or sc.seeds
     programs = []
-    for task in tuple(tasks or sc.tasks_of(target)):
+    for task in tuple(tasks or sc.tasks_of(target.name)):
         over = sc.training(task, overrides)
-        programs += _training(task, trained, seeds, over, have)
-        statics = {a: study_preset(a, task, **over).static for a in algos}
-        checkpoints = len(sc.checkpoints(measured) or next(iter(statics.values())).checkpoint_at) or 1
-        programs += _measure(target, task, statics, seeds * checkpoints, sc.measuring(measured, task, diag), have)
+        programs += preset_training(task, trained, seeds, over, memory)
+        statics = {a: study_preset(a, task, **over).static for a in target.measured_presets}
+        checkpoints = len(sc.checkpoints(m.name) or next(iter(statics.values())).checkpoint_at) or 1
+        programs += measurement_shapes(m.kind, task, statics, seeds * checkpoints, sc.measuring(m.name, task, diag),
+                                       memory)
     return programs
 
 
@@ -206,8 +156,6 @@ def table(programs: list, step_ms=None):
     without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
     step where there is one, else physics × the program kind's overhead)."""
     import pandas as pd
-
-    from pg_diag.experiments.costs import run_seconds
 
     rows = []
     for p in programs:
@@ -218,5 +166,5 @@ def table(programs: list, step_ms=None):
     return pd.DataFrame(rows)
 
 
-__all__ = ["DIAGNOSTIC_TARGETS", "TRAINING_TARGETS", "Program", "duration", "measured_step_ms", "num_params", "plan",
-           "interpolate", "recorded_step_ms", "table", "training_program"]
+__all__ = ["Program", "measurement_plan", "measurement_shapes", "num_params", "preset_training", "table",
+           "training_plan", "training_program"]

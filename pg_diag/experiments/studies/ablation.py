@@ -21,8 +21,11 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE, Config
-from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments import dry_run, figures, study_dir
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.target import Target
+from pg_diag.experiments.training import train_once
 
 TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
@@ -123,41 +126,48 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
     return figures.save(fig, path, title, dpi=110)
 
 
-def run(scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
+STUDY = "fig-ablation"
+
+
+def run(target, scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
     """Train the ablation (one compiled sweep per task), record the study and :func:`draw` it.
 
     Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
     ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
     """
-    from pg_diag.experiments.training import train_once
-
-    sc = pick(SCALES, scale)
+    sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
     configs = {task: base_config(task, sc).replace(**static_overrides) for task in tasks}  # validate all first
     # a task's run already saved with this configuration is read back, an interrupted one resumed
     runs = {task: train_once(os.path.join(out, task), configs[task], grid(sc), seeds or sc.seeds, progress,
-                             label=f"fig-ablation {task}") for task in tasks}
-    study_dir.write(out, "fig-ablation", scale, tasks, seeds=seeds or sc.seeds,
+                             label=f"{target.name} {task}") for task in tasks}
+    study_dir.write(out, target.study, scale, tasks, seeds=seeds or sc.seeds,
                     learning_rates=list(sc.settings["grid"]["lr_policy"]))
-    return {**draw(out), "runs": runs}
+    return {**target.redraw(out), "runs": runs}
 
 
-def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+def _tables_text(tables: dict) -> str:
+    """The best learning rate per toggle combination and the toggles' effects, per task, as text."""
+    return "\n".join(f"== {task}: best learning rate per toggle combination\n{best.to_string(index=False)}\n"
+                     f"{effects.to_string(index=False)}" for task, (best, effects) in tables.items())
+
+
+def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     """The analysis CSVs and the figure from the study saved in ``from_dir`` (written to
     ``out``, default ``from_dir``); reads the run directories only.
 
-    Returns ``{"runs": {task: RunResult}, "tables": {task: (best, effects)}, "figure": path}``.
+    Returns ``{"runs": {task: RunResult}, "tables": {task: (best, effects)}, "figure": path, "text": ...}``.
     """
     from pg_diag.run import load_run
 
-    record = study_dir.read(from_dir, "fig-ablation", "fig-ablation")
-    tasks = study_dir.select_tasks(record, tasks, from_dir, "fig-ablation")
+    record = study_dir.read(from_dir, target.study, target.name)
+    tasks = study_dir.select_tasks(record, tasks, from_dir, target.name)
     out = out or from_dir
     os.makedirs(out, exist_ok=True)
     selected, outputs = {}, {"runs": {}, "tables": {}}
     for task in tasks:
-        result = load_run(study_dir.run_dir(from_dir, task, "fig-ablation"))
+        result = load_run(study_dir.run_dir(from_dir, task, target.name))
         scores = agent_scores(result.metrics)
         best = best_learning_rates(scores)
         sel = agents_at_best_lr(scores)
@@ -168,11 +178,38 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
         outputs["runs"][task] = result
         outputs["tables"][task] = (best, effects)
     n_agents = outputs["runs"][tasks[0]].num_agents
-    outputs["figure"] = plot(selected, os.path.join(out, "fig-ablation.png"),
+    outputs["figure"] = plot(selected, os.path.join(out, f"{target.name}.png"),
                              title=f"2^4 ablation ({record['scale']} scale): scores of best-LR agents, "
                                    f"{n_agents} agents per task trained as one compiled sweep")
+    outputs["text"] = _tables_text(outputs["tables"])
     return outputs
 
 
-__all__ = ["SCALES", "TOGGLES", "agent_scores", "agents_at_best_lr", "base_config", "best_learning_rates", "draw",
-           "grid", "plot", "run", "toggle_effects"]
+def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
+    """One compiled sweep per task: 2^4 toggle combinations × the learning rates × seeds agents."""
+    sc = pick(target.scales, scale)
+    n = seeds or sc.seeds
+    agents = 2 ** len(TOGGLES) * len(sc.settings["grid"]["lr_policy"]) * n
+    bases = {t: base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks_of())}
+    return [dry_run.training_program(t, "ppo (2^4 toggles × LR)", base.static, agents, memory,
+                                     spec=(base, grid(sc), n)) for t, base in bases.items()]
+
+
+def evidence(target, from_dir: str, notes: list) -> list:
+    """Each toggle's effect on matched pairs of best-LR agents, per task."""
+    from pg_diag.run import load_run
+
+    record = study_dir.read(from_dir, target.study, target.name)
+    selected = {t: agents_at_best_lr(agent_scores(load_run(study_dir.run_dir(from_dir, t, target.name)).metrics))
+                for t in record["tasks"]}
+    return ev.ablation_evidence(selected, TOGGLES)
+
+
+TARGET = Target("fig-ablation", STUDY, "training", "CL Fig 1 / IM Fig 1",
+                "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds", scales=SCALES, run=run, draw=draw,
+                plan=plan, evidence=evidence, papers=("im",), provides=("ablation_",), presets=("ppo",),
+                notebook="implementation-matters")
+TARGETS = (TARGET,)
+
+__all__ = ["SCALES", "STUDY", "TARGET", "TARGETS", "TOGGLES", "agent_scores", "agents_at_best_lr", "base_config",
+           "best_learning_rates", "draw", "grid", "plan", "plot", "run", "toggle_effects"]

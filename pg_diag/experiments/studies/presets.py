@@ -29,15 +29,18 @@ the training entry points end by calling them.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, ConfigError, study_preset
-from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments import dry_run, figures, study_dir
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.training import train_study
 from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.target import Target
+from pg_diag.experiments.training import train_study
 from pg_diag.stats import PUBLISHED, aai, acli, bootstrap_mean_ci, index_ci, t_interval
 
 #: the tables' reporting rule -> the per-iteration metric it reads
@@ -168,68 +171,85 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
 
 # --- entry points: train and save, then draw from disk -----------------------------------
 
-def _study(scale: str, out: str, tasks, seeds, progress, overrides) -> None:
+STUDY = "algorithms"
+#: the presets each table compares
+TABLE_2_PRESETS = ("ppo", "ppo-m", "trpo", "trpo+")
+TABLE_3_PRESETS = ("ppo", "ppo-noclip")
+
+
+def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> None:
     """Train every preset on every task (reusing matching runs on disk) and record the study."""
-    sc = pick(SCALES, scale)
+    sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
     for task in tasks:  # validate every configuration before training anything
-        for algo in ALGORITHM_PRESETS:
+        for algo in target.presets:
             study_preset(algo, task, **over)
-    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), ALGORITHM_PRESETS, progress, **over)[1]
+    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), target.presets, progress, **over)[1]
             for t in tasks}
-    study_dir.write(out, "algorithms", scale, tasks, algorithms=list(ALGORITHM_PRESETS), **study_dir.runs_entry(runs))
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(target.presets), **study_dir.runs_entry(runs))
 
 
-def fig_rewards(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):
-    _study(scale, out, tasks, seeds, progress, overrides)
-    return draw_rewards(out)
+def run(target, scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):
+    """fig-rewards, table-2 or table-3: train the study (or reuse it), then draw the target from it; the
+    tables' ``statistic`` and ``reporting`` rules are checked before training."""
+    rules = {k: overrides.pop(k) for k in ("statistic", "reporting") if k in overrides}
+    if rules:
+        _check_rules(rules.get("statistic", "final"), rules.get("reporting", "pg_diag"))
+    _study(target, scale, out, tasks, seeds, progress, overrides)
+    return target.redraw(out, **rules)
 
 
-def draw_rewards(from_dir: str, out: str | None = None, tasks=None) -> dict:
+def draw_rewards(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     """fig-rewards from the study saved in ``from_dir`` (written to ``out``, default ``from_dir``)."""
-    record, metrics = study_dir.load_runs(from_dir, "algorithms", "fig-rewards", tasks)
-    path = plot_rewards(metrics, os.path.join(out or from_dir, "fig-rewards.png"),
+    record, metrics = study_dir.load_runs(from_dir, STUDY, target.name, tasks)
+    path = plot_rewards(metrics, os.path.join(out or from_dir, f"{target.name}.png"),
                         title=f"Mean episodic reward over training ({record['scale']} scale)")
     return {"figure": path, "metrics": metrics}
-
-
-def _table_target(kind, scale, out, tasks, seeds, progress, statistic, reporting, overrides):
-    _check_rules(statistic, reporting)
-    _study(scale, out, tasks, seeds, progress, overrides)
-    return draw_table(kind, out, statistic=statistic, reporting=reporting)
 
 
 AAI_CI_NOTE = "; AAI and ACLI from the same resamples of each algorithm's agents"
 
 
-def draw_table(kind: str, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
-               reporting: str = "pg_diag") -> dict:
-    """table-2 or table-3 from the study saved in ``from_dir`` (written to ``out``, default ``from_dir``)."""
-    if kind not in ("table-2", "table-3"):
-        raise ValueError(f"unknown table {kind!r}; tables are table-2 and table-3")
+def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
+               reporting: str = "pg_diag", *, compared: tuple, title: str, with_aai: bool) -> dict:
+    """A table of the ``compared`` presets (Table 2 with AAI and ACLI, Table 3) from the study saved in
+    ``from_dir`` (written to ``out``, default ``from_dir``)."""
     _check_rules(statistic, reporting)
-    algorithms = ("ppo", "ppo-m", "trpo", "trpo+") if kind == "table-2" else ("ppo", "ppo-noclip")
-    record, metrics = study_dir.load_runs(from_dir, "algorithms", kind, tasks)
-    metrics = metrics[metrics.algorithm.isin(algorithms)]
+    record, metrics = study_dir.load_runs(from_dir, STUDY, target.name, tasks)
+    metrics = metrics[metrics.algorithm.isin(compared)]
     scores = agent_scores(metrics, statistic, reporting)
     summary = summarize(scores)
-    df = table(summary, algorithms, with_aai=(kind == "table-2"), scores=scores)
-    title = ("IM Table 2: step choice × code-level optimizations" if kind == "table-2"
-             else "IM Table 3: PPO vs PPO-NoClip")
+    df = table(summary, compared, with_aai=with_aai, scores=scores)
     note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
             f" of the per-iteration mean episodic reward) with a 95% percentile-bootstrap CI over agents "
-            f"(1000 resamples{AAI_CI_NOTE if kind == 'table-2' else ''}); {record['scale']} scale. Episodic reward reported under "
-            f"{REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
-    md, csv = figures.write_table(df, os.path.join(out or from_dir, kind), title, note)
+            f"(1000 resamples{AAI_CI_NOTE if with_aai else ''}); {record['scale']} scale. Episodic reward reported "
+            f"under {REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
+    md, csv = figures.write_table(df, os.path.join(out or from_dir, target.name), title, note)
     return {"markdown": md, "csv": csv, "table": df, "summary": summary}
 
 
-def table_2(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
-            reporting="pg_diag", **overrides):
-    return _table_target("table-2", scale, out, tasks, seeds, progress, statistic, reporting, overrides)
+def evidence(target, from_dir: str, notes: list) -> list:
+    """Every agent's score (IM's claims on Tables 2 and 3 read them)."""
+    return ev.score_evidence(agent_scores(study_dir.load_runs(from_dir, STUDY, target.name)[1]))
 
 
-def table_3(scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, statistic="final",
-            reporting="pg_diag", **overrides):
-    return _table_target("table-3", scale, out, tasks, seeds, progress, statistic, reporting, overrides)
+_COMMON = dict(study=STUDY, kind="training", scales=SCALES, run=run, plan=dry_run.training_plan,
+               presets=ALGORITHM_PRESETS, notebook="implementation-matters")
+
+REWARDS_TARGET = Target("fig-rewards", paper="CL Fig 10", help="CL Fig 10: reward curves of all five algorithms",
+                        draw=draw_rewards, papers=("im",), **_COMMON)
+TABLE_2_TARGET = Target("table-2", paper="IM Table 2",
+           help="IM Table 2: PPO, PPO-M, TRPO, TRPO+ with bootstrap CIs, AAI, ACLI",
+    draw=functools.partial(draw_table, compared=TABLE_2_PRESETS, with_aai=True,
+                           title="IM Table 2: step choice × code-level optimizations"),
+    evidence=evidence, papers=("im",), provides=("im_score",), options=("statistic", "reporting"), **_COMMON)
+TABLE_3_TARGET = Target("table-3", paper="IM Table 3", help="IM Table 3: PPO vs PPO-NoClip with bootstrap CIs",
+                        draw=functools.partial(draw_table, compared=TABLE_3_PRESETS, with_aai=False,
+                                               title="IM Table 3: PPO vs PPO-NoClip"),
+                        papers=("im",), options=("statistic", "reporting"), **_COMMON)
+TARGETS = (REWARDS_TARGET, TABLE_2_TARGET, TABLE_3_TARGET)
+
+__all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET", "TABLE_3_PRESETS",
+           "TABLE_3_TARGET", "TARGETS", "agent_scores", "draw_rewards", "draw_table",
+           "plot_rewards", "summarize", "table"]

@@ -37,10 +37,11 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments import checkpointed, dry_run, figures, study_dir
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.training import presets_of
-from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
+from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.target import Target
 from pg_diag.stats import t_interval
 
 STUDY = "fig-value"
@@ -69,20 +70,6 @@ SCALES = {
                              "iterations, a held-out batch every 10 iterations; PPO and TRPO of the mid scale's "
                              "shared runs (5 agents each; PPO-M trains beside them for the other targets)."),
 }
-
-
-def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, algorithms=None, **overrides) -> dict:
-    """Train PPO and TRPO (or the presets ``algorithms``) on each task (reusing matching runs), record the
-    study in ``out``, draw it."""
-    sc = pick(SCALES, scale)
-    algos = presets_of(algorithms, ALGORITHMS)
-    tasks = tuple(tasks or sc.tasks_of())
-    out = out or f"results/{STUDY}-{scale}"
-    # the scale's presets where it trains more (runs shared with its other targets), every one validated first
-    entry = checkpointed.train_runs(out, sc, tasks, checkpointed.trained_presets(sc, algos, algorithms),
-                                    seeds or sc.seeds, progress, overrides)
-    study_dir.write(out, STUDY, scale, tasks, algorithms=list(algos), **entry)
-    return draw(out)
 
 
 def curves(metrics, resamples: int = 200):
@@ -185,10 +172,10 @@ def _plot_mse(ax, part, task):
     ax.legend(fontsize=7)
 
 
-def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     """The figure, ``fig-value-summary.{md,csv}`` and ``fig-value-curves.csv`` from the runs of the study
     saved in ``from_dir`` (written to ``out``, default ``from_dir``); nothing is recomputed."""
-    record, metrics = study_dir.load_runs(from_dir, STUDY, STUDY, tasks)
+    record, metrics = study_dir.load_runs(from_dir, STUDY, target.name, tasks)
     out = out or from_dir
     curve = curves(metrics)
     os.makedirs(out, exist_ok=True)
@@ -210,4 +197,16 @@ def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
     return {"figure": path, "summary": table, "curves": curve, "metrics": metrics, "markdown": md, "csv": csv}
 
 
-__all__ = ["ALGORITHMS", "SCALES", "STUDY", "curves", "draw", "run", "summary"]
+def evidence(target, from_dir: str, notes: list) -> list:
+    return ev.value_evidence(study_dir.load_runs(from_dir, STUDY, target.name)[1])
+
+
+TARGETS = (
+    Target("fig-value", STUDY, "training", "CL Figs 4/14/15",
+           "CL Fig 4/14/15: value-network MRE against its target, the returns and (LQR) the exact V^π",
+           scales=SCALES, run=checkpointed.run_training, draw=draw, plan=dry_run.training_plan, evidence=evidence,
+           papers=("cl",), provides=("value_heldout", "value_returns"), presets=ALGORITHMS, options=("algorithm",),
+           notebook="closer-look"),
+)
+
+__all__ = ["ALGORITHMS", "SCALES", "STUDY", "TARGETS", "curves", "draw", "summary"]

@@ -21,12 +21,15 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, ConfigError
+from pg_diag.config import CPU_SCALE
+from pg_diag.diagnostics import BaselineSettings
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.target import Measurement, Target
 
 STUDY = "fig-baselines"
 ALGORITHMS = ("ppo", "trpo")
@@ -60,26 +63,6 @@ SCALES = {
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 5 agents each (the mid scale's shared runs), 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
                     "until a t-test over 20 held-out batches shows it closer to the returns."),
 }
-
-
-def run(scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None, **overrides) -> dict:
-    """Train (or take ``runs``), measure unless saved with the same settings, draw."""
-    out = checkpointed.measure_target("fig-baselines", SCALES, scale, out, baseline_study, algorithms=ALGORITHMS,
-                                      name="baselines", tasks=tasks, seeds=seeds, progress=progress, runs=runs,
-                                      diag=diag, overrides=overrides)
-    return draw(out)
-
-
-def load_studies(from_dir: str):
-    """The study record saved under ``from_dir`` and, per task, the baseline study of its runs."""
-    record = study_dir.read(from_dir, STUDY, STUDY)
-    studies = {}
-    for task, dirs in record["runs"].items():
-        try:
-            studies[task] = load_baseline_study([study_dir.run_dir(from_dir, d, STUDY) for d in dirs])
-        except FileNotFoundError as e:
-            raise ConfigError(f"{STUDY} --from {from_dir!r}: {e}; run {STUDY} without --from to measure it")
-    return record, studies
 
 
 def pooled_curves(study):
@@ -194,8 +177,9 @@ def plot(studies: dict, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=100)
 
 
-def draw(from_dir: str, out: str | None = None) -> dict:
-    record, studies = load_studies(from_dir)
+def draw(target, from_dir: str, out: str | None = None) -> dict:
+    """The figure and summary table from the baseline studies saved under ``from_dir``."""
+    record, studies = checkpointed.load_measured(target, from_dir)
     out = out or from_dir
     table = summary(studies)
     shown = table.copy()
@@ -203,7 +187,7 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         if shown[col].dtype.kind == "f":
             shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
     md, csv = figures.write_table(
-        shown, os.path.join(out, f"{STUDY}-summary"), "Gradient-estimate concentration under each baseline",
+        shown, os.path.join(out, f"{target.name}-summary"), "Gradient-estimate concentration under each baseline",
         "at_batch_size / at_largest_n: mean pairwise cosine (mean over agents); n_at_X: N where it first reaches X. "
         "fitted_* / agent_*: the fitted (V*) and the agent's value networks on held-out Monte-Carlo returns: mean "
         "squared error (mse), mean relative error (mre), explained variance (ev), means over agents; "
@@ -214,9 +198,23 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         "Fig 5. fit_epochs_used: epochs V* was fit for (it stops when shown better). *_mse_exact (LQR): MSE "
         "against the exact V^π; exact_mse: V^π's own MSE against the returns, the noise floor. objective: what "
         "each estimate differentiates (surrogate: CL eq. 15; own: the algorithm's own objective).")
-    path = plot(studies, os.path.join(out, f"{STUDY}.png"),
+    path = plot(studies, os.path.join(out, f"{target.name}.png"),
                 f"Baselines: mean pairwise cosine of gradient estimates vs N ({record['scale']} scale)")
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
-__all__ = ["SCALES", "STUDY", "draw", "load_studies", "run", "summary", "true_value_verdict"]
+def evidence(target, from_dir: str, notes: list) -> list:
+    return ev.baseline_evidence(checkpointed.load_measured(target, from_dir)[1])
+
+
+TARGETS = (
+    Target("fig-baselines", STUDY, "diagnostic", "CL Figs 5/16",
+           "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "
+           "exact V^π", scales=SCALES, run=checkpointed.run, draw=draw, plan=dry_run.measurement_plan,
+           evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess"), presets=ALGORITHMS,
+           measurement=Measurement("baselines", "baselines", baseline_study, load_baseline_study, BaselineSettings,
+                                   tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2)),
+           notebook="closer-look"),
+)
+
+__all__ = ["ALGORITHMS", "SCALES", "STUDY", "TARGETS", "draw", "summary", "true_value_verdict"]

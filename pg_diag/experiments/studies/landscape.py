@@ -26,18 +26,19 @@ import os
 
 import numpy as np
 
+import functools
+
 from pg_diag import algorithms
-from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.diagnostics import landscape_study, load_landscape_study
+from pg_diag.config import CPU_SCALE
+from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
 from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.experiments import checkpointed, figures, study_dir, targets
+from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.target import Measurement, Target
 
 STUDY = "landscape"
-TARGETS = targets.served_by("landscape_figs")
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
-MEASURED = {"fig-landscape-concentration": ("ppo", "trpo"), "fig-landscape-surrogate": ALGORITHMS}
-NAMES = {t: t.replace("fig-", "") for t in TARGETS}   # the measurement's name in each run's diagnostics/
 
 
 SCALES = {
@@ -46,8 +47,8 @@ SCALES = {
                "fig-landscape-surrogate": ("humanoid", "walker2d", "hopper", "lqr")},
         seeds=1, overrides={"checkpoint_at": (0, 150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
-        settings={"fig-landscape-concentration": dict(points=7, sizes=PAPER_SIZES["landscape-concentration"]),
-                  "fig-landscape-surrogate": dict(points=7, sizes=PAPER_SIZES["landscape-surrogate"],
+        settings={"landscape-concentration": dict(points=7, sizes=PAPER_SIZES["landscape-concentration"]),
+                  "landscape-surrogate": dict(points=7, sizes=PAPER_SIZES["landscape-surrogate"],
                                                   step_pairs=(0, 1_000_000))},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="One agent per preset, checkpoints after iterations 0/150/300/450 (LQR: 0/20/40); a 7 × 7 grid "
@@ -58,19 +59,19 @@ SCALES = {
     "smoke": Scale(
         tasks={"fig-landscape-concentration": ("hopper", "lqr"), "fig-landscape-surrogate": ("hopper", "lqr")},
         seeds=1, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
-        settings={"fig-landscape-concentration": dict(points=5, sizes=(1_000, 5_000, 20_000), envs=8),
-                  "fig-landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
+        settings={"landscape-concentration": dict(points=5, sizes=(1_000, 5_000, 20_000), envs=8),
+                  "landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
                     "one agent per preset, checkpoints after 0/15/29; a 5 × 5 grid, random direction of L2 norm 2 "
                     "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
-        **MID_TRAINING, measured_at={"fig-landscape-concentration": (0, 99), "fig-landscape-surrogate": (0, 99)},
+        **MID_TRAINING, measured_at={"landscape-concentration": (0, 99), "landscape-surrogate": (0, 99)},
         # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 32 complete episodes
-        settings={"fig-landscape-concentration": dict(points=4, sizes=(2_000, 4_000, 8_000), envs=8,
+        settings={"landscape-concentration": dict(points=4, sizes=(2_000, 4_000, 8_000), envs=8,
                                                       length_episodes=32),
-                  "fig-landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
+                  "landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
                                                   length_episodes=32)},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
                     "runs: 5 agents per preset (the claims compare planes across agents), 100 iterations, measured "
@@ -78,30 +79,6 @@ SCALES = {
                     "norm 2, L̂ from 32 episodes; 2K/4K/8K pairs per point (concentration); 4K pairs per point "
                     "and steps from 2,048 and 32,768 pairs (surrogate)."),
 }
-
-
-def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
-        **overrides) -> dict:
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    out = checkpointed.measure_target(target, SCALES, scale, out, landscape_study, algorithms=ALGORITHMS,
-                                      name=NAMES[target], labels=MEASURED[target], tasks=tasks, seeds=seeds,
-                                      progress=progress, runs=runs, diag=diag, overrides=overrides)
-    return draw(target, out)
-
-
-def load_studies(target: str, from_dir: str):
-    """The study record saved under ``from_dir`` and, per measured task, ``target``'s landscape study."""
-    record = study_dir.read(from_dir, STUDY, target)
-    tasks = record.get("measured", {}).get(target)
-    if not tasks:
-        raise ConfigError(f"{target} --from {from_dir!r}: the study there has no {target} measurement; run {target} "
-                          f"--out {from_dir} first")
-    studies = {}
-    for task in tasks:
-        paths = [study_dir.run_dir(from_dir, d, target) for d in record["runs"][task]]
-        studies[task] = load_landscape_study(paths, NAMES[target])
-    return record, studies
 
 
 def _subjects(study):
@@ -134,14 +111,14 @@ def _heat(ax, grid, coords, title, cmap="viridis", random_norm=None):
 MAX_ROWS = 4
 
 
-def plot(target: str, studies: dict, path: str, title: str) -> list:
+def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
     """The figure at ``path``, or where it would hold more than :data:`MAX_ROWS` rows of panels one file per
     task (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
     rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
-    if target == "fig-landscape-concentration":
+    if concentration:
         rows = [(t, p) for t, p in rows if p.step_pairs == min(studies[t].planes.step_pairs)]
     if len(rows) <= MAX_ROWS:
-        return [_plot(target, studies, rows, path, title)]
+        return [_plot(concentration, studies, rows, path, title)]
     stem, paths = path[:-len(".png")], []
     for task in studies:
         mine = [(t, p) for t, p in rows if t == task]
@@ -149,14 +126,13 @@ def plot(target: str, studies: dict, path: str, title: str) -> list:
         groups = [(f"-{task}", None)] if len(mine) <= MAX_ROWS else [(f"-{task}-{lab}", lab) for lab in labels]
         for suffix, lab in groups:
             part = [(t, p) for t, p in mine if lab is None or p.label == lab]
-            paths.append(_plot(target, studies, part, stem + suffix + ".png",
+            paths.append(_plot(concentration, studies, part, stem + suffix + ".png",
                                f"{title}: {task}" + (f", {lab}" if lab else "")))
     return paths
 
 
-def _plot(target: str, studies: dict, rows: list, path: str, title: str) -> str:
+def _plot(concentration: bool, studies: dict, rows: list, path: str, title: str) -> str:
     plt = figures.pyplot()
-    concentration = target == "fig-landscape-concentration"
     cols = max(len(st.sizes) if concentration else 2 + bool(st.manifest["resolved"]["exact"])
                for st in studies.values())
     fig, axes = plt.subplots(len(rows), cols, figsize=(4.2 * cols, 3.2 * len(rows)), squeeze=False)
@@ -202,12 +178,12 @@ def _plot(target: str, studies: dict, rows: list, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=90, title_size=10)
 
 
-def summary(target: str, studies: dict):
+def summary(concentration: bool, studies: dict):
     import pandas as pd
 
     frames = []
     for task, st in studies.items():
-        if target == "fig-landscape-concentration":
+        if concentration:
             agg = dict(episodes_per_point=("episodes", "mean"), mean_se=("se", "mean"))
             if "pairs" in st.returns:
                 agg["pairs_per_point"] = ("pairs", "mean")
@@ -228,30 +204,65 @@ def summary(target: str, studies: dict):
     return out[["task"] + [c for c in out.columns if c != "task"]]
 
 
-def draw(target: str, from_dir: str, out: str | None = None) -> dict:
-    record, studies = load_studies(target, from_dir)
+_RATIO = ("step_norm: the step's L2 norm; step_norm_ratio: step_norm over the random direction's norm (1 unit of "
+          "y; CL Fig 6: norm 2, the step \"typically an order of magnitude lower\").")
+_NOTES = {
+    True: "n: the pairs per point asked for; episodes_per_point: the complete episodes from reset behind each point's "
+          "estimate (round(n / L̂)), pairs_per_point: the pairs they took (their total length); mean_se: the "
+          "estimates' mean standard error; mean_length (± mean_length_se): L̂, the subject's mean episode length "
+          "from complete episodes from reset (unbiased). " + _RATIO,
+    False: "agreement: share of neighbouring grid pairs along the step where surrogate and true return change with "
+           "the same sign, 95% CI from the Monte-Carlo noise (low, high); true/surrogate_step_change: their change "
+           "from (0, 0) to (1, 0), the step itself; pairs_per_point: the pairs the true return at each point took. "
+           + _RATIO}
+
+
+def draw(target, from_dir: str, out: str | None = None, *, concentration: bool, title: str) -> dict:
+    """fig-landscape-concentration (``concentration``) or fig-landscape-surrogate from the landscape studies
+    saved under ``from_dir``: the figures and the summary table."""
+    record, studies = checkpointed.load_measured(target, from_dir)
     out = out or from_dir
-    table = summary(target, studies)
+    table = summary(concentration, studies)
     shown = table.copy()
     for col in shown.columns:
         if shown[col].dtype.kind == "f":
             shown[col] = shown[col].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
-    ratio = ("step_norm: the step's L2 norm; step_norm_ratio: step_norm over the random direction's norm (1 unit "
-             "of y; CL Fig 6: norm 2, the step \"typically an order of magnitude lower\").")
-    note = ("n: the pairs per point asked for; episodes_per_point: the complete episodes from reset behind each "
-            "point's estimate (round(n / L̂)), pairs_per_point: the pairs they took (their total length); "
-            "mean_se: the estimates' mean standard error; mean_length (± mean_length_se): L̂, the subject's mean "
-            "episode length from complete episodes from reset (unbiased). " + ratio
-            if target == "fig-landscape-concentration" else
-            "agreement: share of neighbouring grid pairs along the step where surrogate and true return change "
-            "with the same sign, 95% CI from the Monte-Carlo noise (low, high); true/surrogate_step_change: "
-            "their change from (0, 0) to (1, 0), the step itself; pairs_per_point: the pairs the true return "
-            "at each point took. " + ratio)
-    md, csv = figures.write_table(shown, os.path.join(out, f"{target}-summary"), target, note)
-    title = {"fig-landscape-concentration": "True reward landscape around the policy estimated from N pairs",
-             "fig-landscape-surrogate": "True reward vs the algorithm's surrogate on the plane of its step"}[target]
-    paths = plot(target, studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
+    md, csv = figures.write_table(shown, os.path.join(out, f"{target.name}-summary"), target.name,
+                                  _NOTES[concentration])
+    paths = plot(concentration, studies, os.path.join(out, f"{target.name}.png"),
+                 f"{title} ({record['scale']} scale)")
     return {"figure": paths[0], "figures": paths, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
-__all__ = ["SCALES", "TARGETS", "draw", "load_studies", "run"]
+def concentration_evidence(target, from_dir: str, notes: list) -> list:
+    return ev.concentration_evidence(checkpointed.load_measured(target, from_dir)[1])
+
+
+def surrogate_evidence(target, from_dir: str, notes: list) -> list:
+    return ev.surrogate_evidence(checkpointed.load_measured(target, from_dir)[1])
+
+
+_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
+               papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
+
+TARGETS = (
+    Target("fig-landscape-concentration", paper="CL Figs 6/26/27",
+           help="CL Fig 6/26/27: true reward landscape from 2K/20K/100K pairs per point",
+           draw=functools.partial(draw, concentration=True,
+                                  title="True reward landscape around the policy estimated from N pairs"),
+           evidence=concentration_evidence, provides=("landscape_noise",),
+           measurement=Measurement("landscape-concentration", "landscape", landscape_study, load_landscape_study,
+                                   LandscapeSettings, labels=("ppo", "trpo"),
+                                   tiny=dict(points=3, sizes=(512, 1024), envs=4)),
+           **_COMMON),
+    Target("fig-landscape-surrogate", paper="CL Figs 7/8/17-25",
+           help="CL Fig 7/8/17-25: true reward vs the surrogate on the plane of the step",
+           draw=functools.partial(draw, concentration=False,
+                                  title="True reward vs the algorithm's surrogate on the plane of its step"),
+           evidence=surrogate_evidence, provides=("landscape_true_step",),
+           measurement=Measurement("landscape-surrogate", "landscape", landscape_study, load_landscape_study,
+                                   LandscapeSettings, tiny=dict(points=3, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
+           **_COMMON),
+)
+
+__all__ = ["ALGORITHMS", "SCALES", "STUDY", "TARGETS", "draw", "plot", "summary"]

@@ -31,8 +31,11 @@ import optax
 
 from pg_diag import networks, stages
 from pg_diag.config import ConfigError, preset
-from pg_diag.experiments import figures, study_dir
+from pg_diag.envs import sizes as task_sizes
+from pg_diag.experiments import dry_run, figures, study_dir
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.target import Target
 from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.trainer import make_train, seed_key
 
@@ -114,11 +117,14 @@ def first_step_check(params, batch, knobs, eps):
 COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio", "mean_kl", "fraction_outside")
 
 
-def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None):
+STUDY = "fig-theorem"
+
+
+def run(target, scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None):
     """Optimize L^C on one batch with every optimizer, save the traces and :func:`draw` them."""
     import pandas as pd
 
-    sc = pick(SCALES, scale)
+    sc = pick(target.scales, scale)
     task, steps = task or sc.tasks_of()[0], steps or sc.settings["optimize"]["steps"]
     cfg, params, batch, knobs = fixed_batch(task, seed)
     eps = cfg.clip_eps
@@ -131,23 +137,30 @@ def run(scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None)
         frame = pd.DataFrame(trace, columns=COLUMNS).assign(optimizer=f"{name} lr={lr:g}", step=np.arange(len(trace)))
         frames.append(frame)
     # the study record's write waits for this one, so every process then reads the traces
-    figures.write_csv(pd.concat(frames, ignore_index=True), os.path.join(out, "fig-theorem.csv"), index=False)
-    study_dir.write(out, "fig-theorem", scale, [task], seed=seed, steps=steps, clip_eps=float(eps),
+    figures.write_csv(pd.concat(frames, ignore_index=True), os.path.join(out, f"{target.name}.csv"), index=False)
+    study_dir.write(out, target.study, scale, [task], seed=seed, steps=steps, clip_eps=float(eps),
                     batch_size=int(batch.obs.shape[0]), first_step_relative_difference=rel, ceiling=ceiling)
-    return draw(out)
+    return target.redraw(out)
 
 
-def draw(from_dir: str, out: str | None = None) -> dict:
+def _traces(target, from_dir: str):
+    """The study record and the optimizers' traces saved in ``from_dir``."""
+    import pandas as pd
+
+    record = study_dir.read(from_dir, target.study, target.name)
+    trace_path = os.path.join(from_dir, f"{target.name}.csv")
+    if not os.path.isfile(trace_path):
+        raise ConfigError(f"{target.name} --from {from_dir!r}: the study has no {target.name}.csv (its traces)")
+    return record, pd.read_csv(trace_path)
+
+
+def draw(target, from_dir: str, out: str | None = None) -> dict:
     """The figure and ``summary.csv`` from ``fig-theorem.csv`` and ``study.json`` in ``from_dir``
     (written to ``out``, default ``from_dir``)."""
     plt = figures.pyplot()
     import pandas as pd
 
-    record = study_dir.read(from_dir, "fig-theorem", "fig-theorem")
-    trace_path = os.path.join(from_dir, "fig-theorem.csv")
-    if not os.path.isfile(trace_path):
-        raise ConfigError(f"fig-theorem --from {from_dir!r}: the study has no fig-theorem.csv (its traces)")
-    data = pd.read_csv(trace_path)
+    record, data = _traces(target, from_dir)
     out = out or from_dir
     task, eps, steps, ceiling = record["tasks"][0], record["clip_eps"], record["steps"], record["ceiling"]
     rel = record["first_step_relative_difference"]
@@ -169,7 +182,7 @@ def draw(from_dir: str, out: str | None = None) -> dict:
     for ax in axes:
         ax.set_xlabel("optimizer step on the same batch")
         ax.legend(fontsize=7)
-    path = figures.save(fig, os.path.join(out, "fig-theorem.png"),
+    path = figures.save(fig, os.path.join(out, f"{target.name}.png"),
                         f"CL Theorem 5.1 on one {task} batch of {record['batch_size']} samples: the objective "
                         f"flattens while the ratios leave the trust region; "
                         f"first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}",
@@ -184,4 +197,27 @@ def draw(from_dir: str, out: str | None = None) -> dict:
         "mean KL at end": final.mean_kl})
     figures.write_csv(summary, os.path.join(out, "summary.csv"))
     return {"figure": path, "first_step_relative_difference": rel, "ceiling": ceiling, "trace": data,
-            "summary": summary}
+            "summary": summary, "text": f"first step: |grad L^C - grad L| / |grad L| = {rel:.2e}"}
+
+
+def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, steps=None, **overrides) -> list:
+    """One batch of the PPO preset, then every optimizer on it in turn."""
+    sc = pick(target.scales, scale)
+    task, steps = (tasks or sc.tasks_of())[0], steps or sc.settings["optimize"]["steps"]
+    s = preset("ppo", task, **overrides).static
+    obs, act = task_sizes(task, s.model)
+    pairs = s.num_envs * s.steps_per_env
+    need = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
+    return [dry_run.Program("optimize", task, "ppo", len(OPTIMIZERS), pairs, s.steps_per_env + len(OPTIMIZERS) * steps,
+                            s.num_envs, need, need <= memory, f"{steps} full-batch steps per optimizer")]
+
+
+def evidence(target, from_dir: str, notes: list) -> list:
+    return ev.theorem_evidence(*_traces(target, from_dir))
+
+
+TARGETS = (
+    Target("fig-theorem", STUDY, "optimize", "CL Theorem 5.1", "CL Theorem 5.1: optimizing the clipped objective on "
+           "one batch", scales=SCALES, run=run, draw=draw, plan=plan, evidence=evidence, papers=("cl", "im"),
+           provides=("theorem_",), presets=("ppo",)),
+)

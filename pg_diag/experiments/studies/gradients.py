@@ -28,16 +28,20 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, ConfigError
-from pg_diag.diagnostics import gradient_study, load_gradient_study, load_step_study, step_study
+import functools
+
+from pg_diag.config import CPU_SCALE
+from pg_diag.diagnostics import (GradientSettings, StepSettings, gradient_study, load_gradient_study,
+                                 load_step_study, step_study)
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
-from pg_diag.experiments import checkpointed, figures, study_dir, targets
-from pg_diag.experiments.figures import COLORS, LABELS
+from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.figures import COLORS
 from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.target import Measurement, Target
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"
-TARGETS = targets.served_by("gradient_figs")
 
 
 # Every scale's true gradient holds at least TRUE_RATIO (10) × its largest N, as CL Fig 3's ten million pairs
@@ -71,79 +75,76 @@ SCALES = {
 }
 
 
-def run(target: str, scale="smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
-        **overrides) -> dict:
-    """Train (or take ``runs``), measure what ``target`` needs unless saved with the same settings, draw it."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    steps = target == "fig-step-variance"
-    out = checkpointed.measure_target(target, SCALES, scale, out, step_study if steps else gradient_study,
-                                      algorithms=ALGORITHMS, name="steps" if steps else "gradients", tasks=tasks,
-                                      seeds=seeds, progress=progress, runs=runs, diag=diag, overrides=overrides)
-    return draw(target, out)
+#: what each target's table notes (the figure's title is the target's own)
+_NOTE = ("n_at_X: the N (state–action pairs) at which the mean over agents first reaches X, log-linearly "
+         "interpolated (NaN: not within the grid); at_batch_size: at the algorithm's own batch size. objective: what "
+         "each estimate differentiates (surrogate: CL eq. 15; own: the algorithm's own objective).")
+_TRUTH_NOTE = (" true_ratio: the true gradient's pairs over the largest N (CL Fig 3: 10); truth_split_half: the "
+               "cosine between two halves of the true gradient's streams; truth_ceiling: the true gradient's own "
+               "cosine to the gradient it estimates, √(kρ/(1+(k−1)ρ)) from the split-half ρ (k = 2 for an even "
+               "number of streams): the highest mean cosine to it an estimate can show.")
 
 
-def load_studies(target: str, from_dir: str):
-    """The study record saved under ``from_dir`` and, per task, the gradient (or, for fig-step-variance, step)
-    study of its runs: what ``draw`` and the claims report read."""
-    record = study_dir.read(from_dir, STUDY, target)
-    kind = "steps" if target == "fig-step-variance" else "gradients"
-    out = {}
-    for task, dirs in record["runs"].items():
-        paths = [study_dir.run_dir(from_dir, d, target) for d in dirs]
-        try:
-            out[task] = (load_step_study if kind == "steps" else load_gradient_study)(paths)
-        except FileNotFoundError as e:
-            raise ConfigError(f"{target} --from {from_dir!r}: {e}; run {target} without --from to measure it")
-    return record, out
-
-
-def draw(target: str, from_dir: str, out: str | None = None) -> dict:
-    """The figure and summary table of ``target`` from the diagnostics saved under ``from_dir``."""
+def _truth_columns(summary, studies):
+    """fig-grad-true's summary with the truth's own convergence and (LQR) its cosine to the exact ∇J."""
     import pandas as pd
 
-    record, studies = load_studies(target, from_dir)
+    subjects = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
+    keys = ["task", "label", "iteration"]
+    limits = subjects[np.isfinite(subjects.true_to_exact)]
+    if len(limits):
+        lim = limits.groupby(keys)["true_to_exact"].mean().rename("true_gradient_cos_to_exact")
+        summary = summary.merge(lim.reset_index(), how="left", on=keys)
+    # the truth's own convergence (studies saved before it was measured lack the columns)
+    own = [c for c in ("true_ratio", "truth_split_half", "truth_ceiling") if c in subjects]
+    if own:
+        summary = summary.merge(subjects.groupby(keys)[own].mean().reset_index(), how="left", on=keys)
+    return summary
+
+
+def draw_gradients(target, from_dir: str, out: str | None = None, *, measure: str, title: str) -> dict:
+    """fig-grad-variance (``measure="pairwise"``) or fig-grad-true (``"true"``) from the gradient studies saved
+    under ``from_dir``: the figure and summary table."""
+    import pandas as pd
+
+    record, studies = checkpointed.load_measured(target, from_dir)
     out = out or from_dir
-    title = {"fig-grad-variance": "Gradient-estimate variance: mean pairwise cosine of K estimates vs N",
-             "fig-grad-true": "Gradient estimates vs the true gradient: mean cosine to a large-sample "
-                              "(and, on LQR, the exact) gradient",
-             "fig-step-variance": "Step variance: pairwise cosine of the algorithm's own steps and KL between "
-                                  "the resulting policies"}[target]
-    if target == "fig-step-variance":
-        summary = pd.concat([s.summary().assign(task=t) for t, s in studies.items()], ignore_index=True)
-        path = plot_steps(studies, os.path.join(out, f"{target}.png"), f"{title} ({record['scale']} scale)")
-    else:
-        measure = "pairwise" if target == "fig-grad-variance" else "true"
-        summary = pd.concat([s.summary(measure).assign(task=t, objective=s.manifest["resolved"].get(
-            "objective", "surrogate")) for t, s in studies.items()], ignore_index=True)
-        if target == "fig-grad-true":
-            subjects = pd.concat([s.subjects.assign(task=t) for t, s in studies.items()], ignore_index=True)
-            keys = ["task", "label", "iteration"]
-            limits = subjects[np.isfinite(subjects.true_to_exact)]
-            if len(limits):
-                lim = limits.groupby(keys)["true_to_exact"].mean().rename("true_gradient_cos_to_exact")
-                summary = summary.merge(lim.reset_index(), how="left", on=keys)
-            # the truth's own convergence (studies saved before it was measured lack the columns)
-            own = [c for c in ("true_ratio", "truth_split_half", "truth_ceiling") if c in subjects]
-            if own:
-                summary = summary.merge(subjects.groupby(keys)[own].mean().reset_index(), how="left", on=keys)
-        path = plot_gradients(studies, measure, os.path.join(out, f"{target}.png"),
-                              f"{title} ({record['scale']} scale)")
+    summary = pd.concat([s.summary(measure).assign(task=t, objective=s.manifest["resolved"].get(
+        "objective", "surrogate")) for t, s in studies.items()], ignore_index=True)
+    if measure == "true":
+        summary = _truth_columns(summary, studies)
+    path = plot_gradients(studies, measure, os.path.join(out, f"{target.name}.png"),
+                          f"{title} ({record['scale']} scale)")
     summary = _rounded(summary[["task"] + [c for c in summary.columns if c != "task"]])
-    md, csv = figures.write_table(summary, os.path.join(out, f"{target}-summary"), title,
-                                  "n_at_X: the N (state–action pairs) at which the mean over agents first reaches X, "
-                                  "log-linearly interpolated (NaN: not within the grid); at_batch_size: at the "
-                                  "algorithm's own batch size. objective: what each estimate differentiates "
-                                  "(surrogate: CL eq. 15; own: the algorithm's own objective)."
-                                  + (" true_ratio: the true gradient's pairs over the largest N (CL Fig 3: 10); "
-                                     "truth_split_half: the cosine between two halves of the true gradient's "
-                                     "streams; truth_ceiling: the true gradient's own cosine to the gradient it "
-                                     "estimates, √(kρ/(1+(k−1)ρ)) from the split-half ρ (k = 2 for an even "
-                                     "number of streams): the highest mean cosine to it an estimate can show."
-                                     if target == "fig-grad-true" else "")
-                                  if target != "fig-step-variance" else
+    md, csv = figures.write_table(summary, os.path.join(out, f"{target.name}-summary"), title,
+                                  _NOTE + (_TRUTH_NOTE if measure == "true" else ""))
+    return {"figure": path, "summary": summary, "markdown": md, "csv": csv, "studies": studies}
+
+
+def draw_steps(target, from_dir: str, out: str | None = None, *, title: str) -> dict:
+    """fig-step-variance from the step studies saved under ``from_dir``: the figure and summary table."""
+    import pandas as pd
+
+    record, studies = checkpointed.load_measured(target, from_dir)
+    out = out or from_dir
+    summary = pd.concat([s.summary().assign(task=t) for t, s in studies.items()], ignore_index=True)
+    path = plot_steps(studies, os.path.join(out, f"{target.name}.png"), f"{title} ({record['scale']} scale)")
+    summary = _rounded(summary[["task"] + [c for c in summary.columns if c != "task"]])
+    md, csv = figures.write_table(summary, os.path.join(out, f"{target.name}-summary"), title,
                                   "Means over agents of each agent's mean over pairs of the M steps.")
     return {"figure": path, "summary": summary, "markdown": md, "csv": csv, "studies": studies}
+
+
+def pairwise_evidence(target, from_dir: str, notes: list) -> list:
+    return ev.gradient_pairwise_evidence(checkpointed.load_measured(target, from_dir)[1])
+
+
+def true_evidence(target, from_dir: str, notes: list) -> list:
+    return ev.gradient_true_evidence(checkpointed.load_measured(target, from_dir)[1], notes)
+
+
+def step_evidence(target, from_dir: str, notes: list) -> list:
+    return ev.step_evidence(checkpointed.load_measured(target, from_dir)[1])
 
 
 def _rounded(frame):
@@ -225,4 +226,31 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=100)
 
 
-__all__ = ["ALGORITHMS", "LABELS", "SCALES", "TARGETS", "draw", "load_studies", "run"]
+_GRADIENTS = dict(measure=gradient_study, load=load_gradient_study, settings=GradientSettings,
+                  tiny=dict(sizes=(100, 1000), estimates=3, true_pairs=10_240))   # the truth 10× the largest N
+_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
+               papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
+
+TARGETS = (
+    Target("fig-grad-variance", paper="CL Figs 2/11", help="CL Fig 2/11: pairwise cosine of gradient estimates vs N",
+           draw=functools.partial(draw_gradients, measure="pairwise",
+                                  title="Gradient-estimate variance: mean pairwise cosine of K estimates vs N"),
+           evidence=pairwise_evidence, provides=("grad_pairwise",),
+           measurement=Measurement("gradients", "gradients", **_GRADIENTS), **_COMMON),
+    Target("fig-grad-true", paper="CL Figs 3/12",
+           help="CL Fig 3/12: cosine of gradient estimates to the true (and exact LQR) gradient vs N",
+           draw=functools.partial(draw_gradients, measure="true",
+                                  title="Gradient estimates vs the true gradient: mean cosine to a large-sample "
+                                        "(and, on LQR, the exact) gradient"),
+           evidence=true_evidence, provides=("grad_true",),
+           measurement=Measurement("gradients", "gradients", **_GRADIENTS), **_COMMON),
+    Target("fig-step-variance", paper="CL Fig 13", help="CL Fig 13: pairwise cosine and KL of the algorithm's own steps",
+           draw=functools.partial(draw_steps, title="Step variance: pairwise cosine of the algorithm's own steps "
+                                                    "and KL between the resulting policies"),
+           evidence=step_evidence, provides=("step_",),
+           measurement=Measurement("steps", "steps", step_study, load_step_study, StepSettings, tiny=dict(batches=2)),
+           **_COMMON),
+)
+
+__all__ = ["ALGORITHMS", "SCALES", "STUDY", "TARGETS", "draw_gradients", "draw_steps", "plot_gradients",
+           "plot_steps"]

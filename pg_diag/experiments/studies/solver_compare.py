@@ -16,32 +16,48 @@ train once with ``solver=converged`` (MuJoCo's own settings, the default) and on
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 
 from pg_diag.config import ConfigError
-from pg_diag.experiments import ablation, algorithms, figures, study_dir
+from pg_diag.experiments import figures, study_dir
+from pg_diag.experiments.studies import ablation, presets
+from pg_diag.experiments.target import Target
 from pg_diag.stats import aai, acli, difference_ci
 
 SOLVERS = ("converged", "fast")
-TABLE_2 = ("ppo", "ppo-m", "trpo", "trpo+")
+TABLE_2 = presets.TABLE_2_PRESETS
+#: the two targets it runs under each solver setting, each into its study's directory
+PARTS = (ablation.TARGET, presets.TABLE_2_TARGET)
 #: the scales of the two studies it runs: fig-ablation's (table-2 has each of them too)
-SCALES = {name: sc for name, sc in ablation.SCALES.items() if name in algorithms.SCALES}
+SCALES = {name: sc for name, sc in ablation.SCALES.items() if name in presets.SCALES}
 
 
-def run(scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None, **overrides) -> dict:
-    """Train both studies under both solver settings (reusing what is on disk), then :func:`draw`."""
+def _no_solver(overrides: dict) -> None:
     if "solver" in overrides:
-        raise ConfigError("solver-compare trains under both solver settings: do not set solver")
+        raise ConfigError(f"solver-compare trains under both solver settings ({', '.join(SOLVERS)}): do not set "
+                          f"solver (got {overrides['solver']!r})")
+
+
+def run(target, scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None,
+        **overrides) -> dict:
+    """Train both studies under both solver settings (reusing what is on disk), then :func:`draw`."""
+    _no_solver(overrides)
     for solver in SOLVERS:
-        where = os.path.join(out, solver)
-        ablation.run(scale, out=os.path.join(where, "fig-ablation"), tasks=tasks, seeds=seeds, progress=progress,
-                     solver=solver, **overrides)
-        algorithms.table_2(scale, out=os.path.join(where, "algorithms"), tasks=tasks, seeds=seeds,
-                           progress=progress, solver=solver, **overrides)
-    study_dir.write(out, "solver-compare", scale, [], solvers=list(SOLVERS))
-    return draw(out)
+        for part in PARTS:
+            part.train(scale, out=os.path.join(out, solver, part.study), tasks=tasks, seeds=seeds, progress=progress,
+                       solver=solver, **overrides)
+    study_dir.write(out, target.study, scale, [], solvers=list(SOLVERS))
+    return target.redraw(out)
+
+
+def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
+    """Both parts' programs under each solver setting."""
+    _no_solver(overrides)
+    return [dataclasses.replace(p, note=f"solver={solver}") for solver in SOLVERS for part in PARTS
+            for p in part.dry_run(scale, memory=memory, tasks=tasks, seeds=seeds, solver=solver, **overrides)]
 
 
 def _overlap(a, b) -> bool:
@@ -61,7 +77,7 @@ def _ablation(from_dir: str) -> dict:
     """{(task, toggle): (difference, low, high)} of one solver's ablation study."""
     from pg_diag.run import load_run
 
-    record = study_dir.read(from_dir, "fig-ablation", "solver-compare")
+    record = study_dir.read(from_dir, ablation.STUDY, "solver-compare")
     out = {}
     for task in record["tasks"]:
         sel = ablation.agents_at_best_lr(ablation.agent_scores(load_run(study_dir.run_dir(
@@ -73,8 +89,8 @@ def _ablation(from_dir: str) -> dict:
 
 def _table_2(from_dir: str) -> dict:
     """{(task, algorithm): (mean, low, high)} of one solver's algorithms study."""
-    _, metrics = study_dir.load_runs(from_dir, "algorithms", "solver-compare")
-    summary = algorithms.summarize(algorithms.agent_scores(metrics[metrics.algorithm.isin(TABLE_2)]))
+    _, metrics = study_dir.load_runs(from_dir, presets.STUDY, "solver-compare")
+    summary = presets.summarize(presets.agent_scores(metrics[metrics.algorithm.isin(TABLE_2)]))
     return {(r.task, r.algorithm): (r.mean, r.ci_low, r.ci_high) for r in summary.itertuples()}
 
 
@@ -109,19 +125,25 @@ def compare(effects: dict, scores: dict):
     return pd.DataFrame(rows)
 
 
-def draw(from_dir: str, out: str | None = None) -> dict:
+def draw(target, from_dir: str, out: str | None = None) -> dict:
     """The comparison table from ``from_dir``/converged and ``from_dir``/fast (written to ``out``)."""
-    record = study_dir.read(from_dir, "solver-compare", "solver-compare")
-    effects = {s: _ablation(os.path.join(from_dir, s, "fig-ablation")) for s in SOLVERS}
-    scores = {s: _table_2(os.path.join(from_dir, s, "algorithms")) for s in SOLVERS}
+    record = study_dir.read(from_dir, target.study, target.name)
+    effects = {s: _ablation(os.path.join(from_dir, s, ablation.STUDY)) for s in SOLVERS}
+    scores = {s: _table_2(os.path.join(from_dir, s, presets.STUDY)) for s in SOLVERS}
     df = compare(effects, scores)
     note = ("fig-ablation: a toggle's effect is the mean score (max over training) of the best-LR agents with it "
             "on minus off, with a 95% bootstrap CI (on and off resampled separately). Table 2: mean agent reward "
             f"(mean of the last 5 iterations) with its 95% CI; {record['scale']} scale. 'agree': an effect's verdict "
             "(> 0, < 0, or ≈ 0 when its CI holds 0), the ranking, or ACLI > AAI is the same under both; 'CIs overlap': the two 95% CIs share a value.")
-    md, csv = figures.write_table(df, os.path.join(out or from_dir, "solver-compare"),
+    md, csv = figures.write_table(df, os.path.join(out or from_dir, target.name),
                                   "fig-ablation and Table 2 under the converged and the fast solver settings", note)
     return {"table": df, "markdown": md, "csv": csv}
 
 
-__all__ = ["SOLVERS", "compare", "difference_ci", "draw", "effect_verdict", "run"]
+TARGETS = (
+    Target("solver-compare", "solver-compare", "training", "fig-ablation and IM Table 2 under both solvers",
+           "fig-ablation and Table 2 trained under the converged and the fast solver settings, their conclusions "
+           "side by side", scales=SCALES, run=run, draw=draw, plan=plan, presets=presets.TABLE_2_PRESETS),
+)
+
+__all__ = ["SOLVERS", "TARGETS", "compare", "difference_ci", "draw", "effect_verdict", "plan", "run"]

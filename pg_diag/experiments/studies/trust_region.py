@@ -20,10 +20,11 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.experiments import checkpointed, figures, study_dir
+from pg_diag.experiments import checkpointed, dry_run, figures, study_dir
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.training import presets_of
-from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
+from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.target import Target
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
@@ -123,29 +124,30 @@ def summary(metrics):
     return pd.DataFrame(rows)
 
 
-def run(scale="smoke", out="results/fig-trust-region", tasks=None, seeds=None, progress=None, algorithms=None,
-        **overrides):
-    """Train PPO, PPO-M and TRPO (or the presets ``algorithms``) on each task, record the study in ``out`` and :func:`draw` it."""
-    sc = pick(SCALES, scale)
-    algos = presets_of(algorithms, ALGORITHMS)
-    tasks = tuple(tasks or sc.tasks_of())
-    # into the runs beside ``out``, shared with the scale's other targets where their training agrees
-    entry = checkpointed.train_runs(out, sc, tasks, checkpointed.trained_presets(sc, algos, algorithms),
-                                    seeds or sc.seeds, progress, overrides)
-    study_dir.write(out, "fig-trust-region", scale, tasks, algorithms=list(algos), **entry)
-    return draw(out)
-
-
-def draw(from_dir: str, out: str | None = None, tasks=None) -> dict:
+def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     """The figure and ``summary.csv`` from the study saved in ``from_dir`` (written to
     ``out``, default ``from_dir``); reads the run directories only."""
-    record, metrics = study_dir.load_runs(from_dir, "fig-trust-region", "fig-trust-region", tasks)
+    record, metrics = study_dir.load_runs(from_dir, target.study, target.name, tasks)
     out = out or from_dir
     table = summary(metrics)
     os.makedirs(out, exist_ok=True)
     figures.write_csv(table, os.path.join(out, "summary.csv"), index=False)
-    path = plot(metrics, os.path.join(out, "fig-trust-region.png"),
+    path = plot(metrics, os.path.join(out, f"{target.name}.png"),
                 title=f"Trust regions of {', '.join(LABELS[a] for a in dict.fromkeys(metrics.algorithm))} "
                       f"({record['scale']} scale): training batch (upper rows) "
                       f"and held-out batch (lower rows)")
     return {"figure": path, "summary": table, "metrics": metrics, "references": reference_values(metrics)}
+
+
+def evidence(target, from_dir: str, notes: list) -> list:
+    return ev.trust_region_evidence(study_dir.load_runs(from_dir, target.study, target.name)[1])
+
+
+TARGETS = (
+    Target("fig-trust-region", "fig-trust-region", "training", "CL Fig 9 / IM Figs 2-4",
+           "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=checkpointed.run_training,
+           draw=draw, plan=dry_run.training_plan, evidence=evidence, papers=("cl", "im"), provides=("tr_",),
+           presets=ALGORITHMS, options=("algorithm",)),
+)
+
+__all__ = ["ALGORITHMS", "SCALES", "TARGETS", "draw", "plot", "reference_values", "summary"]

@@ -1,0 +1,108 @@
+"""What a figure or table target is: its record and the behaviour it carries (:class:`Target`).
+
+A target names its study, its scales and four functions with one signature each:
+
+* ``run(target, scale, **kw) -> dict`` trains (or reuses) and measures at a scale, then draws;
+* ``draw(target, from_dir, **kw) -> dict`` draws from a saved study without training (``--from``);
+* ``plan(target, scale, tasks=, seeds=, diag=, memory=, **overrides) -> [Program]`` lists the programs ``run``
+  would compile, without compiling (``--dry-run``, the notebooks' choice of scale);
+* ``evidence(target, from_dir, notes) -> [row]`` reads the claims' evidence from a saved study (the reports);
+  ``None`` for a target whose study's evidence another target reads.
+
+Each study module in :mod:`pg_diag.experiments.studies` declares its targets; :mod:`.targets` collects them
+into the one table every entry point (make, the CLI, ``--dry-run``, the notebooks, the reports) iterates.
+A diagnostic target also carries its :class:`Measurement`: the diagnostics study it runs on checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Callable, Mapping
+
+from pg_diag.config import ConfigError
+from pg_diag.diagnostics.gradients import available_memory
+
+#: what a target does: trains and draws the training metrics; measures trained checkpoints; optimizes one batch
+KINDS = ("training", "diagnostic", "optimize")
+#: the reports that read targets' evidence and figures (``pg-diag report --paper``)
+PAPERS = ("cl", "im")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """What a diagnostic target measures on its study's checkpoints."""
+
+    name: str                 # its settings' key in a Scale, and its directory in each run's diagnostics/
+    kind: str                 # the diagnostics study: gradients, steps, baselines or landscape
+    measure: Callable         # measure(run_dirs, name=, labels=, iterations=, verbose=, **settings): saves it
+    load: Callable            # load(run_dirs, name) -> the saved study
+    settings: type            # its settings class (checks --diag)
+    labels: tuple = ()        # the presets measured (default: every preset the target trains)
+    tiny: Mapping = dataclasses.field(default_factory=dict)   # settings at the notebooks' tiny scale
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str                 # the sub-command and make target
+    study: str                # the study it draws from (shared by targets that share training)
+    kind: str                 # one of KINDS
+    paper: str                # the figure or table it reproduces
+    help: str
+    scales: Mapping           # scale name -> pg_diag.experiments.scales.Scale
+    run: Callable
+    draw: Callable
+    plan: Callable
+    evidence: Callable | None = None
+    papers: tuple = ()        # the reports that read it (PAPERS)
+    provides: tuple = ()      # the evidence series it provides (prefixes), named when a claim lacks evidence
+    presets: tuple = ()       # the presets it trains
+    measurement: Measurement | None = None   # diagnostic targets
+    options: tuple = ()       # extra command-line options: "algorithm", "statistic", "reporting"
+    notebook: str = ""        # the notebook that runs it (notebooks/<notebook>.ipynb)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ConfigError(f"target {self.name!r}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if (self.kind == "diagnostic") != (self.measurement is not None):
+            raise ConfigError(f"target {self.name!r}: a diagnostic target, and only one, carries a Measurement")
+        unknown = set(self.papers) - set(PAPERS)
+        if unknown:
+            raise ConfigError(f"target {self.name!r}: papers {sorted(unknown)} are not among {', '.join(PAPERS)}")
+
+    def train(self, scale: str = "smoke", **kwargs) -> dict:
+        """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
+        return self.run(self, scale, **kwargs)
+
+    def redraw(self, from_dir: str, **kwargs) -> dict:
+        """Draw from the study saved in ``from_dir`` without training or measuring."""
+        return self.draw(self, from_dir, **kwargs)
+
+    def dry_run(self, scale: str = "smoke", memory: int | None = None, diag: dict | None = None, **kwargs) -> list:
+        """The programs :meth:`train` would compile at ``scale`` (nothing compiled); ``memory``: the bytes
+        available (default: what the studies check against on this host)."""
+        if diag and self.measurement is None:
+            raise ConfigError(f"{self.name} only trains: it has no measurement settings, got {sorted(diag)}")
+        have = int(memory) if memory is not None else available_memory()
+        return self.plan(self, scale, memory=have, **({"diag": diag} if diag else {}), **kwargs)
+
+    def read_evidence(self, from_dir: str, notes: list) -> list:
+        """Its evidence rows from the study saved in ``from_dir`` ([] where it provides none)."""
+        return self.evidence(self, from_dir, notes) if self.evidence else []
+
+    @property
+    def measured_presets(self) -> tuple:
+        """The presets its measurement reads."""
+        return tuple(self.measurement.labels or self.presets) if self.measurement else ()
+
+    @property
+    def redraws_by_task(self) -> bool:
+        """Whether its ``draw`` can redraw a subset of the study's tasks."""
+        return "tasks" in inspect.signature(self.draw).parameters
+
+    @property
+    def default_out(self) -> str:
+        return f"results/{self.study}"
+
+
+__all__ = ["KINDS", "Measurement", "PAPERS", "Target"]
