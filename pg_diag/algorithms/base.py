@@ -32,9 +32,10 @@ from typing import Callable, Mapping, Optional
 import jax
 from flax import struct
 
-
-class AlgorithmError(ValueError):
-    """An algorithm is unknown, registered twice, or declared inconsistently."""
+from pg_diag.config import registry
+from pg_diag.config.knobs import KNOB_FIELDS, Option
+from pg_diag.config.registry import AlgorithmError, declared_static, get, names, owners
+from pg_diag.config.static import STATIC_FIELDS
 
 
 @struct.dataclass
@@ -104,24 +105,18 @@ class Algorithm:
         return self.knobs.get(name, self.static.get(name))
 
 
-_REGISTRY: dict[str, Algorithm] = {}
-
-
 def register_algorithm(algorithm: Algorithm) -> Algorithm:
     """Add ``algorithm`` to the registry under its name; returns it. Its own knobs and static settings are
     declared as :class:`pg_diag.config.Option` records; their names must not be shared settings, and a name
     that several algorithms declare must be of the same kind (knob or static) and type in each."""
-    from pg_diag.config.knobs import KNOB_FIELDS, Option
-    from pg_diag.config.static import STATIC_FIELDS
-
     if not isinstance(algorithm, Algorithm):
         raise AlgorithmError(f"register_algorithm takes an Algorithm, got {type(algorithm).__name__}")
     name = algorithm.name
     if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
         raise AlgorithmError(f"an algorithm's name must be letters, digits, '-' or '_', got {name!r}")
-    if name in _REGISTRY:
+    if name in names():
         raise AlgorithmError(f"algorithm {name!r} is already registered; registered algorithms: "
-                             f"{', '.join(_REGISTRY)}")
+                             f"{', '.join(names())}")
     for field, kind in (("knobs", "knob"), ("static", "static setting")):
         declared = getattr(algorithm, field)
         if not isinstance(declared, Mapping):
@@ -138,7 +133,7 @@ def register_algorithm(algorithm: Algorithm) -> Algorithm:
                 raise AlgorithmError(f"algorithm {name!r}: knob {key!r} is traced, so it must be a bool or a "
                                      f"number, got the default {option.default!r}")
             option.normalize(key, option.default, kind)  # the default satisfies its own declaration
-            for other in _REGISTRY.values():
+            for other in registry.registered():
                 theirs = other.setting(key)
                 if theirs is not None and ((key in other.knobs) != (field == "knobs")
                                            or type(theirs.default) is not type(option.default)):
@@ -151,35 +146,14 @@ def register_algorithm(algorithm: Algorithm) -> Algorithm:
     if algorithm.constraint is not None and algorithm.constraint.knob not in algorithm.knobs:
         raise AlgorithmError(f"algorithm {name!r}: its constraint's knob {algorithm.constraint.knob!r} must be "
                              f"among its knobs {list(algorithm.knobs)}")
-    _REGISTRY[name] = algorithm
+    registry.add(algorithm)
     return algorithm
 
 
 def unregister_algorithm(name: str) -> None:
     """Remove a registered algorithm (a user's, e.g. between tests)."""
-    get(name)
-    del _REGISTRY[name]
+    registry.remove(name)
 
 
-def get(name: str) -> Algorithm:
-    """The registered algorithm ``name``; a clear error listing the registered ones otherwise."""
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise AlgorithmError(f"unknown algorithm {name!r}; registered algorithms: {', '.join(_REGISTRY)}") from None
-
-
-def names() -> tuple:
-    """The registered algorithms' names, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def declared_static(field: str) -> bool:
-    """Whether the registered algorithms declare ``field`` as a static setting of their own (a name has one
-    kind in every algorithm that declares it)."""
-    return any(field in a.static for a in _REGISTRY.values())
-
-
-def owners(field: str) -> tuple:
-    """The registered algorithms that declare ``field`` (a knob or static setting) as their own."""
-    return tuple(n for n, a in _REGISTRY.items() if field in a.knobs or field in a.static)
+__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep",
+           "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pg_diag.config import registry
 from pg_diag.config.knobs import BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, ConfigError
 from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES
 
@@ -17,9 +18,7 @@ def _parse_bool(name: str, text: str) -> bool:
 
 def _declared_default(name: str):
     """The default of ``name`` where registered algorithms declare it as their own (one type per name)."""
-    from pg_diag import algorithms  # late import: the registry sits above the configuration
-    owners = algorithms.owners(name)
-    return algorithms.get(owners[0]).setting(name).default if owners else None
+    return registry.declared_default(name)
 
 
 def parse_value(name: str, text: str):
@@ -67,8 +66,7 @@ def parse_value(name: str, text: str):
 
 
 def _is_static(name: str) -> bool:
-    from pg_diag import algorithms
-    return algorithms.declared_static(name)
+    return registry.declared_static(name)
 
 
 def parse_assignments(items, what: str) -> dict:

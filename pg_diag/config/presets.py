@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pg_diag.config import registry
 from pg_diag.config.knobs import ConfigError
 from pg_diag.config.schema import Config
 from pg_diag.config.static import check_static
@@ -180,9 +181,7 @@ def study_preset(algorithm: str, task: str, **overrides) -> Config:
     that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the presets of those
     algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's runs as they
     are. :func:`preset` itself refuses such a knob for another algorithm."""
-    from pg_diag import algorithms  # late import: the registry sits above the configuration
-
     values, _ = PRESETS.get((str(algorithm).lower(), str(task).lower()), ({}, ""))
     algo = overrides.get("algorithm", values.get("algorithm"))
-    kept = {k: v for k, v in overrides.items() if not algorithms.owners(k) or algo in algorithms.owners(k)}
+    kept = {k: v for k, v in overrides.items() if not registry.owners(k) or algo in registry.owners(k)}
     return preset(algorithm, task, **kept)

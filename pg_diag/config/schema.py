@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
+from pg_diag.config import registry
 from pg_diag.config.knobs import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, ConfigError, Knobs,
                                   Option, check_knob, stack_knobs)
 from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES, Static, check_static
@@ -131,8 +132,7 @@ class Config:
 
 
 def _algorithm(name: str):
-    from pg_diag import algorithms  # late import: the registry sits above the configuration
-    return algorithms.get(name)
+    return registry.get(name)
 
 
 def _pairs(values: Mapping) -> tuple:
@@ -144,22 +144,19 @@ def _plain(value):
 
 
 def _owned_by(name: str, algo_name: str) -> str:
-    from pg_diag import algorithms
-    owners = algorithms.owners(name)
+    owners = registry.owners(name)
     return f": it belongs to {', '.join(owners)}, not to {algo_name!r}" if owners else ""
 
 
 def _check_foreign(key, value, algo_name: str) -> None:
     """A setting the running algorithm does not declare: harmless at the default of the algorithms that
     declare it (dropped), an error otherwise (it would do nothing, silently)."""
-    from pg_diag import algorithms
-
-    owners = algorithms.owners(key)
+    owners = registry.owners(key)
     if not owners:
         raise ConfigError(f"unknown setting {key!r}; static settings are: {', '.join(STATIC_NAMES)}; "
                           f"knobs are: {', '.join(KNOB_NAMES)}; algorithm {algo_name!r} adds: "
                           f"{', '.join(_algorithm(algo_name).static | _algorithm(algo_name).knobs) or 'nothing'}")
-    defaults = {algorithms.get(o).setting(key).default for o in owners}
+    defaults = {registry.get(o).setting(key).default for o in owners}
     if value not in defaults:
         kind = "knob" if key in _algorithm(owners[0]).knobs else "static setting"
         raise ConfigError(f"{kind} {key}={value!r} belongs to {', '.join(owners)}; algorithm {algo_name!r} does "

@@ -7,6 +7,7 @@ import dataclasses
 import numbers
 from typing import Any
 
+from pg_diag.config import registry
 from pg_diag.config.knobs import KNOB_NAMES, ConfigError, _is_bool
 
 
@@ -66,8 +67,7 @@ class Static:
             for name, value in self.own:
                 if name == item:
                     return value
-            from pg_diag import algorithms  # late import: the registry sits above the configuration
-            option = algorithms.get(self.algorithm).static.get(item)
+            option = registry.get(self.algorithm).static.get(item)
             if option is not None:
                 return option.default
         raise AttributeError(f"{type(self).__name__} has no setting {item!r}")
@@ -111,10 +111,8 @@ def check_static(name: str, value) -> Any:
             raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(TASKS))}")
         return value
     if name == "algorithm":
-        from pg_diag import algorithms  # late import: the registry sits above the configuration
-
-        if not isinstance(value, str) or value not in algorithms.names():
-            raise ConfigError(f"unknown algorithm {value!r}; registered algorithms: {', '.join(algorithms.names())}")
+        if not isinstance(value, str) or value not in registry.names():
+            raise ConfigError(f"unknown algorithm {value!r}; registered algorithms: {', '.join(registry.names())}")
         return value
     if name in ("policy_hidden", "value_hidden"):
         # () is a linear network: a linear-Gaussian policy (the LQR task's closed forms need one)

@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from pg_diag import algorithms
 from pg_diag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
 
 
@@ -38,8 +39,6 @@ class Plan:
 
 def _grid_name(base: Config, name) -> None:
     """A grid axis must be a knob of the base's algorithm (a shared knob or its own)."""
-    from pg_diag import algorithms
-
     knobs = base.knob_names()
     if name in STATIC_FIELDS or (name not in knobs and algorithms.declared_static(name)):
         raise ConfigError(
@@ -53,8 +52,6 @@ def _grid_name(base: Config, name) -> None:
 
 
 def _grid_value(base: Config, name, value):
-    from pg_diag import algorithms
-
     _grid_name(base, name)
     value = value.item() if hasattr(value, "item") else value
     if name in KNOB_FIELDS:

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from pg_diag import algorithms
 from pg_diag.config import BOOL_KNOBS, KNOB_NAMES
 from pg_diag.run.shard import AXIS, agent_sharding, over_devices, replicated_spec
 from pg_diag.trainer import make_train, seed_key
@@ -31,8 +32,6 @@ def _over_agents(fn, batching: str):
 
 def _abstract_inputs(static, n_agents: int):
     """The program's inputs' shapes: seed keys and the knobs (the shared ones and the algorithm's own)."""
-    from pg_diag import algorithms
-
     sharding = agent_sharding()
     keys = jax.ShapeDtypeStruct((n_agents,) + seed_key(0).shape, seed_key(0).dtype, sharding=sharding)
     own = algorithms.get(static.algorithm).knobs
