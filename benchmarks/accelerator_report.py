@@ -108,7 +108,7 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
     rows = [] if rows is None else rows
     for p in programs:
         base, grid, seeds = p.spec
-        row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.algorithms, "agents": p.units,
+        row = {"targets": ", ".join(owners[p]), "task": p.task, "algorithms": p.presets, "agents": p.units,
                "iterations": base.static.num_iterations, "note": p.note,
                "planned_s": costs.duration([p], step_ms)}
         kept = done.get((row["targets"], row["task"], row["algorithms"], row["agents"], row["note"]))
@@ -118,7 +118,7 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
         if budget.left() <= 0:
             rows.append({**row, "measured": False})
             continue
-        sys.stderr.write(f"timing {row['targets']}: {p.task} {p.algorithms} × {p.units} …\n")
+        sys.stderr.write(f"timing {row['targets']}: {p.task} {p.presets} × {p.units} …\n")
         cfg = base.replace(num_iterations=1, checkpoint_at=(), checkpoint_every=0)
         t = sweep(cfg, grid, seeds, chunk_iterations=1, progress=False).manifest["timings"]
         rows.append({**row, "measured": True, "compile_s": t["compile_s"], "iteration_s": t["run_s"],

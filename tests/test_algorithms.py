@@ -306,8 +306,8 @@ def test_the_trust_region_target_draws_each_algorithms_own_constraint(tmp_path):
 
     tiny = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
     out = targets.get("fig-trust-region").train("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1,
-                           algorithms=("ppo-kl", "npg"), heldout_every=2, **tiny)
+                           presets=("ppo-kl", "npg"), heldout_every=2, **tiny)
     assert out["references"] == {"point_mass": {"ratio": (), "kl_bound": (0.01, 0.13)}}
     assert list(out["summary"].algorithm) == ["NPG", "PPO-KL"]
     with pytest.raises(ConfigError, match="unknown preset 'a2c'; presets: npg, ppo"):
-        targets.get("fig-trust-region").train("smoke", out=str(tmp_path / "x"), algorithms=("a2c",))
+        targets.get("fig-trust-region").train("smoke", out=str(tmp_path / "x"), presets=("a2c",))

@@ -177,7 +177,7 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
     shutil.copytree(os.path.join(runs, trpo), stopped / trpo)
     manifest = json.load(open(stopped / trpo / "manifest.json"))
     json.dump({**manifest, "status": "interrupted"}, open(stopped / trpo / "manifest.json", "w"))
-    again, taken = training.train_study("point_mass", 2, str(stopped), algorithms=("trpo", "trpo+"), **TINY)
+    again, taken = training.train_study("point_mass", 2, str(stopped), presets=("trpo", "trpo+"), **TINY)
     assert taken == [(trpo, [0, 1])] and os.listdir(stopped) == [trpo]
     assert json.load(open(stopped / trpo / "manifest.json"))["status"] == "complete"
     mine = metrics[metrics.algorithm.isin(["trpo", "trpo+"])].reset_index(drop=True)[list(again.columns)]
@@ -185,7 +185,7 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
 
 
 #: a scale like mid (one training for several targets, each measuring what it needs of it) on a cheap task
-SHARED = Scale(tasks=("point_mass",), seeds=2, algorithms=("ppo", "ppo-m", "trpo"),
+SHARED = Scale(tasks=("point_mass",), seeds=2, presets=("ppo", "ppo-m", "trpo"),
                overrides={**TINY, "heldout_every": 3, "checkpoint_at": (0, 5)}, measured_at={"gradients": (5,)},
                settings={"gradients": dict(sizes=(100, 1000), estimates=3, true_pairs=4096)},
                description="PPO, PPO-M and TRPO on point_mass, 2 agents each, shared by its targets")
@@ -285,7 +285,7 @@ def test_the_mid_scale_is_one_training_for_every_closer_look_target():
         assert (static.num_envs, static.steps_per_env, static.reset_every_iteration) == (1, 2048, True)
     assert targets.get("fig-theorem").scales["mid"].tasks_of() == ("hopper",)
     sweeps = {p for name in names for p in targets.get(name).dry_run("mid", memory=1 << 40) if p.stage == "train"}
-    assert sorted((p.algorithms, p.units) for p in sweeps) == [("ppo+ppo-m", 2 * seeds), ("trpo", seeds)]
+    assert sorted((p.presets, p.units) for p in sweeps) == [("ppo+ppo-m", 2 * seeds), ("trpo", seeds)]
 
 
 @pytest.fixture(scope="module")

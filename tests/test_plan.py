@@ -47,7 +47,7 @@ def test_training_plans_count_what_the_targets_train():
     assert (ablation.task, ablation.units, ablation.width) == ("hopper", 128, 128 * 4)
     assert ablation.pairs == 128 * 20 * 4 * 256 and ablation.sequential_steps == 20 * 256
     table = _plan("table-2", "paper", memory=80 * 10 ** 9)
-    assert [(p.task, p.algorithms, p.units) for p in table] == [
+    assert [(p.task, p.presets, p.units) for p in table] == [
         (t, a, n) for t in ("hopper", "walker2d", "humanoid") for a, n in (("ppo+ppo-m+ppo-noclip", 240),
                                                                            ("trpo+trpo+", 160))]
     assert all(p.pairs == p.units * 488 * 2048 and p.sequential_steps == 488 * 2048 for p in table)

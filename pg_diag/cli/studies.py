@@ -41,7 +41,7 @@ def cmd_target(args):
 
 def _experiment_args(args) -> dict:
     task = args.task if isinstance(args.task, (list, tuple)) or args.task is None else [args.task]
-    extra = {"algorithms": tuple(args.algorithm)} if getattr(args, "algorithm", None) else {}
+    extra = {"presets": tuple(args.algorithm)} if getattr(args, "algorithm", None) else {}
     return dict(tasks=tuple(task) if task else None, seeds=getattr(args, "seeds", None),
                 progress=getattr(args, "progress", None), **extra,
                 **parse_assignments(getattr(args, "set", None), "--set"))

@@ -57,11 +57,11 @@ def given_runs(runs, out: str) -> dict:
 def trained_presets(sc, own, chosen=None) -> tuple:
     """The presets a target trains at scale ``sc``: the user's ``chosen``, else the scale's (more than the
     target's own where its targets share one training), else the target's ``own``."""
-    return tuple(chosen or sc.algorithms or own)
+    return tuple(chosen or sc.presets or own)
 
 
-def train_runs(out: str, sc, tasks, algorithms, seeds, progress=None, user: dict | None = None) -> dict:
-    """Train every preset of ``algorithms`` on every task with ``seeds`` into :func:`runs_root` (every
+def train_runs(out: str, sc, tasks, presets, seeds, progress=None, user: dict | None = None) -> dict:
+    """Train every one of ``presets`` on every task with ``seeds`` into :func:`runs_root` (every
     configuration validated first; matching runs on disk reused seed by seed): the scale ``sc``'s settings,
     then its task's, then the ``user``'s. Returns the study record's ``runs`` (task -> run directories relative
     to ``out``; one per program: PPO and PPO-M share one, told apart by their labels) and ``run_seeds``
@@ -69,11 +69,11 @@ def train_runs(out: str, sc, tasks, algorithms, seeds, progress=None, user: dict
     plans = {}
     for task in tasks:
         over = sc.training(task, user)
-        for algo in algorithms:
-            study_preset(algo, task, **over)
+        for name in presets:
+            study_preset(name, task, **over)
         plans[task] = over
     root = runs_root(out)
-    runs = {task: train_study(task, seeds, root, algorithms, progress, **over)[1] for task, over in plans.items()}
+    runs = {task: train_study(task, seeds, root, presets, progress, **over)[1] for task, over in plans.items()}
 
     def rel(d):
         return os.path.relpath(os.path.join(root, d), os.path.abspath(out))
@@ -225,16 +225,16 @@ def run(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress
     return target.redraw(out)
 
 
-def run_training(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress=None, algorithms=None,
+def run_training(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress=None, presets=None,
                  **overrides) -> dict:
     """The ``run`` of a target that draws training metrics of presets (fig-value, fig-trust-region): train its
-    presets (or ``algorithms``; the scale's where it trains more, runs shared with its other targets) on each
+    presets (or ``presets``; the scale's where it trains more, runs shared with its other targets) on each
     task, reusing matching runs, record the study in ``out`` and draw it."""
     sc = pick(target.scales, scale)
-    algos = presets_of(algorithms, target.presets)
+    algos = presets_of(presets, target.presets)
     tasks = tuple(tasks or sc.tasks_of())
     out = out or f"results/{target.study}-{scale}"
-    entry = train_runs(out, sc, tasks, trained_presets(sc, algos, algorithms), seeds or sc.seeds, progress,
+    entry = train_runs(out, sc, tasks, trained_presets(sc, algos, presets), seeds or sc.seeds, progress,
                        overrides)
     study_dir.write(out, target.study, scale, tasks, algorithms=list(algos), **entry)
     return target.redraw(out)

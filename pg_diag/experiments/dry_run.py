@@ -24,7 +24,7 @@ from pg_diag.experiments.training import preset_groups, presets_of
 class Program:
     stage: str            # "train" or the measurement
     task: str
-    algorithms: str
+    presets: str
     units: int            # agents (training) or subjects (measurement)
     pairs: int            # state–action pairs sampled
     sequential_steps: int  # batched steps one after another
@@ -64,15 +64,15 @@ def preset_training(task, algos, seeds, over, have) -> list:
     return out
 
 
-def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, algorithms=None,
+def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, presets=None,
                   **overrides) -> list:
-    """The sweeps of a target that trains presets (``target.presets``; ``algorithms`` instead where it takes
+    """The sweeps of a target that trains presets (``target.presets``; ``presets`` instead where it takes
     ``--algorithm``), as its ``run`` would start them: one per task and static configuration."""
-    if algorithms and "algorithm" not in target.options:
+    if presets and "algorithm" not in target.options:
         raise ConfigError(f"{target.name} trains its own presets ({', '.join(target.presets)}); it takes no "
                           f"--algorithm")
     sc = pick(target.scales, scale)
-    algos = presets_of(algorithms, sc.algorithms or target.presets)   # a scale may train more (runs shared)
+    algos = presets_of(presets, sc.presets or target.presets)   # a scale may train more (runs shared)
     over = {**sc.overrides, **overrides}
     return [p for t in tuple(tasks or sc.tasks_of()) for p in preset_training(t, algos, seeds or sc.seeds, over,
                                                                                memory)]
@@ -138,7 +138,7 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
     """A diagnostic target's programs: the training sweeps that make its checkpoints (the scale's presets, else
     the target's), then its measurement on the presets it measures at the checkpoints the scale measures."""
     sc, m = pick(target.scales, scale), target.measurement
-    trained = sc.algorithms or target.presets   # a scale may train more presets (runs its targets share)
+    trained = sc.presets or target.presets   # a scale may train more presets (runs its targets share)
     seeds = seeds or sc.seeds
     programs = []
     for task in tuple(tasks or sc.tasks_of(target.name)):

@@ -28,7 +28,7 @@ class Scale:
     task_settings: Mapping = dataclasses.field(default_factory=dict)    # task -> measurement settings (all)
     # the presets trained, where more than the target's own (so that targets measuring different presets share
     # one training); () = the target's own
-    algorithms: tuple = ()
+    presets: tuple = ()
     # measurement name -> the checkpoints it measures, where fewer than the runs keep; absent = every one
     measured_at: Mapping = dataclasses.field(default_factory=dict)
 
@@ -56,7 +56,7 @@ class Scale:
 #: 0/50/99 (gradients and steps 0/50/99, baselines 50/99, landscapes 0/99) and a held-out batch every 10
 #: iterations (fig-value, fig-trust-region, as the original's log_every; collected with the pre-update policy,
 #: never trained on).
-MID_TRAINING = dict(tasks=("hopper",), seeds=5, algorithms=("ppo", "ppo-m", "trpo"),
+MID_TRAINING = dict(tasks=("hopper",), seeds=5, presets=("ppo", "ppo-m", "trpo"),
                     overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99), "heldout_every": 10})
 
 

@@ -12,42 +12,40 @@ import hashlib
 import json
 import os
 
-from pg_diag.config import ALGORITHM_PRESETS, ConfigError, study_preset
+from pg_diag.config import ALGORITHM_PRESETS, ConfigError, preset_names, study_preset
 from pg_diag.experiments import study_dir
 from pg_diag.experiments.figures import LABELS
 
 
-def presets_of(algorithms, default) -> tuple:
-    """The presets a study trains: ``algorithms`` (preset names, e.g. ``("ppo", "npg")``) or the study's
+def presets_of(chosen, default) -> tuple:
+    """The presets a study trains: ``chosen`` (preset names, e.g. ``("ppo", "npg")``) or the study's
     ``default``; an unknown name is refused before anything trains."""
-    from pg_diag.config import preset_names
-
-    names = tuple(algorithms or default)
+    names = tuple(chosen or default)
     unknown = [a for a in names if a not in preset_names()]
     if unknown:
         raise ConfigError(f"unknown preset {unknown[0]!r}; presets: {', '.join(preset_names())}")
     return names
 
 
-def preset_groups(task: str, algorithms=ALGORITHM_PRESETS, **overrides) -> list:
+def preset_groups(task: str, presets=ALGORITHM_PRESETS, **overrides) -> list:
     """Group the presets by static settings: each group is one compiled sweep.
 
-    Returns ``[(base_config, [(algorithm, knob_overrides), ...]), ...]``;
+    Returns ``[(base_config, [(preset, knob_overrides), ...]), ...]``;
     the overrides hold only the knobs in which a preset differs from the
     group's first.
     """
     groups: dict = {}
-    for algo in algorithms:
-        cfg = study_preset(algo, task, **overrides)
-        groups.setdefault(cfg.static, []).append((algo, cfg))
+    for name in presets:
+        cfg = study_preset(name, task, **overrides)
+        groups.setdefault(cfg.static, []).append((name, cfg))
     out = []
     for members in groups.values():
         base = members[0][1]
         points = []
-        for algo, cfg in members:
+        for name, cfg in members:
             mine, theirs = cfg.knobs.values(), base.knobs.values()
             diff = {k: v for k, v in mine.items() if v != theirs[k]}
-            points.append((algo, diff))
+            points.append((name, diff))
         out.append((base.replace(name=f"{task}/{base.static.algorithm}-family"), points))
     return out
 
@@ -128,9 +126,9 @@ def train_once(path: str, base, grid, seeds, progress=None, labels=None, label: 
     return _train_into(path, wanted, base, grid, list(p.seeds), labels, progress, label or base.name)
 
 
-def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progress=None, reuse=True,
+def train_study(task: str, seeds, out: str, presets=ALGORITHM_PRESETS, progress=None, reuse=True,
                 **overrides):
-    """Train every preset in ``algorithms`` on ``task`` with ``seeds`` (a count or a list);
+    """Train every one of ``presets`` on ``task`` with ``seeds`` (a count or a list);
     returns ``(metrics, runs)``: one metrics DataFrame with an ``algorithm`` column, and the run
     directories under ``out`` it came from as ``(name, seeds taken from it)``.
 
@@ -145,7 +143,7 @@ def train_study(task: str, seeds, out: str, algorithms=ALGORITHM_PRESETS, progre
     from pg_diag.run import load_run, plan
 
     frames, runs = [], []
-    for base, points in preset_groups(task, algorithms, **overrides):
+    for base, points in preset_groups(task, presets, **overrides):
         name = f"{task}-{base.static.algorithm}"
         labels = [a for a, _ in points]
         grid = [p for _, p in points]
