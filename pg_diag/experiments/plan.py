@@ -114,58 +114,15 @@ def _training_target(target, scale, tasks, seeds, have, overrides, chosen=None) 
 
 
 def _measure(target, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The measurement programs of ``target`` on ``task`` (``statics``: algorithm -> Static of its runs)."""
-    from pg_diag.diagnostics import baselines, gradients, landscape, steps
+    """The measurement programs of ``target`` on ``task`` (``statics``: algorithm -> Static of its runs), shaped
+    as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
+    from pg_diag.diagnostics.engine import plan_shapes
 
-    first = next(iter(statics.values()))
-    obs, act = task_sizes(task, first.model)
-    shapes = (obs, act, num_params(first, obs, act))
-    # runs of one static configuration (PPO and PPO-M: toggles are knobs) are measured by one program
-    programs = {}
-    for algo, s in statics.items():
-        programs.setdefault(s, []).append(algo)
-    out = []
-    if target in ("fig-grad-variance", "fig-grad-true"):
-        n = subjects_per * len(statics)
-        fits = lambda r: gradients.memory_estimate(first, r, n, *shapes, "vmap") <= have  # noqa: E731
-        r = gradients.widen(gradients.GradientSettings(**settings), list(statics.values()), n, fits)
-        mem = gradients.memory_estimate(first, r, n, *shapes, "vmap")
-        seq = r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in
-        out.append(Program("gradients", task, "+".join(statics), n, gradients.pairs_total(r, n), seq,
-                           n * (r.estimates + r.truth_streams) * r.sampling.envs, mem, mem <= have))
-    elif target == "fig-step-variance":
-        st = steps.StepSettings(**settings)
-        for s, algos in programs.items():
-            own, n = s.num_envs * s.steps_per_env, subjects_per * len(algos)
-            together = steps.memory_estimate(s, st, n, obs, act, "vmap") <= have
-            mem = steps.memory_estimate(s, st, n, obs, act, "vmap" if together else "map")
-            turns = 1 if together else n
-            out.append(Program("steps", task, "+".join(algos), n, n * (st.batches + 1) * own,
-                               s.steps_per_env * turns, (n // turns) * (st.batches + 1) * s.num_envs,
-                               mem, mem <= have, "" if together else "subjects in turn"))
-    elif target == "fig-baselines":
-        n = subjects_per * len(statics)
-        bs = baselines.BaselineSettings(**settings)
-        r = baselines.resolve(bs, list(statics.values()))
-        together = bs.batching == "vmap" and baselines.memory_estimate(first, r, n, *shapes, "vmap") <= have
-        mem = baselines.memory_estimate(first, r, n, *shapes, "vmap" if together else "map")
-        turns = 1 if together else n
-        seq = (r.fit_chunks // r.fit_lanes * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps) * turns
-        out.append(Program("baselines", task, "+".join(statics), n, baselines.pairs_total(r, n), seq,
-                           (n // turns) * r.estimates * r.own.envs, mem, mem <= have,
-                           "" if together else "subjects in turn"))
-    else:
-        ls = landscape.LandscapeSettings(**settings)
-        r = landscape.resolve(ls, list(statics.values()))
-        for s, algos in programs.items():
-            n = subjects_per * len(algos)
-            fitted, batching, mem, changed = landscape.fit(s, r, n, *shapes, ls.batching, have)
-            per_point = -(-max(r.sizes) // r.envs)
-            out.append(Program("landscape", task, "+".join(algos), n, landscape.pairs_total(r, n),
-                               per_point * (n if batching == "map" else 1),
-                               r.envs * r.grid_points * len(r.step_envs) * (1 if batching == "map" else n),
-                               mem, mem <= have, changed))
-    return out
+    # the study a target's measurement (its settings' name in a Scale) runs: the landscapes' two are one study
+    measurement = targets.get(target).measurement
+    kind = "landscape" if measurement.startswith("fig-landscape-") else measurement
+    return [Program(kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes, s.fits,
+                    s.note) for s in plan_shapes(kind, task, statics, subjects_per, settings, have)]
 
 
 def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
@@ -174,12 +131,12 @@ def plan(target: str, scale: str = "smoke", tasks=None, seeds=None, diag: dict |
     (default: what the study itself would check against on this host)."""
     import importlib
 
-    from pg_diag.diagnostics import gradients
+    from pg_diag.diagnostics.memory import available_memory
 
     if target not in DIAGNOSTIC_TARGETS + TRAINING_TARGETS:
         raise ConfigError(f"--dry-run: no plan for target {target!r}; targets with one: "
                           f"{', '.join(DIAGNOSTIC_TARGETS + TRAINING_TARGETS)}")
-    have = int(memory) if memory is not None else gradients.available_memory()
+    have = int(memory) if memory is not None else available_memory()
     if target in TRAINING_TARGETS:
         if diag:
             raise ConfigError(f"{target} only trains: it has no measurement settings, got {sorted(diag)}")
