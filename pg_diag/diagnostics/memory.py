@@ -23,17 +23,22 @@ WORD = 4
 PAIR_SCALARS = 12
 
 
-def pair_words(obs_size: int, action_size: int, static, value_passes: int = 3, heads: int = 0) -> int:
-    """Words one state–action pair costs while a chunk is in flight (ref §4.2: sampling, GAE and the VJP).
+def stored_words(obs_size: int, action_size: int) -> int:
+    """Words one sampled pair costs while it is kept (a chunk's transitions, a fit segment, a return stream's
+    chunk): ``2 × obs`` (the observation and the next one, for the value after the step), ``2 × action`` (the
+    action and the policy's mean) and :data:`PAIR_SCALARS` scalars."""
+    return 2 * obs_size + 2 * action_size + PAIR_SCALARS
 
-    * ``2 × obs``: the observation and the next one (the value of the state after the step);
-    * ``2 × action``: the action and the policy's mean;
-    * :data:`PAIR_SCALARS` scalars;
+
+def pair_words(obs_size: int, action_size: int, static, value_passes: int = 3, heads: int = 0) -> int:
+    """Words one state–action pair costs while it is differentiated (ref §4.2: sampling, GAE and the VJP): its
+    :func:`stored_words`, and its activations
+
     * ``3`` words per policy hidden unit: pre-activation, activation and its cotangent in the backward pass;
     * ``value_passes`` per value hidden unit: 2 for a forward pass whose activations are kept (the gradient
       study differentiates the policy only), 3 where the value network is also trained or evaluated twice;
     * ``heads``: one advantage per extra head (the baseline study's baselines on the same pairs)."""
-    return (2 * obs_size + 2 * action_size + PAIR_SCALARS + heads + 3 * sum(static.policy_hidden)
+    return (stored_words(obs_size, action_size) + heads + 3 * sum(static.policy_hidden)
             + value_passes * sum(static.value_hidden))
 
 
@@ -77,12 +82,12 @@ def baseline_bytes(static, r, num_subjects: int, obs_size: int, action_size: int
 def landscape_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
                     batching: str) -> int:
     """The landscape (:mod:`.landscape`): every grid point's chunk of transitions in flight (or the length
-    stream's, before them, where it is wider), the step batches with their activations (twice: the step and
-    the surface on it), the plane's parameter sets."""
+    stream's, before them, where it is wider: kept, never differentiated), the step batches with their
+    activations (twice: the step and the surface on it), the plane's parameter sets."""
     per_pair = pair_words(obs_size, action_size, static)
     streams = len(r.step_envs) * r.grid_points
-    per_subject = (max(streams * r.envs, r.length_episodes) * r.chunk_steps * per_pair + streams * 2 * num_params
-                   + max(r.step_envs) * r.own.steps * per_pair * 2)
+    per_subject = (max(streams * r.envs, r.length_episodes) * r.chunk_steps * stored_words(obs_size, action_size)
+                   + streams * 2 * num_params + max(r.step_envs) * r.own.steps * per_pair * 2)
     return WORD * per_subject * in_flight(num_subjects, batching)
 
 
@@ -131,4 +136,4 @@ def require_memory(need: int, what: str, shape: str, advice: str, have: int | No
 
 __all__ = ["PAIR_SCALARS", "WORD", "available_memory", "baseline_bytes", "device_limit", "fmt_bytes",
            "gradient_bytes", "in_flight", "landscape_bytes", "memory_source", "num_params", "pair_words",
-           "require_memory", "step_bytes"]
+           "require_memory", "step_bytes", "stored_words"]
