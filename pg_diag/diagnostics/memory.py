@@ -60,10 +60,14 @@ def gradient_bytes(static, r, num_subjects: int, obs_size: int, action_size: int
 
 def step_bytes(static, settings, num_subjects: int, obs_size: int, action_size: int, batching: str) -> int:
     """The step study (:mod:`.steps`): every subject's M + 1 batches (the steps' and the held-out one) in
-    flight with their activations."""
+    flight with their activations; a step whose line search tries all its scales at once (TRPO's, ref §2.7:
+    ``line_search_steps`` scales vmapped) also holds one policy forward pass over the whole batch per scale,
+    one word per policy hidden unit and pair."""
     held = (settings.heldout_envs or static.num_envs) * static.steps_per_env
     pairs = settings.batches * static.num_envs * static.steps_per_env + held
-    return WORD * pairs * pair_words(obs_size, action_size, static) * in_flight(num_subjects, batching)
+    scales = getattr(static, "line_search_steps", None) or 0
+    words = pair_words(obs_size, action_size, static) + scales * sum(static.policy_hidden)
+    return WORD * pairs * words * in_flight(num_subjects, batching)
 
 
 def baseline_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
