@@ -45,12 +45,13 @@ def subjects(num: int, num_envs: int, steps: int):
 
 def study_program(num, k, envs_, steps, largest):
     from pg_diag.diagnostics import gradients
+    from pg_diag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, envs_, steps)
     settings = gradients.GradientSettings(sizes=(100, 1000, largest), estimates=k, with_batch_size=False)
     r = gradients.resolve(settings, [cfg.static])
     rows = [{"seed": i, "iteration": 0} for i in range(num)]
-    keys = gradients.subject_keys(0, rows)
+    keys = subject_keys(0, rows)
     return env, gradients.program(cfg.static, r, "vmap"), (states, knobs, keys), gradients.pairs_total(r, num)
 
 

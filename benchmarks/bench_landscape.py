@@ -33,12 +33,13 @@ SHAPES = {  # name: (subjects, points per axis, envs per point, sizes of the tru
 
 
 def study_program(num, points, envs_, sizes):
-    from pg_diag.diagnostics import gradients, landscape
+    from pg_diag.diagnostics import landscape
+    from pg_diag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, 1, 2048)
     settings = landscape.LandscapeSettings(points=points, envs=envs_, sizes=sizes)
     r = landscape.resolve(settings, [cfg.static])
-    keys = gradients.subject_keys(0, [{"seed": i, "iteration": 0} for i in range(num)])
+    keys = subject_keys(0, [{"seed": i, "iteration": 0} for i in range(num)])
     return r, landscape.program(cfg.static, r, "vmap"), (states, knobs, keys), landscape.pairs_total(r, num)
 
 

@@ -24,6 +24,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import load_checkpoint, load_run, make_train, stages
 from pg_diag.diagnostics import DiagnosticError
 from pg_diag.diagnostics import landscape as ls
+from pg_diag.diagnostics.memory import landscape_bytes
 from pg_diag.diagnostics.landscape_study import landscape_study, load_landscape_study, sign_agreement
 from pg_diag.diagnostics.sampling import Sampling
 from pg_diag.diagnostics.subjects import load_subjects, plan_subjects
@@ -360,7 +361,7 @@ def test_the_stream_bound_covers_the_length_episodes():
                    [static])
     assert r.length_episodes == 1000 and r.max_chunks * r.chunk_steps >= 10_000
     # 4 points × 4 environments: 2 or 16 length episodes cost nothing more, 516 and 1000 linearly more
-    wide, mid, grid, narrow = (ls.memory_estimate(static, dataclasses.replace(r, length_episodes=m), 1, 2, 1, 4,
+    wide, mid, grid, narrow = (landscape_bytes(static, dataclasses.replace(r, length_episodes=m), 1, 2, 1, 4,
                                                   "vmap") for m in (1000, 516, 16, 2))
     assert narrow == grid < mid < wide and (wide - mid) * (516 - 16) == (mid - grid) * (1000 - 516)
 
@@ -375,8 +376,8 @@ def test_a_plan_too_large_splits_itself_before_it_refuses():
     static = preset("ppo", "humanoid").static
     r = ls.resolve(ls.LandscapeSettings(sizes=(1_000_000,), step_pairs=(0, 1_000_000)), [static])
     shapes = (276, 17, 30_000)
-    vmapped = ls.memory_estimate(static, r, 6, *shapes, "vmap")
-    in_turn = ls.memory_estimate(static, r, 6, *shapes, "map")
+    vmapped = landscape_bytes(static, r, 6, *shapes, "vmap")
+    in_turn = landscape_bytes(static, r, 6, *shapes, "map")
     assert in_turn * 6 == vmapped
     assert ls.fit(static, r, 6, *shapes, "vmap", vmapped) == (r, "vmap", vmapped, "")
     assert ls.fit(static, r, 6, *shapes, "vmap", vmapped - 1) == (r, "map", in_turn, "subjects in turn")

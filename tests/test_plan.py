@@ -90,7 +90,7 @@ def test_bad_targets_and_scales_are_named(capsys):
 def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch):
     import os
 
-    from pg_diag.diagnostics.gradients import available_memory, fmt_bytes
+    from pg_diag.diagnostics.memory import available_memory, fmt_bytes
     from pg_diag.envs import crossover
 
     monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only

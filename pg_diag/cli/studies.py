@@ -71,7 +71,7 @@ def _from_args(args):
 
 def cmd_dry_run(args, kind):
     """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.dry_run`), printed; nothing compiled."""
-    from pg_diag.diagnostics.gradients import fmt_bytes
+    from pg_diag.diagnostics.memory import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import dry_run, targets
 
@@ -81,7 +81,7 @@ def cmd_dry_run(args, kind):
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
-    from pg_diag.diagnostics.gradients import available_memory, memory_source
+    from pg_diag.diagnostics.memory import available_memory, memory_source
     from pg_diag.experiments import costs
 
     have = available_memory()

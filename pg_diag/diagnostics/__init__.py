@@ -12,8 +12,9 @@
 * :func:`landscape_study` — fig-landscape-*: true returns and the algorithm's
   surrogate on the plane of its step and a random direction;
 
-A study is a specification (:class:`.engine.Spec`: its settings, its tables, how it measures) run, saved and
-loaded by one engine (:mod:`.engine`); ``<name>.py`` holds a study's program and ``<name>_study.py`` the study.
+A study is a specification (:class:`.engine.Spec`: its settings, its tables, how it resolves, groups, shapes,
+compiles and tabulates) planned, run, saved and loaded by one engine (:mod:`.engine`), against one memory
+model (:mod:`.memory`); ``<name>.py`` holds a study's program and ``<name>_study.py`` its spec and study.
 Each is one compiled program over agents × checkpoints × estimates × sizes,
 samples the frozen policy (:mod:`.sampling`), streams its sums so memory does
 not grow with N (:mod:`.streaming`), and saves tidy tables in the measured

@@ -16,55 +16,52 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.diagnostics import baselines, engine, gradients, tables
-from pg_diag.diagnostics.subjects import compile_and_run, load_subjects
+from pg_diag.diagnostics import baselines, engine, memory, tables
 
 NAME = "baselines"
 TABLES = ("pairs", "estimates", "fits")
 
 
-def _measure(planned, settings, verbose) -> engine.Measured:
-    import pandas as pd
-
-    statics = [run.config(agent).static for run, agent, _ in planned]
-    r = baselines.resolve(settings, statics)
-    # One program for every subject: the surrogate's estimates read only the task, the value network's shape and
-    # the batch's shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together. An
-    # algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β).
-    own = settings.objective == "own"
-    groups: dict = {}
-    for item, s in zip(planned, statics):
-        groups.setdefault(s.algorithm if own else None, []).append(item)
-    frames, timings = [], []
-    for items in groups.values():
-        f, batching, timing = _measure_group(load_subjects(items, optimizer=own), settings, r, verbose)
-        frames.append(f)
-        timings.append(timing)
-    resolved = {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
-                "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
-                "heldout_chunks": r.heldout_chunks, "fit_rounds": settings.fit_rounds,
-                "fit_look_level": settings.fit_level / settings.fit_rounds,
-                "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes, "batching": batching,
-                "objective": r.objective}
-    return engine.Measured(frames={t: pd.concat([f[t] for f in frames], ignore_index=True) for t in TABLES},
-                           resolved=resolved, timings=timings)
+def _group(settings, static):
+    """One program for every subject: the surrogate's estimates read only the task, the value network's shape
+    and the batch's shape (resolve() checks the last agrees), so PPO's and TRPO's agents are measured together.
+    An algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)."""
+    return static.algorithm if settings.objective == "own" else None
 
 
-def _measure_group(subjects, settings, r, verbose):
-    """One program's measurement: (frames, batching, timing)."""
-    static = subjects.static
-    # subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)
-    batching = baselines.batching_that_fits(static, r, len(subjects), *subjects.shapes, settings.batching,
-                                            gradients.available_memory())
-    if verbose:
-        print(f"baseline study: {len(subjects)} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
-              f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}; "
-              f"objective: {r.objective}",
-              flush=True)
-    keys = gradients.subject_keys(settings.seed, subjects.rows)
-    prog = baselines.program(static, dataclasses.replace(settings, batching=batching), r)
-    out, timing = compile_and_run(prog, subjects, keys, baselines.pairs_total(r, len(subjects)))
-    return _frames(subjects, r, out, settings.fit_level / settings.fit_rounds), batching, timing
+def _shape(settings, r: baselines.Resolved, statics, n: int, sizes, have: int) -> engine.Shape:
+    """Subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)."""
+    s = statics[0]
+    together = settings.batching == "vmap" and memory.baseline_bytes(s, r, n, *sizes, "vmap") <= have
+    batching = "vmap" if together else "map"
+    need, turns = memory.baseline_bytes(s, r, n, *sizes, batching), 1 if together else n
+    # the fit's segments (each steps + tail long, fit_lanes side by side) then the K streams' chunks
+    seq = (r.fit_chunks // r.fit_lanes * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps) * turns
+    return engine.Shape(
+        labels=(), batching=batching, units=n, pairs=baselines.pairs_total(r, n), sequential_steps=seq,
+        width=(n // turns) * r.estimates * r.own.envs, bytes=need, fits=need <= have,
+        note="" if together else "subjects in turn", plan=r,
+        refusal=("the baseline study", f"a fit set of {r.fit_pairs:,} pairs and {r.estimates} streams per subject, "
+                                       f"subjects in turn", "lower fit_pairs or estimates (K)"))
+
+
+def _describe(settings, r, shape: engine.Shape, static) -> str:
+    return (f"baseline study: {shape.units} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
+            f"estimates at N = {list(r.grid.sizes)}{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}; "
+            f"objective: {r.objective}")
+
+
+def _program(settings, shape: engine.Shape, static):
+    return baselines.program(static, dataclasses.replace(settings, batching=shape.batching), shape.plan)
+
+
+def _record(settings, r, groups) -> tuple:
+    return {"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
+            "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk, "start": r.own.start,
+            "heldout_chunks": r.heldout_chunks, "fit_rounds": settings.fit_rounds,
+            "fit_look_level": settings.fit_level / settings.fit_rounds,
+            "exact": r.exact, "batch_size": r.batch_size, "fit_lanes": r.fit_lanes,
+            "batching": groups[-1][1].batching, "objective": r.objective}, {}
 
 
 def _cell(x):
@@ -73,9 +70,10 @@ def _cell(x):
     return bool(x) if x.dtype == bool else int(x) if np.issubdtype(x.dtype, np.integer) else float(x)
 
 
-def _frames(subjects, r, out, look_level: float) -> dict:
+def _frames(subjects, settings, r, shape, out) -> dict:
     import pandas as pd
 
+    look_level = settings.fit_level / settings.fit_rounds
     K, sizes = r.estimates, list(r.grid.sizes)
     iu, ju = np.triu_indices(K, 1)
     pairs, ests, fits = [], [], []
@@ -126,7 +124,9 @@ class BaselineStudy:
 
 
 SPEC = engine.Spec(kind=NAME, title="baseline-study", settings=baselines.BaselineSettings, tables=TABLES,
-                   study=BaselineStudy, measure=_measure)
+                   study=BaselineStudy, resolve=baselines.resolve, shape=_shape, program=_program, frames=_frames,
+                   record=_record, group_by=_group, optimizer=lambda settings: settings.objective == "own",
+                   describe=_describe)
 
 
 def baseline_study(runs, iterations=None, agents=None, settings: baselines.BaselineSettings | None = None, *,

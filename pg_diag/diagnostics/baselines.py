@@ -440,30 +440,6 @@ def program(static, settings: BaselineSettings, r: Resolved):
     return over_subjects(subject, settings.batching)
 
 
-def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                    batching: str) -> int:
-    heads = len(r.baselines)
-    per_pair = 2 * obs_size + 2 * action_size + 12 + heads + 3 * sum(static.policy_hidden) + \
-        3 * sum(static.value_hidden)
-    streams = r.estimates * r.own.chunk * per_pair + r.estimates * heads * (len(r.grid.sizes) + 4) * num_params
-    lanes = r.fit_lanes + (r.heldout_chunks if r.heldout_apart else 0)   # segments sampled side by side
-    fit = r.fit_pairs * (obs_size + 4) + lanes * r.own.envs * (r.own.steps + r.tail) * per_pair
-    return 4 * (streams + fit) * (num_subjects if batching == "vmap" else 1)
-
-
-def batching_that_fits(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                       batching: str, have: int) -> str:
-    """``batching`` when the study fits in ``have`` bytes; subjects vmapped together that do not fit run in turn
-    ("map") instead; a study that does not fit even so is refused, naming what to lower."""
-    shapes = (obs_size, action_size, num_params)
-    if batching == "vmap" and memory_estimate(static, r, num_subjects, *shapes, "vmap") <= have:
-        return "vmap"
-    gradients.require_memory(memory_estimate(static, r, num_subjects, *shapes, "map"), "the baseline study",
-                             f"a fit set of {r.fit_pairs:,} pairs and {r.estimates} streams per subject, subjects "
-                             f"in turn", "lower fit_pairs or estimates (K)")
-    return "map"
-
-
 def pairs_total(r: Resolved, num_subjects: int) -> int:
     stream = r.grid.num_chunks * r.grid.chunk
     fit = r.fit_chunks * r.own.envs * (r.own.steps + r.tail)

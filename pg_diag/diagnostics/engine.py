@@ -1,34 +1,67 @@
-"""One engine for every diagnostic study: a study is a specification, the engine runs, saves and loads it.
+"""One engine for every diagnostic study: a study is a specification, the engine plans, runs, saves and loads it.
 
 A :class:`Spec` says what a study is — its kind (the manifest's ``kind`` and its default name), its settings
-class, the tables it saves, the class that holds them (with the study's curves and summaries), and how it
-measures planned subjects (``measure``: settings checked, runs resolved, one compiled program per group of
-subjects, rows out). The engine does the rest the same way for every study: the settings with a clear error
-naming the fields, the subjects planned and checked before anything compiles, the manifest (settings, what
-the settings resolved to, subjects, versions, device, timings), the tables saved in each run's
-``diagnostics/<name>/`` (:mod:`.tables`) and loaded back with their kind checked.
+class, the tables it saves, the class that holds them (with the study's curves and summaries) — and how it
+measures, in pieces the engine calls in one order for every study:
+
+* ``resolve``: the settings against the statics of the runs (bad settings fail here, before any checkpoint
+  is read);
+* ``group_by``: which subjects share a compiled program;
+* ``shape``: one group's program before it compiles (:class:`Shape`: batching, units, pairs, sequential
+  steps, width, the estimated peak bytes of :mod:`.memory` and whether it fits);
+* ``program``: the jitted function over the group's subjects;
+* ``frames``: its outputs as one DataFrame per table; ``record``: the manifest's ``resolved`` entry.
+
+:func:`run` resolves, groups, shapes every group and refuses one that does not fit before the first compile,
+then compiles and runs each program once; :func:`plan_shapes` gives the same shapes for a dry run from the
+configurations a target would train (nothing loaded, nothing compiled). The engine also writes the manifest
+(settings, what they resolved to, subjects, versions, device, timings), saves the tables in each run's
+``diagnostics/<name>/`` (:mod:`.tables`) and loads them back with their kind checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Callable
 
-from pg_diag.diagnostics import tables
-from pg_diag.diagnostics.subjects import DiagnosticError, plan_subjects
+from pg_diag.diagnostics import memory, tables
+from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
+                                          subject_keys)
 from pg_diag.run import store
 
 FORMAT = "pg_diag.diagnostic/1"
 
+#: the module of each study's spec (imported when a dry run asks for it: the study modules import this one)
+MODULES = {"gradients": "gradient_study", "steps": "step_study", "baselines": "baseline_study",
+           "landscape": "landscape_study"}
 
-@dataclasses.dataclass
-class Measured:
-    """What a study's ``measure`` returns: one DataFrame per table, the manifest's ``resolved`` record, one
-    timing per compiled program, and any more manifest entries."""
-    frames: dict
-    resolved: dict
-    timings: list
-    extra: dict = dataclasses.field(default_factory=dict)
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """One compiled program of a study, before it compiles."""
+
+    labels: tuple           # the labels (algorithms) whose subjects it measures
+    batching: str           # "vmap": subjects together; "map": in turn
+    units: int              # subjects
+    pairs: int              # state–action pairs sampled
+    sequential_steps: int   # batched steps one after another
+    width: int              # environments one batched step moves
+    bytes: int              # estimated peak (:mod:`.memory`)
+    fits: bool              # bytes within the memory it was shaped for
+    note: str = ""          # what was changed to fit ("" when nothing)
+    #: what ``program`` compiles: the group's own resolved shape (widened, fitted)
+    plan: object = dataclasses.field(default=None, compare=False, repr=False)
+    #: (what, shape, advice) of the refusal when it does not fit (:func:`memory.require_memory`)
+    refusal: tuple = dataclasses.field(default=(), compare=False, repr=False)
+
+
+def _all(settings, static):
+    return None
+
+
+def _reads_optimizer(settings) -> bool:
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +71,21 @@ class Spec:
     settings: type             # its settings dataclass (with .check())
     tables: tuple              # the tables it saves
     study: type                # holds manifest + one DataFrame per table; curves and summaries
-    measure: Callable          # (planned subjects, settings, verbose) -> Measured
+    resolve: Callable          # (settings, statics of the runs) -> resolved settings
+    shape: Callable            # (settings, resolved, statics of a group, subjects, (obs, act, params), bytes) -> Shape
+    program: Callable          # (settings, Shape, static) -> jitted program (states, knobs, keys) -> outputs
+    frames: Callable           # (subjects, settings, resolved, Shape, outputs) -> {table: DataFrame}
+    record: Callable           # (settings, resolved, [(static, Shape)]) -> (manifest's resolved, more entries)
+    group_by: Callable = _all  # (settings, static) -> the key of the program its subjects join
+    optimizer: Callable = _reads_optimizer   # (settings) -> whether the programs read optimizer states
+    describe: Callable | None = None         # (settings, resolved, Shape, static) -> the verbose line
+
+
+def spec_of(kind: str) -> Spec:
+    """The spec of study ``kind`` (one of :data:`MODULES`)."""
+    if kind not in MODULES:
+        raise DiagnosticError(f"no study of kind {kind!r}; studies are: {', '.join(MODULES)}")
+    return importlib.import_module(f"pg_diag.diagnostics.{MODULES[kind]}").SPEC
 
 
 def settings_of(spec: Spec, settings, changes: dict):
@@ -52,18 +99,76 @@ def settings_of(spec: Spec, settings, changes: dict):
     return settings
 
 
+def _groups(spec: Spec, settings, items, statics) -> list:
+    """``items`` grouped by the program their statics need, in order: [[(item, static), ...], ...]."""
+    groups: dict = {}
+    for item, s in zip(items, statics):
+        groups.setdefault(spec.group_by(settings, s), []).append((item, s))
+    return list(groups.values())
+
+
+def plan_shapes(kind: str, task: str, statics: dict, subjects_per_label: int, settings: dict,
+                memory_bytes: int) -> list:
+    """The programs study ``kind`` would compile (:class:`Shape`, one per group) for ``subjects_per_label``
+    subjects of each label's runs (``statics``: label -> the Static its runs train with) on ``task``, shaped
+    against ``memory_bytes``; nothing is loaded or compiled."""
+    from pg_diag.envs import sizes as task_sizes
+
+    spec = spec_of(kind)
+    settings = settings_of(spec, None, settings)
+    resolved = spec.resolve(settings, list(statics.values()))
+    first = next(iter(statics.values()))
+    obs, act = task_sizes(task, first.model)
+    sizes = (obs, act, memory.num_params(first, obs, act))
+    shapes = []
+    for group in _groups(spec, settings, list(statics), list(statics.values())):
+        shape = spec.shape(settings, resolved, [s for _, s in group], subjects_per_label * len(group), sizes,
+                           memory_bytes)
+        shapes.append(dataclasses.replace(shape, labels=tuple(label for label, _ in group)))
+    return shapes
+
+
+def measure(spec: Spec, planned: list, settings, verbose: bool = False):
+    """Resolve, group, shape (every group's memory checked before the first compile), compile and run each
+    program once; returns (frames, manifest's resolved, timings, more manifest entries)."""
+    import pandas as pd
+
+    statics = [run.config(agent).static for run, agent, _ in planned]
+    resolved = spec.resolve(settings, statics)   # bad settings fail before any checkpoint is read
+    have = memory.available_memory()
+    groups = []
+    for group in _groups(spec, settings, planned, statics):
+        subjects = load_subjects([item for item, _ in group], optimizer=spec.optimizer(settings))
+        shape = spec.shape(settings, resolved, [s for _, s in group], len(subjects), subjects.shapes, have)
+        labels = tuple(dict.fromkeys(row["label"] for row in subjects.rows))
+        groups.append((subjects, dataclasses.replace(shape, labels=labels)))
+    for _, shape in groups:
+        memory.require_memory(shape.bytes, *shape.refusal, have=have)
+    frames, timings = {t: [] for t in spec.tables}, []
+    for subjects, shape in groups:
+        if verbose and spec.describe:
+            print(spec.describe(settings, resolved, shape, subjects.static), flush=True)
+        prog = spec.program(settings, shape, subjects.static)
+        out, timing = compile_and_run(prog, subjects, subject_keys(settings.seed, subjects.rows), shape.pairs)
+        timings.append(timing)
+        for t, f in spec.frames(subjects, settings, resolved, shape, out).items():
+            frames[t].append(f)
+    record, extra = spec.record(settings, resolved, [(subjects.static, shape) for subjects, shape in groups])
+    return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings, extra
+
+
 def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels=None, save: bool = True,
         name: str | None = None, verbose: bool = False, **changes):
     """Measure ``spec`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
     checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings."""
     settings = settings_of(spec, settings, changes)
     planned = plan_subjects(runs, iterations, agents, labels)
-    m = spec.measure(planned, settings, verbose)
+    frames, resolved, timings, extra = measure(spec, planned, settings, verbose)
     manifest = {"format": FORMAT, "study": name or spec.kind, "kind": spec.kind,
-                "settings": dataclasses.asdict(settings), "resolved": m.resolved,
-                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **m.extra,
-                "versions": store.versions(), "device": store.device_info(), "timings": m.timings}
-    study = spec.study(manifest=manifest, **{t: m.frames[t] for t in spec.tables})
+                "settings": dataclasses.asdict(settings), "resolved": resolved,
+                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **extra,
+                "versions": store.versions(), "device": store.device_info(), "timings": timings}
+    study = spec.study(manifest=manifest, **{t: frames[t] for t in spec.tables})
     if save:
         tables.write_study({t: getattr(study, t) for t in spec.tables}, manifest, name or spec.kind)
     return study
@@ -78,4 +183,4 @@ def load(spec: Spec, run_paths, name: str | None = None):
     return spec.study(manifest=manifest, **frames)
 
 
-__all__ = ["FORMAT", "Measured", "Spec", "load", "run", "settings_of"]
+__all__ = ["FORMAT", "MODULES", "Shape", "Spec", "load", "measure", "plan_shapes", "run", "settings_of", "spec_of"]

@@ -19,9 +19,8 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.diagnostics import engine, gradients, tables
+from pg_diag.diagnostics import engine, gradients, memory, tables
 from pg_diag.diagnostics.sizes import TRUE_RATIO
-from pg_diag.diagnostics.subjects import compile_and_run, load_subjects
 
 NAME = "gradients"
 TABLES = ("pairs", "estimates", "subjects")
@@ -60,65 +59,58 @@ class GradientStudy:
         return tables.summary(self.curves(measure), self.batch_size)
 
 
-def _measure_all(planned, settings, verbose) -> engine.Measured:
-    import pandas as pd
-
-    statics = [run.config(agent).static for run, agent, _ in planned]
-    gradients.resolve(settings, statics)  # bad settings fail before any checkpoint is read
-    # the surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
-    # algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)
-    own = settings.objective == "own"
-    groups: dict = {}
-    for item, s in zip(planned, statics):
-        groups.setdefault(s.algorithm if own else None, []).append(item)
-    frames, timings = {t: [] for t in TABLES}, []
-    for items in groups.values():
-        subjects = load_subjects(items, optimizer=own)
-        r, out, timing = _measure(subjects, settings, [run.config(agent).static for run, agent, _ in items],
-                                  verbose)
-        for t, f in _frames(subjects, r, out).items():
-            frames[t].append(f)
-        timings.append(timing)
-    resolved = {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
-                "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
-                "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
-                "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective,
-                # how the truth compares with the estimates (CL Fig 3: ≥ TRUE_RATIO × the largest N) and where
-                # sizes below the batch draw their pairs from
-                "true_ratio": r.true_ratio, "true_ratio_required": TRUE_RATIO, "half_streams": r.half_streams,
-                "subset_pool": r.grid.pool}
-    return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
-                           resolved=resolved, timings=timings)
+def _group(settings, static):
+    """The surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
+    algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)."""
+    return static.algorithm if settings.objective == "own" else None
 
 
-def _measure(subjects, settings, statics, verbose):
-    """One program's measurement of ``subjects``: (resolved shape, reductions, timing)."""
-    static = subjects.static
-    obs_size, action_size, num_params = subjects.shapes
+def _shape(settings, resolved, statics, n: int, sizes, have: int) -> engine.Shape:
+    """One program: the streams widened on MJX while they fit (:func:`gradients.widen`)."""
+    batching = settings.batching
 
     def need(r):
-        return gradients.memory_estimate(static, r, len(subjects), obs_size, action_size, num_params,
-                                         settings.batching)
+        return memory.gradient_bytes(statics[0], r, n, *sizes, batching)
 
-    r = gradients.widen(settings, statics, len(subjects), lambda r: need(r) <= gradients.available_memory())
-    gradients.require_memory(
-        need(r),
-        "the study", f"{len(subjects)} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
-                     f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects in turn)")
-    if verbose:
-        truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
-                 f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
-        print(f"gradient study: {len(subjects)} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}"
-              f"{truth}; "
-              f"{gradients.pairs_total(r, len(subjects)):,} pairs in chunks of {r.sampling.envs} envs × "
-              f"{r.sampling.steps} steps ({r.sampling.start}); objective: {r.objective}", flush=True)
-    keys = gradients.subject_keys(settings.seed, subjects.rows)
-    prog = gradients.program(static, r, settings.batching)
-    out, timing = compile_and_run(prog, subjects, keys, gradients.pairs_total(r, len(subjects)))
-    return r, out, timing
+    r = gradients.widen(settings, statics, n, lambda r: need(r) <= have)
+    turns = 1 if batching == "vmap" else n
+    return engine.Shape(
+        labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),
+        sequential_steps=(r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in) * turns,
+        width=n // turns * (r.estimates + r.truth_streams) * r.sampling.envs, bytes=need(r),
+        fits=need(r) <= have, plan=r,
+        refusal=("the study", f"{n} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
+                              f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects "
+                                            "in turn)"))
 
 
-def _frames(subjects, r: gradients.Resolved, out) -> dict:
+def _describe(settings, resolved, shape: engine.Shape, static) -> str:
+    r, n = shape.plan, shape.units
+    truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
+             f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
+    return (f"gradient study: {n} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}{truth}; "
+            f"{shape.pairs:,} pairs in chunks of {r.sampling.envs} envs × {r.sampling.steps} steps "
+            f"({r.sampling.start}); objective: {r.objective}")
+
+
+def _program(settings, shape: engine.Shape, static):
+    return gradients.program(static, shape.plan, settings.batching)
+
+
+def _record(settings, resolved, groups) -> tuple:
+    """The manifest's resolved shape: the last program's (the groups differ only in their subjects)."""
+    r = groups[-1][1].plan
+    return {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
+            "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
+            "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
+            "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective,
+            # how the truth compares with the estimates (CL Fig 3: ≥ TRUE_RATIO × the largest N) and where
+            # sizes below the batch draw their pairs from
+            "true_ratio": r.true_ratio, "true_ratio_required": TRUE_RATIO, "half_streams": r.half_streams,
+            "subset_pool": r.grid.pool}, {}
+
+
+def _frames(subjects, settings, resolved, shape: engine.Shape, out) -> dict:
     """The tables. Per subject, beside the truth's norm and cosine to ∇J (``true_to_exact``, LQR only):
     ``true_pairs`` and ``true_ratio`` (the truth's pairs, and them over the largest N), ``truth_split_half``
     (the cosine between the truth's two halves of ⌊R/2⌋ streams; NaN for R < 2) and ``truth_ceiling`` (the
@@ -126,6 +118,7 @@ def _frames(subjects, r: gradients.Resolved, out) -> dict:
     :func:`gradients.truth_ceiling`)."""
     import pandas as pd
 
+    r = shape.plan
     sizes, K = list(r.grid.sizes), r.estimates
     iu, ju = np.triu_indices(K, 1)
     pairs, ests, subs = [], [], []
@@ -148,7 +141,9 @@ def _frames(subjects, r: gradients.Resolved, out) -> dict:
 
 
 SPEC = engine.Spec(kind=NAME, title="gradient-study", settings=gradients.GradientSettings, tables=TABLES,
-                   study=GradientStudy, measure=_measure_all)
+                   study=GradientStudy, resolve=gradients.resolve, shape=_shape, program=_program, frames=_frames,
+                   record=_record, group_by=_group, optimizer=lambda settings: settings.objective == "own",
+                   describe=_describe)
 
 
 def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,

@@ -322,60 +322,6 @@ def program(static, r: Resolved, batching: str = "vmap"):
     return over_subjects(subject, batching)
 
 
-def subject_keys(seed: int, rows: list) -> jax.Array:
-    """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject
-    measured alone or beside others gets the same estimates."""
-    base = jax.random.PRNGKey(seed)
-    return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
-
-
-def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                    batching: str) -> int:
-    """A rough upper estimate of the program's peak bytes: a chunk's transitions and activations for every
-    stream in flight, plus every stream's estimates at every N."""
-    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 2 * sum(static.value_hidden)
-    streams = (r.estimates + r.truth_streams) * (num_subjects if batching == "vmap" else 1)
-    per_stream = r.sampling.chunk * per_pair + (len(r.grid.sizes) + 4) * num_params
-    return 4 * streams * per_stream + 4 * num_subjects * r.estimates * len(r.grid.sizes) ** 2
-
-
-def _device_limit():
-    """(device, its memory limit in bytes or None): memory_stats answers for this process's devices only."""
-    dev = jax.local_devices()[0]
-    stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
-    return dev, (stats or {}).get("bytes_limit")
-
-
-def memory_source() -> str:
-    """What :func:`available_memory` reads, in words."""
-    dev, limit = _device_limit()
-    return f"80% of the {dev.device_kind}'s memory" if limit else "half this host's RAM"
-
-
-def available_memory() -> int:
-    """Bytes the program may use: 80% of the accelerator's limit, or half the host's RAM."""
-    _, limit = _device_limit()
-    if limit:
-        return int(0.8 * limit)
-    try:
-        import os
-        return int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2 ** 30
-
-
 def pairs_total(r: Resolved, num_subjects: int) -> int:
     return num_subjects * (r.estimates + r.truth_streams) * (
         r.grid.num_chunks * r.grid.chunk + (r.sampling.burn_in * r.sampling.envs))
-
-
-def fmt_bytes(n: int) -> str:
-    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
-
-
-def require_memory(need: int, what: str, shape: str, advice: str) -> None:
-    """Refuse, before compiling, a program estimated to need more than :func:`available_memory`."""
-    have = available_memory()
-    if need > have:
-        raise DiagnosticError(f"{what} needs about {fmt_bytes(need)} but {fmt_bytes(have)} is available: {shape}; "
-                              f"{advice}")

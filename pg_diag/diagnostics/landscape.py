@@ -70,6 +70,7 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
+from pg_diag.diagnostics.memory import landscape_bytes
 from pg_diag.diagnostics.sizes import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
@@ -368,34 +369,22 @@ def program(static, r: Resolved, batching: str = "vmap"):
     return over_subjects(subject, batching)
 
 
-def memory_estimate(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                    batching: str) -> int:
-    """A rough upper estimate of the program's peak bytes: every grid point's chunk of transitions in flight
-    (or the length stream's, before them, where it is wider), the step batches with their activations, the
-    plane's parameter sets."""
-    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
-    streams = len(r.step_envs) * r.grid_points
-    per_subject = (max(streams * r.envs, r.length_episodes) * r.chunk_steps * per_pair + streams * 2 * num_params
-                   + max(r.step_envs) * r.own.steps * per_pair * 2)
-    return 4 * per_subject * (num_subjects if batching == "vmap" else 1)
-
-
 def fit(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int, batching: str,
         have: int) -> tuple:
     """The plan that fits in ``have`` bytes: as asked; else the subjects in turn (``batching="map"``); else
     also shorter chunks (halved down to 1 step; only the memory changes, not the estimates' distribution).
     Returns (resolved, batching, estimated bytes, what was changed: "" when nothing)."""
-    need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+    need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
     if need <= have:
         return r, batching, need, ""
     changes = []
     if batching == "vmap" and num_subjects > 1:
         batching, changes = "map", ["subjects in turn"]
-        need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+        need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
     asked = r.chunk_steps
     while need > have and r.chunk_steps > 1:
         r = dataclasses.replace(r, chunk_steps=r.chunk_steps // 2, max_chunks=min(2 * r.max_chunks, 2 ** 30))
-        need = memory_estimate(static, r, num_subjects, obs_size, action_size, num_params, batching)
+        need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
     if r.chunk_steps != asked:
         changes.append(f"chunks of {r.chunk_steps} steps instead of {asked}")
     return r, batching, need, ", ".join(changes)

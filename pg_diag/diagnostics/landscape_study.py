@@ -22,8 +22,7 @@ import jax
 import numpy as np
 
 from pg_diag import algorithms
-from pg_diag.diagnostics import engine, gradients, landscape, tables
-from pg_diag.diagnostics.subjects import compile_and_run, load_by_program
+from pg_diag.diagnostics import engine, landscape, tables
 
 NAME = "landscape"
 TABLES = ("returns", "surface", "planes")
@@ -34,39 +33,43 @@ ESTIMATOR = ("true return at N pairs: mean raw return of n = round(N / L̂) comp
              "censoring biases short)")
 
 
-def _measure(planned, settings, verbose) -> engine.Measured:
-    import pandas as pd
+def _group(settings, static):
+    """One program per distinct training configuration (PPO's and TRPO's steps differ)."""
+    return static.program()
 
-    r = landscape.resolve(settings, [run.config(agent).static for run, agent, _ in planned])
-    loaded = load_by_program(planned)
-    plans, have = {}, gradients.available_memory()
-    for static, subjects in loaded.items():  # every program's plan checked before the first compiles
-        plans[static] = landscape.fit(static, r, len(subjects), *subjects.shapes, settings.batching, have)
-        fitted, batching, need, changed = plans[static]
-        gradients.require_memory(
-            need, "the landscape", f"{len(subjects)} subjects × {len(r.step_envs)} planes × {r.grid_points} grid "
-                                   f"points × {r.envs} environments, even with subjects in turn and chunks of "
-                                   f"{fitted.chunk_steps} steps", "lower points or envs")
-    frames, timings, splits = {t: [] for t in TABLES}, [], []
-    for static, subjects in loaded.items():
-        fitted, batching, need, changed = plans[static]
-        if changed:
-            splits.append({"algorithm": static.algorithm, "changed": changed, "bytes": need})
-        if verbose:
-            print(f"landscape: {len(subjects)} subjects ({static.algorithm}) × {len(r.step_envs)} planes × "
-                  f"{r.grid_points} points × N = {list(r.sizes)}: {landscape.pairs_total(r, len(subjects)):,} pairs"
-                  + (f" ({changed}, to fit the memory)" if changed else ""), flush=True)
-        keys = gradients.subject_keys(settings.seed, subjects.rows)
-        prog = landscape.program(static, fitted, batching)
-        out, timing = compile_and_run(prog, subjects, keys, landscape.pairs_total(r, len(subjects)))
-        timings.append(timing)
-        for t, f in _frames(subjects, r, out).items():
-            frames[t].append(f)
+
+def _shape(settings, r: landscape.Resolved, statics, n: int, sizes, have: int) -> engine.Shape:
+    """The plan that fits (:func:`landscape.fit`: subjects in turn, then shorter chunks); a point's stream is
+    ⌈N / envs⌉ batched steps at the largest N."""
+    fitted, batching, need, changed = landscape.fit(statics[0], r, n, *sizes, settings.batching, have)
+    turns = n if batching == "map" else 1
+    return engine.Shape(
+        labels=(), batching=batching, units=n, pairs=landscape.pairs_total(r, n),
+        sequential_steps=-(-max(r.sizes) // r.envs) * turns,
+        width=r.envs * r.grid_points * len(r.step_envs) * (n // turns), bytes=need, fits=need <= have,
+        note=changed, plan=fitted,
+        refusal=("the landscape", f"{n} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
+                                  f"{r.envs} environments, even with subjects in turn and chunks of "
+                                  f"{fitted.chunk_steps} steps", "lower points or envs"))
+
+
+def _describe(settings, r, shape: engine.Shape, static) -> str:
+    return (f"landscape: {shape.units} subjects ({static.algorithm}) × {len(r.step_envs)} planes × "
+            f"{r.grid_points} points × N = {list(r.sizes)}: {shape.pairs:,} pairs"
+            + (f" ({shape.note}, to fit the memory)" if shape.note else ""))
+
+
+def _program(settings, shape: engine.Shape, static):
+    return landscape.program(static, shape.plan, shape.batching)
+
+
+def _record(settings, r, groups) -> tuple:
     resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
                 "estimator": ESTIMATOR, "step_pairs": list(r.step_pairs), "random_norm": r.random_norm,
                 "length_episodes": r.length_episodes, "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
-    return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
-                           resolved=resolved, timings=timings, extra={"fitted": splits})
+    splits = [{"algorithm": s.algorithm, "changed": shape.note, "bytes": shape.bytes} for s, shape in groups
+              if shape.note]
+    return resolved, {"fitted": splits}
 
 
 def _constraint(algorithm: str, knobs, s: int) -> dict:
@@ -81,7 +84,7 @@ def _knob(knobs, name, subject) -> float:
     return float(knobs[name][subject]) if name in knobs else float("nan")
 
 
-def _frames(subjects, r: landscape.Resolved, out) -> dict:
+def _frames(subjects, settings, r: landscape.Resolved, shape, out) -> dict:
     import pandas as pd
 
     G = len(r.coords)
@@ -193,7 +196,8 @@ class LandscapeStudy:
 
 
 SPEC = engine.Spec(kind=NAME, title="landscape", settings=landscape.LandscapeSettings, tables=TABLES,
-                   study=LandscapeStudy, measure=_measure)
+                   study=LandscapeStudy, resolve=landscape.resolve, shape=_shape, program=_program,
+                   frames=_frames, record=_record, group_by=_group, describe=_describe)
 
 
 def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,

@@ -13,50 +13,62 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from pg_diag import envs
-from pg_diag.diagnostics import engine, gradients, tables
-from pg_diag.diagnostics.steps import StepSettings, batching_that_fits, subject_program
-from pg_diag.diagnostics.subjects import compile_and_run, load_by_program, over_subjects
+from pg_diag.diagnostics import engine, memory, tables
+from pg_diag.diagnostics.steps import StepSettings, subject_program
+from pg_diag.diagnostics.subjects import over_subjects
 
 NAME = "steps"
 TABLES = ("pairs", "steps")
 
 
-def _measure(planned, settings: StepSettings, verbose) -> engine.Measured:
-    """One compiled program per distinct training configuration (PPO's and TRPO's steps differ)."""
+def _group(settings, static):
+    """One program per distinct training configuration (PPO's and TRPO's steps differ)."""
+    return static.program()
+
+
+def _shape(settings: StepSettings, resolved, statics, n: int, sizes, have: int) -> engine.Shape:
+    """Subjects together when they fit, else in turn; each samples M batches and a held-out one."""
+    s, (obs, act, _) = statics[0], sizes
+    together = memory.step_bytes(s, settings, n, obs, act, "vmap") <= have
+    batching = "vmap" if together else "map"
+    need, turns = memory.step_bytes(s, settings, n, obs, act, batching), 1 if together else n
+    return engine.Shape(
+        labels=(), batching=batching, units=n, pairs=n * (settings.batches + 1) * s.batch_size,
+        sequential_steps=s.steps_per_env * turns, width=(n // turns) * (settings.batches + 1) * s.num_envs,
+        bytes=need, fits=need <= have, note="" if together else "subjects in turn",
+        refusal=("the step study", f"{settings.batches} batches of {s.num_envs} × {s.steps_per_env} pairs per "
+                                   f"subject, subjects in turn", "lower batches (M)"))
+
+
+def _describe(settings, resolved, shape: engine.Shape, static) -> str:
+    return (f"step study: {shape.units} subjects ({static.algorithm}) × {settings.batches} batches of "
+            f"{static.num_envs} × {static.steps_per_env}"
+            + (" (subjects in turn, to fit the memory)" if shape.batching == "map" else ""))
+
+
+def _program(settings, shape: engine.Shape, static):
+    env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
+    return over_subjects(subject_program(env, static, settings), shape.batching)
+
+
+def _frames(subjects, settings, resolved, shape, out) -> dict:
     import pandas as pd
 
-    loaded = load_by_program(planned)
-    batching = {}
-    for static, subjects in loaded.items():   # every program's memory checked before the first compiles
-        obs_size, action_size, _ = subjects.shapes
-        batching[static] = batching_that_fits(static, settings, len(subjects), obs_size, action_size,
-                                              gradients.available_memory())
-    frames, timings = {t: [] for t in TABLES}, []
-    for static, subjects in loaded.items():
-        if verbose:
-            print(f"step study: {len(subjects)} subjects ({static.algorithm}) × {settings.batches} batches of "
-                  f"{static.num_envs} × {static.steps_per_env}"
-                  + (" (subjects in turn, to fit the memory)" if batching[static] == "map" else ""), flush=True)
-        env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
-        prog = over_subjects(subject_program(env, static, settings), batching[static])
-        keys = jnp.stack([jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(settings.seed), r["seed"]),
-                                             r["iteration"]) for r in subjects.rows])
-        pairs = len(subjects) * settings.batches * static.batch_size
-        out, timing = compile_and_run(prog, subjects, keys, pairs)
-        timings.append(timing)
-        iu, ju = np.triu_indices(settings.batches, 1)
-        for s, row in enumerate(subjects.rows):
-            frames["pairs"].append(pd.DataFrame({**row, "i": iu, "j": ju, "cosine": out["cosine"][s][iu, ju],
-                                                 "kl_ij": out["kl"][s][iu, ju], "kl_ji": out["kl"][s][ju, iu]}))
-            frames["steps"].append(pd.DataFrame({**row, "m": np.arange(settings.batches), "norm": out["norm"][s],
-                                                 "kl_from_old": out["kl_from_old"][s]}))
-    return engine.Measured(frames={t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
-                           resolved={"batching": [{"algorithm": s.algorithm, "batching": b} for s, b in batching.items()]}, timings=timings)
+    iu, ju = np.triu_indices(settings.batches, 1)
+    pairs, steps = [], []
+    for s, row in enumerate(subjects.rows):
+        pairs.append(pd.DataFrame({**row, "i": iu, "j": ju, "cosine": out["cosine"][s][iu, ju],
+                                   "kl_ij": out["kl"][s][iu, ju], "kl_ji": out["kl"][s][ju, iu]}))
+        steps.append(pd.DataFrame({**row, "m": np.arange(settings.batches), "norm": out["norm"][s],
+                                   "kl_from_old": out["kl_from_old"][s]}))
+    return {"pairs": pd.concat(pairs, ignore_index=True), "steps": pd.concat(steps, ignore_index=True)}
+
+
+def _record(settings, resolved, groups) -> tuple:
+    return {"batching": [{"algorithm": s.algorithm, "batching": shape.batching} for s, shape in groups]}, {}
 
 
 @dataclasses.dataclass
@@ -84,7 +96,8 @@ class StepStudy:
 
 
 SPEC = engine.Spec(kind=NAME, title="step-study", settings=StepSettings, tables=TABLES, study=StepStudy,
-                   measure=_measure)
+                   resolve=lambda settings, statics: settings, shape=_shape, program=_program, frames=_frames,
+                   record=_record, group_by=_group, describe=_describe)
 
 
 def step_study(runs, iterations=None, agents=None, settings: StepSettings | None = None, *, save: bool = True,

@@ -26,35 +26,10 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks, stages
-from pg_diag.diagnostics import gradients
 from pg_diag.diagnostics.sampling import algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.objectives import kl
 from pg_diag.optim import annealed_learning_rate
-
-
-
-def memory_estimate(static, settings: "StepSettings", num_subjects: int, obs_size: int, action_size: int,
-                    batching: str) -> int:
-    """A rough upper estimate of the program's peak bytes: every subject's M + 1 batches (the steps' and the
-    held-out one) in flight with their activations."""
-    per_pair = 2 * obs_size + 2 * action_size + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
-    held = (settings.heldout_envs or static.num_envs) * static.steps_per_env
-    per_subject = (settings.batches * static.num_envs * static.steps_per_env + held) * per_pair
-    return 4 * per_subject * (num_subjects if batching == "vmap" else 1)
-
-
-def batching_that_fits(static, settings: "StepSettings", num_subjects: int, obs_size: int, action_size: int,
-                       have: int) -> str:
-    """"vmap" (subjects together) when it fits in ``have`` bytes, else "map" (subjects in turn); a study that
-    does not fit even so is refused, naming what to lower."""
-    if memory_estimate(static, settings, num_subjects, obs_size, action_size, "vmap") <= have:
-        return "vmap"
-    gradients.require_memory(memory_estimate(static, settings, num_subjects, obs_size, action_size, "map"),
-                             "the step study", f"{settings.batches} batches of {static.num_envs} × "
-                                               f"{static.steps_per_env} pairs per subject, subjects in turn",
-                             "lower batches (M)")
-    return "map"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -74,13 +74,11 @@ def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
                  "pairs_per_s": pairs / max(t2 - t1, 1e-9)}
 
 
-def load_by_program(planned: list, optimizer: bool = True) -> dict:
-    """The planned subjects grouped by the compiled program their runs need (PPO's and TRPO's steps differ),
-    each group loaded: {static: :class:`Subjects`}."""
-    groups: dict = {}
-    for item in planned:
-        groups.setdefault(item[0].config(item[1]).static.program(), []).append(item)
-    return {static: load_subjects(items, optimizer) for static, items in groups.items()}
+def subject_keys(seed: int, rows: list) -> jax.Array:
+    """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject
+    measured alone or beside others gets the same estimates."""
+    base = jax.random.PRNGKey(seed)
+    return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
 
 
 @dataclasses.dataclass

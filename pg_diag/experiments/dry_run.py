@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from pg_diag.config import ConfigError, study_preset
+from pg_diag.diagnostics.engine import plan_shapes
+from pg_diag.diagnostics.memory import WORD, pair_words
 from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments.costs import run_seconds
 from pg_diag.experiments.scales import pick
@@ -37,18 +39,11 @@ class Program:
     spec: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
-def num_params(static, obs_size: int, action_size: int) -> int:
-    """The policy's parameter count (the diagnostics' gradient length): its MLP and the log-std vector."""
-    sizes = (obs_size,) + tuple(static.policy_hidden) + (action_size,)
-    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])) + action_size
-
-
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
     """One training sweep of ``agents`` agents sharing ``static`` (one compiled program); ``spec``: its
     (base Config, grid, seeds)."""
     obs, act = task_sizes(task, static.model)
-    per_pair = 2 * obs + 2 * act + 12 + 3 * sum(static.policy_hidden) + 3 * sum(static.value_hidden)
-    memory = 4 * agents * static.num_envs * static.steps_per_env * per_pair
+    memory = WORD * agents * static.num_envs * static.steps_per_env * pair_words(obs, act, static)
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
                    memory, memory <= have, spec=spec)
@@ -79,58 +74,10 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
 
 
 def measurement_shapes(kind, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The programs of a ``kind`` measurement (gradients, steps, baselines, landscape) on ``task`` (``statics``: algorithm -> Static of its runs)."""
-    from pg_diag.diagnostics import baselines, gradients, landscape, steps
-
-    first = next(iter(statics.values()))
-    obs, act = task_sizes(task, first.model)
-    shapes = (obs, act, num_params(first, obs, act))
-    # runs of one static configuration (PPO and PPO-M: toggles are knobs) are measured by one program
-    programs = {}
-    for algo, s in statics.items():
-        programs.setdefault(s, []).append(algo)
-    out = []
-    if kind == "gradients":
-        n = subjects_per * len(statics)
-        fits = lambda r: gradients.memory_estimate(first, r, n, *shapes, "vmap") <= have  # noqa: E731
-        r = gradients.widen(gradients.GradientSettings(**settings), list(statics.values()), n, fits)
-        mem = gradients.memory_estimate(first, r, n, *shapes, "vmap")
-        seq = r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in
-        out.append(Program("gradients", task, "+".join(statics), n, gradients.pairs_total(r, n), seq,
-                           n * (r.estimates + r.truth_streams) * r.sampling.envs, mem, mem <= have))
-    elif kind == "steps":
-        st = steps.StepSettings(**settings)
-        for s, algos in programs.items():
-            own, n = s.num_envs * s.steps_per_env, subjects_per * len(algos)
-            together = steps.memory_estimate(s, st, n, obs, act, "vmap") <= have
-            mem = steps.memory_estimate(s, st, n, obs, act, "vmap" if together else "map")
-            turns = 1 if together else n
-            out.append(Program("steps", task, "+".join(algos), n, n * (st.batches + 1) * own,
-                               s.steps_per_env * turns, (n // turns) * (st.batches + 1) * s.num_envs,
-                               mem, mem <= have, "" if together else "subjects in turn"))
-    elif kind == "baselines":
-        n = subjects_per * len(statics)
-        bs = baselines.BaselineSettings(**settings)
-        r = baselines.resolve(bs, list(statics.values()))
-        together = bs.batching == "vmap" and baselines.memory_estimate(first, r, n, *shapes, "vmap") <= have
-        mem = baselines.memory_estimate(first, r, n, *shapes, "vmap" if together else "map")
-        turns = 1 if together else n
-        seq = (r.fit_chunks // r.fit_lanes * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps) * turns
-        out.append(Program("baselines", task, "+".join(statics), n, baselines.pairs_total(r, n), seq,
-                           (n // turns) * r.estimates * r.own.envs, mem, mem <= have,
-                           "" if together else "subjects in turn"))
-    else:
-        ls = landscape.LandscapeSettings(**settings)
-        r = landscape.resolve(ls, list(statics.values()))
-        for s, algos in programs.items():
-            n = subjects_per * len(algos)
-            fitted, batching, mem, changed = landscape.fit(s, r, n, *shapes, ls.batching, have)
-            per_point = -(-max(r.sizes) // r.envs)
-            out.append(Program("landscape", task, "+".join(algos), n, landscape.pairs_total(r, n),
-                               per_point * (n if batching == "map" else 1),
-                               r.envs * r.grid_points * len(r.step_envs) * (1 if batching == "map" else n),
-                               mem, mem <= have, changed))
-    return out
+    """The programs of a ``kind`` measurement (gradients, steps, baselines, landscape) on ``task`` (``statics``:
+    preset -> Static of its runs), shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
+    return [Program(kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes, s.fits,
+                    s.note) for s in plan_shapes(kind, task, statics, subjects_per, settings, have)]
 
 
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
@@ -166,5 +113,5 @@ def table(programs: list, step_ms=None):
     return pd.DataFrame(rows)
 
 
-__all__ = ["Program", "measurement_plan", "measurement_shapes", "num_params", "preset_training", "table",
+__all__ = ["Program", "measurement_plan", "measurement_shapes", "preset_training", "table",
            "training_plan", "training_program"]

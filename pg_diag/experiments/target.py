@@ -21,7 +21,7 @@ import inspect
 from typing import Callable, Mapping
 
 from pg_diag.config import ConfigError
-from pg_diag.diagnostics.gradients import available_memory
+from pg_diag.diagnostics.memory import available_memory
 
 #: what a target does: trains and draws the training metrics; measures trained checkpoints; optimizes one batch
 KINDS = ("training", "diagnostic", "optimize")

@@ -31,6 +31,7 @@ import optax
 
 from pg_diag import networks, stages
 from pg_diag.config import ConfigError, preset
+from pg_diag.diagnostics.memory import WORD, pair_words
 from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments import dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
@@ -207,7 +208,7 @@ def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, s
     s = preset("ppo", task, **overrides).static
     obs, act = task_sizes(task, s.model)
     pairs = s.num_envs * s.steps_per_env
-    need = 4 * pairs * (2 * obs + 2 * act + 12 + 3 * sum(s.policy_hidden))
+    need = WORD * pairs * pair_words(obs, act, s, value_passes=0)   # the batch and the policy's activations
     return [dry_run.Program("optimize", task, "ppo", len(OPTIMIZERS), pairs, s.steps_per_env + len(OPTIMIZERS) * steps,
                             s.num_envs, need, need <= memory, f"{steps} full-batch steps per optimizer")]
 

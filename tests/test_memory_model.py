@@ -1,0 +1,95 @@
+"""The memory model (pg_diag.diagnostics.memory) against numbers worked by hand, and the dry run's shapes
+(engine.plan_shapes) against what the studies record when they run."""
+
+import types
+
+import pytest
+
+from pg_diag import preset, sweep
+from pg_diag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
+from pg_diag.run import CompileCounter
+
+#: a tiny network: 3 observations, 1 action, one hidden layer of 4 (policy) and 5 (value) units
+TINY = types.SimpleNamespace(policy_hidden=(4,), value_hidden=(5,))
+
+
+def test_a_pair_costs_its_named_terms():
+    """2 × 3 (observation, next) + 2 × 1 (action, mean) + 12 scalars + 3 × 4 (policy) + 3 × 5 (value) = 47
+    words; the gradient study keeps 2 words per value unit (42); two advantage heads add 2 (49)."""
+    assert memory.pair_words(3, 1, TINY) == 47
+    assert memory.pair_words(3, 1, TINY, value_passes=2) == 42
+    assert memory.pair_words(3, 1, TINY, heads=2) == 49
+
+
+def test_the_gradient_estimate_by_hand():
+    """K = 2 estimates and R = 1 truth stream of 8-pair chunks, a grid of 3 sizes, 10 parameters, 2 subjects:
+    per stream 8 × 42 + (3 + 4) × 10 = 406 words; 3 streams × 2 subjects × 406 = 2436 words, plus
+    2 subjects × 2 × 3² = 36 words of cosines: 2472 words, 9888 bytes; in turn, one subject's streams:
+    3 × 406 + 36 = 1254 words."""
+    r = types.SimpleNamespace(estimates=2, truth_streams=1, sampling=types.SimpleNamespace(chunk=8),
+                              grid=types.SimpleNamespace(sizes=(2, 4, 8)))
+    assert memory.gradient_bytes(TINY, r, 2, 3, 1, 10, "vmap") == 4 * 2472
+    assert memory.gradient_bytes(TINY, r, 2, 3, 1, 10, "map") == 4 * 1254
+
+
+def test_the_policy_parameter_count_by_hand():
+    """3 → 4 → 1: 3 × 4 + 4 + 4 × 1 + 1 weights and biases, and one log-std: 22."""
+    assert memory.num_params(TINY, 3, 1) == 22
+
+
+def test_a_program_too_large_is_refused_naming_both_sizes():
+    assert memory.fmt_bytes(3 * 2 ** 30) == "3.0 GiB" and memory.fmt_bytes(5 * 2 ** 20) == "5 MiB"
+    memory.require_memory(2 ** 20, "the study", "a shape", "advice", have=2 ** 20)
+    with pytest.raises(DiagnosticError, match=r"the study needs about 2 MiB but 1 MiB is available: a shape; "
+                                              r"lower it"):
+        memory.require_memory(2 ** 21, "the study", "a shape", "lower it", have=2 ** 20)
+
+
+def test_an_unknown_study_kind_is_named():
+    with pytest.raises(DiagnosticError, match="no study of kind 'gradient'; studies are: gradients, steps"):
+        engine.plan_shapes("gradient", "point_mass", {"ppo": preset("ppo", "point_mass").static}, 1, {}, 2 ** 30)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One PPO agent on point_mass, its checkpoint after iteration 0."""
+    cfg = preset("ppo", "point_mass").replace(num_iterations=1, checkpoint_at=(0,))
+    out = str(tmp_path_factory.mktemp("memory-model") / "ppo")
+    sweep(cfg, seeds=1, out=out, chunk_iterations=1)
+    return out, cfg.static
+
+
+GRADIENTS = dict(sizes=(100, 1000), estimates=2, true_pairs=2000)
+
+
+def test_the_dry_run_shapes_the_gradient_study_it_runs(run):
+    """plan_shapes resolves the settings as the study does: the sizes, chunks and truth the manifest records,
+    the batching and the pairs its program's timing counts."""
+    path, static = run
+    (shape,) = engine.plan_shapes("gradients", "point_mass", {"ppo": static}, 1, GRADIENTS,
+                                  memory.available_memory())
+    study = gradient_study([path], save=False, **GRADIENTS)
+    resolved, r = study.manifest["resolved"], shape.plan
+    assert resolved["sizes"] == list(r.grid.sizes) and resolved["chunk_pairs"] == r.grid.chunk
+    assert (resolved["envs"], resolved["steps"], resolved["true_pairs"]) == (r.sampling.envs, r.sampling.steps,
+                                                                               r.true_pairs)
+    assert shape.labels == ("ppo",) and shape.units == 1 and shape.batching == "vmap" and shape.fits
+    assert study.manifest["timings"][0]["pairs"] == shape.pairs
+
+
+def test_the_dry_run_shapes_the_step_study_it_runs(run):
+    path, static = run
+    (shape,) = engine.plan_shapes("steps", "point_mass", {"ppo": static}, 1, {"batches": 2},
+                                  memory.available_memory())
+    study = step_study([path], save=False, batches=2)
+    assert study.manifest["resolved"]["batching"] == [{"algorithm": "ppo", "batching": shape.batching}]
+    assert study.manifest["timings"][0]["pairs"] == shape.pairs == 3 * static.batch_size
+
+
+def test_a_study_that_does_not_fit_is_refused_before_it_compiles(run, monkeypatch):
+    path, _ = run
+    monkeypatch.setattr(memory, "available_memory", lambda: 1024)
+    with CompileCounter() as counter, pytest.raises(DiagnosticError, match="the study needs about .* but 0 MiB "
+                                                                           "is available"):
+        gradient_study([path], save=False, **GRADIENTS)
+    assert counter.count == 0
