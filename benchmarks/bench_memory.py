@@ -22,33 +22,37 @@ measured) and compile seconds.
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 
-#: study -> the target whose scales it is measured at
-TARGETS = {"gradients": "fig-grad-variance", "steps": "fig-step-variance", "baselines": "fig-baselines",
-           "landscape-concentration": "fig-landscape-concentration",
-           "landscape-surrogate": "fig-landscape-surrogate"}
 SCALES = ("smoke", "mid")
 
 
-def configurations(study: str, scale: str):
-    """(kind, task, {label: Config}, subjects per label, settings) as ``plan`` resolves them for the target."""
-    from pg_diag.config import study_preset
+def measurements() -> dict:
+    """measurement name -> the first diagnostic target that measures it (whose scales it is measured at)."""
     from pg_diag.experiments import targets
+
+    out = {}
+    for t in targets.TARGETS.values():
+        if t.measurement is not None:
+            out.setdefault(t.measurement.name, t)
+    return out
+
+
+def configurations(study: str, scale: str):
+    """(the study's Spec, task, {label: Config}, subjects per label, settings) as the target's plan resolves
+    them."""
+    from pg_diag.config import study_preset
     from pg_diag.experiments.scales import pick
 
-    t = targets.get(TARGETS[study])
-    module = importlib.import_module(f"pg_diag.experiments.{t.run.split(':')[0]}")
-    sc = pick(module.SCALES, scale)
-    algos = getattr(module, "MEASURED", {}).get(TARGETS[study], module.ALGORITHMS)
-    task = sc.tasks_of(TARGETS[study])[0]
+    t = measurements()[study]
+    m = t.measurement
+    sc = pick(t.scales, scale)
+    task = sc.tasks_of(t.name)[0]
     over = sc.training(task, {})
-    configs = {a: study_preset(a, task, **over) for a in algos}
+    configs = {a: study_preset(a, task, **over) for a in t.measured_presets}
     first = next(iter(configs.values())).static
-    checkpoints = len(sc.checkpoints(t.measurement) or first.checkpoint_at) or 1
-    kind = "landscape" if study.startswith("landscape") else study
-    return kind, task, configs, sc.seeds * checkpoints, sc.measuring(t.measurement, task)
+    checkpoints = len(sc.checkpoints(m.name) or first.checkpoint_at) or 1
+    return m.spec, task, configs, sc.seeds * checkpoints, sc.measuring(m.name, task)
 
 
 def subjects(spec, settings, configs: dict, labels: tuple, per_label: int):
@@ -88,10 +92,9 @@ def measure(study: str, scale: str, groups: str = "all") -> list:
     from pg_diag.diagnostics.memory import available_memory
     from pg_diag.run.shard import pad_and_shard
 
-    kind, task, configs, per_label, changes = configurations(study, scale)
-    spec = engine.spec_of(kind)
+    spec, task, configs, per_label, changes = configurations(study, scale)
     settings = engine.settings_of(spec, None, changes)
-    shapes = engine.plan_shapes(kind, task, {a: c.static for a, c in configs.items()}, per_label, changes,
+    shapes = engine.plan_shapes(spec, task, {a: c.static for a, c in configs.items()}, per_label, changes,
                                 available_memory())
     rows = []
     for shape in shapes[:1] if groups == "first" else shapes:
@@ -120,13 +123,14 @@ def _line(r: dict) -> str:
 
 def main(argv=None) -> list:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--studies", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}")
+    known = tuple(measurements())
+    p.add_argument("--studies", default=",".join(known), help=f"comma-separated, of {', '.join(known)}")
     p.add_argument("--scales", default=",".join(SCALES), help=f"comma-separated, of {', '.join(SCALES)}")
     p.add_argument("--groups", default="all", choices=("all", "first"),
                    help="every program of a study, or only its first (quicker)")
     args = p.parse_args(argv)
     studies, scales = args.studies.split(","), args.scales.split(",")
-    for name, given, allowed in (("--studies", studies, TARGETS), ("--scales", scales, SCALES)):
+    for name, given, allowed in (("--studies", studies, known), ("--scales", scales, SCALES)):
         bad = [x for x in given if x not in allowed]
         if bad:
             p.error(f"{name}: unknown {', '.join(bad)}; allowed: {', '.join(allowed)}")

@@ -29,7 +29,7 @@ import time
 import jax
 
 from pg_diag import preset, sweep, train
-from pg_diag.experiments.ablation import TOGGLES
+from pg_diag.experiments.studies.ablation import TOGGLES
 from pg_diag.run import CompileCounter, clear_compiled
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from pg_diag import preset, sweep
 from pg_diag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
+from pg_diag.diagnostics.gradient_study import SPEC as GRADIENT_STUDY
+from pg_diag.diagnostics.step_study import SPEC as STEP_STUDY
 from pg_diag.run import CompileCounter
 
 #: a tiny network: 3 observations, 1 action, one hidden layer of 4 (policy) and 5 (value) units
@@ -45,11 +47,6 @@ def test_a_program_too_large_is_refused_naming_both_sizes():
         memory.require_memory(2 ** 21, "the study", "a shape", "lower it", have=2 ** 20)
 
 
-def test_an_unknown_study_kind_is_named():
-    with pytest.raises(DiagnosticError, match="no study of kind 'gradient'; studies are: gradients, steps"):
-        engine.plan_shapes("gradient", "point_mass", {"ppo": preset("ppo", "point_mass").static}, 1, {}, 2 ** 30)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """One PPO agent on point_mass, its checkpoint after iteration 0."""
@@ -66,7 +63,7 @@ def test_the_dry_run_shapes_the_gradient_study_it_runs(run):
     """plan_shapes resolves the settings as the study does: the sizes, chunks and truth the manifest records,
     the batching and the pairs its program's timing counts."""
     path, static = run
-    (shape,) = engine.plan_shapes("gradients", "point_mass", {"ppo": static}, 1, GRADIENTS,
+    (shape,) = engine.plan_shapes(GRADIENT_STUDY, "point_mass", {"ppo": static}, 1, GRADIENTS,
                                   memory.available_memory())
     study = gradient_study([path], save=False, **GRADIENTS)
     resolved, r = study.manifest["resolved"], shape.plan
@@ -79,7 +76,7 @@ def test_the_dry_run_shapes_the_gradient_study_it_runs(run):
 
 def test_the_dry_run_shapes_the_step_study_it_runs(run):
     path, static = run
-    (shape,) = engine.plan_shapes("steps", "point_mass", {"ppo": static}, 1, {"batches": 2},
+    (shape,) = engine.plan_shapes(STEP_STUDY, "point_mass", {"ppo": static}, 1, {"batches": 2},
                                   memory.available_memory())
     study = step_study([path], save=False, batches=2)
     assert study.manifest["resolved"]["batching"] == [{"algorithm": "ppo", "batching": shape.batching}]

@@ -22,7 +22,6 @@ configurations a target would train (nothing loaded, nothing compiled). The engi
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Callable
 
 from pg_diag.diagnostics import memory, tables
@@ -31,11 +30,6 @@ from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load
 from pg_diag.run import store
 
 FORMAT = "pg_diag.diagnostic/1"
-
-#: the module of each study's spec (imported when a dry run asks for it: the study modules import this one)
-MODULES = {"gradients": "gradient_study", "steps": "step_study", "baselines": "baseline_study",
-           "landscape": "landscape_study"}
-
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
@@ -81,13 +75,6 @@ class Spec:
     describe: Callable | None = None         # (settings, resolved, Shape, static) -> the verbose line
 
 
-def spec_of(kind: str) -> Spec:
-    """The spec of study ``kind`` (one of :data:`MODULES`)."""
-    if kind not in MODULES:
-        raise DiagnosticError(f"no study of kind {kind!r}; studies are: {', '.join(MODULES)}")
-    return importlib.import_module(f"pg_diag.diagnostics.{MODULES[kind]}").SPEC
-
-
 def settings_of(spec: Spec, settings, changes: dict):
     """``settings`` (default: the class's defaults) with ``changes``, checked; unknown fields named."""
     try:
@@ -107,14 +94,13 @@ def _groups(spec: Spec, settings, items, statics) -> list:
     return list(groups.values())
 
 
-def plan_shapes(kind: str, task: str, statics: dict, subjects_per_label: int, settings: dict,
+def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label: int, settings: dict,
                 memory_bytes: int) -> list:
-    """The programs study ``kind`` would compile (:class:`Shape`, one per group) for ``subjects_per_label``
+    """The programs the study ``spec`` would compile (:class:`Shape`, one per group) for ``subjects_per_label``
     subjects of each label's runs (``statics``: label -> the Static its runs train with) on ``task``, shaped
     against ``memory_bytes``; nothing is loaded or compiled."""
     from pg_diag.envs import sizes as task_sizes
 
-    spec = spec_of(kind)
     settings = settings_of(spec, None, settings)
     resolved = spec.resolve(settings, list(statics.values()))
     first = next(iter(statics.values()))
@@ -183,4 +169,4 @@ def load(spec: Spec, run_paths, name: str | None = None):
     return spec.study(manifest=manifest, **frames)
 
 
-__all__ = ["FORMAT", "MODULES", "Shape", "Spec", "load", "measure", "plan_shapes", "run", "settings_of", "spec_of"]
+__all__ = ["FORMAT", "Shape", "Spec", "load", "measure", "plan_shapes", "run", "settings_of"]

@@ -204,8 +204,8 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
             _check_not_read_elsewhere(target.name, out, paths, m.name, settings,
                                       wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
-            m.measure(paths, name=m.name, verbose=progress is not False,
-                      **{k: v for k, v in chosen.items() if v is not None}, **settings)
+            m.measure(paths, verbose=progress is not False, **{k: v for k, v in chosen.items() if v is not None},
+                      **settings)
     old = recorded(out, target.study, scale)
     measured = {**old.get("measured", {}), target.name: sorted(names)}
     study_dir.write(out, target.study, scale, sorted({task for v in measured.values() for task in v}),
@@ -257,7 +257,7 @@ def load_measured(target, from_dir: str):
     for task in tasks:
         paths = [study_dir.run_dir(from_dir, d, target.name) for d in record["runs"][task]]
         try:
-            studies[task] = m.load(paths, m.name)
+            studies[task] = m.load(paths)
         except FileNotFoundError as e:
             raise ConfigError(f"{target.name} --from {from_dir!r}: {e}; run {target.name} without --from to measure "
                               f"it") from None

@@ -73,11 +73,11 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
                                                                                memory)]
 
 
-def measurement_shapes(kind, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The programs of a ``kind`` measurement (gradients, steps, baselines, landscape) on ``task`` (``statics``:
-    preset -> Static of its runs), shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
-    return [Program(kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes, s.fits,
-                    s.note) for s in plan_shapes(kind, task, statics, subjects_per, settings, have)]
+def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
+    """The programs of the diagnostics study ``spec`` on ``task`` (``statics``: preset -> Static of its runs),
+    shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
+    return [Program(spec.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
+                    s.fits, s.note) for s in plan_shapes(spec, task, statics, subjects_per, settings, have)]
 
 
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
@@ -93,7 +93,7 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
         programs += preset_training(task, trained, seeds, over, memory)
         statics = {a: study_preset(a, task, **over).static for a in target.measured_presets}
         checkpoints = len(sc.checkpoints(m.name) or next(iter(statics.values())).checkpoint_at) or 1
-        programs += measurement_shapes(m.kind, task, statics, seeds * checkpoints, sc.measuring(m.name, task, diag),
+        programs += measurement_shapes(m.spec, task, statics, seeds * checkpoints, sc.measuring(m.name, task, diag),
                                        memory)
     return programs
 

@@ -21,6 +21,7 @@ import inspect
 from typing import Callable, Mapping
 
 from pg_diag.config import ConfigError
+from pg_diag.diagnostics import engine
 from pg_diag.diagnostics.memory import available_memory
 
 #: what a target does: trains and draws the training metrics; measures trained checkpoints; optimizes one batch
@@ -31,15 +32,31 @@ PAPERS = ("cl", "im")
 
 @dataclasses.dataclass(frozen=True)
 class Measurement:
-    """What a diagnostic target measures on its study's checkpoints."""
+    """What a diagnostic target measures on its study's checkpoints: a diagnostics study (its
+    :class:`pg_diag.diagnostics.engine.Spec`), saved under ``name``."""
 
     name: str                 # its settings' key in a Scale, and its directory in each run's diagnostics/
-    kind: str                 # the diagnostics study: gradients, steps, baselines or landscape
-    measure: Callable         # measure(run_dirs, name=, labels=, iterations=, verbose=, **settings): saves it
-    load: Callable            # load(run_dirs, name) -> the saved study
-    settings: type            # its settings class (checks --diag)
+    spec: engine.Spec         # the study: gradients, steps, baselines or landscape (or one of your own)
     labels: tuple = ()        # the presets measured (default: every preset the target trains)
     tiny: Mapping = dataclasses.field(default_factory=dict)   # settings at the notebooks' tiny scale
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def settings(self) -> type:
+        """Its settings class (checks ``--diag``)."""
+        return self.spec.settings
+
+    def measure(self, run_dirs, verbose: bool = False, **kwargs):
+        """Measure ``run_dirs`` (``labels``, ``iterations`` and settings as :func:`engine.run` takes them) and
+        save it in each run."""
+        return engine.run(self.spec, run_dirs, name=self.name, verbose=verbose, **kwargs)
+
+    def load(self, run_dirs):
+        """The measurement saved in ``run_dirs`` (no recomputation)."""
+        return engine.load(self.spec, run_dirs, self.name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,9 +22,8 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.diagnostics import BaselineSettings
 from pg_diag.diagnostics import tables as diag_tables
-from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
+from pg_diag.diagnostics.baseline_study import SPEC as BASELINE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -212,7 +211,7 @@ TARGETS = (
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "
            "exact V^π", scales=SCALES, run=checkpointed.run, draw=draw, plan=dry_run.measurement_plan,
            evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess"), presets=ALGORITHMS,
-           measurement=Measurement("baselines", "baselines", baseline_study, load_baseline_study, BaselineSettings,
+           measurement=Measurement("baselines", BASELINE_STUDY,
                                    tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2)),
            notebook="closer-look"),
 )

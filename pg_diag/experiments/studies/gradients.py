@@ -31,8 +31,8 @@ import numpy as np
 import functools
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.diagnostics import (GradientSettings, StepSettings, gradient_study, load_gradient_study,
-                                 load_step_study, step_study)
+from pg_diag.diagnostics.gradient_study import SPEC as GRADIENT_STUDY
+from pg_diag.diagnostics.step_study import SPEC as STEP_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import checkpointed, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -226,7 +226,7 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=100)
 
 
-_GRADIENTS = dict(measure=gradient_study, load=load_gradient_study, settings=GradientSettings,
+_GRADIENTS = dict(name="gradients", spec=GRADIENT_STUDY,
                   tiny=dict(sizes=(100, 1000), estimates=3, true_pairs=10_240))   # the truth 10× the largest N
 _COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
@@ -236,19 +236,19 @@ TARGETS = (
            draw=functools.partial(draw_gradients, measure="pairwise",
                                   title="Gradient-estimate variance: mean pairwise cosine of K estimates vs N"),
            evidence=pairwise_evidence, provides=("grad_pairwise",),
-           measurement=Measurement("gradients", "gradients", **_GRADIENTS), **_COMMON),
+           measurement=Measurement(**_GRADIENTS), **_COMMON),
     Target("fig-grad-true", paper="CL Figs 3/12",
            help="CL Fig 3/12: cosine of gradient estimates to the true (and exact LQR) gradient vs N",
            draw=functools.partial(draw_gradients, measure="true",
                                   title="Gradient estimates vs the true gradient: mean cosine to a large-sample "
                                         "(and, on LQR, the exact) gradient"),
            evidence=true_evidence, provides=("grad_true",),
-           measurement=Measurement("gradients", "gradients", **_GRADIENTS), **_COMMON),
+           measurement=Measurement(**_GRADIENTS), **_COMMON),
     Target("fig-step-variance", paper="CL Fig 13", help="CL Fig 13: pairwise cosine and KL of the algorithm's own steps",
            draw=functools.partial(draw_steps, title="Step variance: pairwise cosine of the algorithm's own steps "
                                                     "and KL between the resulting policies"),
            evidence=step_evidence, provides=("step_",),
-           measurement=Measurement("steps", "steps", step_study, load_step_study, StepSettings, tiny=dict(batches=2)),
+           measurement=Measurement("steps", STEP_STUDY, tiny=dict(batches=2)),
            **_COMMON),
 )
 

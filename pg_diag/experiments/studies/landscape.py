@@ -30,7 +30,7 @@ import functools
 
 from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE
-from pg_diag.diagnostics import LandscapeSettings, landscape_study, load_landscape_study
+from pg_diag.diagnostics.landscape_study import SPEC as LANDSCAPE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import checkpointed, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -251,8 +251,7 @@ TARGETS = (
            draw=functools.partial(draw, concentration=True,
                                   title="True reward landscape around the policy estimated from N pairs"),
            evidence=concentration_evidence, provides=("landscape_noise",),
-           measurement=Measurement("landscape-concentration", "landscape", landscape_study, load_landscape_study,
-                                   LandscapeSettings, labels=("ppo", "trpo"),
+           measurement=Measurement("landscape-concentration", LANDSCAPE_STUDY, labels=("ppo", "trpo"),
                                    tiny=dict(points=3, sizes=(512, 1024), envs=4)),
            **_COMMON),
     Target("fig-landscape-surrogate", paper="CL Figs 7/8/17-25",
@@ -260,8 +259,8 @@ TARGETS = (
            draw=functools.partial(draw, concentration=False,
                                   title="True reward vs the algorithm's surrogate on the plane of its step"),
            evidence=surrogate_evidence, provides=("landscape_true_step",),
-           measurement=Measurement("landscape-surrogate", "landscape", landscape_study, load_landscape_study,
-                                   LandscapeSettings, tiny=dict(points=3, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
+           measurement=Measurement("landscape-surrogate", LANDSCAPE_STUDY,
+                                   tiny=dict(points=3, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
            **_COMMON),
 )
 
