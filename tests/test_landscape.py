@@ -353,28 +353,31 @@ def test_length_estimate_and_returns_are_unbiased_where_the_in_batch_mean_is_sho
 def test_the_stream_bound_covers_the_length_episodes():
     """The streams' chunk bound lets the length stream's episodes (one per environment) reach the time limit
     (LQR: 10,000 steps, 40 chunks of 250), however few pairs a point asks for; the memory estimate counts
-    the length stream's environments where they outnumber the grid's."""
+    the length stream's environments where they outnumber the grid's (and the streams, not the step batch,
+    set the peak)."""
     from pg_diag import preset
 
     static = preset("ppo", "lqr").static
     r = ls.resolve(ls.LandscapeSettings(points=2, sizes=(4,), envs=4, length_episodes=1000, chunk_steps=250),
                    [static])
     assert r.length_episodes == 1000 and r.max_chunks * r.chunk_steps >= 10_000
-    # 4 points × 4 environments: 2 or 16 length episodes cost nothing more, 516 and 1000 linearly more
-    wide, mid, grid, narrow = (landscape_bytes(static, dataclasses.replace(r, length_episodes=m), 1, 2, 1, 4,
-                                                  "vmap") for m in (1000, 516, 16, 2))
-    assert narrow == grid < mid < wide and (wide - mid) * (516 - 16) == (mid - grid) * (1000 - 516)
+    # 4 points × 4 environments: 2 or 16 length episodes cost nothing more (the step batch sets the peak),
+    # 258, 516 and 1000 (258 × 250 steps × 13 words over the step batch's 2,048 pairs × 146) linearly more
+    wide, mid, low, grid, narrow = (landscape_bytes(static, dataclasses.replace(r, length_episodes=m), 1, 2, 1, 4,
+                                                       "vmap") for m in (1000, 516, 258, 16, 2))
+    assert narrow == grid < low < mid < wide and (wide - mid) * (516 - 258) == (mid - low) * (1000 - 516)
 
 
 def test_a_plan_too_large_splits_itself_before_it_refuses():
-    """The papers' surrogate landscape (1e6 pairs per point, 7 × 7 grid, steps from 2,048 and 1e6 pairs) for 6
-    Humanoid subjects, against memory budgets set from its own estimates: what fits runs as asked; below the
-    vmapped estimate the subjects go in turn; below that the chunks shorten (memory falls, the episodes run
-    are the same); below every plan's floor (the 1e6-pair step batch) the study refuses. Nothing is compiled."""
+    """The papers' surrogate landscape (1e6 pairs per point, 7 × 7 grid) for 6 Humanoid subjects, 64
+    environments per point, against memory budgets set from its own estimates: what fits runs as asked;
+    below the vmapped estimate the subjects go in turn; below that the chunks shorten (memory falls, the
+    episodes run are the same) until the step batch sets the peak; below that floor the study refuses.
+    Nothing is compiled."""
     from pg_diag import preset
 
     static = preset("ppo", "humanoid").static
-    r = ls.resolve(ls.LandscapeSettings(sizes=(1_000_000,), step_pairs=(0, 1_000_000)), [static])
+    r = ls.resolve(ls.LandscapeSettings(sizes=(1_000_000,), envs=64), [static])
     shapes = (276, 17, 30_000)
     vmapped = landscape_bytes(static, r, 6, *shapes, "vmap")
     in_turn = landscape_bytes(static, r, 6, *shapes, "map")
@@ -385,5 +388,6 @@ def test_a_plan_too_large_splits_itself_before_it_refuses():
     assert batching == "map" and fitted.chunk_steps < r.chunk_steps and need <= in_turn - 1
     assert fitted.chunk_steps * fitted.max_chunks >= r.chunk_steps * r.max_chunks   # still runs every episode
     assert changed == f"subjects in turn, chunks of {fitted.chunk_steps} steps instead of {r.chunk_steps}"
-    floor = ls.fit(static, r, 6, *shapes, "vmap", 1)[2]
-    assert floor > 1 and ls.fit(static, r, 6, *shapes, "map", floor)[2] == floor
+    floor = ls.fit(static, r, 6, *shapes, "vmap", 1)
+    assert floor[2] > 1 and ls.fit(static, r, 6, *shapes, "map", floor[2])[2] == floor[2]
+    assert floor[0].chunk_steps > 1   # shorter chunks would not lower the step batch's peak

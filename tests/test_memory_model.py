@@ -34,6 +34,20 @@ def test_the_gradient_estimate_by_hand():
     assert memory.gradient_bytes(TINY, r, 2, 3, 1, 10, "map") == 4 * 1254
 
 
+def test_a_step_holds_the_larger_of_its_backward_and_forward_passes():
+    """Policy (4, 6), value (5,): a whole-batch backward pass 3 × 10 = 30 words per pair; PPO with 4
+    minibatches 30 / 4 = 7.5, below one forward pass of the widest layer (2 × 6 = 12); TRPO's 3 scales
+    tried together 3 × 12 = 36, above its backward pass. With 2 subjects of 3 + 1 batches of 2 × 5 pairs:
+    (2 × 3 + 2 × 1 + 12 scalars + 12) = 32 words × 40 pairs × 2 subjects × 4 bytes = 10240 (PPO)."""
+    base = dict(policy_hidden=(4, 6), value_hidden=(5,), num_envs=2, steps_per_env=5, num_minibatches=4,
+                line_search_steps=3)
+    ppo, trpo, npg = (types.SimpleNamespace(algorithm=a, **base) for a in ("ppo", "trpo", "npg"))
+    assert memory.step_words(ppo) == 12 and memory.step_words(trpo) == 36 and memory.step_words(npg) == 30
+    settings = types.SimpleNamespace(batches=3, heldout_envs=0)
+    assert memory.step_bytes(ppo, settings, 2, 3, 1, "vmap") == 10240
+    assert memory.step_bytes(ppo, settings, 2, 3, 1, "map") == 5120
+
+
 def test_the_policy_parameter_count_by_hand():
     """3 → 4 → 1: 3 × 4 + 4 + 4 × 1 + 1 weights and biases, and one log-std: 22."""
     assert memory.num_params(TINY, 3, 1) == 22

@@ -7,7 +7,7 @@ gradient). A user's algorithm is an :class:`Algorithm` passed to
 """
 
 from pg_diag.algorithms.base import (Algorithm, AlgorithmError, Constraint, PolicyStep, StepInfo, Terms, ValueStep,
-                                     declared_static, get, names, owners, register_algorithm,
+                                     WorkingSet, declared_static, get, names, owners, register_algorithm,
                                      unregister_algorithm)
 from pg_diag.algorithms.npg import NPG
 from pg_diag.algorithms.ppo import PPO
@@ -19,4 +19,4 @@ for _algorithm in (PPO, TRPO, PPO_KL, NPG, VPG):
     register_algorithm(_algorithm)
 
 __all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep",
-           "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]
+           "WorkingSet", "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]

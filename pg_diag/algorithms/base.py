@@ -87,6 +87,22 @@ class Constraint:
 
 
 @dataclasses.dataclass(frozen=True)
+class WorkingSet:
+    """What an algorithm's step holds at once over its batch, for the memory model (diagnostics/memory.py):
+    a backward pass keeps every hidden activation of the pairs it differentiates, a forward pass two layers'
+    (a layer's input and output) of the pairs it evaluates."""
+
+    differentiated: float = 1.0   # the batch's share one backward pass differentiates (PPO: one minibatch)
+    forward_passes: int = 1       # policy forward passes over the whole batch live at once (TRPO: its
+    #                               line search's scales, tried together)
+
+    def __post_init__(self):
+        if not 0 < self.differentiated <= 1 or self.forward_passes < 1:
+            raise AlgorithmError(f"a working set differentiates a share in (0, 1] of the batch and holds ≥ 1 "
+                                 f"forward pass, got {self.differentiated!r}, {self.forward_passes!r}")
+
+
+@dataclasses.dataclass(frozen=True)
 class Algorithm:
     name: str
     summary: str
@@ -98,6 +114,11 @@ class Algorithm:
     static: Mapping = dataclasses.field(default_factory=dict)  # name -> Option: its own static settings
     update: Optional[Callable] = None  # fused (static, policy, policy_state, value, value_opt, batch, lr_pi,
     #                                    lr_v, knobs, key_value, key_policy) -> (ValueStep, PolicyStep) or None
+    working_set: Optional[Callable] = None  # static -> WorkingSet of its step; None: the whole batch, once
+
+    def working_set_of(self, static) -> WorkingSet:
+        """What its step holds at once over a batch of ``static``'s shape."""
+        return WorkingSet() if self.working_set is None else self.working_set(static)
 
 
     def setting(self, name: str):
@@ -155,5 +176,5 @@ def unregister_algorithm(name: str) -> None:
     registry.remove(name)
 
 
-__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep",
+__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep", "WorkingSet",
            "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]

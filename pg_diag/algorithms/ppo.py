@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from pg_diag import networks
-from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms, ValueStep
+from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms, ValueStep, WorkingSet
 from pg_diag.algorithms.epochs import epochs, lockstep_epochs, value_minibatch
 from pg_diag.config import Option
 from pg_diag.objectives import clipped_surrogate, entropy, normalize_advantages, probability_ratio
@@ -119,8 +119,13 @@ KNOBS = {"clip_eps": Option(0.2, "PPO ratio clip ε; float('inf') (or 1e32) disa
 STATIC = {"ppo_epochs": Option(10, "Passes over the batch in the policy update.", "a positive int",
                                lambda v: v >= 1)}
 
+def working_set(static) -> WorkingSet:
+    """Its epochs differentiate one minibatch at a time."""
+    return WorkingSet(differentiated=1 / static.num_minibatches)
+
+
 PPO = Algorithm(
     name="ppo", summary="clipped surrogate, epochs of minibatch Adam (ref §2.5)",
     init_state=init_state, step=step, objective=objective, update=update,
     constraint=Constraint(kind="ratio", knob="clip_eps", label="1 ± ε"),
-    knobs=KNOBS, static=STATIC)
+    knobs=KNOBS, static=STATIC, working_set=working_set)

@@ -19,6 +19,7 @@ from pg_diag import networks
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms
 from pg_diag.algorithms.epochs import epochs
 from pg_diag.algorithms.ppo import STATIC as PPO_STATIC
+from pg_diag.algorithms.ppo import working_set
 from pg_diag.config import Option
 from pg_diag.objectives import entropy, kl, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.optim import adam, apply_update, clip_by_global_norm
@@ -90,4 +91,4 @@ PPO_KL = Algorithm(
     name="ppo-kl", summary="PPO's epochs on the surrogate with an adaptive KL penalty (PPO paper §4)",
     init_state=init_state, step=step, objective=objective,
     constraint=Constraint(kind="kl", knob="kl_target", label="d_targ"),
-    knobs=KNOBS, static=PPO_STATIC)
+    knobs=KNOBS, static=PPO_STATIC, working_set=working_set)

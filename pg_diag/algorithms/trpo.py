@@ -29,7 +29,7 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
-from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms
+from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms, WorkingSet
 from pg_diag.config import Option
 from pg_diag.objectives import kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.rollout import UpdateBatch
@@ -180,8 +180,13 @@ STATIC = {
                                    "Fisher-vector product.", "a number in (0, 1]", lambda v: 0 < v <= 1),
 }
 
+def working_set(static) -> WorkingSet:
+    """Its line search evaluates the policy at every scale at once (vmapped) over the whole batch."""
+    return WorkingSet(forward_passes=static.line_search_steps)
+
+
 TRPO = Algorithm(
     name="trpo", summary="natural gradient of KL size δ with a backtracking line search (ref §2.7)",
     init_state=lambda policy, knobs: None, step=step, objective=objective,
     constraint=Constraint(kind="kl", knob="kl_bound", label="δ"),
-    knobs=KNOBS, static=STATIC)
+    knobs=KNOBS, static=STATIC, working_set=working_set)

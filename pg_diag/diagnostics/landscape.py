@@ -346,8 +346,9 @@ def subject_program(env, static, r: Resolved):
             out["mean_length"].append(length.mean)
             out["mean_length_se"].append(length_se)
             out["length_episodes"].append(length.n)
-            surface = jax.vmap(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs,
-                                                                        agent.policy_opt))(thetas)
+            # the grid points in turn: each holds a forward pass over the whole step batch
+            surface = jax.lax.map(lambda th: surrogate_surface(static, unravel(th), agent.policy, batch, knobs,
+                                                                           agent.policy_opt), thetas)
             out["surface"].append(surface)
             out["step_norm"].append(jnp.linalg.norm(delta))
             out["step_kl"].append(surrogate_surface(static, unravel(theta + delta), agent.policy, batch, knobs,
@@ -372,8 +373,9 @@ def program(static, r: Resolved, batching: str = "vmap"):
 def fit(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int, num_params: int, batching: str,
         have: int) -> tuple:
     """The plan that fits in ``have`` bytes: as asked; else the subjects in turn (``batching="map"``); else
-    also shorter chunks (halved down to 1 step; only the memory changes, not the estimates' distribution).
-    Returns (resolved, batching, estimated bytes, what was changed: "" when nothing)."""
+    also shorter chunks (halved down to 1 step while that lowers the peak, i.e. while the streams and not
+    the step batch set it; only the memory changes, not the estimates' distribution). Returns (resolved,
+    batching, estimated bytes, what was changed: "" when nothing)."""
     need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
     if need <= have:
         return r, batching, need, ""
@@ -383,8 +385,11 @@ def fit(static, r: Resolved, num_subjects: int, obs_size: int, action_size: int,
         need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
     asked = r.chunk_steps
     while need > have and r.chunk_steps > 1:
-        r = dataclasses.replace(r, chunk_steps=r.chunk_steps // 2, max_chunks=min(2 * r.max_chunks, 2 ** 30))
-        need = landscape_bytes(static, r, num_subjects, obs_size, action_size, num_params, batching)
+        shorter = dataclasses.replace(r, chunk_steps=r.chunk_steps // 2, max_chunks=min(2 * r.max_chunks, 2 ** 30))
+        shorter_need = landscape_bytes(static, shorter, num_subjects, obs_size, action_size, num_params, batching)
+        if shorter_need >= need:
+            break
+        r, need = shorter, shorter_need
     if r.chunk_steps != asked:
         changes.append(f"chunks of {r.chunk_steps} steps instead of {asked}")
     return r, batching, need, ", ".join(changes)

@@ -13,6 +13,7 @@ import os
 
 import jax
 
+from pg_diag import algorithms
 from pg_diag.diagnostics.subjects import DiagnosticError
 
 #: bytes per word: every array the studies hold is float32 or int32
@@ -58,41 +59,53 @@ def gradient_bytes(static, r, num_subjects: int, obs_size: int, action_size: int
     return WORD * streams * per_stream + WORD * num_subjects * r.estimates * len(r.grid.sizes) ** 2
 
 
+def step_words(static) -> float:
+    """Words per pair of a batch at the peak of the algorithm's step: the larger of its
+    :class:`~pg_diag.algorithms.WorkingSet`'s backward pass (3 words per policy hidden unit of the share it
+    differentiates at once: PPO's minibatch) and its forward passes over the whole batch (2 words per unit
+    of the widest layer, its input and output, each: TRPO's line search tries its scales together; the
+    value network's pass over the batch for GAE is one)."""
+    ws = algorithms.get(static.algorithm).working_set_of(static)
+    widest = max(tuple(static.policy_hidden) + tuple(static.value_hidden), default=0)
+    return max(3 * sum(static.policy_hidden) * ws.differentiated, 2 * widest * ws.forward_passes)
+
+
 def step_bytes(static, settings, num_subjects: int, obs_size: int, action_size: int, batching: str) -> int:
-    """The step study (:mod:`.steps`): every subject's M + 1 batches (the steps' and the held-out one) in
-    flight with their activations; a step whose line search tries all its scales at once (TRPO's, ref §2.7:
-    ``line_search_steps`` scales vmapped) also holds one policy forward pass over the whole batch per scale,
-    one word per policy hidden unit and pair."""
+    """The step study (:mod:`.steps`): every subject's M + 1 batches (the steps' and the held-out one) kept,
+    and the steps, computed side by side, at their peak (:func:`step_words`)."""
     held = (settings.heldout_envs or static.num_envs) * static.steps_per_env
     pairs = settings.batches * static.num_envs * static.steps_per_env + held
-    scales = getattr(static, "line_search_steps", None) or 0
-    words = pair_words(obs_size, action_size, static) + scales * sum(static.policy_hidden)
-    return WORD * pairs * words * in_flight(num_subjects, batching)
+    words = stored_words(obs_size, action_size) + step_words(static)
+    return int(WORD * pairs * words * in_flight(num_subjects, batching))
 
 
 def baseline_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
                    batching: str) -> int:
-    """The baseline study (:mod:`.baselines`): the K streams' chunks with one advantage head per baseline and
-    their sums per head and size, plus the value fit's data (observation, return, completion, exact value per
-    pair) and the fit segments sampled side by side (each ``steps + tail`` long; kept, never differentiated)."""
+    """The baseline study (:mod:`.baselines`), the larger of its two phases, which run one after the other:
+    the value fit's data (observation, return, completion, exact value per pair) and the fit segments
+    sampled side by side (each ``steps + tail`` long; kept, never differentiated); then the K streams'
+    chunks with one advantage head per baseline and their sums per head and size."""
     heads = len(r.baselines)
     per_pair = pair_words(obs_size, action_size, static, heads=heads)
     streams = r.estimates * r.own.chunk * per_pair + r.estimates * heads * (len(r.grid.sizes) + 4) * num_params
     lanes = r.fit_lanes + (r.heldout_chunks if r.heldout_apart else 0)   # segments sampled side by side
     fit = r.fit_pairs * (obs_size + 4) + lanes * r.own.envs * (r.own.steps + r.tail) * stored_words(obs_size,
                                                                                                       action_size)
-    return WORD * (streams + fit) * in_flight(num_subjects, batching)
+    return WORD * max(streams, fit) * in_flight(num_subjects, batching)
 
 
 def landscape_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
                     batching: str) -> int:
-    """The landscape (:mod:`.landscape`): every grid point's chunk of transitions in flight (or the length
-    stream's, before them, where it is wider: kept, never differentiated), the step batches with their
-    activations (twice: the step and the surface on it), the plane's parameter sets."""
-    per_pair = pair_words(obs_size, action_size, static)
+    """The landscape (:mod:`.landscape`): the plane's parameter sets, held throughout, and the larger of its
+    two phases, which run one after the other: every grid point's return stream with a chunk of transitions
+    in flight (or the length stream's, before them, where it is wider), each pair's :data:`PAIR_SCALARS`
+    and one mark per size (a return stream reads no observation or action after the step that uses it);
+    the largest step batch kept with the algorithm's step at its peak (:func:`step_words`; the surface then
+    evaluates the grid points on it in turn, one forward pass each)."""
     streams = len(r.step_envs) * r.grid_points
-    per_subject = (max(streams * r.envs, r.length_episodes) * r.chunk_steps * stored_words(obs_size, action_size)
-                   + streams * 2 * num_params + max(r.step_envs) * r.own.steps * per_pair * 2)
+    sampling = max(streams * r.envs, r.length_episodes) * r.chunk_steps * (PAIR_SCALARS + len(r.sizes))
+    stepping = max(r.step_envs) * r.own.steps * (stored_words(obs_size, action_size) + step_words(static))
+    per_subject = streams * 2 * num_params + max(sampling, stepping)
     return WORD * per_subject * in_flight(num_subjects, batching)
 
 
@@ -141,4 +154,4 @@ def require_memory(need: int, what: str, shape: str, advice: str, have: int | No
 
 __all__ = ["PAIR_SCALARS", "WORD", "available_memory", "baseline_bytes", "device_limit", "fmt_bytes",
            "gradient_bytes", "in_flight", "landscape_bytes", "memory_source", "num_params", "pair_words",
-           "require_memory", "step_bytes", "stored_words"]
+           "require_memory", "step_bytes", "step_words", "stored_words"]

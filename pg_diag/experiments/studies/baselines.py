@@ -206,6 +206,7 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.baseline_evidence(checkpointed.load_measured(target, from_dir)[1])
 
 
+ORDER = 70  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-baselines", STUDY, "diagnostic", "CL Figs 5/16",
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "

@@ -231,6 +231,7 @@ _GRADIENTS = dict(name="gradients", spec=GRADIENT_STUDY,
 _COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
 
+ORDER = 60  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-grad-variance", paper="CL Figs 2/11", help="CL Fig 2/11: pairwise cosine of gradient estimates vs N",
            draw=functools.partial(draw_gradients, measure="pairwise",
