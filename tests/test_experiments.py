@@ -17,7 +17,7 @@ import pytest
 from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
-from pg_diag.experiments import checkpointed, study_dir, targets, training
+from pg_diag.experiments import diagnostic_targets, study_dir, targets, training
 from pg_diag.experiments.studies import gradients, presets, theorem, trust_region, value
 from pg_diag.experiments.scales import Scale
 from pg_diag.objectives import normalize_advantages, probability_ratio
@@ -271,7 +271,7 @@ def test_the_mid_scale_is_one_training_for_every_closer_look_target():
     for name in names:
         t = targets.get(name)
         sc = t.scales["mid"]
-        trained = checkpointed.trained_presets(sc, t.presets)
+        trained = diagnostic_targets.trained_presets(sc, t.presets)
         assert set(t.measured_presets) <= set(trained), name
         configs.add((sc.tasks_of(name), sc.seeds, trained,
                      json.dumps({task: sc.training(task) for task in sc.tasks_of(name)}, sort_keys=True)))

@@ -5,7 +5,7 @@ error. Training settings come in two layers (every task, then per task) and so d
 that the paper's exceptions (the LQR task's shorter run and smaller random direction) are one entry each.
 
 Targets whose scales train the same configuration (tasks, seeds, presets, settings) share one set of runs
-(:mod:`pg_diag.experiments.checkpointed`): the mid scale of the closer-look targets is one such configuration,
+(:mod:`pg_diag.experiments.diagnostic_targets`): the mid scale of the closer-look targets is one such configuration,
 :data:`MID_TRAINING`, each target measuring the presets and checkpoints it needs (``measured_at``) of it.
 """
 

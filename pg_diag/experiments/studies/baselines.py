@@ -25,7 +25,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baseline_study import SPEC as BASELINE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
@@ -178,7 +178,7 @@ def plot(studies: dict, path: str, title: str) -> str:
 
 def draw(target, from_dir: str, out: str | None = None) -> dict:
     """The figure and summary table from the baseline studies saved under ``from_dir``."""
-    record, studies = checkpointed.load_measured(target, from_dir)
+    record, studies = diagnostic_targets.load_measured(target, from_dir)
     out = out or from_dir
     table = summary(studies)
     shown = table.copy()
@@ -203,14 +203,14 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
-    return ev.baseline_evidence(checkpointed.load_measured(target, from_dir)[1])
+    return ev.baseline_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
 
 
 ORDER = 70  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-baselines", STUDY, "diagnostic", "CL Figs 5/16",
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "
-           "exact V^π", scales=SCALES, run=checkpointed.run, draw=draw, plan=dry_run.measurement_plan,
+           "exact V^π", scales=SCALES, run=diagnostic_targets.run, draw=draw, plan=dry_run.measurement_plan,
            evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess"), presets=ALGORITHMS,
            measurement=Measurement("baselines", BASELINE_STUDY,
                                    tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2)),

@@ -34,7 +34,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.diagnostics.gradient_study import SPEC as GRADIENT_STUDY
 from pg_diag.diagnostics.step_study import SPEC as STEP_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
-from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS
 from pg_diag.experiments.scales import MID_TRAINING, Scale
@@ -107,7 +107,7 @@ def draw_gradients(target, from_dir: str, out: str | None = None, *, measure: st
     under ``from_dir``: the figure and summary table."""
     import pandas as pd
 
-    record, studies = checkpointed.load_measured(target, from_dir)
+    record, studies = diagnostic_targets.load_measured(target, from_dir)
     out = out or from_dir
     summary = pd.concat([s.summary(measure).assign(task=t, objective=s.manifest["resolved"].get(
         "objective", "surrogate")) for t, s in studies.items()], ignore_index=True)
@@ -125,7 +125,7 @@ def draw_steps(target, from_dir: str, out: str | None = None, *, title: str) -> 
     """fig-step-variance from the step studies saved under ``from_dir``: the figure and summary table."""
     import pandas as pd
 
-    record, studies = checkpointed.load_measured(target, from_dir)
+    record, studies = diagnostic_targets.load_measured(target, from_dir)
     out = out or from_dir
     summary = pd.concat([s.summary().assign(task=t) for t, s in studies.items()], ignore_index=True)
     path = plot_steps(studies, os.path.join(out, f"{target.name}.png"), f"{title} ({record['scale']} scale)")
@@ -136,15 +136,15 @@ def draw_steps(target, from_dir: str, out: str | None = None, *, title: str) -> 
 
 
 def pairwise_evidence(target, from_dir: str, notes: list) -> list:
-    return ev.gradient_pairwise_evidence(checkpointed.load_measured(target, from_dir)[1])
+    return ev.gradient_pairwise_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
 
 
 def true_evidence(target, from_dir: str, notes: list) -> list:
-    return ev.gradient_true_evidence(checkpointed.load_measured(target, from_dir)[1], notes)
+    return ev.gradient_true_evidence(diagnostic_targets.load_measured(target, from_dir)[1], notes)
 
 
 def step_evidence(target, from_dir: str, notes: list) -> list:
-    return ev.step_evidence(checkpointed.load_measured(target, from_dir)[1])
+    return ev.step_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
 
 
 def _rounded(frame):
@@ -228,7 +228,7 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
 
 _GRADIENTS = dict(name="gradients", spec=GRADIENT_STUDY,
                   tiny=dict(sizes=(100, 1000), estimates=3, true_pairs=10_240))   # the truth 10× the largest N
-_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
+_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=diagnostic_targets.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
 
 ORDER = 60  # the place of its targets in the table (make help, the CLI, the README)

@@ -32,7 +32,7 @@ from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE
 from pg_diag.diagnostics.landscape_study import SPEC as LANDSCAPE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.experiments import checkpointed, dry_run, figures
+from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
@@ -220,7 +220,7 @@ _NOTES = {
 def draw(target, from_dir: str, out: str | None = None, *, concentration: bool, title: str) -> dict:
     """fig-landscape-concentration (``concentration``) or fig-landscape-surrogate from the landscape studies
     saved under ``from_dir``: the figures and the summary table."""
-    record, studies = checkpointed.load_measured(target, from_dir)
+    record, studies = diagnostic_targets.load_measured(target, from_dir)
     out = out or from_dir
     table = summary(concentration, studies)
     shown = table.copy()
@@ -235,14 +235,14 @@ def draw(target, from_dir: str, out: str | None = None, *, concentration: bool, 
 
 
 def concentration_evidence(target, from_dir: str, notes: list) -> list:
-    return ev.concentration_evidence(checkpointed.load_measured(target, from_dir)[1])
+    return ev.concentration_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
 
 
 def surrogate_evidence(target, from_dir: str, notes: list) -> list:
-    return ev.surrogate_evidence(checkpointed.load_measured(target, from_dir)[1])
+    return ev.surrogate_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
 
 
-_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=checkpointed.run, plan=dry_run.measurement_plan,
+_COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=diagnostic_targets.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
 
 ORDER = 80  # the place of its targets in the table (make help, the CLI, the README)

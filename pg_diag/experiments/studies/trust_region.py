@@ -8,7 +8,7 @@ held-out batch from the pre-update policy every ``heldout_every`` iterations
 
 The reference lines (1 + ε, TRPO's δ) are the values the runs were trained
 with, read from their manifests, so a run with another ε shows its own line.
-Training writes its runs into ``runs/`` beside ``OUT`` (:func:`pg_diag.experiments.checkpointed.train_runs`:
+Training writes its runs into ``runs/`` beside ``OUT`` (:func:`pg_diag.experiments.diagnostic_targets.train_runs`:
 named by configuration, shared with the other targets written there) and ``OUT/study.json``;
 :func:`draw` redraws the figure and summary from them alone.
 """
@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.experiments import checkpointed, dry_run, figures, study_dir
+from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale
@@ -146,7 +146,7 @@ def evidence(target, from_dir: str, notes: list) -> list:
 ORDER = 20  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-trust-region", "fig-trust-region", "training", "CL Fig 9 / IM Figs 2-4",
-           "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=checkpointed.run_training,
+           "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=diagnostic_targets.run_training,
            draw=draw, plan=dry_run.training_plan, evidence=evidence, papers=("cl", "im"), provides=("tr_",),
            presets=ALGORITHMS, options=("algorithm",)),
 )

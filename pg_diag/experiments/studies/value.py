@@ -37,7 +37,7 @@ import os
 import numpy as np
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.experiments import checkpointed, dry_run, figures, study_dir
+from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale
@@ -205,7 +205,7 @@ ORDER = 30  # the place of its targets in the table (make help, the CLI, the REA
 TARGETS = (
     Target("fig-value", STUDY, "training", "CL Figs 4/14/15",
            "CL Fig 4/14/15: value-network MRE against its target, the returns and (LQR) the exact V^π",
-           scales=SCALES, run=checkpointed.run_training, draw=draw, plan=dry_run.training_plan, evidence=evidence,
+           scales=SCALES, run=diagnostic_targets.run_training, draw=draw, plan=dry_run.training_plan, evidence=evidence,
            papers=("cl",), provides=("value_heldout", "value_returns"), presets=ALGORITHMS, options=("algorithm",),
            notebook="closer-look"),
 )
