@@ -68,7 +68,8 @@ def floor_ms(task: str, model_name: str, seen, threads: int, seconds: float) -> 
     import mujoco
     from mujoco import rollout
 
-    from pg_diag.envs.mujoco_tasks import load_model, mujoco_task
+    from pg_diag.envs.mujoco_models import mujoco_task
+    from pg_diag.envs.mujoco_tasks import load_model
 
     t = mujoco_task(task, model_name)
     model = load_model(t)

@@ -61,6 +61,20 @@ def test_reset_and_step_batch_with_vmap():
     assert len({tuple(np.asarray(o)) for o in states.obs}) == 5  # distinct random resets
 
 
+def test_every_model_has_its_tasks_and_an_unknown_one_is_refused():
+    """The models the package names (envs.MODELS) are the ones a MuJoCo task is looked up in, each defining
+    the three MuJoCo tasks; another model is refused naming the allowed ones."""
+    from pg_diag.envs.mujoco_models import BY_MODEL, mujoco_task
+
+    assert tuple(BY_MODEL) == envs.MODELS
+    for model in envs.MODELS:
+        assert {mujoco_task(t, model).name for t in ("hopper", "walker2d", "humanoid")} == {"hopper", "walker2d",
+                                                                                            "humanoid"}
+        assert mujoco_task("hopper", model).model == model
+    with pytest.raises(ValueError, match="unknown MuJoCo model 'dm'; choose one of: brax, gym"):
+        mujoco_task("hopper", "dm")
+
+
 def test_unknown_task_is_rejected():
     with pytest.raises(ValueError, match="unknown task 'ant'; tasks are: "):
         envs.make("ant")

@@ -38,7 +38,8 @@ import pytest
 
 from pg_diag import envs, preset, sweep
 from pg_diag.config import ConfigError
-from pg_diag.envs.mujoco_tasks import asset_path, make_mujoco_env, mujoco_task
+from pg_diag.envs.mujoco_models import mujoco_task
+from pg_diag.envs.mujoco_tasks import asset_path, make_mujoco_env
 
 GYM_IDS = {"hopper": "Hopper-v5", "walker2d": "Walker2d-v5", "humanoid": "Humanoid-v5"}
 HEALTHY_REWARD = {"hopper": 1.0, "walker2d": 1.0, "humanoid": 5.0}

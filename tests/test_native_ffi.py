@@ -17,7 +17,8 @@ import pytest
 
 from pg_diag import envs
 from pg_diag.envs import mujoco_physics, native_ffi
-from pg_diag.envs.mujoco_tasks import load_model, mujoco_task
+from pg_diag.envs.mujoco_models import mujoco_task
+from pg_diag.envs.mujoco_tasks import load_model
 
 
 def test_the_handler_builds_on_this_host():

@@ -89,7 +89,7 @@ def cmd_tasks(args):
     for name, (kind, desc) in TASKS.items():
         print(f"{name:12s} {kind:7s} {desc}")
         for model in TASK_MODELS.get(name, ()):
-            from pg_diag.envs.mujoco_tasks import mujoco_task
+            from pg_diag.envs.mujoco_models import mujoco_task
             obs, act = sizes(name, model)
             print(f"{'':12s} {'':7s} model={model}: {obs}-d obs, {act}-d action. {mujoco_task(name, model).description}")
 

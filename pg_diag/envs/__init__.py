@@ -95,7 +95,8 @@ def _pure(module: str, factory: str):
 
 def _mujoco(name: str):
     def make_env(physics, threads, solver, model="brax"):  # MuJoCo is imported only when a task is built
-        from pg_diag.envs.mujoco_tasks import make_mujoco_env, mujoco_task
+        from pg_diag.envs.mujoco_models import mujoco_task
+        from pg_diag.envs.mujoco_tasks import make_mujoco_env
         return make_mujoco_env(mujoco_task(name, model), physics, threads, solver=solver)
     return make_env
 
@@ -149,7 +150,7 @@ def mjx_missing(task: str, model: str = "brax") -> str:
     """What MJX lacks to run the task on this model ("" when it runs it)."""
     if model == MODELS[0] or TASKS.get(task, ("jax",))[0] != "mujoco" or not TASK_MODELS.get(task):
         return ""
-    from pg_diag.envs.mujoco_tasks import mujoco_task
+    from pg_diag.envs.mujoco_models import mujoco_task
     return mujoco_task(task, model).mjx_missing
 
 

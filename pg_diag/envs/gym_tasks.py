@@ -56,18 +56,6 @@ def _humanoid_reward(before, after, ctrl, action, info):
     return reward, jnp.logical_not((z >= 1.0) & (z <= 2.0))
 
 
-GYM_HUMANOID = MujocoTask(
-    name="humanoid", xml="humanoid.xml", model="gym", n_frames=5, reset_noise=1e-2,
-    obs_size=22 + 23 + 140 + 84 + 23 + 84, derived_fields=("subtree_com", "cinert", "cvel"),
-    observe=_humanoid_observe, reward_terminated=_humanoid_reward, ctrl_from_action=lambda a, info: a,
-    host_fields=HUMANOID_HOST_FIELDS, mjx_missing="the PGS solver of Gym's humanoid.xml",
-    description="Humanoid (Gym-v2's MJCF: RK4, PGS with 50 iterations, condim 1; Gym-v2 reward and 376-d obs): "
-                "1.25·mass-centre x-velocity + 5 alive − 0.1|ctrl|² − min(5e-7|cfrc_ext|², 10); terminates unless "
-                "1 ≤ torso z ≤ 2. Native MuJoCo only.")
-
-GYM_TASKS = {t.name: t for t in (GYM_HOPPER, GYM_WALKER2D, GYM_HUMANOID)}
-
-
 def reset_fields(kinematics, nv: int):
     """The Gym Humanoid's host fields at a reset state, as Gymnasium's reset leaves them: kinematics from the
     new state (``mj_forward``), no actuator force (the control is zero), no contact force (``mj_resetData``
@@ -75,6 +63,19 @@ def reset_fields(kinematics, nv: int):
     return {"qacc_warmstart": jnp.zeros(nv, jnp.float32), "mass_center": kinematics["subtree_com"][0],
             "cinert": kinematics["cinert"], "cvel": kinematics["cvel"],
             "qfrc_actuator": jnp.zeros(nv, jnp.float32), "cfrc_ext": jnp.zeros_like(kinematics["cvel"])}
+
+
+GYM_HUMANOID = MujocoTask(
+    name="humanoid", xml="humanoid.xml", model="gym", n_frames=5, reset_noise=1e-2,
+    obs_size=22 + 23 + 140 + 84 + 23 + 84, derived_fields=("subtree_com", "cinert", "cvel"),
+    observe=_humanoid_observe, reward_terminated=_humanoid_reward, ctrl_from_action=lambda a, info: a,
+    host_fields=HUMANOID_HOST_FIELDS, reset_host_fields=reset_fields,
+    mjx_missing="the PGS solver of Gym's humanoid.xml",
+    description="Humanoid (Gym-v2's MJCF: RK4, PGS with 50 iterations, condim 1; Gym-v2 reward and 376-d obs): "
+                "1.25·mass-centre x-velocity + 5 alive − 0.1|ctrl|² − min(5e-7|cfrc_ext|², 10); terminates unless "
+                "1 ≤ torso z ≤ 2. Native MuJoCo only.")
+
+GYM_TASKS = {t.name: t for t in (GYM_HOPPER, GYM_WALKER2D, GYM_HUMANOID)}
 
 
 __all__ = ["GYM_TASKS", "HUMANOID_HOST_FIELDS", "reset_fields"]

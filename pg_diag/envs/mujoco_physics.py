@@ -7,15 +7,9 @@ whole batch on the host's cores with one call per step: an XLA FFI handler on a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-if TYPE_CHECKING:
-    from pg_diag.envs.mujoco_tasks import MujocoTask
-
 
 def import_mjx():
     """``mujoco.mjx``, imported without its notice about the optional Warp backend."""
@@ -65,7 +59,7 @@ def kinematics_model(model):
     return model
 
 
-def make_derived_fields(task: MujocoTask, model):
+def make_derived_fields(task, model):
     """(qpos, qvel, ctrl) -> the task's derived fields, in JAX, shared by both
     backends: forward kinematics, composite inertias and COM velocities
     (MJX's kinematics, com_pos and com_vel, no contact or constraint work) and
@@ -92,7 +86,7 @@ def make_derived_fields(task: MujocoTask, model):
     return derived
 
 
-def mjx_advance(task: MujocoTask, model):
+def mjx_advance(task, model):
     """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MJX steps (pure JAX)."""
     mjx = import_mjx()
     mx = mjx.put_model(model)
@@ -105,7 +99,7 @@ def mjx_advance(task: MujocoTask, model):
     return advance
 
 
-def warp_advance(task: MujocoTask, model):
+def warp_advance(task, model):
     """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MuJoCo Warp steps: MJX's Warp implementation,
     whose kernels the compiled program calls on the default device (a GPU's, or the CPU's LLVM-compiled
     kernels: slow, for checking). Zero warm start, as the other backends; float32, as MJX."""
@@ -231,7 +225,7 @@ def _handler(model, n_frames: int, threads: int, fields: tuple = (), mode: int =
     return None if native_ffi.library() is None else native_ffi.FfiStepper(model, n_frames, threads, fields, mode)
 
 
-def native_advance(task: MujocoTask, model, threads: int):
+def native_advance(task, model, threads: int):
     """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` native MuJoCo steps, one call per batch from
     inside the compiled program: the FFI handler on a CPU, a host callback otherwise (bitwise the same)."""
     stepper = NativeStepper(model, task.n_frames, threads)
@@ -309,7 +303,7 @@ class NativeFieldStepper:
         return tuple(outputs[name].astype(np.float32).reshape(lead + shapes[name]) for name in names)
 
 
-def native_field_advance(task: MujocoTask, model, threads: int = 1):
+def native_field_advance(task, model, threads: int = 1):
     """(physics dict, ctrl) -> the new physics dict (``qpos``, ``qvel`` and the task's ``host_fields``) after
     ``n_frames`` native MuJoCo steps, one call per batched step: the FFI handler on a CPU, a host callback
     otherwise."""

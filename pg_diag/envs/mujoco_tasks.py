@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.envs.mujoco_physics import (make_derived_fields, mjx_advance, native_advance, refuse_backend,
-                                         warp_advance)
+from pg_diag.envs.mujoco_physics import (make_derived_fields, mjx_advance, native_advance, native_field_advance,
+                                         refuse_backend, warp_advance)
 
 MAX_EPISODE_STEPS = 1000
 
@@ -80,6 +80,8 @@ class MujocoTask:
     # fields read back from MuJoCo's own data after each step (native backend only), for observations defined
     # on what ``mj_step`` leaves behind rather than on the new state (Gym's Humanoid); () = derived in JAX
     host_fields: tuple = ()
+    # (derived fields of a reset state, nv) -> the host fields there, as the model's own reset leaves them
+    reset_host_fields: Callable | None = None
     mjx_missing: str = ""      # what MJX lacks to run this model ("" = MJX runs it)
 
 
@@ -163,19 +165,6 @@ HUMANOID = MujocoTask(
 MUJOCO_TASKS = {t.name: t for t in (HOPPER, WALKER2D, HUMANOID)}
 
 
-def mujoco_task(name: str, model: str = "brax") -> MujocoTask:
-    """The task's definition on one of its models (:data:`pg_diag.envs.MODELS`: Brax's MJCF or Gym-v2's,
-    :mod:`.gym_tasks`)."""
-    from pg_diag.envs import MODELS
-
-    if model not in MODELS:
-        raise ValueError(f"unknown MuJoCo model {model!r}; choose one of: {', '.join(MODELS)}")
-    if model == "gym":
-        from pg_diag.envs.gym_tasks import GYM_TASKS
-        return GYM_TASKS[name]
-    return MUJOCO_TASKS[name]
-
-
 # --- physics backends ----------------------------------------------------------
 
 PHYSICS_BACKENDS = ("mjx", "native", "warp")
@@ -241,8 +230,6 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     info = _model_info(task, model)
     derived = make_derived_fields(task, model)
     if task.host_fields:
-        from pg_diag.envs.gym_tasks import reset_fields
-        from pg_diag.envs.mujoco_physics import native_field_advance
         advance_fields = native_field_advance(task, model, threads)
     else:
         advance = (mjx_advance(task, model) if physics == "mjx" else warp_advance(task, model) if physics == "warp"
@@ -256,7 +243,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         qpos = qpos0 + jax.random.uniform(k1, (nq,), minval=-noise, maxval=noise)
         qvel = jax.random.uniform(k2, (nv,), minval=-noise, maxval=noise)
         kinematics = derived(qpos, qvel, jnp.zeros(nu, jnp.float32))
-        fields = reset_fields(kinematics, nv) if task.host_fields else kinematics
+        fields = task.reset_host_fields(kinematics, nv) if task.host_fields else kinematics
         physics_state = {"qpos": qpos, "qvel": qvel, **fields}
         return EnvState(physics=physics_state, obs=task.observe(physics_state, info).astype(jnp.float32),
                         reward=jnp.float32(0), terminated=jnp.bool_(False), truncated=jnp.bool_(False),

@@ -14,20 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.config import Config, stack_knobs
-from pg_diag.run.store import CHECKPOINTS, RunDirError, RunResult, _first_line, load_run
+from pg_diag.run.store import CHECKPOINTS, RunDirError, RunResult, _first_line, load_run, saved_iterations
 from pg_diag.trainer import make_train, seed_key
 
 
 def checkpoint_dir(path: str, iteration: int) -> str:
     return os.path.abspath(os.path.join(path, CHECKPOINTS, str(int(iteration))))
-
-
-def saved_iterations(path: str) -> list[int]:
-    """Iterations with a complete checkpoint (orbax's temporary directories excluded)."""
-    root = os.path.join(path, CHECKPOINTS)
-    if not os.path.isdir(root):
-        return []
-    return sorted(int(d) for d in os.listdir(root) if d.isdigit() and os.path.isdir(os.path.join(root, d)))
 
 
 def save_states(path: str, iteration: int, states, num_agents: int) -> None:

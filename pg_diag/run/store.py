@@ -80,9 +80,16 @@ class RunResult:
     @property
     def checkpoints(self) -> list[int]:
         """Iterations with a saved checkpoint (the kept ones and the latest)."""
-        from pg_diag.run.checkpoints import saved_iterations
-
         return saved_iterations(self.path) if self.path else []
+
+
+def saved_iterations(path: str) -> list[int]:
+    """Iterations with a complete checkpoint in the run directory ``path`` (orbax's temporary directories
+    excluded)."""
+    root = os.path.join(path, CHECKPOINTS)
+    if not os.path.isdir(root):
+        return []
+    return sorted(int(d) for d in os.listdir(root) if d.isdigit() and os.path.isdir(os.path.join(root, d)))
 
 
 # --- the manifest ------------------------------------------------------------------
@@ -124,7 +131,8 @@ def physics_info(static, batch: int | None = None) -> dict:
                                                static.solver, batch, static.model)
         info = {"requested": static.physics, "backend": backend, "batch_per_device": batch, "chosen_by": why}
     if backend != "jax":
-        from pg_diag.envs.mujoco_tasks import mujoco_task, solver_options
+        from pg_diag.envs.mujoco_models import mujoco_task
+        from pg_diag.envs.mujoco_tasks import solver_options
         task = mujoco_task(static.task, static.model)
         info.update(model=static.model, solver=static.solver, solver_options=solver_options(task, static.solver))
     if backend == "native":
