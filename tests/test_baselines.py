@@ -12,6 +12,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pg_diag.diagnostics import DiagnosticError
 from pg_diag.diagnostics import baselines as bl
+from pg_diag.diagnostics import value_fit
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
 from pg_diag.diagnostics.sampling import Sampling
 from pg_diag.diagnostics.streaming import Grid, stream
@@ -109,7 +110,7 @@ def _affine_data(noise=0.0, C=28, B=1024):
     per state: C chunks of B states, the last 20 held out."""
     obs = jax.random.uniform(jax.random.PRNGKey(0), (C, B, 2), minval=-1.0, maxval=1.0)
     eps = noise * jax.random.normal(jax.random.PRNGKey(3), (C, B))
-    return bl.FitData(obs=obs, returns=2 * obs[..., 0] - obs[..., 1] + 3.0 + eps, complete=jnp.ones((C, B), bool))
+    return value_fit.FitData(obs=obs, returns=2 * obs[..., 0] - obs[..., 1] + 3.0 + eps, complete=jnp.ones((C, B), bool))
 
 
 def _fit(data, agent_value, fit_start="fresh", hidden=(64, 64), start=None, **settings):
@@ -127,7 +128,7 @@ def _fit(data, agent_value, fit_start="fresh", hidden=(64, 64), start=None, **se
     r = bl.Resolved(baselines=("fitted",), grid=Grid((2,), B), estimates=2,
                     own=Sampling(envs=4, steps=256, start="reset"), fit_chunks=C, heldout_chunks=20, tail=0,
                     fit_lanes=1, exact=False, batch_size=B)
-    return jax.jit(lambda d, k, s: bl.fit_value(Static, settings, r, d, Agent, KNOBS, k, start=s))(
+    return jax.jit(lambda d, k, s: value_fit.fit_value(Static, settings, r, d, Agent, KNOBS, k, start=s))(
         data, jax.random.PRNGKey(2), start)
 
 
@@ -144,7 +145,7 @@ def test_the_paired_t_test_against_closed_forms():
     for n in (2, 3, 20, 37):
         d = rng.normal(0.3, 1.0, n)
         t = d.mean() / (d.std(ddof=1) / np.sqrt(n))
-        got = bl.paired_t(jnp.asarray(d, jnp.float32))
+        got = value_fit.paired_t(jnp.asarray(d, jnp.float32))
         assert float(got.t) == pytest.approx(t, rel=1e-4) and int(got.n) == n
         assert float(got.mean) == pytest.approx(d.mean(), rel=1e-4, abs=1e-6)
         assert float(got.se) == pytest.approx(d.std(ddof=1) / np.sqrt(n), rel=1e-4)
@@ -153,15 +154,15 @@ def test_the_paired_t_test_against_closed_forms():
         if n == 3:
             assert float(got.p) == pytest.approx(0.5 - t / (2 * np.sqrt(2 + t * t)), abs=1e-5)
     for t, p in ((1.7291, 0.05), (2.5395, 0.01), (2.8609, 0.005), (0.0, 0.5), (-1.7291, 0.95)):
-        assert float(bl.student_t_sf(jnp.float32(t), 19.0)) == pytest.approx(p, abs=2e-5), t
+        assert float(value_fit.student_t_sf(jnp.float32(t), 19.0)) == pytest.approx(p, abs=2e-5), t
     # the differences left out: masked, non-finite; fewer than two: no test
     d = jnp.array([1.0, 2.0, jnp.nan, 4.0, 100.0])
-    got = bl.paired_t(d, jnp.array([True, True, True, True, False]))
+    got = value_fit.paired_t(d, jnp.array([True, True, True, True, False]))
     assert int(got.n) == 3 and float(got.mean) == pytest.approx(7 / 3)
-    assert np.isnan(float(bl.paired_t(jnp.array([1.0])).p))
+    assert np.isnan(float(value_fit.paired_t(jnp.array([1.0])).p))
     # equal non-zero differences: no spread, t = ±∞ and p = 0 or 1; all zero: no evidence either way
-    assert float(bl.paired_t(jnp.full(20, 0.5)).p) == 0.0 and float(bl.paired_t(jnp.full(20, -0.5)).p) == 1.0
-    assert np.isnan(float(bl.paired_t(jnp.zeros(20)).p))
+    assert float(value_fit.paired_t(jnp.full(20, 0.5)).p) == 0.0 and float(value_fit.paired_t(jnp.full(20, -0.5)).p) == 1.0
+    assert np.isnan(float(value_fit.paired_t(jnp.zeros(20)).p))
 
 
 def test_v_star_at_the_true_value_stops_after_one_round_on_squared_error_where_mre_would_prefer_zero():
@@ -210,7 +211,7 @@ def test_under_vmap_a_subject_shown_better_stops_while_the_others_go_on():
     agent = type("Agent", (), {"value": _linear(1.6, -0.8, 2.4)})   # MSE 1 + E[(0.2·f)²] ≈ 1.43
 
     def fit(start, s=settings):
-        return bl.fit_value(Static, s, r, data, agent, KNOBS, jax.random.PRNGKey(2), start=start)
+        return value_fit.fit_value(Static, s, r, data, agent, KNOBS, jax.random.PRNGKey(2), start=start)
 
     starts = jax.tree.map(lambda a, b: jnp.stack([a, b]), _linear(2, -1, 3), _linear(0, 0, 0))
     params, rep = jax.jit(jax.vmap(fit))(starts)
@@ -279,11 +280,11 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
     @jax.jit
     def measure(state, key):
         a = state.replace(filters=frozen_filters(env, r.own, state, knobs, key))
-        data = bl.fit_data(env, r, a, knobs, jax.random.fold_in(key, 1), stages.exact_value(envs.EXACT["lqr"], a.policy, a.filters, knobs))
-        params, rep = bl.fit_value(static, settings, r, data, a, knobs, jax.random.fold_in(key, 2))
+        data = value_fit.fit_data(env, r, a, knobs, jax.random.fold_in(key, 1), stages.exact_value(envs.EXACT["lqr"], a.policy, a.filters, knobs))
+        params, rep = value_fit.fit_value(static, settings, r, data, a, knobs, jax.random.fold_in(key, 2))
         fresh = networks.init_value(jax.random.fold_in(key, 3), env.obs_size, static.value_hidden, knobs)
         held = dataclasses.replace(settings, fit_lr=1e-12, fit_epochs=1, fit_rounds=2)
-        _, back = bl.fit_value(static, held, r, data, a.replace(value=params), knobs, jax.random.fold_in(key, 4),
+        _, back = value_fit.fit_value(static, held, r, data, a.replace(value=params), knobs, jax.random.fold_in(key, 4),
                                start=fresh)
         return data, params, fresh, rep, back
 

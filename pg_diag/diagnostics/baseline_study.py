@@ -97,7 +97,7 @@ class BaselineStudy:
     manifest: dict
     pairs: object      # DataFrame: KEYS, baseline, n, i, j, cosine
     estimates: object  # DataFrame: KEYS, baseline, n, k, norm
-    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, then baselines.FitReport's fields (V*'s
+    fits: object       # DataFrame: KEYS, fit_pairs, heldout_pairs, then value_fit.FitReport's fields (V*'s
     #                    held-out errors beside the agent's network's, the t-test, the rounds it took) and
     #                    fit_look_level (the level each round's test was taken at: fit_level / fit_rounds)
 
