@@ -12,7 +12,8 @@
 * :mod:`.distributed` — several processes or hosts on ``jax.distributed``.
 """
 
-from pg_diag.run.execute import AGENT_BATCHING, Interrupted, rerun, resume, sweep, train
+from pg_diag.run.execute import AGENT_BATCHING, rerun, resume, sweep, train
+from pg_diag.run.interrupts import Interrupted
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.programs import clear_compiled
 from pg_diag.run.progress import CompileCounter

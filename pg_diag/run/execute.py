@@ -26,13 +26,10 @@ agrees to ~1e-5 a step, not bitwise: name the backend to compare across widths.)
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Mapping, Sequence
 
@@ -43,6 +40,7 @@ from pg_diag.config import Config, ConfigError, stack_knobs
 from pg_diag.run import checkpoints, programs, split, store, timings
 from pg_diag.run.claim import claim
 from pg_diag.run.distributed import sync
+from pg_diag.run.interrupts import sigterm_interrupts, wait, writing
 from pg_diag.run.plan import Plan, plan
 from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, default_chunk, estimate
 from pg_diag.run.programs import init_program
@@ -53,77 +51,6 @@ from pg_diag.trainer import METRICS, seed_key
 #: and the only sensible one on accelerators); "map" loops over them inside the
 #: program, so each agent's arithmetic is exactly that of a run alone.
 AGENT_BATCHING = ("vmap", "map")
-
-
-class Interrupted(KeyboardInterrupt):
-    """A run was stopped by SIGTERM (Ctrl-C raises KeyboardInterrupt itself)."""
-
-
-# --- waiting, responsive to signals ------------------------------------------------------
-
-def _wait(tree) -> None:
-    """Block until ``tree`` is computed, polling so that Ctrl-C and SIGTERM are
-    handled at once rather than when a long compiled chunk returns."""
-    delay = 1e-4
-    for x in jax.tree.leaves(tree):
-        while isinstance(x, jax.Array) and not x.is_ready():
-            time.sleep(delay)
-            delay = min(2 * delay, 0.05)
-
-
-class _Signals:
-    """Ctrl-C and SIGTERM during a run: raised at once, except while the run directory is being written
-    (:func:`_writing`), where they wait for the write to finish — an exception inside orbax's checkpoint
-    save can leave its background threads waiting forever and the directory half written."""
-
-    writing = False
-    pending: int | None = None
-
-
-def _raise_for(signum: int):
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Interrupted(f"signal {signum}")
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts():
-    """Turn SIGTERM into :class:`Interrupted` and Ctrl-C into KeyboardInterrupt for the duration of a run,
-    deferred while the run directory is written (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame):
-        if _Signals.writing:
-            _Signals.pending = signum
-            return
-        _raise_for(signum)
-
-    # a process started with a signal ignored (SIGINT in a background job) keeps ignoring it
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)
-                if signal.getsignal(sig) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        _Signals.pending = None
-
-
-@contextlib.contextmanager
-def _writing(raise_pending: bool = True):
-    """A section during which a signal waits (see :class:`_Signals`); it is raised when the section ends
-    (with ``raise_pending``; the run's last write, after which there is nothing left to stop, drops it)."""
-    outer = _Signals.writing
-    _Signals.writing = True
-    try:
-        yield
-    finally:
-        _Signals.writing = outer
-    if not outer and raise_pending and _Signals.pending is not None:
-        signum, _Signals.pending = _Signals.pending, None
-        _raise_for(signum)
 
 
 # --- the public entry points -----------------------------------------------------------------
@@ -311,7 +238,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
 
     done, history, state, latest, first = 0, {}, None, None, None
     status, bar = "interrupted", None
-    with CompileCounter() as counter, _sigterm_interrupts():
+    with CompileCounter() as counter, sigterm_interrupts():
         try:
             saved = checkpoints.saved_iterations(out) if resume else []
             if saved:
@@ -329,13 +256,13 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
             manifest["status"] = "running"
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
-                with _writing():
+                with writing():
                     checkpoints.save_states(out, 0, state, n)
             first_chunk = True
             for length in lengths:
                 t_chunk = time.perf_counter()
                 state, metrics = get(chunk_program, longest, batching)(state, knobs, replicated(np.int32(length)))
-                _wait((state, metrics))
+                wait((state, metrics))
                 chunk_metrics = {k: np.asarray(v)[:length].T[:n] for k, v in gather(metrics).items()}
                 history = {k: np.concatenate([history[k], v], axis=1) if history else v
                            for k, v in chunk_metrics.items()}
@@ -349,7 +276,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 first_chunk = False
                 bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
                 if out is not None:
-                    with _writing():
+                    with writing():
                         checkpoints.save_states(out, done, state, n)  # every process takes part (orbax)
                         if lead:
                             store.write_metrics(out, store.metrics_frame(p, history))
@@ -371,7 +298,7 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 "env_steps": done * static.batch_size * n,
                 "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
             if out is not None and lead:
-                with _writing(raise_pending=False):
+                with writing(raise_pending=False):
                     store.write_metrics(out, store.metrics_frame(p, history))
                     store.write_manifest(out, manifest)
             ran = done - first if first is not None else 0
