@@ -1,6 +1,6 @@
 """pg_diag: a JAX experiment engine for studying deep policy-gradient algorithms."""
 
-from pg_diag.algorithms import Algorithm, register_algorithm
+from pg_diag.algorithms import Algorithm, WorkingSet, register_algorithm
 from pg_diag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset,
                             preset_names)
 from pg_diag.envs import ExactAnswers, register_task
@@ -13,4 +13,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Algorithm", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS", "OPTIMIZATIONS", "Option", "RunResult",
            "Static", "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names",
-           "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]
+           "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]

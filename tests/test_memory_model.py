@@ -104,3 +104,24 @@ def test_a_study_that_does_not_fit_is_refused_before_it_compiles(run, monkeypatc
                                                                            "is available"):
         gradient_study([path], save=False, **GRADIENTS)
     assert counter.count == 0
+
+
+def test_a_users_algorithm_declares_its_working_set():
+    """An algorithm of one's own that differentiates half its batch at a time (policy (4, 6): 3 × 10 / 2 = 15
+    words per pair, above a forward pass's 2 × 6 = 12) is estimated by its declaration; a share outside
+    (0, 1] is refused naming it."""
+    import dataclasses
+
+    from pg_diag import WorkingSet, algorithms, register_algorithm
+    from pg_diag.algorithms import AlgorithmError, unregister_algorithm
+
+    mine = dataclasses.replace(algorithms.get("vpg"), name="vpg-halves",
+                               working_set=lambda static: WorkingSet(differentiated=0.5))
+    register_algorithm(mine)
+    try:
+        static = types.SimpleNamespace(algorithm="vpg-halves", policy_hidden=(4, 6), value_hidden=(5,))
+        assert memory.step_words(static) == 15
+    finally:
+        unregister_algorithm("vpg-halves")
+    with pytest.raises(AlgorithmError, match="got 1.5"):
+        WorkingSet(differentiated=1.5)
