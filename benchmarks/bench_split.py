@@ -5,7 +5,8 @@ the learner device (``placement='split'``, :mod:`pg_diag.run.split`), for a pres
                                      [--iterations 2]
 
 Prints milliseconds per iteration of each part (the fastest of ``--iterations`` after one to warm up) and
-per batched environment step of the collection.
+per batched environment step of the collection. The collection is sharded over the host's CPU devices
+(``PG_DIAG_HOST_DEVICES``; one per core by default on a host with an accelerator, :mod:`pg_diag.run.host_devices`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main(argv=None):
 
     from pg_diag import preset
     from pg_diag.config import stack_knobs
-    from pg_diag.run import split
+    from pg_diag.run import shard, split
     from pg_diag.run.programs import init_program
     from pg_diag.trainer import seed_key
 
@@ -38,19 +39,21 @@ def main(argv=None):
     t = time.perf_counter()
     collect, learn = split.programs(static, args.agents)
     compile_s = time.perf_counter() - t
-    host, learner = split.devices()
+    _, learner = split.devices()
+    blocks = split.collectors(args.agents)
+    by_agent, whole = split._shardings(args.agents)
     keys = np.stack([np.asarray(seed_key(s)) for s in range(args.agents)])
     knobs = stack_knobs([cfg.knobs] * args.agents)
-    states = init_program(static, args.agents)(keys, knobs)
-    host_part = jax.device_put({f: getattr(states, f) for f in split._HOST_FIELDS}, host)
+    (keys_p, knobs_p), padded = shard.pad_and_shard((keys, knobs), args.agents)  # as a sweep starts its agents
+    states = jax.tree.map(lambda x: np.asarray(x)[:args.agents], init_program(static, padded)(keys_p, knobs_p))
+    host_part = jax.device_put({f: getattr(states, f) for f in split._HOST_FIELDS}, by_agent)
     learner_part = jax.device_put({f: getattr(states, f) for f in split._LEARNER_FIELDS}, learner)
-    knobs_h, knobs_l = jax.device_put(knobs, host), jax.device_put(knobs, learner)
-    due_h, due_l = jax.device_put(np.bool_(False), host), jax.device_put(np.bool_(False), learner)
+    knobs_h, knobs_l = jax.device_put(knobs, by_agent), jax.device_put(knobs, learner)
+    due_h, due_l = jax.device_put(np.bool_(False), whole), jax.device_put(np.bool_(False), learner)
     times = {"networks to host": [], "collect": [], "batch to learner": [], "learn": []}
     for i in range(args.iterations + 1):
         t0 = time.perf_counter()
-        nets = jax.block_until_ready(jax.device_put({f: learner_part[f] for f in ("policy", "value", "diverged")},
-                                                    host))
+        nets = jax.block_until_ready(jax.device_put({f: learner_part[f] for f in split._NETS}, by_agent))
         t1 = time.perf_counter()
         host_part, payload = jax.block_until_ready(collect(host_part, nets, knobs_h, due_h))
         t2 = time.perf_counter()
@@ -62,9 +65,9 @@ def main(argv=None):
             for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 times[name].append(dt)
     batch_mb = sum(x.nbytes for x in jax.tree.leaves(payload)) / 2**20
-    print(f"{args.preset} on {args.task}, {args.agents} agents × 1 env × {args.steps} steps; host "
-          f"{host.platform}, learner {learner.platform} ({learner.device_kind}); both halves compiled in "
-          f"{compile_s:.1f} s; the batch is {batch_mb:.1f} MiB\n")
+    print(f"{args.preset} on {args.task}, {args.agents} agents × 1 env × {args.steps} steps; collected on "
+          f"{len(blocks)} CPU device(s) of {len(split.devices()[0])}, learner {learner.platform} "
+          f"({learner.device_kind}); both halves compiled in {compile_s:.1f} s; the batch is {batch_mb:.1f} MiB\n")
     print("| part | ms per iteration | ms per batched step |")
     print("|---|---|---|")
     for name, dts in times.items():

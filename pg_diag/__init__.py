@@ -1,5 +1,9 @@
 """pg_diag: a JAX experiment engine for studying deep policy-gradient algorithms."""
 
+from pg_diag.run.host_devices import configure as _host_devices
+
+_host_devices()  # first: JAX takes its CPU device count only before it starts (pg_diag.run.host_devices)
+
 from pg_diag.algorithms import Algorithm, WorkingSet, register_algorithm
 from pg_diag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset,
                             preset_names)

@@ -101,6 +101,36 @@ def test_the_handler_matches_mj_step_and_not_the_thread_count():
         np.testing.assert_array_equal(outs[0][i, model.nq:], data.qvel.astype(np.float32))
 
 
+@pytest.mark.parametrize("task, model, mode", [("walker2d", "brax", 0), ("humanoid", "gym", 1)])
+def test_a_one_thread_stepper_steps_several_callers_at_once(task, model, mode):
+    """A collection sharded over the host's CPU devices calls one one-thread stepper from every device's thread
+    at once (pg_diag/run/split.py). Four threads (ctypes lets go of the GIL in the call) each step their
+    quarter of a batch, over and over: every result equals the same quarter stepped alone, and MuJoCo's data
+    is not shared between callers (a shared one would mix the quarters' states)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = mujoco_task(task, model)
+    m = load_model(spec)
+    fields = spec.host_fields if mode else ()
+    stepper = native_ffi.FfiStepper(m, spec.n_frames, 1, fields, mode)
+    rng = np.random.default_rng(1)
+    batch, callers, repeats = 16, 4, 25
+    qpos = (m.qpos0 + rng.uniform(-0.05, 0.05, (batch, m.nq))).astype(np.float32)
+    qvel = rng.uniform(-0.5, 0.5, (batch, m.nv)).astype(np.float32)
+    ctrl = rng.uniform(-1, 1, (batch, m.nu)).astype(np.float32)
+    warm = np.zeros((batch, m.nv), np.float32) if mode else None
+    quarters = [slice(i * batch // callers, (i + 1) * batch // callers) for i in range(callers)]
+
+    def step(part):
+        return stepper.step_numpy(qpos[part], qvel[part], ctrl[part], None if warm is None else warm[part])
+
+    alone = [step(q) for q in quarters]
+    with ThreadPoolExecutor(callers) as pool:
+        together = list(pool.map(lambda i: step(quarters[i % callers]), range(callers * repeats)))
+    for i, out in enumerate(together):
+        np.testing.assert_array_equal(out, alone[i % callers])
+
+
 def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):
     """A failed build is reported once with its reason, and the task still steps (through host callbacks) to
     the same states."""

@@ -1,8 +1,9 @@
 """placement='split': the collection on the host's CPU, the update on the learner device, one transfer of the
 batch per iteration (pg_diag/run/split.py).
 
-Runs in a subprocess with two virtual CPU devices, where the learner is the second: the same code path as
-a GPU host's, on any machine. The two halves are other compiled programs than the one-program iteration, so
+Runs in a subprocess with three virtual CPU devices: the learner is the third and the other two collect, each
+a block of two of the four agents — the code path of a GPU host whose CPU is one device per core, on any
+machine. The two halves are other compiled programs than the one-program iteration, so
 results agree to float32 rounding (tests/compare.py), not bitwise."""
 
 import json
@@ -29,12 +30,13 @@ SCRIPT = textwrap.dedent("""
     from pg_diag.run import split
     from pg_diag.stages import Collected
 
-    puts = []                      # every explicit transfer the split loop makes: (what, device)
+    puts = []                      # every explicit transfer the split loop makes: (what, devices)
     put = split._put
-    def counted(tree, device):
+    def counted(tree, where):
+        devices = sorted(str(d) for d in getattr(where, "device_set", [where]))
         puts.append(("batch" if isinstance(tree, tuple) and isinstance(tree[0], Collected) else
-                     "networks" if isinstance(tree, dict) and "policy" in tree else "other", str(device)))
-        return put(tree, device)
+                     "networks" if isinstance(tree, dict) and "policy" in tree else "other", devices))
+        return put(tree, where)
     split._put = counted
     chunk = split.chunk
     def guarded(*a, **k):          # no transfer but the explicit ones inside a chunk
@@ -47,10 +49,10 @@ SCRIPT = textwrap.dedent("""
 
     base = preset("ppo", "hopper", physics="native", num_envs=2, steps_per_env=32, num_iterations=3,
                   num_minibatches=4, ppo_epochs=2, value_epochs=2, heldout_every=2)
-    one = sweep(base.replace(placement="device"), seeds=[0, 1, 2], progress=False)
+    one = sweep(base.replace(placement="device"), seeds=[0, 1, 2, 3], progress=False)
     del puts[:]
     out = sys.argv[1]
-    two = sweep(base.replace(placement="split", checkpoint_every=2), seeds=[0, 1, 2], progress=False, out=out,
+    two = sweep(base.replace(placement="split", checkpoint_every=2), seeds=[0, 1, 2, 3], progress=False, out=out,
                 chunk_iterations=2)
     leaves = {f: sorted({str(d) for x in jax.tree.leaves(getattr(two.final_state, f)) for d in x.devices()})
               for f in ("envs", "filters", "key", "policy", "value", "policy_opt", "value_opt")}
@@ -66,7 +68,7 @@ SCRIPT = textwrap.dedent("""
 def result(tmp_path_factory):
     path = tmp_path_factory.mktemp("split")
     (path / "split.py").write_text(SCRIPT)
-    env = {**os.environ, "XLA_FLAGS": _flags("--xla_force_host_platform_device_count=2")}
+    env = {**os.environ, "XLA_FLAGS": _flags("--xla_force_host_platform_device_count=3")}
     done = subprocess.run([sys.executable, str(path / "split.py"), str(path / "run")], capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -77,14 +79,14 @@ def test_split_training_matches_one_program(result):
     assert result["placement"] == {"mode": "split", "why": "asked for"}
     assert result["one_placement"]["mode"] == "device"
     one, two = pd.DataFrame(result["one"]), pd.DataFrame(result["two"])
-    assert len(two) == 9 and two["heldout_max_kl"].notna().sum() == 6   # iterations 0 and 2 of 3 agents
+    assert len(two) == 12 and two["heldout_max_kl"].notna().sum() == 8   # iterations 0 and 2 of 4 agents
     assert_frames_close(two, one)
 
 
-def test_the_environments_stay_on_the_host_and_the_learner_on_its_device(result):
-    host, learner = result["devices"]
+def test_the_environments_stay_on_the_collecting_devices_and_the_learner_on_its_device(result):
+    *host, learner = result["devices"]
     for name in ("envs", "filters", "key"):
-        assert result["leaves"][name] == [host], name
+        assert result["leaves"][name] == host, name
     for name in ("policy", "value", "policy_opt", "value_opt"):
         assert result["leaves"][name] == [learner], name
 
@@ -93,11 +95,11 @@ def test_one_transfer_of_the_batch_per_iteration(result):
     """Per iteration, inside a chunk run under jax.transfer_guard('disallow'): the networks to the host, the
     batch to the learner, and the held-out flag to each; at each chunk's start the state and knobs are placed
     once (3 iterations in chunks of 2 and 1)."""
-    host, learner = result["devices"]
-    puts = [tuple(p) for p in result["puts"]]
-    assert puts.count(("batch", learner)) == 3
-    assert puts.count(("networks", host)) == 3
-    assert not [p for p in puts if p[0] == "batch" and p[1] != learner]
+    *host, learner = result["devices"]
+    puts = [(what, tuple(where)) for what, where in result["puts"]]
+    assert puts.count(("batch", (learner,))) == 3
+    assert puts.count(("networks", tuple(host))) == 3          # each block's networks to its device
+    assert not [p for p in puts if p[0] == "batch" and p[1] != (learner,)]
     assert len(puts) == 2 * 4 + 3 * 4    # per chunk: state halves and knobs twice; per iteration: four
     assert result["resumed"] == "complete"
 
@@ -109,3 +111,14 @@ def test_split_refuses_several_processes():
         split.check(preset("ppo", "hopper", placement="split").static, n_processes=2)
     with pytest.raises(ConfigError, match="unknown placement 'gpu'; choose one of: auto, device, split"):
         preset("ppo", "hopper", placement="gpu")
+
+
+@pytest.mark.parametrize("agents, blocks", [(320, 16), (240, 16), (5, 5), (3, 3), (1, 1), (100, 10), (17, 1),
+                                             (48, 16), (36, 12)])
+def test_the_collection_takes_the_most_equal_blocks_the_cores_allow(agents, blocks, monkeypatch):
+    """On 16 collecting devices: as many blocks as the largest divisor of the agent count up to 16, worked out
+    by hand (100 = 10 × 10; 17 is prime; 36 = 12 × 3)."""
+    from pg_diag.run import split
+
+    monkeypatch.setattr(split, "devices", lambda: (tuple(range(16)), "learner"))
+    assert split.collectors(agents) == tuple(range(blocks))

@@ -2,7 +2,8 @@
 // Python, no GIL and no host-callback machinery between a batched step and the physics (pg_diag/envs/native_ffi.py
 // builds this file against the installed MuJoCo's headers and jaxlib's FFI headers, and registers it).
 //
-// A stepper owns a copy of the model, one mjData per thread and a persistent pool of threads. Each environment
+// A stepper owns a copy of the model, one mjData per thread and a persistent pool of threads (a one-thread
+// stepper steps on the calling thread, and several callers at once, each with data of its own). Each environment
 // is stepped exactly as the Python paths step it (pg_diag/envs/mujoco_physics.py), so results are bitwise the same:
 //   mode 0 ("state"): the full physics state set to zero but for qpos and qvel (mj_setState), the control set, a
 //     zero solver warm start, mj_step × n_frames — what MuJoCo's rollout computes from such a state;
@@ -107,33 +108,59 @@ class Pool {
   bool stop_ = false;
 };
 
+// What one thread steps an environment with: its own MuJoCo data and full-physics state vector (mode 0).
+struct Unit {
+  mjData* d;
+  std::vector<mjtNum> state;
+};
+
 struct Stepper {
   mjModel* model;
   int n_frames, mode;
   std::vector<int> fields;
-  std::vector<mjData*> datas;
-  std::vector<std::vector<mjtNum>> states;  // one full-physics state vector per thread (mode 0)
+  std::vector<Unit> units;  // one per pool thread
   Pool pool;
-  std::mutex busy;  // one batched step at a time per stepper (two programs may share it)
+  std::mutex busy;  // one pooled batched step at a time per stepper (two programs may share it)
+  // A one-thread stepper steps each call's batch on the calling thread, so calls from several XLA devices (a
+  // collection sharded over the host's CPU devices) run at once, each with a unit of its own from here.
+  std::mutex spare_mu;
+  std::vector<Unit> spares;
   int out_size;
 
   Stepper(const mjModel* m, int n_frames, int threads, int mode, const int* f, int nf)
       : model(mj_copyModel(nullptr, m)), n_frames(n_frames), mode(mode), fields(f, f + nf), pool(threads) {
-    const int size = mj_stateSize(model, mjSTATE_FULLPHYSICS);
-    for (int i = 0; i < threads; ++i) {
-      datas.push_back(mj_makeData(model));
-      states.emplace_back(size, 0.0);
-    }
+    for (int i = 0; i < threads; ++i) units.push_back(NewUnit());
     out_size = model->nq + model->nv;
     for (int field : fields) out_size += FieldSize(model, field);
   }
 
-  void StepOne(int thread, const float* qpos, const float* qvel, const float* warm, const float* ctrl,
+  Unit NewUnit() const {
+    return Unit{mj_makeData(model), std::vector<mjtNum>(mj_stateSize(model, mjSTATE_FULLPHYSICS), 0.0)};
+  }
+
+  Unit TakeSpare() {
+    {
+      std::lock_guard<std::mutex> lock(spare_mu);
+      if (!spares.empty()) {
+        Unit u = std::move(spares.back());
+        spares.pop_back();
+        return u;
+      }
+    }
+    return NewUnit();
+  }
+
+  void GiveBack(Unit u) {
+    std::lock_guard<std::mutex> lock(spare_mu);
+    spares.push_back(std::move(u));
+  }
+
+  void StepOne(Unit& unit, const float* qpos, const float* qvel, const float* warm, const float* ctrl,
                float* out) {
     const mjModel* m = model;
-    mjData* d = datas[thread];
+    mjData* d = unit.d;
     if (mode == 0) {
-      std::vector<mjtNum>& state = states[thread];
+      std::vector<mjtNum>& state = unit.state;
       std::fill(state.begin(), state.end(), 0.0);  // layout: time, qpos, qvel, ...
       for (int j = 0; j < m->nq; ++j) state[1 + j] = qpos[j];
       for (int j = 0; j < m->nv; ++j) state[1 + m->nq + j] = qvel[j];
@@ -185,16 +212,24 @@ struct Stepper {
   // threads waiting on the slowest). Each environment is stepped alone on its thread's own data, so the result
   // does not depend on which thread takes it.
   void Step(int64_t batch, const float* qpos, const float* qvel, const float* warm, const float* ctrl, float* out) {
-    std::lock_guard<std::mutex> lock(busy);
     const mjModel* m = model;
+    auto one = [&](Unit& unit, int64_t i) {
+      StepOne(unit, qpos + i * m->nq, qvel + i * m->nv, warm ? warm + i * m->nv : nullptr, ctrl + i * m->nu,
+              out + i * out_size);
+    };
+    if (pool.size() == 1) {  // on the calling thread, concurrently with other callers
+      Unit unit = TakeSpare();
+      for (int64_t i = 0; i < batch; ++i) one(unit, i);
+      GiveBack(std::move(unit));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(busy);
     const int shares = static_cast<int>(std::min<int64_t>(pool.size(), batch));
     const int64_t chunk = std::max<int64_t>(1, batch / (8 * shares));
     std::atomic<int64_t> next{0};
     auto job = [&](int share) {
       for (int64_t lo = next.fetch_add(chunk); lo < batch; lo = next.fetch_add(chunk))
-        for (int64_t i = lo; i < std::min(lo + chunk, batch); ++i)
-          StepOne(share, qpos + i * m->nq, qvel + i * m->nv, warm ? warm + i * m->nv : nullptr,
-                  ctrl + i * m->nu, out + i * out_size);
+        for (int64_t i = lo; i < std::min(lo + chunk, batch); ++i) one(units[share], i);
     };
     if (shares <= 1) {
       job(0);
@@ -204,7 +239,8 @@ struct Stepper {
   }
 
   ~Stepper() {
-    for (mjData* d : datas) mj_deleteData(d);
+    for (Unit& u : units) mj_deleteData(u.d);
+    for (Unit& u : spares) mj_deleteData(u.d);
     mj_deleteModel(model);
   }
 };

@@ -10,34 +10,57 @@ for the accelerator; per iteration the batch crosses to the accelerator once and
 hundred kB) come back. The environments, filters and keys never leave the host; the optimizer states never
 leave the accelerator.
 
+Where the host's CPU is several JAX devices (:mod:`pg_diag.run.host_devices`: by default one per core on a
+host with an accelerator), the collection is sharded over them by agent: each device runs its block of agents'
+whole collection — policy, filters and physics, the FFI handler stepping that block's environments on the
+device's own thread — with no exchange between blocks, so the per-step JAX work of many one-environment agents,
+which one CPU device runs agent after agent, spreads over the cores as the physics does. The blocks are
+equal: as many devices as the largest divisor of the agent count the host has (320 agents on 16 cores: 16
+blocks of 20; 5 agents: 5 of 1).
+
 ``placement='auto'`` splits where the default device is not a CPU, the physics is native and the run is one
 process on one accelerator; elsewhere the whole iteration is one program (``'device'``). On a CPU-only host
-the learner is the last CPU device, so two CPU devices (``--xla_force_host_platform_device_count=2``) test
-the placement."""
+the learner is the last CPU device and the others collect, so two or three CPU devices
+(``jax_num_cpu_devices``) test the placement."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import SingleDeviceSharding
+from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from jax.sharding import PartitionSpec as P
 
 from pg_diag.config import ConfigError
 from pg_diag.run.programs import _abstract_inputs, _over_agents, _trainer
+from pg_diag.run.shard import AXIS
 from pg_diag.trainer import AgentState
 
 PLACEMENTS = ("auto", "device", "split")
 
 _LEARNER_FIELDS = ("policy", "value", "policy_opt", "value_opt", "iteration", "diverged")
 _HOST_FIELDS = ("envs", "filters", "key")
+_NETS = ("policy", "value", "diverged")
 
 
 def devices() -> tuple:
-    """(host CPU device, learner device): the accelerator, or on a CPU-only host the last CPU device."""
+    """(the host's CPU devices that collect, the learner device): the accelerator and every CPU device, or on a
+    CPU-only host the last CPU device and the others (the one CPU device both, where there is one)."""
     cpus = jax.devices("cpu")
-    return cpus[0], (jax.devices()[0] if jax.default_backend() != "cpu" else cpus[-1])
+    if jax.default_backend() != "cpu":
+        return tuple(cpus), jax.devices()[0]
+    return tuple(cpus[:-1]) or (cpus[0],), cpus[-1]
+
+
+def collectors(n_agents: int) -> tuple:
+    """The CPU devices collecting for ``n_agents`` agents: as many as the largest divisor of ``n_agents`` that
+    the host has, so every device has a block of the same size and no agent is padded."""
+    hosts, _ = devices()
+    count = max(d for d in range(1, min(len(hosts), n_agents) + 1) if n_agents % d == 0)
+    return hosts[:count]
 
 
 def resolve(static) -> tuple[str, str]:
@@ -60,33 +83,46 @@ def check(static, n_processes: int | None = None) -> None:
                           "or 'auto'")
 
 
-def _put(tree, device):
-    return jax.device_put(tree, device)
+def _put(tree, where):
+    return jax.device_put(tree, where)
 
 
-def _spec(tree, device):
-    sharding = SingleDeviceSharding(device)
+def _spec(tree, sharding):
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
+
+
+def _shardings(n_agents: int):
+    """(agent-stacked, whole) shardings of the collection: blocks of agents over the collecting devices."""
+    mesh = Mesh(np.array(collectors(n_agents)), (AXIS,))
+    return NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
 
 
 @functools.lru_cache(maxsize=8)
 def programs(static, n_agents: int, batching: str = "vmap"):
     """The two compiled halves for ``n_agents`` agents (cached): ``collect(host_part, nets, knobs, due) ->
-    (host_part, payload)`` on the host's CPU and ``learn(learner_part, payload, knobs, due) ->
+    (host_part, payload)`` on the host's CPU devices and ``learn(learner_part, payload, knobs, due) ->
     (learner_part, metrics)`` on the learner device."""
+    blocks = len(collectors(n_agents))
+    # one block per device, each stepped on its device's thread: a pool per call would oversubscribe the cores
+    collecting = _trainer(static if blocks == 1 else dataclasses.replace(static, physics_threads=1))
     trainer = _trainer(static)
-    host, learner = devices()
+    _, learner = devices()
+    by_agent, whole = _shardings(n_agents)
     keys, knobs = _abstract_inputs(static, n_agents)
     keys = jax.ShapeDtypeStruct(keys.shape, keys.dtype)
     knobs = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in knobs.items()}
     states = jax.eval_shape(_over_agents(trainer.init, batching), keys, knobs)
 
-    def collect(host_part, nets, knobs, due):
+    def collect_block(host_part, nets, knobs, due):
         state = states_from(host_part, nets)
-        data, held, (key, k_val, k_pol) = _over_agents(lambda s, k: trainer.collect(s, k, due), batching)(state,
-                                                                                                          knobs)
+        data, held, (key, k_val, k_pol) = _over_agents(lambda s, k: collecting.collect(s, k, due), batching)(
+            state, knobs)
         return {"envs": data.carry, "filters": data.filters, "key": key}, (data.replace(carry=None), held, k_val,
                                                                               k_pol)
+
+    # blocks never exchange anything: no collectives, so no varying-axis bookkeeping (check_vma off)
+    collect = jax.shard_map(collect_block, mesh=by_agent.mesh, in_specs=(P(AXIS), P(AXIS), P(AXIS), P()),
+                            out_specs=P(AXIS), check_vma=False)
 
     def learn(learner_part, payload, knobs, due):
         data, held, k_val, k_pol = payload
@@ -98,13 +134,14 @@ def programs(static, n_agents: int, batching: str = "vmap"):
 
     host_part = {f: getattr(states, f) for f in _HOST_FIELDS}
     learner_part = {f: getattr(states, f) for f in _LEARNER_FIELDS}
-    nets = {f: learner_part[f] for f in ("policy", "value", "diverged")}
+    nets = {f: learner_part[f] for f in _NETS}
     due = jax.ShapeDtypeStruct((), jnp.bool_)
-    collect_c = jax.jit(collect).lower(_spec(host_part, host), _spec(nets, host), _spec(knobs, host),
-                                       _spec(due, host)).compile()
-    payload = jax.eval_shape(collect, host_part, nets, knobs, due)[1]
-    learn_c = jax.jit(learn).lower(_spec(learner_part, learner), _spec(payload, learner), _spec(knobs, learner),
-                                   _spec(due, learner)).compile()
+    collect_c = jax.jit(collect).lower(_spec(host_part, by_agent), _spec(nets, by_agent), _spec(knobs, by_agent),
+                                       _spec(due, whole)).compile()
+    payload = jax.eval_shape(collect_block, host_part, nets, knobs, due)[1]
+    on_learner = SingleDeviceSharding(learner)
+    learn_c = jax.jit(learn).lower(_spec(learner_part, on_learner), _spec(payload, on_learner),
+                                   _spec(knobs, on_learner), _spec(due, on_learner)).compile()
     return collect_c, learn_c
 
 
@@ -121,20 +158,21 @@ def chunk(static, n_agents: int, length: int, batching: str = "vmap"):
     :func:`pg_diag.run.programs.chunk_program`'s program: ``(states, knobs, count) -> (states, metrics
     [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
     collect, learn = programs(static, n_agents, batching)
-    host, learner = devices()
+    _, learner = devices()
+    by_agent, whole = _shardings(n_agents)
 
     def run(states, knobs, count):
         count = int(np.asarray(count))
-        host_part = _put({f: getattr(states, f) for f in _HOST_FIELDS}, host)
+        host_part = _put({f: getattr(states, f) for f in _HOST_FIELDS}, by_agent)
         learner_part = _put({f: getattr(states, f) for f in _LEARNER_FIELDS}, learner)
-        knobs_host, knobs_learner = _put(knobs, host), _put(knobs, learner)
+        knobs_host, knobs_learner = _put(knobs, by_agent), _put(knobs, learner)
         iteration = int(np.asarray(jax.device_get(learner_part["iteration"]))[0])
         metrics = {k: np.zeros((length,) + v.shape, v.dtype) for k, v in learn.out_info[1].items()}
         for i in range(count):
             due = bool(static.heldout_every) and (iteration + i) % static.heldout_every == 0  # as heldout_due
-            nets = _put({f: learner_part[f] for f in ("policy", "value", "diverged")}, host)  # the networks back
-            host_part, payload = collect(host_part, nets, knobs_host, _put(np.bool_(due), host))
-            payload = _put(payload, learner)                                                   # the batch, once
+            nets = _put({f: learner_part[f] for f in _NETS}, by_agent)         # the networks back, by block
+            host_part, payload = collect(host_part, nets, knobs_host, _put(np.bool_(due), whole))
+            payload = _put(payload, learner)                                  # the batch, once
             learner_part, row = learn(learner_part, payload, knobs_learner, _put(np.bool_(due), learner))
             for k, v in jax.device_get(row).items():
                 metrics[k][i] = v

@@ -1,0 +1,66 @@
+"""The host's CPU device count pg_diag asks JAX for at import (pg_diag/run/host_devices.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pg_diag.run import host_devices
+
+
+def _clean(monkeypatch, flags=""):
+    monkeypatch.delenv(host_devices.ENV, raising=False)
+    monkeypatch.setenv("XLA_FLAGS", flags)
+
+
+def test_a_cpu_only_host_keeps_jax_s_one_device(monkeypatch):
+    _clean(monkeypatch)
+    monkeypatch.setattr(host_devices, "_accelerator_present", lambda: False)
+    assert host_devices.wanted() is None
+
+
+def test_a_host_with_an_accelerator_gets_a_cpu_device_per_core(monkeypatch):
+    _clean(monkeypatch)
+    monkeypatch.setattr(host_devices, "_accelerator_present", lambda: True)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert host_devices.wanted() == 16
+    _clean(monkeypatch, "--xla_force_host_platform_device_count=4")   # the user's own count stands
+    assert host_devices.wanted() is None
+
+
+def test_the_variable_asks_for_a_count_anywhere_and_a_bad_one_is_named(monkeypatch):
+    _clean(monkeypatch)
+    monkeypatch.setattr(host_devices, "_accelerator_present", lambda: False)
+    monkeypatch.setenv(host_devices.ENV, "3")
+    assert host_devices.wanted() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(host_devices.ENV, bad)
+        with pytest.raises(ValueError, match=f"PG_DIAG_HOST_DEVICES='{bad}': expected a whole number"):
+            host_devices.wanted()
+
+
+def test_a_plugin_without_its_device_is_no_accelerator(monkeypatch):
+    """A CUDA build of JAX on a machine with no GPU device file runs on the CPU: no extra devices."""
+    monkeypatch.setattr(host_devices, "_DEVICE_FILES", ("/nonexistent/nvidiactl",))
+    monkeypatch.setattr(host_devices.glob, "glob", lambda pattern: [])
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    assert host_devices._accelerator_present() is False
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert host_devices._accelerator_present() is False
+
+
+def _devices_after_import(env_extra, before=""):
+    env = {**os.environ, **env_extra}
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    code = f"import jax\n{before}\nimport pg_diag\nprint(len(jax.devices('cpu')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_importing_pg_diag_sets_the_count_before_jax_starts_and_keeps_it_after():
+    assert _devices_after_import({host_devices.ENV: "3"}) == 3
+    # JAX already ran something: its backends are up and keep their one CPU device; the import does not fail
+    assert _devices_after_import({host_devices.ENV: "3"}, before="jax.numpy.zeros(1).block_until_ready()") == 1
