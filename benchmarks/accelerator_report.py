@@ -56,6 +56,7 @@ def device_section() -> dict:
 
     d = jax.devices()[0]
     return {"device": f"{d.platform} ({d.device_kind})", "devices": jax.device_count(), "host": platform.node(),
+            "cpu_devices": len(jax.devices("cpu")),  # a split run's collecting blocks (pg_diag.run.host_devices)
             "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": store.versions()}
 
 
@@ -166,7 +167,8 @@ def markdown(report: dict) -> str:
     parts = (f" in {len(pieces)} pieces (" + "; ".join(f"{', '.join(p['sections'])}: budget {p['budget_minutes']:g} min"
                                                        for p in pieces) + ")") if len(pieces) > 1 else \
         f" (budget {report['budget_minutes']:g} min)"
-    lines = [f"# Accelerator report: {d['device']} × {d['devices']}, {d['host_cores']} host cores",
+    lines = [f"# Accelerator report: {d['device']} × {d['devices']}, {d['host_cores']} host cores"
+             + (f" as {d['cpu_devices']} CPU devices" if d.get("cpu_devices", 1) > 1 else ""),
              *(["", "**In progress** (or stopped): the rows below are those measured so far."]
                if not report.get("complete", True) else []),
              "", f"Measured {report['date']} at scale `{report['scale']}` in {_s(report['elapsed_s'])}{parts} "

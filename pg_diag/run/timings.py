@@ -30,7 +30,8 @@ def host_key() -> str:
     import jax
 
     d = jax.devices()[0]
-    return (f"{d.platform}:{d.device_kind} x {jax.device_count()} | {os.cpu_count()} cores | "
+    cpus = f" | {len(jax.devices('cpu'))} CPU devices" if d.platform != "cpu" else ""  # a split run's blocks
+    return (f"{d.platform}:{d.device_kind} x {jax.device_count()}{cpus} | {os.cpu_count()} cores | "
             f"jax {jax.__version__}, mujoco {metadata.version('mujoco')}")
 
 
