@@ -54,13 +54,17 @@ def test_a_plugin_without_its_device_is_no_accelerator(monkeypatch):
 def _devices_after_import(env_extra, before=""):
     env = {**os.environ, **env_extra}
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
-    code = f"import jax\n{before}\nimport pg_diag\nprint(len(jax.devices('cpu')))"
+    code = (f"import jax, os\n{before}\nimport pg_diag\nfrom pg_diag.envs import default_threads\n"
+            "os.cpu_count = lambda: 16\nprint(json.dumps([len(jax.devices('cpu')), default_threads()]))")
+    code = "import json\n" + code
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_importing_pg_diag_sets_the_count_before_jax_starts_and_keeps_it_after():
-    assert _devices_after_import({host_devices.ENV: "3"}) == 3
+    """On a 16-core host the native backend's default threads are the cores shared among the devices: 4 CPU
+    devices, 4 threads each; one device, 16."""
+    assert _devices_after_import({host_devices.ENV: "4"}) == [4, 4]
     # JAX already ran something: its backends are up and keep their one CPU device; the import does not fail
-    assert _devices_after_import({host_devices.ENV: "3"}, before="jax.numpy.zeros(1).block_until_ready()") == 1
+    assert _devices_after_import({host_devices.ENV: "4"}, before="jax.numpy.zeros(1).block_until_ready()") == [1, 16]

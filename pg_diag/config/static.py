@@ -24,7 +24,7 @@ class Static:
                                    "called from the compiled program), 'mjx' (pure JAX) or 'auto' (in a sweep, the "
                                    "backend measured faster on this host for the batch each device steps; elsewhere "
                                    "native on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
-    physics_threads: int = _static(0, "Threads of the native backend; 0 = every core.")
+    physics_threads: int = _static(0, "Threads of the native backend; 0 = the cores, shared among the CPU devices.")
     placement: str = _static("auto", "Where training runs: 'device' (each iteration one program on the default "
                                      "device(s)), 'split' (the rollout with native physics compiled for the host's "
                                      "CPU, the update for the accelerator; one transfer of the batch per iteration) "
