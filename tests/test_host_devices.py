@@ -41,12 +41,19 @@ def test_the_variable_asks_for_a_count_anywhere_and_a_bad_one_is_named(monkeypat
             host_devices.wanted()
 
 
-def test_a_plugin_without_its_device_is_no_accelerator(monkeypatch):
-    """A CUDA build of JAX on a machine with no GPU device file runs on the CPU: no extra devices."""
-    monkeypatch.setattr(host_devices, "_DEVICE_FILES", ("/nonexistent/nvidiactl",))
+def test_an_accelerator_is_a_plugin_and_its_device(monkeypatch, tmp_path):
+    """A CUDA build of JAX on a machine with no GPU device file runs on the CPU: no extra devices; with the
+    device file it is an accelerator host, unless JAX_PLATFORMS keeps JAX on the CPU."""
+    import types
+
+    plugin = types.SimpleNamespace(name="xla_cuda12")
+    monkeypatch.setattr(host_devices.importlib.metadata, "entry_points", lambda group: [plugin])
     monkeypatch.setattr(host_devices.glob, "glob", lambda pattern: [])
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    monkeypatch.setattr(host_devices, "_DEVICE_FILES", (str(tmp_path / "nvidiactl"),))
     assert host_devices._accelerator_present() is False
+    (tmp_path / "nvidiactl").write_text("")
+    assert host_devices._accelerator_present() is True
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     assert host_devices._accelerator_present() is False
 

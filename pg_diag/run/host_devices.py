@@ -15,6 +15,7 @@ import glob
 import importlib.metadata
 import importlib.util
 import os
+import pkgutil
 
 ENV = "PG_DIAG_HOST_DEVICES"
 
@@ -27,7 +28,10 @@ def _accelerator_present() -> bool:
     CUDA build of JAX on a laptop runs on the CPU)."""
     if os.environ.get("JAX_PLATFORMS", "") in ("cpu",):
         return False
-    plugins = [e.name for e in importlib.metadata.entry_points(group="jax_plugins")]
+    # as JAX finds its plugins: modules of the jax_plugins namespace package and the "jax_plugins" entry points
+    namespace = importlib.util.find_spec("jax_plugins")
+    plugins = [m.name for m in pkgutil.iter_modules(namespace.submodule_search_locations)] if namespace else []
+    plugins += [e.name for e in importlib.metadata.entry_points(group="jax_plugins")]
     if not plugins and importlib.util.find_spec("libtpu") is None:
         return False
     return any(os.path.exists(f) for f in _DEVICE_FILES) or bool(glob.glob("/dev/accel*"))
