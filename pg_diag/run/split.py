@@ -154,9 +154,9 @@ def states_from(host_part: dict, nets: dict):
 
 
 def chunk(static, n_agents: int, length: int, batching: str = "vmap"):
-    """A chunk of up to ``length`` iterations with the halves on two devices, called like
-    :func:`pg_diag.run.programs.chunk_program`'s program: ``(states, knobs, count) -> (states, metrics
-    [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
+    """A chunk of up to ``length`` iterations, collected on the host's CPU devices and learned on the learner,
+    called like :func:`pg_diag.run.programs.chunk_program`'s program: ``(states, knobs, count) -> (states,
+    metrics [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
     collect, learn = programs(static, n_agents, batching)
     _, learner = devices()
     by_agent, whole = _shardings(n_agents)
