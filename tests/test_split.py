@@ -113,12 +113,17 @@ def test_split_refuses_several_processes():
         preset("ppo", "hopper", placement="gpu")
 
 
-@pytest.mark.parametrize("agents, blocks", [(320, 16), (240, 16), (5, 5), (3, 3), (1, 1), (100, 10), (17, 1),
-                                             (48, 16), (36, 12)])
-def test_the_collection_takes_the_most_equal_blocks_the_cores_allow(agents, blocks, monkeypatch):
-    """On 16 collecting devices: as many blocks as the largest divisor of the agent count up to 16, worked out
-    by hand (100 = 10 × 10; 17 is prime; 36 = 12 × 3)."""
+@pytest.mark.parametrize("agents, envs, blocks", [
+    (320, 1, 16), (240, 1, 16), (48, 1, 16), (5, 1, 5), (3, 1, 3), (1, 1, 1),  # blocks of equal size
+    (17, 1, 1),                        # prime: no equal blocks
+    (100, 1, 1), (36, 1, 1),           # 10 or 12 one-thread blocks would step fewer environments at once than 16
+    (3, 16, 1), (5, 2, 1),             # one device's pool steps 16 of 48 or all 10 at once, the blocks 3 or 5
+])
+def test_the_collection_takes_equal_blocks_that_keep_the_cores_stepping(agents, envs, blocks, monkeypatch):
+    """On 16 collecting devices against one device's 16 physics threads, worked out by hand: the largest
+    divisor d of the agent count up to 16, taken where d >= min(16, agents × environments)."""
     from pg_diag.run import split
 
     monkeypatch.setattr(split, "devices", lambda: (tuple(range(16)), "learner"))
-    assert split.collectors(agents) == tuple(range(blocks))
+    static = preset("ppo", "hopper", num_envs=envs, physics_threads=16).static
+    assert split.collectors(static, agents) == tuple(range(blocks))

@@ -26,7 +26,7 @@ _DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/accel0", "/dev/vfio/0")
 def _accelerator_present() -> bool:
     """A JAX accelerator plugin is installed and its device is on this host (a plugin alone is not enough: a
     CUDA build of JAX on a laptop runs on the CPU)."""
-    if os.environ.get("JAX_PLATFORMS", "") in ("cpu",):
+    if os.environ.get("JAX_PLATFORMS", "") == "cpu":
         return False
     # as JAX finds its plugins: modules of the jax_plugins namespace package and the "jax_plugins" entry points
     namespace = importlib.util.find_spec("jax_plugins")

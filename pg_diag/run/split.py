@@ -16,7 +16,8 @@ whole collection — policy, filters and physics, the FFI handler stepping that 
 device's own thread — with no exchange between blocks, so the per-step JAX work of many one-environment agents,
 which one CPU device runs agent after agent, spreads over the cores as the physics does. The blocks are
 equal: as many devices as the largest divisor of the agent count the host has (320 agents on 16 cores: 16
-blocks of 20; 5 agents: 5 of 1).
+blocks of 20; 5 agents: 5 of 1), where they keep as many cores stepping physics as one device would
+(:func:`collectors`).
 
 ``placement='auto'`` splits where the default device is not a CPU, the physics is native and the run is one
 process on one accelerator; elsewhere the whole iteration is one program (``'device'``). On a CPU-only host
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -55,12 +57,16 @@ def devices() -> tuple:
     return tuple(cpus[:-1]) or (cpus[0],), cpus[-1]
 
 
-def collectors(n_agents: int) -> tuple:
-    """The CPU devices collecting for ``n_agents`` agents: as many as the largest divisor of ``n_agents`` that
-    the host has, so every device has a block of the same size and no agent is padded."""
+def collectors(static, n_agents: int) -> tuple:
+    """The CPU devices collecting for ``n_agents`` agents of ``static``: as many as the largest divisor of
+    ``n_agents`` that the host has, so every block has the same size and no agent is padded — where those
+    blocks, one physics thread each, keep at least as many cores stepping as one device's pool of threads
+    would (every block for 320, 240 or 5 one-environment agents on 16 cores; one device for 3 agents of 16
+    environments each, whose 48 environments its pool spreads over all 16 cores)."""
     hosts, _ = devices()
     count = max(d for d in range(1, min(len(hosts), n_agents) + 1) if n_agents % d == 0)
-    return hosts[:count]
+    pooled = min(static.physics_threads or (os.cpu_count() or 1), n_agents * static.num_envs)
+    return hosts[:count] if count >= pooled else hosts[:1]
 
 
 def resolve(static) -> tuple[str, str]:
@@ -91,9 +97,9 @@ def _spec(tree, sharding):
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
 
 
-def _shardings(n_agents: int):
+def _shardings(static, n_agents: int):
     """(agent-stacked, whole) shardings of the collection: blocks of agents over the collecting devices."""
-    mesh = Mesh(np.array(collectors(n_agents)), (AXIS,))
+    mesh = Mesh(np.array(collectors(static, n_agents)), (AXIS,))
     return NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
 
 
@@ -102,12 +108,12 @@ def programs(static, n_agents: int, batching: str = "vmap"):
     """The two compiled halves for ``n_agents`` agents (cached): ``collect(host_part, nets, knobs, due) ->
     (host_part, payload)`` on the host's CPU devices and ``learn(learner_part, payload, knobs, due) ->
     (learner_part, metrics)`` on the learner device."""
-    blocks = len(collectors(n_agents))
+    blocks = len(collectors(static, n_agents))
     # one block per device, each stepped on its device's thread: a pool per call would oversubscribe the cores
     collecting = _trainer(static if blocks == 1 else dataclasses.replace(static, physics_threads=1))
     trainer = _trainer(static)
     _, learner = devices()
-    by_agent, whole = _shardings(n_agents)
+    by_agent, whole = _shardings(static, n_agents)
     keys, knobs = _abstract_inputs(static, n_agents)
     keys = jax.ShapeDtypeStruct(keys.shape, keys.dtype)
     knobs = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in knobs.items()}
@@ -159,7 +165,7 @@ def chunk(static, n_agents: int, length: int, batching: str = "vmap"):
     metrics [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
     collect, learn = programs(static, n_agents, batching)
     _, learner = devices()
-    by_agent, whole = _shardings(n_agents)
+    by_agent, whole = _shardings(static, n_agents)
 
     def run(states, knobs, count):
         count = int(np.asarray(count))
