@@ -159,7 +159,7 @@ def test_gym_models_reset_as_gym_v2():
 
 def test_the_gym_humanoids_steps_do_not_depend_on_the_thread_count():
     """Each environment is stepped alone in float64 on its own MjData, whichever thread takes it."""
-    from pg_diag.envs.mujoco_physics import NativeFieldStepper
+    from pg_diag.envs.native_physics import NativeFieldStepper
     from pg_diag.envs.mujoco_tasks import load_model
 
     spec = mujoco_task("humanoid", "gym")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pg_diag import envs
-from pg_diag.envs import mujoco_physics, native_ffi
+from pg_diag.envs import native_ffi, native_physics
 from pg_diag.envs.mujoco_models import mujoco_task
 from pg_diag.envs.mujoco_tasks import load_model
 
@@ -32,7 +32,7 @@ def _env(task, model, threads, handler: bool, monkeypatch):
     from pg_diag.envs.mujoco_tasks import make_mujoco_env
 
     if not handler:
-        monkeypatch.setattr(mujoco_physics, "_handler", lambda *a, **k: None)
+        monkeypatch.setattr(native_physics, "_handler", lambda *a, **k: None)
     env = make_mujoco_env(mujoco_task(task, model), "native", threads)
     monkeypatch.undo()
     return env
@@ -57,6 +57,7 @@ def _trajectory(env, agents, batch, steps):
     ("hopper", "brax", 3, 4, 2, 100),       # several agents' environments in one call, over two threads
     ("walker2d", "gym", 2, 3, 2, 100),
     ("humanoid", "gym", 2, 2, 2, 60),       # Gym's fields read back from MuJoCo, warm start carried
+    ("humanoid", "brax", 2, 2, 2, 40),      # the new state's kinematics recomputed by MuJoCo in the same call
 ])
 def test_the_handler_steps_bitwise_as_the_callback(task, model, agents, batch, threads, steps, monkeypatch):
     ffi = _trajectory(_env(task, model, threads, True, monkeypatch), agents, batch, steps)
@@ -129,6 +130,45 @@ def test_a_one_thread_stepper_steps_several_callers_at_once(task, model, mode):
         together = list(pool.map(lambda i: step(quarters[i % callers]), range(callers * repeats)))
     for i, out in enumerate(together):
         np.testing.assert_array_equal(out, alone[i % callers])
+
+
+@pytest.mark.parametrize("model", ["brax", "gym"])
+def test_humanoid_kinematics_are_mujocos_own_at_the_new_state_and_at_resets(model):
+    """Brax's Humanoid reads subtree_com, cinert and cvel of the state a step lands in, Gym's of a reset state:
+    the handler recomputes them with MuJoCo's kinematics, the functions mj_forward calls, so from the same
+    float64 state they equal mj_forward's, rounded to float32, bit for bit. A step's state is compared at the
+    handler's own float64 end state (its float32 qpos/qvel would move the kinematics by float32 rounding)."""
+    import mujoco
+
+    spec = mujoco_task("humanoid", model)
+    m = load_model(spec)
+    rng = np.random.default_rng(2)
+    batch, kin = 5, ("subtree_com", "cinert", "cvel")
+    qpos = (m.qpos0 + rng.uniform(-0.05, 0.05, (batch, m.nq))).astype(np.float32)
+    qvel = rng.uniform(-0.5, 0.5, (batch, m.nv)).astype(np.float32)
+    ctrl = rng.uniform(-0.4, 0.4, (batch, m.nu)).astype(np.float32)
+    widths = {"subtree_com": 3, "cinert": 10, "cvel": 6}
+    d = mujoco.MjData(m)
+    for frames in (0, spec.n_frames):
+        out = native_ffi.FfiStepper(m, frames, 2, kin).step_numpy(qpos, qvel, ctrl)
+        for i in range(batch):
+            mujoco.mj_resetData(m, d)
+            d.qpos[:], d.qvel[:], d.ctrl[:] = qpos[i], qvel[i], ctrl[i]
+            mujoco.mj_step(m, d, nstep=frames)          # the same float64 end state the handler reaches
+            mujoco.mj_forward(m, d)
+            at = m.nq + m.nv
+            np.testing.assert_array_equal(out[i, :m.nq], d.qpos.astype(np.float32))
+            for name in kin:
+                size = m.nbody * widths[name]
+                np.testing.assert_array_equal(out[i, at:at + size], getattr(d, name).astype(np.float32).ravel(),
+                                              err_msg=f"{name} after {frames} frames")
+                at += size
+
+
+def test_a_stepper_refuses_fields_its_mode_cannot_read():
+    spec = mujoco_task("humanoid", "brax")
+    with pytest.raises(ValueError, match=r"cannot be read in mode 0; allowed: .*subtree_com"):
+        native_ffi.FfiStepper(load_model(spec), spec.n_frames, 1, ("cfrc_ext",), 0)
 
 
 def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pg_diag import ConfigError, envs, preset, sweep
-from pg_diag.envs.mujoco_physics import NativeStepper
+from pg_diag.envs.native_physics import NativeStepper
 from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, load_model
 
 B = 6
@@ -79,20 +79,20 @@ def test_small_batches_stepped_directly_equal_rollout_bitwise(task, monkeypatch)
     """A batch of at most DIRECT_MAX goes through mj_step, not rollout (whose fixed cost per call is several
     environments' physics): the same float64 arithmetic, so 100 chained steps through contacts agree bit for bit
     at every batch size up to the limit."""
-    from pg_diag.envs import mujoco_physics
+    from pg_diag.envs import native_physics
 
     t = MUJOCO_TASKS[task]
     model = load_model(t)
     stepper = NativeStepper(model, t.n_frames, 2)
     rng = np.random.default_rng(4)
-    for batch in (1, 3, mujoco_physics.DIRECT_MAX):
+    for batch in (1, 3, native_physics.DIRECT_MAX):
         q = (model.qpos0 + rng.uniform(-0.05, 0.05, (batch, model.nq))).astype(np.float32)
         v = rng.uniform(-0.3, 0.3, (batch, model.nv)).astype(np.float32)
         direct, rolled = (q, v), (q, v)
         for _ in range(100):
             c = rng.uniform(-1, 1, (batch, model.nu)).astype(np.float32)
             direct = stepper(*direct, c)
-            monkeypatch.setattr(mujoco_physics, "DIRECT_MAX", 0)     # the rollout path
+            monkeypatch.setattr(native_physics, "DIRECT_MAX", 0)     # the rollout path
             rolled = stepper(*rolled, c)
             monkeypatch.undo()
             for a, b in zip(direct, rolled):

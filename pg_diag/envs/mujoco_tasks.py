@@ -1,5 +1,5 @@
-"""Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX or native MuJoCo
-(:mod:`.mujoco_physics`), on Brax's models (here) or Gym's (:mod:`.gym_tasks`).
+"""Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX or MuJoCo Warp
+(:mod:`.mujoco_physics`) or native MuJoCo (:mod:`.native_physics`), on Brax's models (here) or Gym's (:mod:`.gym_tasks`).
 
 Each task is defined once (:class:`MujocoTask`): its MJCF model (Brax's
 assets), reset distribution, observation, reward and termination, written
@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.envs.mujoco_physics import (make_derived_fields, mjx_advance, native_advance, native_field_advance,
-                                         refuse_backend, warp_advance)
+from pg_diag.envs.mujoco_physics import compiled_advance, make_derived_fields, refuse_backend
+from pg_diag.envs.native_physics import native_advance, native_derived_fields, native_field_advance
 
 MAX_EPISODE_STEPS = 1000
 
@@ -228,12 +228,16 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     refuse_backend(physics, task.name, task.model, task.mjx_missing)
     model = load_model(task, solver)
     info = _model_info(task, model)
-    derived = make_derived_fields(task, model)
+    native = physics == "native" or bool(task.host_fields)
+    # (qpos, qvel, ctrl) -> a reset state's derived fields; (physics, ctrl) -> the next physics state
+    derived = native_derived_fields(task, model, threads) if native else make_derived_fields(task, model)
     if task.host_fields:
-        advance_fields = native_field_advance(task, model, threads)
+        advance = native_field_advance(task, model, threads)
+    elif native:
+        advance_state = native_advance(task, model, threads)
+        advance = lambda before, ctrl: advance_state(before["qpos"], before["qvel"], ctrl)  # noqa: E731
     else:
-        advance = (mjx_advance(task, model) if physics == "mjx" else warp_advance(task, model) if physics == "warp"
-                   else native_advance(task, model, threads))
+        advance = compiled_advance(task, model, physics, derived)
     qpos0 = np.asarray(model.qpos0, np.float32)
     nq, nv, nu = model.nq, model.nv, model.nu
 
@@ -253,11 +257,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
         before = state.physics
         ctrl = task.ctrl_from_action(action, info)
         clipped = jnp.clip(ctrl, info["ctrl_lo"], info["ctrl_hi"])
-        if task.host_fields:
-            after = advance_fields(before, clipped)
-        else:
-            qpos, qvel = advance(before["qpos"], before["qvel"], clipped)
-            after = {"qpos": qpos, "qvel": qvel, **derived(qpos, qvel, clipped)}
+        after = advance(before, clipped)
         reward, terminated = task.reward_terminated(before, after, ctrl, action, info)
         t = state.t + 1
         return EnvState(physics=after, obs=task.observe(after, info).astype(jnp.float32),

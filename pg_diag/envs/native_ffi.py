@@ -27,8 +27,11 @@ import numpy as np
 
 SOURCE = os.path.join(os.path.dirname(__file__), "native_step.cc")
 
-#: the fields a Gym task may read back, by the codes native_step.cc knows them by
-FIELDS = {"qacc_warmstart": 0, "mass_center": 1, "cinert": 2, "cvel": 3, "qfrc_actuator": 4, "cfrc_ext": 5}
+#: the fields a task may read back, by the codes native_step.cc knows them by
+FIELDS = {"qacc_warmstart": 0, "mass_center": 1, "cinert": 2, "cvel": 3, "qfrc_actuator": 4, "cfrc_ext": 5,
+          "subtree_com": 6}
+#: what mode 0 recomputes from the new state (its kinematics), and so may return
+KINEMATIC_FIELDS = ("mass_center", "cinert", "cvel", "subtree_com")
 
 _why_not: list[str] = []
 
@@ -126,8 +129,9 @@ def unavailable() -> str | None:
 
 class FfiStepper:
     """One stepper of ``native_step.cc``: a copy of ``model``, ``threads`` MuJoCo data and threads. ``mode``
-    0 steps from qpos/qvel as MuJoCo's rollout does; mode 1 as Gym does, reading ``fields`` back. The C
-    object lives as long as the process (compiled programs hold its address)."""
+    0 steps from qpos/qvel as MuJoCo's rollout does, ``fields`` (of :data:`KINEMATIC_FIELDS`) those of the new
+    state (``n_frames=0``: of the given state); mode 1 as Gym does, reading ``fields`` back. The C object lives
+    as long as the process (compiled programs hold its address)."""
 
     _alive: list = []
 
@@ -135,6 +139,9 @@ class FfiStepper:
         lib = library()
         if lib is None:
             raise RuntimeError(f"the native step handler is unavailable: {unavailable()}")
+        allowed = KINEMATIC_FIELDS if mode == 0 else tuple(FIELDS)
+        if any(f not in allowed for f in fields):
+            raise ValueError(f"fields {fields!r} cannot be read in mode {mode}; allowed: {', '.join(allowed)}")
         codes = (ctypes.c_int * max(1, len(fields)))(*[FIELDS[f] for f in fields])
         self.handle = lib.pgd_stepper_new(model._address, n_frames, threads, mode, codes, len(fields))
         self.nq, self.nv, self.nu = model.nq, model.nv, model.nu

@@ -4,9 +4,11 @@
 //
 // A stepper owns a copy of the model, one mjData per thread and a persistent pool of threads (a one-thread
 // stepper steps on the calling thread, and several callers at once, each with data of its own). Each environment
-// is stepped exactly as the Python paths step it (pg_diag/envs/mujoco_physics.py), so results are bitwise the same:
+// is stepped exactly as the Python paths step it (pg_diag/envs/native_physics.py), so results are bitwise the same:
 //   mode 0 ("state"): the full physics state set to zero but for qpos and qvel (mj_setState), the control set, a
-//     zero solver warm start, mj_step × n_frames — what MuJoCo's rollout computes from such a state;
+//     zero solver warm start, mj_step × n_frames — what MuJoCo's rollout computes from such a state; fields asked
+//     for are those of the new state: its kinematics recomputed (mj_kinematics, mj_comPos, mj_comVel, the part of
+//     mj_forward the Brax tasks' derived fields need), so n_frames = 0 gives a reset state's fields;
 //   mode 1 ("fields"): qpos, qvel, the solver warm start and the control set, mj_step × n_frames and
 //     mj_rnePostConstraint, as Gym steps its tasks; the requested fields read back after the step.
 // Inputs are float32 arrays with any leading (batch) dimensions; the output packs, per environment, qpos, qvel
@@ -31,8 +33,10 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-// Fields a Gym task may read back (pg_diag/envs/gym_tasks.py); codes shared with native_ffi.py's FIELDS.
-enum Field { kWarmstart = 0, kMassCenter = 1, kCinert = 2, kCvel = 3, kQfrcActuator = 4, kCfrcExt = 5 };
+// Fields a task may read back (Gym's: pg_diag/envs/gym_tasks.py; kinematics: mujoco_tasks.py); codes shared
+// with native_ffi.py's FIELDS.
+enum Field { kWarmstart = 0, kMassCenter = 1, kCinert = 2, kCvel = 3, kQfrcActuator = 4, kCfrcExt = 5,
+             kSubtreeCom = 6 };
 
 int FieldSize(const mjModel* m, int field) {
   switch (field) {
@@ -42,6 +46,7 @@ int FieldSize(const mjModel* m, int field) {
     case kCvel: return 6 * m->nbody;
     case kQfrcActuator: return m->nv;
     case kCfrcExt: return 6 * m->nbody;
+    case kSubtreeCom: return 3 * m->nbody;
   }
   return -1;
 }
@@ -174,7 +179,13 @@ struct Stepper {
       for (int j = 0; j < m->nu; ++j) d->ctrl[j] = ctrl[j];
     }
     for (int k = 0; k < n_frames; ++k) mj_step(m, d);
-    if (mode == 1) mj_rnePostConstraint(m, d);
+    if (mode == 1) {
+      mj_rnePostConstraint(m, d);
+    } else if (!fields.empty()) {  // the new state's kinematics (mj_step left those of the last substep's start)
+      mj_kinematics(m, d);
+      mj_comPos(m, d);
+      mj_comVel(m, d);
+    }
     float* o = out;
     for (int j = 0; j < m->nq; ++j) *o++ = static_cast<float>(d->qpos[j]);
     for (int j = 0; j < m->nv; ++j) *o++ = static_cast<float>(d->qvel[j]);
@@ -202,6 +213,9 @@ struct Stepper {
           break;
         case kCfrcExt:
           for (int j = 0; j < 6 * m->nbody; ++j) *o++ = static_cast<float>(d->cfrc_ext[j]);
+          break;
+        case kSubtreeCom:
+          for (int j = 0; j < 3 * m->nbody; ++j) *o++ = static_cast<float>(d->subtree_com[j]);
           break;
       }
     }
@@ -318,11 +332,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PgdStepFields, StepFields,
 
 extern "C" {
 
-// A stepper for `model` (an mjModel*, copied), or null when a field code is unknown.
+// A stepper for `model` (an mjModel*, copied), or null when a field code is unknown (or, in mode 0, not one of
+// the kinematics that mode recomputes).
 void* pgd_stepper_new(const void* model, int n_frames, int threads, int mode, const int* fields, int nfields) {
   const mjModel* m = static_cast<const mjModel*>(model);
-  for (int i = 0; i < nfields; ++i)
+  for (int i = 0; i < nfields; ++i) {
     if (FieldSize(m, fields[i]) < 0) return nullptr;
+    const int f = fields[i];
+    if (mode == 0 && f != kMassCenter && f != kCinert && f != kCvel && f != kSubtreeCom) return nullptr;
+  }
   return new Stepper(m, n_frames, std::max(1, threads), mode, fields, nfields);
 }
 
