@@ -77,6 +77,27 @@ def test_the_handler_steps_bitwise_as_the_callback(task, model, agents, batch, t
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("task, model", [("hopper", "brax"), ("humanoid", "brax"), ("humanoid", "gym")])
+def test_an_accelerators_callback_steps_through_the_handlers_c_stepper(task, model, monkeypatch):
+    """A program compiled for an accelerator steps through a host callback; where the handler is built the
+    callback calls its C stepper (outside XLA) rather than the Python steppers. Forced here on the CPU: the
+    same states, fields and observations as the handler called from inside the program, bit for bit; the
+    rewards, which XLA computes from them in two different programs, to float32 rounding."""
+    from pg_diag.envs.mujoco_tasks import make_mujoco_env
+
+    inside = _trajectory(_env(task, model, 2, True, monkeypatch), 2, 2, 30)
+    monkeypatch.setattr(native_physics, "_on_cpu_by_handler", lambda handler_step, callback_step: callback_step)
+    env = make_mujoco_env(mujoco_task(task, model), "native", 2)
+    monkeypatch.undo()
+    outside = _trajectory(env, 2, 2, 30)
+    (physics, obs, reward, terminated), (physics_cb, obs_cb, reward_cb, terminated_cb) = inside, outside
+    for name in physics:
+        np.testing.assert_array_equal(physics[name], physics_cb[name], err_msg=name)
+    np.testing.assert_array_equal(obs, obs_cb)
+    np.testing.assert_allclose(reward, reward_cb, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(terminated, terminated_cb)
+
+
 def test_the_handler_matches_mj_step_and_not_the_thread_count():
     """Outside XLA, the handler's step equals MuJoCo's own mj_step × n_frames from the same float64 state, and
     its result does not depend on how many threads share the batch."""
