@@ -9,7 +9,7 @@ solver setting, the accelerator and the host's cores, so it is measured,
 never assumed:
 
 * measurements are rows ``{task, solver, batch, native_ms, mjx_ms[, warp_ms]}`` per host
-  (device kind, cores, thread count and library versions: :func:`host_key`),
+  (device kind, cores, thread count, library versions and the native step's build: :func:`host_key`),
   kept in ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``).
   ``benchmarks/bench_crossover.py --record`` fills it over a grid of batches;
 * a batch is decided by a row at that batch or by the two rows around it
@@ -47,9 +47,12 @@ def host_key(threads: int) -> str:
 
     import jax
 
+    from pg_diag.envs import native_ffi
+
     d = jax.devices()[0]
     return (f"{d.platform}:{d.device_kind} | {os.cpu_count()} cores, {threads} physics threads | "
-            f"jax {jax.__version__}, mujoco {metadata.version('mujoco')}, mujoco-mjx {metadata.version('mujoco-mjx')}")
+            f"jax {jax.__version__}, mujoco {metadata.version('mujoco')}, mujoco-mjx {metadata.version('mujoco-mjx')}"
+            f" | native step: {native_ffi.stepper_id()}")
 
 
 def load(key: str, path: str | None = None) -> list[dict]:

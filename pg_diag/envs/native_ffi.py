@@ -122,6 +122,12 @@ def library():
     return lib
 
 
+def stepper_id() -> str:
+    """Which native step this process runs, for keying measurements of its cost: the handler's build (its
+    source and what it was built against) or the host callback."""
+    return f"FFI handler {_build_key()[:8]}" if library() is not None else "host callback"
+
+
 def unavailable() -> str | None:
     """Why the handler is not in use (``None`` when it is)."""
     return None if library() is not None else (_why_not[-1] if _why_not else "unknown")
