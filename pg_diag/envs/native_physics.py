@@ -163,6 +163,10 @@ def native_advance(task, model, threads: int, n_frames: int | None = None):
     from MuJoCo in the same call, the actuator forces A·ctrl in JAX (a constant matrix,
     :func:`~.mujoco_physics.actuator_to_joint_forces`). ``n_frames=0`` gives a state's own fields (a reset)."""
     frames = task.n_frames if n_frames is None else n_frames
+    unknown = [f for f in task.derived_fields if f not in KINEMATICS and f != "qfrc_actuator"]
+    if unknown:
+        raise ValueError(f"task {task.name!r}: native MuJoCo cannot derive {unknown}; derived fields are "
+                         f"{', '.join([*KINEMATICS, 'qfrc_actuator'])}")
     kinematics = tuple(f for f in task.derived_fields if f in KINEMATICS)
     act = jnp.asarray(actuator_to_joint_forces(model)) if "qfrc_actuator" in task.derived_fields else None
     stepper = NativeStepper(model, frames, threads, kinematics)
