@@ -31,7 +31,7 @@ SOURCE = os.path.join(os.path.dirname(__file__), "native_step.cc")
 FIELDS = {"qacc_warmstart": 0, "mass_center": 1, "cinert": 2, "cvel": 3, "qfrc_actuator": 4, "cfrc_ext": 5,
           "subtree_com": 6}
 #: what mode 0 recomputes from the new state (its kinematics), and so may return
-KINEMATIC_FIELDS = ("mass_center", "cinert", "cvel", "subtree_com")
+KINEMATIC_FIELDS = ("subtree_com", "cinert", "cvel")
 
 _why_not: list[str] = []
 

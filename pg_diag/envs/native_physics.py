@@ -28,6 +28,7 @@ from pg_diag.envs.mujoco_physics import actuator_to_joint_forces
 DIRECT_MAX = 8
 
 #: the derived fields MuJoCo recomputes from a new state (mj_kinematics, mj_comPos, mj_comVel): values per body
+#: (the handler's mode 0 reads the same, native_ffi.KINEMATIC_FIELDS)
 KINEMATICS = {"subtree_com": 3, "cinert": 10, "cvel": 6}
 
 

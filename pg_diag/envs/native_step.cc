@@ -339,7 +339,7 @@ void* pgd_stepper_new(const void* model, int n_frames, int threads, int mode, co
   for (int i = 0; i < nfields; ++i) {
     if (FieldSize(m, fields[i]) < 0) return nullptr;
     const int f = fields[i];
-    if (mode == 0 && f != kMassCenter && f != kCinert && f != kCvel && f != kSubtreeCom) return nullptr;
+    if (mode == 0 && f != kSubtreeCom && f != kCinert && f != kCvel) return nullptr;
   }
   return new Stepper(m, n_frames, std::max(1, threads), mode, fields, nfields);
 }
