@@ -107,6 +107,7 @@ bench: setup
 	$(PY) benchmarks/bench_physics.py
 	$(PY) benchmarks/bench_throughput.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_compile.py
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_landscape.py
 	$(PY) benchmarks/bench_solver.py

@@ -100,6 +100,28 @@ def test_same_seed_same_result(base):
         np.testing.assert_array_equal(a.metrics[k].to_numpy(), b.metrics[k].to_numpy())
 
 
+def test_the_initialization_compiles_unoptimized_on_a_cpu_and_agrees_with_an_optimized_build(base):
+    """The initialization runs once per run, so on a CPU its program is compiled without LLVM's optimizations
+    (optimized, it took as long to compile as a chunk of training: benchmarks/bench_compile.py). Its values are
+    an optimized build's up to float32 rounding (tests/compare.py's bound), and its hidden layers are still
+    orthogonal with gain √2: WᵀW = 2·I up to float32 rounding of a 64-column QR (~64 · 2⁻²⁴ ≈ 4e-6; 1e-4 held)."""
+    import jax.numpy as jnp
+    from compare import assert_trees_close
+
+    from pg_diag.run import programs
+
+    assert programs.init_compiler_options() == {"xla_backend_optimization_level": 0}
+    keys = jnp.stack([seed_key(0), seed_key(1)])
+    knobs = jax.tree.map(lambda x: jnp.stack([x, x]), base.knobs.as_arrays())
+    unoptimized = programs.init_program(base.static, 2)(keys, knobs)
+    init = jax.jit(jax.vmap(make_train(base.static).init))
+    optimized = init.lower(keys, knobs).compile({"xla_backend_optimization_level": 3})(keys, knobs)
+    assert_trees_close(unoptimized, optimized)
+    w = np.asarray(unoptimized.policy["layers"][1]["w"][0], np.float64)
+    assert w.shape == (64, 64)
+    np.testing.assert_allclose(w.T @ w, 2.0 * np.eye(64), atol=1e-4)
+
+
 def test_train_function_equals_chunked_sweep(base):
     trainer = make_train(base.static)
     _, metrics = jax.jit(trainer.train)(seed_key(4), base.knobs.as_arrays())

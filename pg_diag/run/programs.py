@@ -41,12 +41,20 @@ def _abstract_inputs(static, n_agents: int):
     return keys, knobs
 
 
+def init_compiler_options() -> dict | None:
+    """XLA options for the initialization's program: on a CPU, no LLVM optimization. The program runs once per
+    run, in milliseconds, but optimized it compiled in 4–8 s — the networks' random draws and orthogonal
+    factorizations, layer by layer — as long as a chunk of training iterations (``benchmarks/bench_compile.py``);
+    unoptimized, in about a second. Its values then differ from an optimized build's by float32 rounding."""
+    return {"xla_backend_optimization_level": 0} if jax.default_backend() == "cpu" else None
+
+
 @functools.lru_cache(maxsize=32)
 def init_program(static, n_agents: int, batching: str = "vmap"):
     """The compiled initialization of ``n_agents`` agents (cached: a notebook
     repeating a sweep of the same shape does not compile again)."""
     init = over_devices(_over_agents(_trainer(static).init, batching), P(AXIS))
-    return jax.jit(init).lower(*_abstract_inputs(static, n_agents)).compile()
+    return jax.jit(init).lower(*_abstract_inputs(static, n_agents)).compile(init_compiler_options())
 
 
 @functools.lru_cache(maxsize=32)
