@@ -190,7 +190,7 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
             cache[(run.path, it)] = checkpoints.load_checkpoint(run, it)
         if run not in runs:
             runs.append(run)
-        state = jax.tree.map(lambda x: x[agent], cache[(run.path, it)])
+        state = jax.tree.map(lambda x: np.asarray(x)[agent], cache[(run.path, it)])
         if not optimizer:
             state = state.replace(policy_opt=None)
         cfg = run.config(agent)
@@ -199,7 +199,9 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
         statics.append(cfg.static)
         rows.append(dict(run=run.path, label=_label(run, agent), algorithm=cfg.algorithm, agent=agent,
                          seed=int(run.manifest["agents"][agent]["seed"]), iteration=it))
-    stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    # sliced and stacked in numpy, then transferred: indexing and stacking device arrays would compile a small
+    # program for every leaf's shape, seconds of a study's start
+    stacked = jax.tree.map(lambda *x: jax.device_put(np.stack(x)), *states)
     return Subjects(states=stacked, knobs=stack_knobs(knobs), rows=rows, statics=statics, runs=runs)
 
 
