@@ -109,7 +109,7 @@ def load_policy(run: RunResult | str, iteration: int | None = None, agent: int =
     if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < run.num_agents:
         raise ValueError(f"agent must be an index in 0 … {run.num_agents - 1}, got {agent!r}")
     states = load_checkpoint(run, iteration)
-    state = jax.tree.map(lambda x: x[int(agent)], states)
+    state = jax.tree.map(lambda x: jax.device_put(np.asarray(x)[int(agent)]), states)  # no program per leaf
     cfg = run.config(int(agent))
     return FrozenPolicy(params=state.policy, obs_stat=state.filters.obs, knobs=cfg.knobs.as_arrays(),
                         iteration=state.iteration)
