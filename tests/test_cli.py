@@ -76,6 +76,18 @@ def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
     assert "static setting ppo_epochs=2 belongs to ppo, ppo-kl; algorithm 'trpo'" in capsys.readouterr().err
 
 
+def test_a_target_offers_only_its_own_scales(capsys):
+    """fig-ablation has no mid scale (it trains no shared diagnostics' runs): --scale mid is refused by the
+    parser, naming the scales it has; fig-value offers all three."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["fig-ablation", "--scale", "mid", "--dry-run"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'mid' (choose from 'smoke', 'paper')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fig-value", "--help"])
+    assert "--scale {smoke,mid,paper}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("target", ["fig-ablation", "fig-trust-region", "fig-rewards", "table-2", "table-3",
                                     "fig-theorem"])
 def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, capsys):

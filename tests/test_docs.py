@@ -69,3 +69,43 @@ def test_the_readme_fits_a_screen_or_two():
     lines = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().splitlines()
     assert len(lines) <= 150
     assert "make fig-ablation" in "\n".join(lines) and "make test" in "\n".join(lines)
+
+
+def _semantics_entries():
+    """{section: {entry numbers}} of docs/semantics.md: '### §2.1 ...' followed by numbered items ('1. **'),
+    and §8's labelled bullets ('- **B4.**')."""
+    entries, section = {}, None
+    for line in open(os.path.join(ROOT, "docs", "semantics.md"), encoding="utf-8"):
+        heading = re.match(r"#+ §(\d+(?:\.\d+)?) ", line)
+        if heading:
+            section = heading.group(1)
+            entries[section] = set()
+            continue
+        item = re.match(r"(\d+)\. \*\*", line) or re.match(r"- \*\*B(\d+)\.\*\*", line)
+        if item and section:
+            entries[section].add(int(item.group(1)))
+    return entries
+
+
+CITATION = re.compile(r"§(\d+(?:\.\d+)?) (?:steps?|items?) (\d+)(?:–(\d+))?|§(8) (B\d+(?:, B\d+)*)")
+
+
+def test_every_reference_citation_names_an_entry_of_the_semantics_page():
+    """'ref §2.1 step 6', '§4.2 items 1–3', '§8 B1, B2' in the code and the docs each name a numbered entry of
+    docs/semantics.md (the page the code's 'ref §N' comments cite)."""
+    entries, cited = _semantics_entries(), 0
+    paths = list(_markdown_files()) + [os.path.join(folder, f) for top in ("pg_diag", "benchmarks", "examples")
+                                       for folder, _, files in os.walk(os.path.join(ROOT, top))
+                                       for f in files if f.endswith(".py")]
+    for path in paths:
+        for m in CITATION.finditer(open(path, encoding="utf-8").read()):
+            if m.group(4):
+                section, numbers = "8", [int(b[1:]) for b in m.group(5).split(", ")]
+            else:
+                section, lo = m.group(1), int(m.group(2))
+                numbers = range(lo, int(m.group(3) or lo) + 1)
+            for n in numbers:
+                assert n in entries.get(section, ()), (
+                    f"{os.path.relpath(path, ROOT)} cites {m.group(0)!r}: docs/semantics.md has no entry {n} in §{section}")
+                cited += 1
+    assert cited >= 30   # the code and the docs cite the page's entries throughout

@@ -190,3 +190,22 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
     assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
+
+
+def test_a_dry_run_on_saved_runs_plans_their_agents_at_their_checkpoints(lqr_runs, capsys, tmp_path):
+    """`--run DIR --dry-run`: the measurement of every agent of the runs at every checkpoint they keep, read from
+    their manifests. Worked by hand: each LQR run has 1 agent with checkpoints 0 and 5, so 2 subjects per preset;
+    the smoke step study takes 10 batches and one held-out batch of 4 environments × 256 steps per subject."""
+    runs = [lqr_runs["ppo"], lqr_runs["trpo"]]
+    with CompileCounter() as counter:
+        programs = dry_run.runs_plan(targets.get("fig-step-variance"), runs)
+    assert counter.count == 0
+    assert [(p.stage, p.task, p.presets, p.units, p.pairs) for p in programs] == [
+        ("steps", "lqr", label, 2, 2 * (10 + 1) * 4 * 256) for label in ("ppo", "trpo")]
+    assert main(["fig-step-variance", "--run", runs[0], "--run", runs[1], "--dry-run", "--diag", "batches=20"]) == 0
+    out = capsys.readouterr().out
+    assert "2 programs, 86,016 pairs" in out              # 2 presets × 2 subjects × (20 + 1) × 1,024
+    assert main(["fig-step-variance", "--run", runs[0], "--dry-run", "--scale", "mid"]) == 2
+    assert "--run measures existing runs: --scale" in capsys.readouterr().err
+    assert main(["fig-step-variance", "--run", str(tmp_path / "none"), "--dry-run"]) == 2
+    assert f"fig-step-variance --run: {str(tmp_path / 'none')!r} is not a run directory" in capsys.readouterr().err

@@ -69,15 +69,24 @@ def _from_args(args):
     return tuple(args.task) if args.task and not theorem else None
 
 
+def _check_run_args(args) -> None:
+    """--run measures saved runs: the options that choose what to train are refused beside it."""
+    if getattr(args, "run", None) and (args.scale or args.task or args.seeds or args.set):
+        raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
+                          f"choose what to train and cannot be combined with it")
+
+
 def cmd_dry_run(args, kind):
     """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.dry_run`), printed; nothing compiled."""
     from pg_diag.diagnostics.memory import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import dry_run, targets
 
-    if args.from_dir or getattr(args, "run", None):
-        raise ConfigError(f"{args.command} --dry-run plans what the target trains and measures at --scale; it "
-                          f"cannot be combined with --from or --run")
+    if args.from_dir:
+        raise ConfigError(f"{args.command} --dry-run plans what the target would train and measure; it cannot be "
+                          f"combined with --from, which redraws saved results")
+    runs = getattr(args, "run", None)
+    _check_run_args(args)
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
@@ -85,7 +94,9 @@ def cmd_dry_run(args, kind):
     from pg_diag.experiments import costs
 
     have = available_memory()
-    programs = targets.get(args.command).dry_run(args.scale or "smoke", memory=have, diag=diag, **extra)
+    t = targets.get(args.command)
+    programs = (dry_run.runs_plan(t, runs, diag=diag, memory=have) if runs
+                else t.dry_run(args.scale or "smoke", memory=have, diag=diag, **extra))
     solver, model = extra.get("solver", "converged"), extra.get("model", "brax")
     recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
 
@@ -126,9 +137,7 @@ def cmd_diagnostic(args):
         out = t.redraw(args.from_dir, out=args.out)
     else:
         diag = parse_settings(kind, args.diag)
-        if args.run and (args.scale or args.task or args.seeds or args.set):
-            raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
-                              f"choose what to train and cannot be combined with it")
+        _check_run_args(args)
         out = t.train(args.scale or "smoke", out=args.out or args.default_out, runs=args.run, diag=diag,
                       **_experiment_args(args))
     _show(out)
@@ -149,12 +158,15 @@ def _diagnostic_args(p):
                         "BaselineSettings, LandscapeSettings)")
 
 
-def _add_from(p, default_out):
-    # --scale and --out default to None so that --from can tell what was given
-    p.add_argument("--scale", default=None, choices=["smoke", "mid", "paper"],
-                   help="smoke: minutes on a CPU (default); mid (the diagnostic targets): Hopper at the papers' "
-                        "shape, PPO and TRPO, 100 iterations, under an hour on a CPU; paper: the papers' setting, "
-                        "for accelerators")
+_SCALE_HELP = {"smoke": "minutes on a CPU (default)",
+               "mid": "Hopper at the papers' shape, PPO, PPO-M and TRPO, 100 iterations, under an hour on a CPU",
+               "paper": "the papers' setting, for accelerators"}
+
+
+def _add_from(p, default_out, scales):
+    # --scale and --out default to None so that --from can tell what was given; a target offers its own scales
+    p.add_argument("--scale", default=None, choices=list(scales),
+                   help="; ".join(f"{s}: {_SCALE_HELP.get(s, 'see the target page')}" for s in scales))
     p.add_argument("--out", default=None,
                    help=f"output directory (default {default_out}; with --from: the --from directory)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", default=None,
@@ -166,7 +178,7 @@ def _add_from(p, default_out):
 def _add_target(sub, t) -> None:
     """The sub-command of target ``t`` (:mod:`pg_diag.experiments.targets`)."""
     p = sub.add_parser(t.name, help=t.help)
-    _add_from(p, t.default_out)
+    _add_from(p, t.default_out, sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s)))
     _dry_run_arg(p)
     if t.kind == "optimize":
         p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")

@@ -94,13 +94,14 @@ def _groups(spec: Spec, settings, items, statics) -> list:
     return list(groups.values())
 
 
-def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label: int, settings: dict,
+def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label, settings: dict,
                 memory_bytes: int) -> list:
     """The programs the study ``spec`` would compile (:class:`Shape`, one per group) for ``subjects_per_label``
-    subjects of each label's runs (``statics``: label -> the Static its runs train with) on ``task``, shaped
-    against ``memory_bytes``; nothing is loaded or compiled."""
+    subjects of each label's runs (a count for every label, or label -> count; ``statics``: label -> the Static
+    its runs train with) on ``task``, shaped against ``memory_bytes``; nothing is loaded or compiled."""
     from pg_diag.envs import sizes as task_sizes
 
+    count = subjects_per_label if isinstance(subjects_per_label, dict) else dict.fromkeys(statics, subjects_per_label)
     settings = settings_of(spec, None, settings)
     resolved = spec.resolve(settings, list(statics.values()))
     first = next(iter(statics.values()))
@@ -108,8 +109,8 @@ def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label: int, s
     sizes = (obs, act, memory.num_params(first, obs, act))
     shapes = []
     for group in _groups(spec, settings, list(statics), list(statics.values())):
-        shape = spec.shape(settings, resolved, [s for _, s in group], subjects_per_label * len(group), sizes,
-                           memory_bytes)
+        units = sum(count[label] for label, _ in group)
+        shape = spec.shape(settings, resolved, [s for _, s in group], units, sizes, memory_bytes)
         shapes.append(dataclasses.replace(shape, labels=tuple(label for label, _ in group)))
     return shapes
 

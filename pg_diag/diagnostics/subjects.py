@@ -103,9 +103,9 @@ class Subjects:
         return self.states.envs.obs.shape[-1], self.states.policy["log_std"].shape[-1], params
 
 
-def _label(run: store.RunResult, agent: int) -> str:
-    # a sweep's grid-point label (a study's 'ppo-m'), else the algorithm the agent ran: the name it was registered
-    # under, not the preset's name the configuration started from
+def label_of(run: store.RunResult, agent: int) -> str:
+    """An agent's label: its sweep's grid-point label (a study's 'ppo-m'), else the algorithm it ran — the name
+    it was registered under, not the preset's name the configuration started from."""
     row = run.manifest["agents"][agent]
     return str(row.get("label") or run.config(agent).algorithm)
 
@@ -173,10 +173,10 @@ def plan_subjects(runs, iterations=None, agents=None, labels=None) -> list:
     for run in runs:
         its = check_iterations(run, iterations)
         for agent in check_agents(run, agents):
-            if labels is None or _label(run, agent) in labels:
+            if labels is None or label_of(run, agent) in labels:
                 out.extend((run, agent, it) for it in its)
     if not out:
-        have = sorted({_label(run, a) for run in runs for a in range(run.num_agents)})
+        have = sorted({label_of(run, a) for run in runs for a in range(run.num_agents)})
         raise DiagnosticError(f"no agent with label in {list(labels)!r}; the runs' labels: {have}")
     return out
 
@@ -197,7 +197,7 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
         states.append(state)
         knobs.append(cfg.knobs)
         statics.append(cfg.static)
-        rows.append(dict(run=run.path, label=_label(run, agent), algorithm=cfg.algorithm, agent=agent,
+        rows.append(dict(run=run.path, label=label_of(run, agent), algorithm=cfg.algorithm, agent=agent,
                          seed=int(run.manifest["agents"][agent]["seed"]), iteration=it))
     # sliced and stacked in numpy, then transferred: indexing and stacking device arrays would compile a small
     # program for every leaf's shape, seconds of a study's start

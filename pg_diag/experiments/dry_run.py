@@ -98,6 +98,28 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
     return programs
 
 
+def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, scale: str = "smoke") -> list:
+    """A diagnostic target's programs on saved ``runs`` (``--run``): its measurement of every agent at every
+    checkpoint they keep, task by task, with the settings the measurement would take (the scale's, the
+    task's, then ``diag``); the manifests are read, no checkpoint is loaded and nothing is compiled."""
+    from pg_diag.diagnostics.subjects import DiagnosticError, label_of, plan_subjects
+
+    sc, m = pick(target.scales, scale), target.measurement
+    try:
+        planned = plan_subjects(list(runs))
+    except DiagnosticError as e:
+        raise ConfigError(f"{target.name} --run: {e}") from None
+    by_task: dict = {}
+    for run, agent, _ in planned:
+        static = run.config(agent).static
+        statics, counts = by_task.setdefault(static.task, ({}, {}))
+        label = label_of(run, agent)
+        statics.setdefault(label, static)
+        counts[label] = counts.get(label, 0) + 1
+    return [p for task, (statics, counts) in by_task.items()
+            for p in measurement_shapes(m.spec, task, statics, counts, sc.measuring(m.name, task, diag), memory)]
+
+
 def table(programs: list, step_ms=None):
     """The plan as a DataFrame; ``step_ms(task, width) -> ms or None`` adds each program's estimated seconds
     without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
@@ -113,5 +135,5 @@ def table(programs: list, step_ms=None):
     return pd.DataFrame(rows)
 
 
-__all__ = ["Program", "measurement_plan", "measurement_shapes", "preset_training", "table",
+__all__ = ["Program", "measurement_plan", "measurement_shapes", "preset_training", "runs_plan", "table",
            "training_plan", "training_program"]
