@@ -40,7 +40,7 @@ class AgentState:
     envs: EnvCarry
     iteration: jax.Array   # int32 []: iterations completed
     key: jax.Array
-    diverged: jax.Array    # bool []: parameters or losses became non-finite (sticky)
+    diverged: jax.Array    # bool []: the agent became unusable (sticky; see diverged_now)
 
 
 #: Per-iteration metrics, each a scalar per agent and iteration.
@@ -92,7 +92,7 @@ METRICS = {
                "others)",
     "lr_policy_used": "policy learning rate used this iteration (after annealing)",
     "lr_value_used": "value learning rate used this iteration (after annealing)",
-    "diverged": "the agent's parameters or losses became non-finite (sticky)",
+    "diverged": "the agent became unusable: non-finite parameters, losses, policy σ or KL (sticky)",
 }
 
 
@@ -158,7 +158,7 @@ def make_train(static: Static) -> Trainer:
         if held is not None:
             held_tr = stages.trust_region(state.policy, policy.params, held.obs, held.action, held.log_prob, knobs)
             held_v = stages.value_errors(value.params, held.targets, knobs)
-        diverged = state.diverged | ~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
+        diverged = state.diverged | diverged_now(policy, value, train_tr)
         metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, train_v, held_v,
                            policy, value, lr_pi, lr_v, diverged)
         learned = dict(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
@@ -253,6 +253,16 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
     }
     return {k: jnp.asarray(v, jnp.bool_ if k == "diverged" else jnp.int32 if k == "episodes" else jnp.float32)
             for k, v in metrics.items()}
+
+
+def diverged_now(policy: stages.PolicyStep, value: stages.ValueStep, train_tr: stages.TrustRegion) -> jax.Array:
+    """Whether an agent's update left it unusable: non-finite parameters or losses, a policy whose standard
+    deviation overflows (finite log σ above ~88 gives σ = inf in float32, so its actions are frozen and its
+    KL is NaN although every parameter is finite), or a non-finite KL between the policies before and after
+    the update on the training batch (finite for any two usable Gaussian policies)."""
+    return (~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
+            | ~jnp.isfinite(policy.info.policy_loss) | ~jnp.all(jnp.isfinite(jnp.exp(policy.params["log_std"])))
+            | ~jnp.isfinite(train_tr.mean_kl))
 
 
 def _all_finite(tree) -> jax.Array:

@@ -114,6 +114,88 @@ def test_interrupted_run_resumes_bitwise(uninterrupted, base, tmp_path, monkeypa
     assert again.manifest["status"] == "complete" and len(again.metrics) == len(resumed.metrics)
 
 
+@pytest.fixture(scope="module")
+def stopped_at_4(base, tmp_path_factory):
+    """The run of `uninterrupted` stopped by Ctrl-C after iteration 4: checkpoints 0, 3 (kept) and 4 (latest);
+    each test takes a copy."""
+    out = str(tmp_path_factory.mktemp("stopped") / "run")
+    with pytest.MonkeyPatch.context() as mp:
+        _interrupt_after(mp, 4)
+        with pytest.raises(KeyboardInterrupt):
+            sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 1], out=out, chunk_iterations=2,
+                  save_checkpoint=True, progress=False)
+    assert load_run(out).checkpoints == [0, 3, 4]
+    return out
+
+
+def _copy(run, tmp_path):
+    import shutil
+
+    return shutil.copytree(run, str(tmp_path / "copy"))
+
+
+def _files(out):
+    return {f: open(os.path.join(out, f), "rb").read() for f in (store.MANIFEST, store.METRICS_FILE)}
+
+
+def test_a_run_killed_between_a_checkpoint_and_its_metrics_resumes_from_the_one_before(
+        stopped_at_4, uninterrupted, tmp_path, capsys):
+    """A chunk writes its checkpoint, then the metrics, then the manifest: killed between the first two, the
+    directory holds checkpoint 4 but metrics and manifest of iteration 3. The resume takes checkpoint 3 (the
+    newest the metrics cover), steps 3 → 4 again and ends bitwise as the uninterrupted run."""
+    out = _copy(stopped_at_4, tmp_path)
+    table = pd.read_parquet(os.path.join(out, store.METRICS_FILE))
+    store.write_metrics(out, table[table.iteration < 3])
+    manifest = store.read_manifest(out)
+    store.write_manifest(out, {**manifest, "iterations_done": 3})
+    resumed = resume(out)
+    for k in METRICS:
+        np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), uninterrupted.metrics[k].to_numpy(), err_msg=k)
+    leaves_equal(resumed.final_state, uninterrupted.final_state)
+    assert load_run(out).checkpoints == [0, 3, 6]
+
+
+def test_a_damaged_latest_checkpoint_resumes_from_an_earlier_one(stopped_at_4, uninterrupted, tmp_path, capsys):
+    out = _copy(stopped_at_4, tmp_path)
+    for folder, _, files in os.walk(checkpoints.checkpoint_dir(out, 4)):
+        for f in files:
+            with open(os.path.join(folder, f), "r+b") as handle:
+                handle.truncate(min(10, os.path.getsize(os.path.join(folder, f))))
+    resumed = resume(out)
+    err = capsys.readouterr().err
+    assert f"the checkpoint {checkpoints.checkpoint_dir(out, 4)} cannot be read" in err
+    assert "(resuming from an earlier state)" in err
+    for k in METRICS:
+        np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), uninterrupted.metrics[k].to_numpy(), err_msg=k)
+
+
+def test_a_resume_that_fails_before_it_starts_leaves_the_directory_as_it_was(stopped_at_4, tmp_path, monkeypatch):
+    """A damaged metrics table (the only record of iterations 0-3) is named, and neither it nor the manifest is
+    touched; nor are they when Ctrl-C arrives while the checkpoint is read; the run then resumes."""
+    out = _copy(stopped_at_4, tmp_path)
+    metrics_path = os.path.join(out, store.METRICS_FILE)
+    good = open(metrics_path, "rb").read()
+    with open(metrics_path, "r+b") as f:
+        f.truncate(1000)
+    before = _files(out)
+    with pytest.raises(store.RunDirError, match="metrics.parquet cannot be read .*: the file is damaged"):
+        resume(out)
+    assert _files(out) == before
+    with open(metrics_path, "wb") as f:
+        f.write(good)
+    before = _files(out)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoints, "restore_states", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        resume(out)
+    assert _files(out) == before
+    monkeypatch.undo()
+    assert resume(out).manifest["status"] == "complete"
+
+
 def test_rerun_reproduces_a_run_from_its_manifest(uninterrupted, tmp_path, capsys):
     """`pg-diag rerun` runs the recorded configuration, grid, seeds and checkpoints again: the same numbers."""
     from pg_diag.cli import main

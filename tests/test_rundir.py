@@ -112,6 +112,19 @@ def test_a_second_writer_fails_at_once_and_a_killed_writers_lock_is_taken_over(b
     assert open(os.path.join(out, LOCK)).read() == ""        # a clean end leaves no holder behind
 
 
+def test_a_study_trains_into_its_directory_left_with_only_a_killed_runs_lock(base, tmp_path):
+    """A study's run killed while compiling leaves its directory holding the lock file alone (nothing was
+    written yet): asked again, the study trains there instead of refusing a directory with nothing to lose."""
+    from pg_diag.experiments.training import train_once
+
+    out = str(tmp_path / "hopper-ppo-key")
+    os.makedirs(out)
+    with open(os.path.join(out, LOCK), "w") as f:
+        f.write("process 4194303 on elsewhere since 2026-01-01 00:00:00")   # its process is gone
+    run = train_once(out, base, None, [0], progress=False)
+    assert run.manifest["status"] == "complete" and load_run(out).metrics.iteration.max() == SMALL["num_iterations"] - 1
+
+
 def test_a_lock_is_exclusive_within_one_process_too(tmp_path):
     first = RunLock(str(tmp_path)).acquire()
     with pytest.raises(RunDirError, match=rf"process {os.getpid()} "):

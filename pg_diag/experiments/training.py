@@ -98,8 +98,10 @@ def _train_into(path: str, wanted: dict, base, grid, seeds, labels, progress, la
     """Train ``seeds`` into the new run directory ``path``. A directory already there is never replaced: an
     interrupted run of the same configuration and seeds is resumed, anything else refused."""
     from pg_diag.run import sweep
+    from pg_diag.run.claim import held_run
 
-    if os.path.lexists(path):
+    # a directory holding no run files (a run stopped while compiling leaves only its lock) is trained into
+    if os.path.lexists(path) and (not os.path.isdir(path) or held_run(path)):
         old = _saved_manifest(path)
         same = old is not None and _wanted(old) == _wanted(wanted) and list(old.get("seeds") or ()) == list(seeds)
         if not same or old.get("status") == "complete":

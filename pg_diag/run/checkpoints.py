@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pg_diag.config import Config, stack_knobs
-from pg_diag.run.store import CHECKPOINTS, RunDirError, RunResult, _first_line, load_run, saved_iterations
+from pg_diag.run.store import (CHECKPOINTS, RunDirError, RunResult, _first_line, covered_iterations, load_run,
+                               read_metrics, saved_iterations)
 from pg_diag.trainer import make_train, seed_key
 
 
@@ -81,6 +82,27 @@ def restore_states(path: str, iteration: int, base: Config, num_agents: int):
                           f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") from None
     finally:
         checkpointer.close()
+
+
+def resume_point(path: str, base: Config, num_agents: int):
+    """Where the interrupted run in ``path`` continues: ``(iteration, states, table)`` — the newest checkpoint
+    whose iterations its metrics table covers for every agent, restored, and that table (None, None, None
+    where there is none: the run starts again from its initial state; the same seeds give the same numbers).
+
+    A run writes a chunk's checkpoint, then its metrics, then its manifest, so a process killed between the
+    two leaves a checkpoint ahead of the table: that one is passed over (it is written again when the run
+    gets there). A checkpoint that cannot be read is passed over too, saying so; a damaged metrics table is
+    an error (it holds the only record of the iterations before the checkpoint)."""
+    import sys
+
+    table = read_metrics(path)
+    covered = covered_iterations(table, num_agents)
+    for iteration in reversed([i for i in saved_iterations(path) if i <= covered]):
+        try:
+            return iteration, restore_states(path, iteration, base, num_agents), table
+        except RunDirError as err:
+            sys.stderr.write(f"{err}\n(resuming from an earlier state)\n")
+    return None, None, None
 
 
 def load_checkpoint(run: RunResult | str, iteration: int | None = None):

@@ -240,11 +240,13 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
     status, bar = "interrupted", None
     with CompileCounter() as counter, sigterm_interrupts():
         try:
-            saved = checkpoints.saved_iterations(out) if resume else []
-            if saved:
-                latest = done = saved[-1]
-                state, _ = pad_and_shard(checkpoints.restore_states(out, done, p.base, n), n)
-                history = store.history_from_frame(store.load_run(out).metrics, n, done) if done else {}
+            if resume:
+                with writing():   # a signal waits for the restore (orbax reports one inside it as damage)
+                    at, restored, table = checkpoints.resume_point(out, p.base, n)
+            if resume and at is not None:
+                latest = done = at
+                state, _ = pad_and_shard(restored, n)
+                history = store.history_from_frame(table, n, done) if done else {}
             else:
                 state = get(init_program, batching)(keys, knobs)
             first = done
@@ -285,7 +287,8 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                             store.write_manifest(out, _progress_manifest(manifest, done, out, history))
                         latest = done
             if out is not None and lead and latest is not None and latest not in kept:
-                checkpoints.drop_checkpoint(out, latest)
+                with writing():
+                    checkpoints.drop_checkpoint(out, latest)
             status = "complete"
         finally:
             if bar is not None:
@@ -297,7 +300,9 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                 "compiles": counter.count, "compile_backend_s": counter.seconds,
                 "env_steps": done * static.batch_size * n,
                 "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
-            if out is not None and lead:
+            # a resume that failed before it started (a damaged file, a signal while restoring) leaves the
+            # directory as it found it
+            if out is not None and lead and (first is not None or not resume):
                 with writing(raise_pending=False):
                     store.write_metrics(out, store.metrics_frame(p, history))
                     store.write_manifest(out, manifest)
@@ -311,8 +316,8 @@ def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume
                                  f"{static.num_iterations}{where}\n")
     diverged = manifest["diverged_agents"]
     if diverged and lead:
-        sys.stderr.write(f"warning: {len(diverged)} of {n} agents diverged (non-finite parameters "
-                         f"or losses): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
+        sys.stderr.write(f"warning: {len(diverged)} of {n} agents diverged (non-finite parameters, "
+                         f"losses, policy σ or KL): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
     if jax.process_count() > 1:  # every agent's final state on every process
         state = gather(state)
     sync("run written")  # the others may now read the run directory

@@ -262,19 +262,37 @@ def write_manifest(path: str, manifest: dict) -> None:
     write_json(os.path.join(path, MANIFEST), manifest)
 
 
-def load_run(path: str) -> RunResult:
-    """Load a run directory written by :func:`pg_diag.sweep`."""
+def read_metrics(path: str):
+    """The metrics table of the run directory ``path`` as written (None when there is none); a damaged file
+    is named with what to do."""
     import pandas as pd
 
-    manifest = read_manifest(path)
     metrics_path = os.path.join(path, METRICS_FILE)
-    if os.path.exists(metrics_path):
-        try:
-            metrics = pd.read_parquet(metrics_path)
-        except Exception as err:  # pyarrow's errors have no common base worth naming
-            raise RunDirError(f"{metrics_path} cannot be read ({_first_line(err)}): the file is damaged; "
-                              f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") \
-                from None
+    if not os.path.exists(metrics_path):
+        return None
+    try:
+        return pd.read_parquet(metrics_path)
+    except Exception as err:  # pyarrow's errors have no common base worth naming
+        raise RunDirError(f"{metrics_path} cannot be read ({_first_line(err)}): the file is damaged; "
+                          f"`pg-diag rerun {path} --out NEW` trains the run again to the same numbers") from None
+
+
+def covered_iterations(frame, num_agents: int) -> int:
+    """How many iterations from the first the table ``frame`` holds for every one of ``num_agents`` agents."""
+    if frame is None or not len(frame):
+        return 0
+    counts = frame.iteration.value_counts()
+    done = 0
+    while counts.get(done, 0) == num_agents:
+        done += 1
+    return done
+
+
+def load_run(path: str) -> RunResult:
+    """Load a run directory written by :func:`pg_diag.sweep`."""
+    manifest = read_manifest(path)
+    metrics = read_metrics(path)
+    if metrics is not None:
         metrics = metrics[metrics.iteration < manifest.get("iterations_done", len(metrics))].reset_index(drop=True)
     else:
         metrics = metrics_frame(plan_from_manifest(manifest), {})
