@@ -50,7 +50,8 @@ def test_bad_config_values(call, message, no_compiles):
     ({"value_clipping": ["yes"]}, 1, "knob 'value_clipping' must be True or False, got 'yes'"),
     ({}, 0, "seeds must be a positive count"),
     ({}, [1, 1], "seeds contain duplicates"),
-    ({}, [-1], "seeds must be a positive count or a non-empty list of ints >= 0"),
+    ({}, [-1], "seeds must be a positive count or a non-empty list of ints in 0 … 2^32 − 1, got (-1,)"),
+    ({}, [0, 2 ** 32], "list of ints in 0 … 2^32 − 1"),   # PRNGKey keeps 32 bits: 2^32 would be agent 0 again
 ])
 def test_bad_sweeps(grid, seeds, message, no_compiles):
     base = preset("ppo", "point_mass", **BASE)

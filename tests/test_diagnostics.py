@@ -455,6 +455,12 @@ def test_streams_start_independently_in_the_runs_own_state_distribution(agent):
     (dict(iterations=[7]), r"no checkpoint after iteration\(s\) \[7\].*saved iterations: \[0, 2\]"),
     (dict(agents=[5]), "agents must be indices in 0 … 1"),
     (dict(windows=3), "gradient-study settings are"),
+    (dict(envs=2.5), "envs must be an integer, got 2.5"),
+    (dict(normalize="no"), "normalize must be True or False, got 'no'"),
+    (dict(sizes=100), "sizes must be a list, got 100"),
+    (dict(seed=2 ** 32), "seed must be in 0 … 2\\^32 − 1"),            # PRNGKey keeps 32 bits: 2^32 would be seed 0
+    (dict(name=".."), "study name '..': a name is letters, digits"),   # a directory under RUN/diagnostics only
+    (dict(name="a/b"), "study name 'a/b'"),
 ])
 def test_bad_gradient_study_input_is_refused_before_compiling(runs, kwargs, match):
     with CompileCounter() as cc, pytest.raises(DiagnosticError, match=match):

@@ -82,8 +82,33 @@ def settings_of(spec: Spec, settings, changes: dict):
     except TypeError as e:
         fields = ", ".join(f.name for f in dataclasses.fields(spec.settings))
         raise DiagnosticError(f"{e}; {spec.title} settings are: {fields}") from None
+    check_types(settings)
     settings.check()
     return settings
+
+
+def check_types(settings) -> None:
+    """Every field of a settings dataclass holds a value of its default's kind (an int where the default is an
+    int, a sequence where it is a tuple, ...), and a seed one a PRNG key can take: each error names the
+    field, the value and what is allowed, before anything is loaded or compiled."""
+    import numbers
+
+    from pg_diag.run.plan import SEED_LIMIT
+
+    kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
+             (int, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "an integer"),
+             (float, lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool), "a number"),
+             (str, lambda v: isinstance(v, str), "a string"),
+             (tuple, lambda v: isinstance(v, (tuple, list)), "a list"))
+    for f in dataclasses.fields(settings):
+        default, value = f.default, getattr(settings, f.name)
+        for kind, ok, what in kinds:
+            if isinstance(default, kind):
+                if not ok(value):
+                    raise DiagnosticError(f"{f.name} must be {what}, got {value!r}")
+                break
+        if f.name == "seed" and not 0 <= value < SEED_LIMIT:
+            raise DiagnosticError(f"seed must be in 0 … 2^32 − 1 (a PRNG key takes 32 bits), got {value!r}")
 
 
 def _groups(spec: Spec, settings, items, statics) -> list:
@@ -149,6 +174,7 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
     """Measure ``spec`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
     checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings."""
     settings = settings_of(spec, settings, changes)
+    tables.check_name(name or spec.kind)    # before anything is loaded or compiled
     planned = plan_subjects(runs, iterations, agents, labels)
     frames, resolved, timings, extra = measure(spec, planned, settings, verbose)
     manifest = {"format": FORMAT, "study": name or spec.kind, "kind": spec.kind,

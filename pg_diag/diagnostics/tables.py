@@ -24,8 +24,20 @@ DIAGNOSTICS = "diagnostics"
 KEYS = ["run", "label", "algorithm", "agent", "seed", "iteration"]
 
 
+def check_name(name: str) -> str:
+    """A study's name is one directory under the run's ``diagnostics/``: letters, digits, '_', '-' and '.'
+    (not starting with '.'), so that no name reaches outside it or onto the run's own files."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        from pg_diag.diagnostics.subjects import DiagnosticError
+        raise DiagnosticError(f"study name {name!r}: a name is letters, digits, '_', '-' and '.', not starting with "
+                          f"'.' (it names the directory RUN/{DIAGNOSTICS}/NAME)")
+    return name
+
+
 def study_path(run_path: str, name: str) -> str:
-    return os.path.join(run_path, DIAGNOSTICS, name)
+    return os.path.join(run_path, DIAGNOSTICS, check_name(name))
 
 
 def write_study(tables: dict, manifest: dict, name: str) -> list:

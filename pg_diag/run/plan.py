@@ -59,6 +59,11 @@ def _grid_value(base: Config, name, value):
     return algorithms.get(base.static.algorithm).knobs[name].normalize(name, value, "knob")
 
 
+#: seeds are below 2^32: jax.random.PRNGKey keeps 32 bits of a seed (without 64-bit mode), so larger seeds
+#: would alias smaller ones
+SEED_LIMIT = 2 ** 32
+
+
 def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
          seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Plan:
     """Validate a sweep and list its agents.
@@ -107,9 +112,11 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         seeds = tuple(range(seeds))
     else:
         seeds = tuple(seeds)
-        if not seeds or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
+        if not seeds or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= s < SEED_LIMIT
                                 for s in seeds):
-            raise ConfigError(f"seeds must be a positive count or a non-empty list of ints >= 0, got {seeds!r}")
+            # a PRNG key is made from 32 bits of the seed: 2^32 and 0 would be the same agent
+            raise ConfigError(f"seeds must be a positive count or a non-empty list of ints in 0 … 2^32 − 1, got "
+                              f"{seeds!r}")
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds contain duplicates: {seeds!r}")
         seeds = tuple(int(s) for s in seeds)
