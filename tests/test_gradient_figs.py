@@ -71,6 +71,17 @@ def test_cli_measures_a_run_and_refuses_mixed_options(runs, tmp_path, capsys):
     assert main(["fig-grad-variance", "--run", run, "--out", out, "--diag", "sizes=100,1e3",
                  "--diag", "estimates=2", "--no-progress"]) == 0
     assert "n_at_0.5" in capsys.readouterr().out
+    # a study elsewhere measuring the same run otherwise would change what the first one draws: refused,
+    # naming it (the run records its readers); with the same settings it reads the saved measurement
+    elsewhere = str(tmp_path / "elsewhere" / "g2")
+    assert main(["fig-grad-variance", "--run", run, "--out", elsewhere, "--diag", "sizes=100",
+                 "--diag", "estimates=2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"holds the 'gradients' measurement that {os.path.abspath(out)} reads" in err
+    assert "sizes: [100, 1000] saved, [100] asked" in err and not os.path.exists(elsewhere)
+    assert main(["fig-grad-variance", "--run", run, "--out", elsewhere, "--diag", "sizes=100,1e3",
+                 "--diag", "estimates=2", "--no-progress"]) == 0
+    capsys.readouterr()
     assert main(["fig-grad-variance", "--from", out, "--run", runs[0]]) == 2
     assert "--run and --diag choose what to measure" in capsys.readouterr().err
     assert main(["fig-step-variance", "--from", out]) == 2

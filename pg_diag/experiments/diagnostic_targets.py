@@ -23,6 +23,7 @@ from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments import study_dir
 from pg_diag.experiments.training import presets_of, train_study
 from pg_diag.experiments.scales import pick
+from pg_diag.run import store
 
 #: the shared runs' directory, beside the studies' output directories
 RUNS = "runs"
@@ -95,8 +96,8 @@ def _differences(manifest: dict | None, settings: dict, subjects: set | None) ->
     if manifest is None:
         return ["none saved"]
     have = manifest.get("settings", {})
-    out = [f"{k}: {have.get(k)!r} saved, {v!r} asked" for k, v in settings.items()
-           if json.loads(json.dumps(v)) != have.get(k)]
+    asked = {k: json.loads(json.dumps(v)) for k, v in settings.items()}   # as saved: tuples as lists
+    out = [f"{k}: {have.get(k)!r} saved, {v!r} asked" for k, v in asked.items() if v != have.get(k)]
     if subjects is not None:
         mine = {(int(s["agent"]), int(s["iteration"])) for s in manifest.get("subjects", [])
                 if s.get("run") == manifest.get("run")}
@@ -131,12 +132,38 @@ def saved(run_dirs, name: str, settings: dict, labels=None, iterations=None) -> 
                for run in run_dirs if subjects[run])
 
 
+#: the studies that read a run's measurement, recorded in it (RUN/diagnostics/NAME/readers.json), so that a
+#: study anywhere is found before the measurement it draws is replaced
+READERS = "readers.json"
+
+
+def _recorded_readers(run: str, name: str) -> list:
+    try:
+        with open(os.path.join(diag_tables.study_path(run, name), READERS)) as f:
+            return list(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def _record_reader(run: str, name: str, out: str) -> None:
+    """Record in ``run``'s ``name`` measurement that the study in ``out`` reads it (a run that cannot be
+    written keeps the readers it has: the studies beside ``out`` are still found)."""
+    readers = _recorded_readers(run, name)
+    if os.path.abspath(out) not in readers:
+        try:
+            store.write_json(os.path.join(diag_tables.study_path(run, name), READERS),
+                             sorted(readers + [os.path.abspath(out)]))
+        except store.RunDirError:
+            pass
+
+
 def _readers(out: str, run: str, name: str) -> list:
-    """The studies beside ``out`` (not ``out`` itself) that read the ``name`` measurement of ``run``."""
+    """The studies other than ``out`` that read the ``name`` measurement of ``run``: those it records
+    (:func:`_record_reader`) and those beside ``out``, each still recording that it reads it."""
     parent, run, mine = os.path.dirname(os.path.abspath(out)), os.path.abspath(run), os.path.abspath(out)
+    beside = [os.path.join(parent, e) for e in sorted(os.listdir(parent))] if os.path.isdir(parent) else []
     found = []
-    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else ():
-        d = os.path.join(parent, entry)
+    for d in dict.fromkeys(_recorded_readers(run, name) + beside):
         if d == mine or not os.path.isfile(os.path.join(d, study_dir.STUDY_FILE)):
             continue
         try:
@@ -206,6 +233,8 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
                                       wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
             m.measure(paths, verbose=progress is not False, **{k: v for k, v in chosen.items() if v is not None},
                       **settings)
+        for path in paths:
+            _record_reader(path, m.name, out)
     old = recorded(out, target.study, scale)
     measured = {**old.get("measured", {}), target.name: sorted(names)}
     study_dir.write(out, target.study, scale, sorted({task for v in measured.values() for task in v}),
