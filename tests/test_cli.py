@@ -76,6 +76,28 @@ def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
     assert "static setting ppo_epochs=2 belongs to ppo, ppo-kl; algorithm 'trpo'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args, message", [
+    (["train", "--preset", "ppo", "--task", "point_mass", "--set", "algorithm=trpo"],
+     "preset('ppo', 'point_mass'): algorithm='trpo' cannot be an override"),
+    (["sweep", "--preset", "ppo", "--task", "point_mass", "--grid", "algorithm=ppo,trpo"],
+     "'algorithm' cannot be a grid axis of one compiled sweep"),
+    (["fig-grad-variance", "--dry-run", "--set", "task=lqr"], "task='lqr' cannot be an override"),
+    (["fig-ablation", "--dry-run", "--set", "task=point_mass"], "fig-ablation sets task itself"),
+    (["fig-ablation", "--dry-run", "--set", "value_clipping=true"], "fig-ablation sets value_clipping itself"),
+    (["fig-ablation", "--dry-run", "--set", "lr_policy=1e-3"], "fig-ablation sets lr_policy itself"),
+])
+def test_what_a_preset_or_a_study_sets_itself_is_refused_as_an_override(args, message, capsys):
+    """A preset is its algorithm on its task, and fig-ablation sweeps its toggles and learning rates: --set
+    naming one of them would train something else under the same name (or be silently overridden)."""
+    from pg_diag.run import CompileCounter
+
+    with CompileCounter() as counter:
+        assert main(args) == 2
+    assert counter.count == 0
+    err = capsys.readouterr().err
+    assert err.startswith("pg-diag: error: ") and message in err
+
+
 def test_a_target_offers_only_its_own_scales(capsys):
     """fig-ablation has no mid scale (it trains no shared diagnostics' runs): --scale mid is refused by the
     parser, naming the scales it has; fig-value offers all three."""

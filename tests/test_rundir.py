@@ -125,6 +125,14 @@ def test_a_study_trains_into_its_directory_left_with_only_a_killed_runs_lock(bas
     assert run.manifest["status"] == "complete" and load_run(out).metrics.iteration.max() == SMALL["num_iterations"] - 1
 
 
+def test_a_run_inside_another_runs_directory_is_refused_before_compiling(saved, base, tmp_path):
+    with CompileCounter() as counter:
+        for inside in ("checkpoints", os.path.join("checkpoints", "0"), "elsewhere"):
+            with pytest.raises(RunDirError, match=rf"lies inside the run directory '{saved}'"):
+                sweep(base, seeds=[0], out=os.path.join(saved, inside))
+    assert counter.count == 0 and not os.path.exists(os.path.join(saved, "elsewhere"))
+
+
 def test_a_lock_is_exclusive_within_one_process_too(tmp_path):
     first = RunLock(str(tmp_path)).acquire()
     with pytest.raises(RunDirError, match=rf"process {os.getpid()} "):

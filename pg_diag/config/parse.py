@@ -89,6 +89,9 @@ def parse_grid(items) -> dict:
             raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
         name, text = item.split("=", 1)
         name = name.strip()
+        if name in ("algorithm", "task"):
+            raise ConfigError(f"{name!r} cannot be a grid axis of one compiled sweep: each {name} is a sweep of its "
+                              f"own (--preset / --task)")
         if name in STATIC_FIELDS or _is_static(name):
             raise ConfigError(f"{name!r} is a static setting and cannot be a grid axis of one compiled sweep; "
                               f"use --set {name}=... instead")

@@ -162,8 +162,13 @@ def preset_names() -> list[str]:
     return sorted({a for a, _ in PRESETS})
 
 
-def preset(algorithm: str, task: str, **overrides) -> Config:
+def preset(algorithm: str, task: str, /, **overrides) -> Config:
     """The papers' configuration of ``algorithm`` on ``task``, with overrides."""
+    chosen = sorted(set(overrides) & {"algorithm", "task"})
+    if chosen:  # a preset is its algorithm on its task: another one is another preset
+        raise ConfigError(f"preset({algorithm!r}, {task!r}): {', '.join(f'{k}={overrides[k]!r}' for k in chosen)} "
+                          f"cannot be an override; choose the preset's algorithm and task themselves (--preset / "
+                          f"--algorithm and --task on the command line)")
     key = (str(algorithm).lower(), str(task).lower())
     if key not in PRESETS:
         check_static("task", task)  # an unknown task is named as such
@@ -176,12 +181,12 @@ def preset(algorithm: str, task: str, **overrides) -> Config:
     return Config(name=f"{key[0]}/{key[1]}").replace(task=key[1], **{**values, **overrides})
 
 
-def study_preset(algorithm: str, task: str, **overrides) -> Config:
+def study_preset(algorithm: str, task: str, /, **overrides) -> Config:
     """:func:`preset` for one of several presets that a study trains with one set of ``overrides``: a knob
     that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the presets of those
     algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's runs as they
     are. :func:`preset` itself refuses such a knob for another algorithm."""
     values, _ = PRESETS.get((str(algorithm).lower(), str(task).lower()), ({}, ""))
-    algo = overrides.get("algorithm", values.get("algorithm"))
+    algo = values.get("algorithm")
     kept = {k: v for k, v in overrides.items() if not registry.owners(k) or algo in registry.owners(k)}
     return preset(algorithm, task, **kept)

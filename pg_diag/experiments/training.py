@@ -27,7 +27,7 @@ def presets_of(chosen, default) -> tuple:
     return names
 
 
-def preset_groups(task: str, presets=ALGORITHM_PRESETS, **overrides) -> list:
+def preset_groups(task: str, presets=ALGORITHM_PRESETS, /, **overrides) -> list:
     """Group the presets by static settings: each group is one compiled sweep.
 
     Returns ``[(base_config, [(preset, knob_overrides), ...]), ...]``;

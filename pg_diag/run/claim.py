@@ -110,8 +110,10 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     """Create ``path`` if needed, take its lock and make sure training may write there.
 
     A directory that holds a run is refused unless ``resume`` (the caller continues that run) or
-    ``overwrite`` (its run files are removed here, under the lock). Raises :class:`RunDirError` with one
-    line naming the directory and the choices. Returns the held :class:`RunLock`."""
+    ``overwrite`` (its run files are removed here, under the lock), and so is one inside another run's
+    directory (its checkpoints, its diagnostics). Raises :class:`RunDirError` with one line naming the
+    directory and the choices. Returns the held :class:`RunLock`."""
+    _refuse_inside_a_run(path)
     _make_dir(path)
     lock = RunLock(path).acquire()
     try:
@@ -132,6 +134,18 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
         lock.release()
         raise
     return lock
+
+
+def _refuse_inside_a_run(path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isfile(os.path.join(parent, MANIFEST)):
+            raise RunDirError(f"cannot write a run into {path!r}: it lies inside the run directory {parent!r}, "
+                              f"whose files it would mix with; give --out a directory outside it")
+        up = os.path.dirname(parent)
+        if up == parent:
+            return
+        parent = up
 
 
 def _status(path: str) -> str:

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from pg_diag.config import CPU_SCALE, Config
+from pg_diag.config import CPU_SCALE, Config, ConfigError
 from pg_diag.experiments import dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.scales import Scale, pick
@@ -140,6 +140,16 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
 STUDY = "fig-ablation"
 
 
+def _configured(task: str, sc: Scale, overrides: dict) -> Config:
+    """The scale's base configuration on ``task`` with the user's ``overrides`` (``--set``), refusing those the
+    study sets itself: its algorithm and task, and the axes of its grid (which would silently win)."""
+    own = sorted(set(overrides) & ({"algorithm", "task", *TOGGLES} | set(grid(sc))))
+    if own:
+        raise ConfigError(f"fig-ablation sets {', '.join(own)} itself (PPO, its --task, its 2^4 toggles × "
+                          f"learning-rate grid); --set {own[0]}=... cannot change it")
+    return base_config(task, sc).replace(**overrides)
+
+
 def run(target, scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
     """Train the ablation (one compiled sweep per task), record the study and :func:`draw` it.
@@ -149,7 +159,7 @@ def run(target, scale: str = "smoke", out: str = "results/fig-ablation", tasks: 
     """
     sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
-    configs = {task: base_config(task, sc).replace(**static_overrides) for task in tasks}  # validate all first
+    configs = {task: _configured(task, sc, static_overrides) for task in tasks}  # validate all first
     # a task's run already saved with this configuration is read back, an interrupted one resumed
     runs = {task: train_once(os.path.join(out, task), configs[task], grid(sc), seeds or sc.seeds, progress,
                              label=f"{target.name} {task}") for task in tasks}
@@ -197,7 +207,7 @@ def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 <
     sc = pick(target.scales, scale)
     n = seeds or sc.seeds
     agents = 2 ** len(TOGGLES) * len(sc.settings["grid"]["lr_policy"]) * n
-    bases = {t: base_config(t, sc).replace(**overrides) for t in tuple(tasks or sc.tasks_of())}
+    bases = {t: _configured(t, sc, overrides) for t in tuple(tasks or sc.tasks_of())}
     return [dry_run.training_program(t, "ppo (2^4 toggles × LR)", base.static, agents, memory,
                                      spec=(base, grid(sc), n)) for t, base in bases.items()]
 
