@@ -61,7 +61,15 @@ def test_train_and_sweep_write_run_directories(tmp_path, capsys):
     assert main(["show", str(many)]) == 0
     out = capsys.readouterr().out
     assert "agents: 8" in out and "final_return" in out
-    json.loads((many / "manifest.json").read_text())
+    manifest = (many / "manifest.json").read_text()
+    json.loads(manifest)
+    # a figure goes to an image file, never over the run's own files; a file where a directory goes is one line
+    assert main(["plot", str(many), "--metric", "mean_return", "--out", str(many / "manifest.json")]) == 2
+    assert "give a figure file ending in one of" in capsys.readouterr().err
+    assert (many / "manifest.json").read_text() == manifest
+    (tmp_path / "afile").write_text("")
+    assert main(["plot", str(many), "--metric", "mean_return", "--out", str(tmp_path / "afile" / "x.png")]) == 2
+    assert capsys.readouterr().err.startswith("pg-diag: error: [Errno")
 
 
 def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
@@ -96,6 +104,35 @@ def test_what_a_preset_or_a_study_sets_itself_is_refused_as_an_override(args, me
     assert counter.count == 0
     err = capsys.readouterr().err
     assert err.startswith("pg-diag: error: ") and message in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fig-grad-variance", "--task", "lqr", "--seeds", "0", "--dry-run"],
+     "fig-grad-variance: seeds must be a positive integer (or omitted for the scale's), got 0"),
+    (["fig-ablation", "--seeds", "-1", "--dry-run"], "fig-ablation: seeds must be a positive integer"),
+    (["fig-theorem", "--task", "lqr", "--steps", "-5"], "fig-theorem: steps must be a positive integer"),
+    (["fig-theorem", "--task", "lqr", "--steps", "0", "--dry-run"], "fig-theorem: steps must be a positive integer"),
+    (["fig-grad-variance", "--run", "nothere"], "--run 'nothere': 'nothere' is not a pg_diag run directory"),
+])
+def test_counts_and_paths_are_checked_before_anything_runs(args, message, capsys):
+    """0 is not "the scale's default" (omitting the option is), a negative count is no plan, a missing run
+    directory is named."""
+    from pg_diag.run import CompileCounter
+
+    with CompileCounter() as counter:
+        assert main(args) == 2
+    assert counter.count == 0
+    assert message in capsys.readouterr().err
+
+
+def test_a_diagnostic_studys_directory_is_named_as_no_run(tmp_path, capsys):
+    """A diagnostic study's directory is not a run."""
+    study = tmp_path / "run" / "diagnostics" / "gradients"
+    study.mkdir(parents=True)
+    (study / "manifest.json").write_text(json.dumps({"kind": "gradients", "study": "gradients"}))
+    assert main(["show", str(study)]) == 2
+    assert "is not a training run directory: its manifest.json is a 'gradients' diagnostic study's" in \
+        capsys.readouterr().err
 
 
 def test_a_target_offers_only_its_own_scales(capsys):

@@ -119,6 +119,9 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"pg-diag: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:   # a path that cannot be read or written (a file where a directory goes, ...)
+        print(f"pg-diag: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # the run directory is consistent and says how to resume
         return 130
     return 0

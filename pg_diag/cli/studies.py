@@ -71,7 +71,7 @@ def _from_args(args):
 
 def _check_run_args(args) -> None:
     """--run measures saved runs: the options that choose what to train are refused beside it."""
-    if getattr(args, "run", None) and (args.scale or args.task or args.seeds or args.set):
+    if getattr(args, "run", None) and any(v is not None for v in (args.scale, args.task, args.seeds, args.set)):
         raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
                           f"choose what to train and cannot be combined with it")
 
@@ -89,6 +89,8 @@ def cmd_dry_run(args, kind):
     _check_run_args(args)
     extra = _experiment_args(args)
     extra.pop("progress", None)
+    if getattr(args, "steps", None) is not None:   # fig-theorem's optimizer steps
+        extra["steps"] = args.steps
     diag = parse_settings(kind, args.diag) if kind is not None else None
     from pg_diag.diagnostics.memory import available_memory, memory_source
     from pg_diag.experiments import costs

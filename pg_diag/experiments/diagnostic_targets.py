@@ -46,11 +46,13 @@ def given_runs(runs, out: str) -> dict:
     """Run directories given by the user, grouped by the task they trained on (figures and tables name it) and
     recorded relative to ``out`` (the study's directory)."""
     from pg_diag.config import Config
-    from pg_diag.run import store
 
     by_task = {}
     for r in runs:
-        task = Config.from_dict(store.read_manifest(r)["base_config"]).static.task
+        try:
+            task = Config.from_dict(store.load_run(r).manifest["base_config"]).static.task
+        except FileNotFoundError as err:
+            raise ConfigError(f"--run {r!r}: {err}") from None
         by_task.setdefault(task, []).append(os.path.relpath(os.path.abspath(r), os.path.abspath(out)))
     return by_task
 

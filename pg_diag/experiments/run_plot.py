@@ -46,6 +46,16 @@ def curves(run, metric: str, resamples: int = 1000):
     return pd.DataFrame(rows, columns=["point", "iteration", "mean", "low", "high", "seeds"])
 
 
+def check_figure_path(out: str) -> None:
+    """``out`` names a figure file matplotlib can write (by its ending) that is not a directory."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    endings = sorted(FigureCanvasBase.get_supported_filetypes())
+    if os.path.isdir(out) or os.path.splitext(out)[1].lower().lstrip(".") not in endings:
+        raise ConfigError(f"--out {out!r}: give a figure file ending in one of "
+                          f"{', '.join('.' + e for e in endings)}")
+
+
 def plot(run_dir: str, metric: str, out: str | None = None, resamples: int = 1000) -> str:
     """Draw ``metric`` of the run in ``run_dir`` to ``out`` (default RUN_DIR/plots/METRIC.png)."""
     try:
@@ -54,6 +64,8 @@ def plot(run_dir: str, metric: str, out: str | None = None, resamples: int = 100
         raise ConfigError(str(e)) from None
     if metric not in METRICS:
         raise ConfigError(f"unknown metric {metric!r}; recorded metrics are: {', '.join(METRICS)}")
+    if out is not None:
+        check_figure_path(out)
     cur = curves(run, metric, resamples)
     if cur.empty:
         raise ConfigError(f"{metric!r} was not measured in {run_dir!r} (NaN at every iteration); held-out "

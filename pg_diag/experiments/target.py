@@ -89,7 +89,16 @@ class Target:
 
     def train(self, scale: str = "smoke", **kwargs) -> dict:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
+        self._check_counts(kwargs)
         return self.run(self, scale, **kwargs)
+
+    def _check_counts(self, kwargs: dict) -> None:
+        """``seeds`` and ``steps``, where given, are positive integers (None takes the scale's)."""
+        for name in ("seeds", "steps"):
+            value = kwargs.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{self.name}: {name} must be a positive integer (or omitted for the scale's), "
+                                  f"got {value!r}")
 
     def redraw(self, from_dir: str, **kwargs) -> dict:
         """Draw from the study saved in ``from_dir`` without training or measuring."""
@@ -100,6 +109,7 @@ class Target:
         available (default: what the studies check against on this host)."""
         if diag and self.measurement is None:
             raise ConfigError(f"{self.name} only trains: it has no measurement settings, got {sorted(diag)}")
+        self._check_counts(kwargs)
         have = int(memory) if memory is not None else available_memory()
         return self.plan(self, scale, memory=have, **({"diag": diag} if diag else {}), **kwargs)
 

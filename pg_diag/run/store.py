@@ -291,6 +291,10 @@ def covered_iterations(frame, num_agents: int) -> int:
 def load_run(path: str) -> RunResult:
     """Load a run directory written by :func:`pg_diag.sweep`."""
     manifest = read_manifest(path)
+    if not {"base_config", "grid_points", "agents"} <= set(manifest):
+        what = f"a {manifest['kind']!r} diagnostic study's" if "kind" in manifest else "not a training run's"
+        raise RunDirError(f"{path!r} is not a training run directory: its {MANIFEST} is {what}; give a directory "
+                          f"that a sweep or train wrote")
     metrics = read_metrics(path)
     if metrics is not None:
         metrics = metrics[metrics.iteration < manifest.get("iterations_done", len(metrics))].reset_index(drop=True)
