@@ -89,6 +89,8 @@ def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
      "preset('ppo', 'point_mass'): algorithm='trpo' cannot be an override"),
     (["sweep", "--preset", "ppo", "--task", "point_mass", "--grid", "algorithm=ppo,trpo"],
      "'algorithm' cannot be a grid axis of one compiled sweep"),
+    (["sweep", "--preset", "ppo", "--task", "point_mass", "--grid", "lr_policy=1e-4", "--grid", "lr_policy=3e-4"],
+     "--grid lr_policy is given twice; give all of its values in one: --grid lr_policy=v1,v2,..."),
     (["fig-grad-variance", "--dry-run", "--set", "task=lqr"], "task='lqr' cannot be an override"),
     (["fig-ablation", "--dry-run", "--set", "task=point_mass"], "fig-ablation sets task itself"),
     (["fig-ablation", "--dry-run", "--set", "value_clipping=true"], "fig-ablation sets value_clipping itself"),
@@ -113,6 +115,7 @@ def test_what_a_preset_or_a_study_sets_itself_is_refused_as_an_override(args, me
     (["fig-theorem", "--task", "lqr", "--steps", "-5"], "fig-theorem: steps must be a positive integer"),
     (["fig-theorem", "--task", "lqr", "--steps", "0", "--dry-run"], "fig-theorem: steps must be a positive integer"),
     (["fig-grad-variance", "--run", "nothere"], "--run 'nothere': 'nothere' is not a pg_diag run directory"),
+    (["presets", "--task", "hoper"], "presets --task 'hoper': no preset has it; presets exist for: "),
 ])
 def test_counts_and_paths_are_checked_before_anything_runs(args, message, capsys):
     """0 is not "the scale's default" (omitting the option is), a negative count is no plan, a missing run

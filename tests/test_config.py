@@ -52,6 +52,8 @@ def test_bad_config_values(call, message, no_compiles):
     ({}, [1, 1], "seeds contain duplicates"),
     ({}, [-1], "seeds must be a positive count or a non-empty list of ints in 0 … 2^32 − 1, got (-1,)"),
     ({}, [0, 2 ** 32], "list of ints in 0 … 2^32 − 1"),   # PRNGKey keeps 32 bits: 2^32 would be agent 0 again
+    ({"lr_policy": [1e-4, 1e-4]}, 1, "grid axis 'lr_policy' repeats 0.0001; give each value once"),
+    (42, 1, "grid must be a mapping knob -> values or a list of points"),
 ])
 def test_bad_sweeps(grid, seeds, message, no_compiles):
     base = preset("ppo", "point_mass", **BASE)

@@ -70,7 +70,7 @@ def test_checkpoints_are_kept_at_the_scheduled_iterations(uninterrupted, base):
 
 
 def test_checkpoint_every(base, tmp_path):
-    run = sweep(base.replace(checkpoint_every=4), GRID, seeds=[0, 1], out=str(tmp_path), chunk_iterations=2)
+    run = sweep(base.replace(checkpoint_every=4), GRID, seeds=[0, 1], out=str(tmp_path / "a"), chunk_iterations=2)
     assert run.checkpoints == [4]
     run = sweep(base.replace(checkpoint_every=2, checkpoint_at=(1,)), GRID, seeds=[0, 1], out=str(tmp_path / "b"),
                 chunk_iterations=2)
@@ -214,6 +214,10 @@ def test_rerun_reproduces_a_run_from_its_manifest(uninterrupted, tmp_path, capsy
 def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):
     with pytest.raises(ConfigError, match="not a pg_diag run directory"):
         resume(str(tmp_path))
+    # a resumed run continues as recorded: settings of how to run it cannot be changed on the way
+    with pytest.raises(ConfigError, match=r"continues the run as recorded in it; chunk_iterations=7, "
+                                          r"batching='map' cannot be changed"):
+        sweep(resume=uninterrupted.path, chunk_iterations=7, batching="map")
     with pytest.raises(ConfigError, match="another seeds"):
         sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 5], resume=uninterrupted.path)
 
@@ -361,3 +365,19 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
     straight = sweep(cfg, seeds=[0], chunk_iterations=2)
     for k in ("mean_return", "value_loss", "max_kl", "policy_loss"):
         np.testing.assert_array_equal(resumed.metrics[k].to_numpy(), straight.metrics[k].to_numpy(), err_msg=k)
+
+
+def test_a_signal_swallowed_where_it_landed_is_raised_at_the_next_wait():
+    """Python drops an exception raised inside a callback (JAX's garbage-collection hook: "Exception ignored
+    in ..."): a SIGTERM landing there is raised again when the run next waits on its chunk, not lost."""
+    from pg_diag.run.interrupts import Interrupted, sigterm_interrupts, wait
+
+    with sigterm_interrupts():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)                 # the handler runs here and raises
+        except Interrupted:
+            pass                            # ... and, as in such a callback, the exception goes nowhere
+        with pytest.raises(Interrupted):
+            wait(jnp.zeros(3))
+        wait(jnp.zeros(3))                  # raised once

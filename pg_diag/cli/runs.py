@@ -122,6 +122,10 @@ def cmd_knobs(args):
 
 
 def cmd_presets(args):
+    for what, wanted, have in (("algorithm", args.algorithm, sorted({a for a, _ in PRESETS})),
+                               ("task", args.task, sorted({t for _, t in PRESETS}))):
+        if wanted and wanted not in have:
+            raise ConfigError(f"presets --{what} {wanted!r}: no preset has it; presets exist for: {', '.join(have)}")
     for (algo, task), (values, desc) in sorted(PRESETS.items()):
         if args.algorithm and algo != args.algorithm or args.task and task != args.task:
             continue

@@ -70,14 +70,15 @@ def _is_static(name: str) -> bool:
 
 
 def parse_assignments(items, what: str) -> dict:
-    """``["name=value", ...]`` (``--set``) -> {name: parsed value}."""
+    """``["name=value", ...]`` (``--set``) -> {name: parsed value}; a name given again takes its later value (a
+    command's options can be appended to)."""
     out = {}
     for item in items or []:
         if "=" not in item:
             raise ConfigError(f"{what} expects name=value, got {item!r}")
         name, text = item.split("=", 1)
         name = name.strip()
-        out[name] = parse_value(name, text.strip())
+        out[name] = parse_value(name, text.strip())   # the last of a name given twice wins, as a later flag
     return out
 
 
@@ -89,6 +90,8 @@ def parse_grid(items) -> dict:
             raise ConfigError(f"--grid expects knob=v1,v2,..., got {item!r}")
         name, text = item.split("=", 1)
         name = name.strip()
+        if name in grid:
+            raise ConfigError(f"--grid {name} is given twice; give all of its values in one: --grid {name}=v1,v2,...")
         if name in ("algorithm", "task"):
             raise ConfigError(f"{name!r} cannot be a grid axis of one compiled sweep: each {name} is a sweep of its "
                               f"own (--preset / --task)")

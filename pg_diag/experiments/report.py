@@ -61,8 +61,11 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
     out = {}
     for name, dirs in found.items():
         if len(dirs) > 1:
+            scales = {s for _, s in dirs}
+            how = ("choose one with --scale" if len(scales) == len(dirs) else
+                   "give --from a directory that holds one of them")
             raise ConfigError(f"report --from {root!r}: {len(dirs)} {name!r} studies ("
-                              f"{', '.join(f'{d} ({s})' for d, s in dirs)}); choose one with --scale")
+                              f"{', '.join(f'{d} ({s})' for d, s in dirs)}); {how}")
         out[name] = dirs[0][0]
     return out
 

@@ -34,18 +34,14 @@ import time
 from typing import Mapping, Sequence
 
 import jax
-import numpy as np
 
-from pg_diag.config import Config, ConfigError, stack_knobs
-from pg_diag.run import checkpoints, programs, split, store, timings
+from pg_diag.config import Config, ConfigError
+from pg_diag.run import split, store
 from pg_diag.run.claim import claim
-from pg_diag.run.distributed import sync
-from pg_diag.run.interrupts import sigterm_interrupts, wait, writing
+from pg_diag.run.loop import run_loop
 from pg_diag.run.plan import Plan, plan
-from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, default_chunk, estimate
-from pg_diag.run.programs import init_program
-from pg_diag.run.shard import gather, pad_and_shard, replicated
-from pg_diag.trainer import METRICS, seed_key
+from pg_diag.run.progress import default_chunk
+from pg_diag.trainer import METRICS
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
 #: and the only sensible one on accelerators); "map" loops over them inside the
@@ -85,6 +81,13 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     at some cost in speed.
     """
     if resume is not None:
+        given = [f"{k}={v!r}" for k, v, default in (("out", out, None), ("chunk_iterations", chunk_iterations, None),
+                                                    ("save_checkpoint", save_checkpoint, False), ("label", label, None),
+                                                    ("batching", batching, "vmap"), ("overwrite", overwrite, False))
+                 if v != default]
+        if given:   # a resumed run continues as it was recorded
+            raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(given)} cannot "
+                              f"be changed (rerun it into a new directory with other settings)")
         return _resume(resume, base, grid, seeds, labels, progress)
     p = plan(base, grid, seeds, labels)
     static = base.static
@@ -185,18 +188,32 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
                 raise ConfigError(f"cannot resume {run_dir!r} with another {what}: the run has {theirs!r}, "
                                   f"got {mine!r}; omit it to use the run's own")
     if manifest["status"] == "complete":
-        sys.stderr.write(f"{run_dir}: the run is already complete ({manifest['iterations_done']} iterations)\n")
-        return store.load_run(run_dir)
-    # where and how each continuation ran (the "device" entry stays the first run's)
-    manifest.setdefault("resumed", []).append({
-        "after_iteration": manifest["iterations_done"], "device": store.device_info(), "command": " ".join(sys.argv),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": store.versions()})
-    return _execute(p, manifest, run_dir, progress, resume=True)
+        return _complete(run_dir, manifest)
+
+    def current():
+        """The manifest read again once the directory's lock is held (another process may have resumed the run
+        since), with this continuation added; None when it is complete."""
+        manifest = _training_manifest(run_dir, "resume")
+        if manifest["status"] == "complete":
+            return None
+        # where and how each continuation ran (the "device" entry stays the first run's)
+        manifest.setdefault("resumed", []).append({
+            "after_iteration": manifest["iterations_done"], "device": store.device_info(),
+            "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "versions": store.versions()})
+        return manifest
+
+    return _execute(p, current, run_dir, progress, resume=True)
 
 
-# --- the run loop ---------------------------------------------------------------------
+def _complete(run_dir: str, manifest: dict) -> store.RunResult:
+    sys.stderr.write(f"{run_dir}: the run is already complete ({manifest['iterations_done']} iterations)\n")
+    return store.load_run(run_dir)
 
-def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool = False,
+
+# --- taking the directory, then the loop ----------------------------------------------------------
+
+def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: bool = False,
              overwrite: bool = False):
     lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
     # the directory is taken (created, locked, checked to hold no other run) before anything compiles
@@ -204,129 +221,11 @@ def _execute(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
     try:
         if lock is not None and lock.taken_over:
             sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
-        return _run(p, manifest, out, progress, resume, lead)
+        if callable(manifest):   # a resume reads its manifest under the lock
+            manifest = manifest()
+            if manifest is None:
+                return _complete(out, store.read_manifest(out))
+        return run_loop(p, manifest, out, progress, resume, lead)
     finally:
         if lock is not None:
             lock.release()
-
-
-def _run(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool):
-    static, n = p.base.static, p.num_agents
-    program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
-    chunk_program = split.chunk if split.resolve(static)[0] == "split" else programs.chunk_program
-    kept = set(static.checkpoint_iterations()) | ({static.num_iterations} if manifest["save_checkpoint"] else set())
-    if progress is None:
-        progress = attached()
-    progress = progress and lead
-    knobs = stack_knobs([cfg.knobs for cfg in p.configs for _ in p.seeds])
-    keys = np.stack([np.asarray(seed_key(s)) for _, _, s in p.agents()])
-    (keys, knobs), n_padded = pad_and_shard((keys, knobs), n)
-    resume_cmd = f"pg-diag resume {out}" if out else None
-    manifest.update(resume_command=resume_cmd,
-                    checkpoints={"kept": sorted(kept), "saved": checkpoints.saved_iterations(out) if out else []})
-
-    sync("run start")  # every process has read what process 0 is about to replace
-    t_start = time.perf_counter()
-    compile_s = 0.0
-
-    def get(fn, *args):
-        nonlocal compile_s
-        t = time.perf_counter()
-        prog = fn(program, n_padded, *args)
-        compile_s += time.perf_counter() - t
-        return prog
-
-    done, history, state, latest, first = 0, {}, None, None, None
-    status, bar = "interrupted", None
-    with CompileCounter() as counter, sigterm_interrupts():
-        try:
-            if resume:
-                with writing():   # a signal waits for the restore (orbax reports one inside it as damage)
-                    at, restored, table = checkpoints.resume_point(out, p.base, n)
-            if resume and at is not None:
-                latest = done = at
-                state, _ = pad_and_shard(restored, n)
-                history = store.history_from_frame(table, n, done) if done else {}
-            else:
-                state = get(init_program, batching)(keys, knobs)
-            first = done
-            lengths = chunk_lengths(done, static.num_iterations, chunk, kept)
-            # one program for every chunk, sized by the run alone (a resumed run uses the same one)
-            longest = min(chunk, static.num_iterations)
-            if lengths:
-                get(chunk_program, longest, batching)  # compiled before the clock starts
-            manifest["status"] = "running"
-            bar = Progress(static.num_iterations, manifest["label"], progress)
-            if out is not None and done == 0 and 0 in kept:
-                with writing():
-                    checkpoints.save_states(out, 0, state, n)
-            first_chunk = True
-            for length in lengths:
-                t_chunk = time.perf_counter()
-                state, metrics = get(chunk_program, longest, batching)(state, knobs, replicated(np.int32(length)))
-                wait((state, metrics))
-                chunk_metrics = {k: np.asarray(v)[:length].T[:n] for k, v in gather(metrics).items()}
-                history = {k: np.concatenate([history[k], v], axis=1) if history else v
-                           for k, v in chunk_metrics.items()}
-                done += length
-                ret = chunk_metrics["mean_return"][:, -1]
-                if first_chunk and lead:  # a long run says how long it will take (compiled before t_chunk)
-                    line = estimate(manifest["label"], length, time.perf_counter() - t_chunk,
-                                    static.num_iterations - done)
-                    if line:
-                        sys.stderr.write(("\n" if progress else "") + line + "\n")
-                first_chunk = False
-                bar.update(done, f" return {np.nanmean(ret) if np.isfinite(ret).any() else float('nan'):9.2f}")
-                if out is not None:
-                    with writing():
-                        checkpoints.save_states(out, done, state, n)  # every process takes part (orbax)
-                        if lead:
-                            store.write_metrics(out, store.metrics_frame(p, history))
-                            if latest is not None and latest not in kept:
-                                checkpoints.drop_checkpoint(out, latest)
-                            store.write_manifest(out, _progress_manifest(manifest, done, out, history))
-                        latest = done
-            if out is not None and lead and latest is not None and latest not in kept:
-                with writing():
-                    checkpoints.drop_checkpoint(out, latest)
-            status = "complete"
-        finally:
-            if bar is not None:
-                bar.close()
-            t_end = time.perf_counter()
-            manifest.update(_progress_manifest(manifest, done, out, history))
-            manifest.update(status=status, timings={
-                "compile_s": compile_s, "run_s": t_end - t_start - compile_s, "total_s": t_end - t_start,
-                "compiles": counter.count, "compile_backend_s": counter.seconds,
-                "env_steps": done * static.batch_size * n,
-                "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
-            # a resume that failed before it started (a damaged file, a signal while restoring) leaves the
-            # directory as it found it
-            if out is not None and lead and (first is not None or not resume):
-                with writing(raise_pending=False):
-                    store.write_metrics(out, store.metrics_frame(p, history))
-                    store.write_manifest(out, manifest)
-            ran = done - first if first is not None else 0
-            if lead and ran > 0 and manifest["timings"]["run_s"] > 0:  # this host's cost, for later plans
-                timings.record(static, n * static.num_envs,
-                               manifest["timings"]["run_s"] * 1e3 / (ran * static.steps_per_env))
-            if status != "complete" and lead:
-                where = f"; resume with: {resume_cmd}" if resume_cmd else ""
-                sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
-                                 f"{static.num_iterations}{where}\n")
-    diverged = manifest["diverged_agents"]
-    if diverged and lead:
-        sys.stderr.write(f"warning: {len(diverged)} of {n} agents diverged (non-finite parameters, "
-                         f"losses, policy σ or KL): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
-    if jax.process_count() > 1:  # every agent's final state on every process
-        state = gather(state)
-    sync("run written")  # the others may now read the run directory
-    final = jax.tree.map(lambda x: x[:n], state) if n_padded != n else state
-    return store.RunResult(manifest=manifest, metrics=store.metrics_frame(p, history), path=out, final_state=final)
-
-
-def _progress_manifest(manifest: dict, done: int, out, history: dict) -> dict:
-    flag = history.get("diverged")
-    diverged = [int(a) for a in np.nonzero(flag.any(axis=1))[0]] if flag is not None else []
-    return {**manifest, "iterations_done": done, "diverged_agents": diverged,
-            "checkpoints": {**manifest["checkpoints"], "saved": checkpoints.saved_iterations(out) if out else []}}

@@ -17,12 +17,24 @@ class Interrupted(KeyboardInterrupt):
 
 def wait(tree) -> None:
     """Block until ``tree`` is computed, polling so that Ctrl-C and SIGTERM are
-    handled at once rather than when a long compiled chunk returns."""
+    handled at once rather than when a long compiled chunk returns (and a signal whose exception was
+    swallowed where it landed is raised here)."""
     delay = 1e-4
     for x in jax.tree.leaves(tree):
         while isinstance(x, jax.Array) and not x.is_ready():
+            _raise_unhandled()
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
+    _raise_unhandled()
+
+
+def _raise_unhandled() -> None:
+    """Raise a signal received during the run that nothing raised yet: Python drops an exception raised in a
+    callback such as JAX's garbage-collection hook ("Exception ignored in ..."), so a Ctrl-C landing there
+    would otherwise be lost and the run go on."""
+    if _Signals.received is not None and not _Signals.writing:
+        signum, _Signals.received = _Signals.received, None
+        _raise_for(signum)
 
 
 class _Signals:
@@ -32,6 +44,7 @@ class _Signals:
 
     writing = False
     pending: int | None = None
+    received: int | None = None   # the run's signal, until the run has ended (it may have been swallowed)
 
 
 def _raise_for(signum: int):
@@ -52,6 +65,7 @@ def sigterm_interrupts():
         if _Signals.writing:
             _Signals.pending = signum
             return
+        _Signals.received = signum
         _raise_for(signum)
 
     # a process started with a signal ignored (SIGINT in a background job) keeps ignoring it
@@ -62,7 +76,7 @@ def sigterm_interrupts():
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-        _Signals.pending = None
+        _Signals.pending = _Signals.received = None
 
 
 @contextlib.contextmanager

@@ -77,6 +77,9 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         raise ConfigError(f"base must be a pg_diag Config, got {type(base).__name__}")
     if grid is None:
         grid = {}
+    if not isinstance(grid, (Mapping, Sequence)) or isinstance(grid, (str, bytes)):
+        raise ConfigError(f"grid must be a mapping knob -> values or a list of points (mappings knob -> value), "
+                          f"got {grid!r}")
     if isinstance(grid, Mapping):
         axes = []
         for name, values in grid.items():
@@ -85,7 +88,12 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
             values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
             if not values:
                 raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
-            axes.append((name, [_grid_value(base, name, v) for v in values]))
+            checked = [_grid_value(base, name, v) for v in values]
+            repeated = sorted({repr(v) for v in checked if checked.count(v) > 1})
+            if repeated:  # two points with the same knobs and seeds would be the same agents twice
+                raise ConfigError(f"grid axis {name!r} repeats {', '.join(repeated)}; give each value once "
+                                  f"(more agents of one configuration are more seeds)")
+            axes.append((name, checked))
         names = tuple(n for n, _ in axes)
         points = tuple(dict(zip(names, combo)) for combo in itertools.product(*[v for _, v in axes]))
     else:
