@@ -148,7 +148,8 @@ def cmd_diagnostic(args):
 def _dry_run_arg(p):
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (programs, agents or subjects, pairs, sequential steps, memory, duration) "
-                        "and stop; nothing is trained, measured or compiled")
+                        "and stop; nothing is trained or measured (where this host has recorded no step cost, a few "
+                        "steps are timed for the estimate)")
 
 
 def _diagnostic_args(p):

@@ -82,8 +82,12 @@ def settings_of(spec: Spec, settings, changes: dict):
     except TypeError as e:
         fields = ", ".join(f.name for f in dataclasses.fields(spec.settings))
         raise DiagnosticError(f"{e}; {spec.title} settings are: {fields}") from None
-    check_types(settings)
-    settings.check()
+    try:
+        settings.check()      # the study's own checks name the values it allows
+    except TypeError:         # ... unless a value of the wrong kind breaks them: named here instead
+        check_types(settings)
+        raise
+    check_types(settings)     # and the fields its checks do not read
     return settings
 
 
