@@ -381,3 +381,29 @@ def test_a_signal_swallowed_where_it_landed_is_raised_at_the_next_wait():
         with pytest.raises(Interrupted):
             wait(jnp.zeros(3))
         wait(jnp.zeros(3))                  # raised once
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, sig):
+    """`pg-diag train` stopped while XLA compiles (its lock taken, the directory claimed): exit code 130 with
+    the resume command — the interpreter's teardown with a compilation cut short could end the process with a
+    segmentation fault (seen in about half of such runs) — and the run then resumes to completion."""
+    out = str(tmp_path / "run")
+    child = subprocess.Popen([sys.executable, "-m", "pg_diag.cli", "train", "--preset", "ppo", "--task", "hopper",
+                              "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=50",
+                              "--set", "num_minibatches=4", "--out", out, "--no-progress"],
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(out, ".lock")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)   # inside the initialization's or the chunk's compilation
+    child.send_signal(sig)
+    try:
+        _, err = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise
+    assert child.returncode == 130, err
+    assert f"resume with: pg-diag resume {out}" in err
+    assert resume(out).manifest["status"] == "complete"

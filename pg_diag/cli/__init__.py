@@ -127,5 +127,17 @@ def main(argv=None) -> int:
     return 0
 
 
+def entry() -> None:
+    """The ``pg-diag`` command: :func:`main`'s exit code. An interrupted command leaves at once, once its run
+    directory is written and its message printed: the interpreter's teardown with one of XLA's compilations
+    cut short could end the process with a segmentation fault instead of exit code 130."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
     sys.exit(main())
