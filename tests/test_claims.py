@@ -97,6 +97,15 @@ def test_a_level_is_tested_not_only_a_sign():
     assert out.verdict.iloc[0] == "does not hold"          # 2× the batch is not "several-fold"
     out = claims.evaluate(_ev(several.evidence, [4.0, 8.0, np.inf, np.inf, 16.0, 8.0]), claims=[several])
     assert out.verdict.iloc[0] == "holds"                  # never reached within the grid counts as more
+    # one censored checkpoint of three does not make an agent censored: five agents at (1.05, 1.05, ∞) are at
+    # 1.05 (their median), not ∞ — the claim of more than 3× does not hold; at (4, ∞, ∞) each is ∞
+    rows = [(a, v) for a in range(5) for v in (1.05, 1.05, np.inf)]
+    mostly_fine = _ev(several.evidence, [v for _, v in rows], agents=[str(a) for a, _ in rows])
+    assert claims.evaluate(mostly_fine, claims=[several]).verdict.iloc[0] == "does not hold"
+    rows = [(a, v) for a in range(5) for v in (4.0, np.inf, np.inf)]
+    mostly_censored = _ev(several.evidence, [v for _, v in rows], agents=[str(a) for a, _ in rows])
+    row = claims.evaluate(mostly_censored, claims=[several]).iloc[0]
+    assert row.verdict == "holds" and row.value == np.inf
 
 
 def test_the_harder_task_claim_compares_the_hardest_and_easiest_measured_tasks():

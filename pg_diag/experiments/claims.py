@@ -58,9 +58,14 @@ def agrees(values, claim: Claim) -> np.ndarray:
 
 
 def per_agent(group) -> "np.ndarray":
-    """One value per agent: the mean of its measurements (an infinite one stays infinite)."""
+    """One value per agent: the mean of its measurements, or their median where one is infinite (a censored
+    value — "more than the grid holds" — has a rank but no size: one censored checkpoint of three must not
+    make the agent's value infinite; it is so only when half or more of its checkpoints are)."""
+    def one(values):
+        v = values.to_numpy(np.float64)
+        return float(np.median(v)) if np.isinf(v).any() else float(np.mean(v))
     with np.errstate(invalid="ignore"):
-        return group.groupby("agent", sort=True)["value"].mean().to_numpy(np.float64)
+        return group.groupby("agent", sort=True)["value"].agg(one).to_numpy(np.float64)
 
 
 def _row(claim: Claim, task: str, label: str, iv, agree: str, verdict: str, estimate_kind: str) -> dict:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pg_diag.diagnostics import tables as diag_tables
+
 COLUMNS = ["evidence", "task", "label", "agent", "value"]
 #: the level whose crossing N measures "several-fold more samples" (CL §5.1): more signal than noise
 TRUE_LEVEL = 0.5
@@ -26,13 +28,15 @@ def _agent(frame):
 
 
 def crossing_ratio(n, cosine, level: float, batch: int) -> float:
-    """The smallest grid N whose cosine reaches ``level``, over the batch size; +inf when none does (the
-    unit keeps its rank in the median: it needed more than the grid holds)."""
+    """The N at which the cosine reaches ``level`` — log-linearly interpolated between the grid points around
+    the crossing, as the studies' summaries (:func:`pg_diag.diagnostics.tables.crossing`) — over the batch
+    size; +inf when none does (the unit keeps its rank in the median: it needed more than the grid holds).
+    The grid point at or above the crossing instead would move a "> 3×" rule to wherever the grid has its
+    next point (with the paper's sizes, any crossing above 2.27× the batch read as 4.9×)."""
     n, c = np.asarray(n, np.float64), np.asarray(cosine, np.float64)
     order = np.argsort(n)
-    n, c = n[order], c[order]
-    hit = np.nonzero(c >= level)[0]
-    return float(n[hit[0]] / batch) if hit.size else float("inf")
+    at = diag_tables.crossing(n[order], c[order], level)
+    return float(at / batch) if np.isfinite(at) else float("inf")
 
 
 def gradient_pairwise_evidence(studies: dict) -> list:

@@ -120,11 +120,11 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
     lines = [f"# {title}", "",
              "Studies read: " + (", ".join(f"`{n}` ({d})" for n, d in sorted(found.items())) or "none") + ".", "",
              f"Each claim is tested on the saved measurements with the **agent** as the unit (an agent's checkpoints "
-             f"and planes are averaged into one value). *agents*: the median agent with its exact order-statistic "
-             f"interval (distribution-free; at 5 agents [min, max], coverage 0.9375); *groups*: a difference of "
-             f"means with Welch's interval; *holds* when the interval lies on the paper's side of the rule, *does "
-             f"not hold* when it lies on the other side, *inconclusive* otherwise. Below "
-             f"{claim_specs.MIN_AGENTS} agents no verdict is given (*too few agents*: train more seeds, e.g. "
+             f"and planes are averaged into one value, or their median taken where one is censored, +∞). *agents*: "
+             f"the median agent with its exact order-statistic interval (distribution-free; at 5 agents [min, max], "
+             f"coverage 0.9375); *groups*: a difference of means with Welch's interval; *holds* when the interval "
+             f"lies on the paper's side of the rule, *does not hold* when it lies on the other side, *inconclusive* "
+             f"otherwise. Below {claim_specs.MIN_AGENTS} agents no verdict is given (*too few agents*: train more seeds, e.g. "
              f"`--seeds {claim_specs.MIN_AGENTS}`); *agree* counts the agents on the paper's side.", ""]
     lines += [f"**Not tested:** {n}." for n in notes] + ([""] if notes else [])
     for claim in claim_specs.CLAIMS:
