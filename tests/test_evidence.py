@@ -203,12 +203,13 @@ def test_trust_region_evidence_by_hand_and_a_policy_inside_its_region():
 
 
 def test_ablation_pairs_agents_that_differ_in_one_toggle_by_hand():
-    """Two toggles, two seeds: score = 10 + 5·a + 1·b + seed; a's effect is +5 in each of the 4 pairs."""
-    rows = [{"seed": s, "a": a, "b": b, "score": 10 + 5 * a + b + s} for s in (0, 1) for a in (False, True)
-            for b in (False, True)]
+    """Two toggles, two seeds: score = 10 + 5·a + (1 + seed)·b + seed. a's effect is +5 in each of the 2 pairs
+    of a seed; b's is 1 for seed 0 and 2 for seed 1: one unit per seed, the mean of its pairs."""
+    rows = [{"seed": s, "a": a, "b": b, "score": 10 + 5 * a + (1 + s) * b + s} for s in (0, 1)
+            for a in (False, True) for b in (False, True)]
     out = evidence.ablation_evidence({"hopper": pd.DataFrame(rows)}, ("a", "b"))
-    assert len(_values(out, "ablation_a")) == 4 and set(_values(out, "ablation_a").values()) == {5.0}
-    assert set(_values(out, "ablation_b").values()) == {1.0}
+    assert _values(out, "ablation_a") == {"0": 5.0, "1": 5.0}
+    assert _values(out, "ablation_b") == {"0": 1.0, "1": 2.0}
 
 
 def test_scores_and_theorem_evidence_by_hand():

@@ -219,8 +219,11 @@ def theorem_evidence(record: dict, trace) -> list:
 
 
 def ablation_evidence(selected: dict, toggles) -> list:
-    """From the ablation's best-LR agents ({task: frame of seed, toggles, score}): per toggle, the score with it
-    on minus off, for agents matched by seed and the other toggles (each pair one unit)."""
+    """From the ablation's best-LR agents ({task: frame of seed, toggles, score}): per toggle and seed, the
+    score with it on minus off, averaged over the pairs matched by the other toggles. The seed is the unit:
+    agents with one seed share their initial weights and environment noise across toggle combinations
+    (common random numbers), so the 8 pairs of one seed are not independent of each other (taken as units,
+    a median interval stated at 0.96 covered 0.85 at a within-seed correlation of 0.2)."""
     rows = []
     for task, sel in selected.items():
         for t in toggles:
@@ -228,9 +231,9 @@ def ablation_evidence(selected: dict, toggles) -> list:
             wide = sel.pivot_table(index=others, columns=t, values="score").dropna()
             if True not in wide.columns or False not in wide.columns:
                 continue
-            for key, r in wide.iterrows():
-                rows.append({"evidence": f"ablation_{t}", "task": task, "label": "ppo",
-                             "agent": "/".join(str(k) for k in np.atleast_1d(key)), "value": float(r[True] - r[False])})
+            per_seed = (wide[True] - wide[False]).groupby(level="seed").mean()
+            rows += [{"evidence": f"ablation_{t}", "task": task, "label": "ppo", "agent": str(seed),
+                      "value": float(v)} for seed, v in per_seed.items()]
     return rows
 
 
