@@ -6,7 +6,7 @@
   (no resets: a fallen robot keeps being stepped), beside the observations' own spread;
 * a trained policy: PPO trained on Hopper under ``converged`` (CPU scale, ``--iterations``), its
   frozen policy's mean return over complete episodes evaluated under both settings with the same
-  seeds, with bootstrap CIs and the paired difference.
+  seeds, with Student-t intervals and the paired difference.
 
     python benchmarks/bench_solver.py [--iterations 100] [--skip-policy]
 """
@@ -22,7 +22,7 @@ import numpy as np
 from bench_throughput import physics_rate
 
 from pg_diag import envs
-from pg_diag.stats import bootstrap_mean_ci
+from pg_diag.stats import t_interval
 
 TASKS = ("hopper", "walker2d", "humanoid")
 
@@ -75,12 +75,12 @@ def policy_returns(iterations: int, episodes_envs: int = 64, steps: int = 2000) 
             return jnp.where(ended, tr.finished_return[first, jnp.arange(episodes_envs)], jnp.nan)
 
         per_solver[solver] = np.asarray(evaluate(jax.random.PRNGKey(7)))
-        mean, low, high = bootstrap_mean_ci(per_solver[solver])
-        out[solver] = {"mean": mean, "low": low, "high": high,
+        iv = t_interval(per_solver[solver])   # episodes (one per environment) are the units
+        out[solver] = {"mean": iv.estimate, "low": iv.low, "high": iv.high,
                        "episodes": int(np.isfinite(per_solver[solver]).sum())}
     paired = per_solver["fast"] - per_solver["converged"]
-    mean, low, high = bootstrap_mean_ci(paired)
-    out["fast_minus_converged"] = {"mean": mean, "low": low, "high": high}
+    iv = t_interval(paired)
+    out["fast_minus_converged"] = {"mean": iv.estimate, "low": iv.low, "high": iv.high}
     return out
 
 

@@ -14,9 +14,10 @@ checked by simulation in ``tests/test_stats.py``:
 * :func:`min_difference_interval` — the smallest of several differences of group means, from Welch
   intervals simultaneous by Bonferroni (IM's claim that the optimizations matter more than the step).
 
-IM Table 2 and 3 report, per algorithm and task, the mean agent reward with a 95% confidence interval from a
-1000-sample bootstrap over agents (ref §4.2 item 10; :func:`bootstrap_mean_ci`, kept for those tables as the
-paper's own method), and two summary metrics (IM §5):
+IM Table 2 and 3 report, per algorithm and task, the mean agent reward with a 95% confidence interval (the
+paper's from a 1000-sample percentile bootstrap over agents, ref §4.2 item 10; here :func:`t_interval`: the
+percentile bootstrap covered 0.87 at the smoke scale's 8 agents even for normal units) and two summary
+metrics (IM §5), each with :func:`index_interval`:
 
 * AAI (average algorithmic improvement) = max(|PPO − TRPO+|, |PPO-M − TRPO|),
   the largest effect of switching the step with the optimizations held fixed;
@@ -132,36 +133,6 @@ def pairwise_interval(i, j, cosine, level: float = 0.95) -> Interval:
     return Interval(mean, mean - q * se, mean + q * se, K, level)
 
 
-def bootstrap_mean_ci(values, resamples: int = 1000, level: float = 0.95, seed: int = 0):
-    """Mean of ``values`` and its percentile-bootstrap confidence interval.
-
-    Returns ``(mean, low, high)``. NaNs are dropped first; with fewer than two
-    finite values the interval is (nan, nan).
-    """
-    x = np.asarray(values, np.float64)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    if x.size == 1:
-        return float(x[0]), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(x.mean()), float(low), float(high)
-
-
-def difference_ci(on, off, resamples: int = 1000, seed: int = 0):
-    """mean(on) − mean(off) with a 95% percentile-bootstrap CI (each group resampled on its own)."""
-    on, off = np.asarray(on, float), np.asarray(off, float)
-    on, off = on[np.isfinite(on)], off[np.isfinite(off)]
-    if len(on) == 0 or len(off) == 0:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boot = (rng.choice(on, (resamples, len(on))).mean(1) - rng.choice(off, (resamples, len(off))).mean(1))
-    return float(on.mean() - off.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
-
-
 def aai(means: Mapping[str, float]) -> float:
     """Average algorithmic improvement, IM §5: max(|PPO − TRPO+|, |PPO-M − TRPO|)."""
     return max(abs(means["ppo"] - means["trpo+"]), abs(means["ppo-m"] - means["trpo"]))
@@ -172,22 +143,25 @@ def acli(means: Mapping[str, float]) -> float:
     return max(abs(means["ppo"] - means["ppo-m"]), abs(means["trpo+"] - means["trpo"]))
 
 
-def index_ci(scores: Mapping[str, "np.ndarray"], index, resamples: int = 1000, level: float = 0.95, seed: int = 0):
-    """An index of the algorithms' mean scores (:func:`aai`, :func:`acli`) with its percentile-bootstrap CI:
-    each algorithm's agents resampled on their own, the index taken of every resample's means. Returns
-    ``(value, low, high)``; (value, nan, nan) when an algorithm has fewer than two agents. (An index of
-    absolute differences is biased upward when the differences are small beside their noise; the interval
-    says how far.)"""
-    clean = {k: np.asarray(v, np.float64)[np.isfinite(np.asarray(v, np.float64))] for k, v in scores.items()}
-    value = float(index({k: v.mean() for k, v in clean.items()}))
-    if any(v.size < 2 for v in clean.values()):
-        return value, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boot = {k: v[rng.integers(0, v.size, size=(resamples, v.size))].mean(axis=1) for k, v in clean.items()}
-    draws = np.array([index({k: b[i] for k, b in boot.items()}) for i in range(resamples)])
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
-    return value, float(low), float(high)
+#: the two differences of group means of which each index is the larger absolute value (IM §5)
+INDEX_DIFFERENCES = {"aai": (("ppo", "trpo+"), ("ppo-m", "trpo")), "acli": (("ppo", "ppo-m"), ("trpo+", "trpo"))}
+
+
+def index_interval(scores: Mapping[str, "np.ndarray"], index: str, level: float = 0.95) -> Interval:
+    """AAI or ACLI (``index``: "aai", "acli"), max(|d₁|, |d₂|) of two differences of the algorithms' mean
+    scores, with an interval from Welch intervals of d₁ and d₂ simultaneous by Bonferroni (each at
+    1 − (1 − level)/2): when both cover, |dᵢ| lies in [its interval's distance from 0, its farthest end], so
+    the max lies in [the larger of those lows, the larger of those highs] — coverage ≥ ``level`` at any
+    number of agents, where a bootstrap of the max (biased upward when the differences are small beside
+    their noise) covered 0.45 at 8 agents. ``n`` is the smallest group."""
+    each = 1.0 - (1.0 - level) / 2.0
+    ivs = [welch_interval(scores[a], scores[b], each) for a, b in INDEX_DIFFERENCES[index]]
+    value = max(abs(iv.estimate) for iv in ivs)
+    if not all(np.isfinite(iv.low) for iv in ivs):
+        return Interval(value, _NONE, _NONE, min(iv.n for iv in ivs), _NONE)
+    lows = [0.0 if iv.low <= 0.0 <= iv.high else min(abs(iv.low), abs(iv.high)) for iv in ivs]
+    highs = [max(abs(iv.low), abs(iv.high)) for iv in ivs]
+    return Interval(value, max(lows), max(highs), min(iv.n for iv in ivs), level)
 
 
 def min_difference_interval(scores: Mapping[str, "np.ndarray"], differences, level: float = 0.95) -> Interval:

@@ -4,11 +4,13 @@ The same two studies (``make fig-ablation`` and ``make table-2``, same scale, se
 train once with ``solver=converged`` (MuJoCo's own settings, the default) and once with ``solver=fast``
 (Brax's: 1 solver iteration, 4 line-search steps), and one table sets their conclusions side by side:
 
-* fig-ablation: each toggle's effect (mean score of best-LR agents with it on minus off) with a 95%
-  bootstrap CI, under both settings — the same verdict (> 0, < 0, or ≈ 0: the CI holds 0)? CIs overlapping?
-* Table 2: each algorithm's mean agent reward with its 95% CI — CIs overlapping? The same ranking of the
-  algorithms, and the same verdict on IM's conclusion (ACLI > AAI: the code-level optimizations matter
-  more than the step choice)?
+* fig-ablation: each toggle's effect (score of best-LR agents with it on minus off, matched by seed and the
+  other toggles, one unit per seed as in the claims) with its 95% Student-t interval over seeds, under both
+  settings — the same verdict (> 0, < 0, or ≈ 0: the interval holds 0)? Intervals overlapping?
+* Table 2: each algorithm's mean agent reward with its 95% interval — intervals overlapping? The same
+  ranking of the algorithms, and the same verdict on IM's conclusion that the code-level optimizations
+  matter more than the step choice (in the 2 × 2 design: min(TRPO+ − PPO-M, PPO − TRPO) > 0, with
+  simultaneous Welch intervals, :data:`pg_diag.stats.OPTIMIZATIONS_OVER_STEP`)?
 
 ``OUT/converged/`` and ``OUT/fast/`` hold the two studies (each redrawable by its own target with
 ``--from``); ``draw`` works from them alone.
@@ -22,10 +24,11 @@ import os
 import numpy as np
 
 from pg_diag.config import ConfigError
+from pg_diag.experiments import evidence as ev
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.studies import ablation, presets
 from pg_diag.experiments.target import Target
-from pg_diag.stats import aai, acli, difference_ci
+from pg_diag.stats import OPTIMIZATIONS_OVER_STEP, min_difference_interval, t_interval
 
 SOLVERS = ("converged", "fast")
 TABLE_2 = presets.TABLE_2_PRESETS
@@ -74,26 +77,31 @@ def effect_verdict(m, lo, hi) -> str:
 
 
 def _ablation(from_dir: str) -> dict:
-    """{(task, toggle): (difference, low, high)} of one solver's ablation study."""
+    """{(task, toggle): (effect, low, high)} of one solver's ablation study: the claims' per-seed effects
+    (:func:`pg_diag.experiments.evidence.ablation_evidence`) and their Student-t interval over seeds."""
     record = study_dir.read(from_dir, ablation.STUDY, "solver-compare")
     out = {}
     for task, (_, scores) in ablation.saved_scores(from_dir, "solver-compare", record["tasks"]).items():
-        sel = ablation.agents_at_best_lr(scores)
+        rows = ev.ablation_evidence({task: ablation.agents_at_best_lr(scores)}, ablation.TOGGLES)
         for t in ablation.TOGGLES:
-            out[(task, t)] = difference_ci(sel.loc[sel[t], "score"], sel.loc[~sel[t], "score"])
+            iv = t_interval([r["value"] for r in rows if r["evidence"] == f"ablation_{t}"])
+            out[(task, t)] = (iv.estimate, iv.low, iv.high)
     return out
 
 
-def _table_2(from_dir: str) -> dict:
-    """{(task, algorithm): (mean, low, high)} of one solver's algorithms study."""
+def _table_2(from_dir: str) -> tuple:
+    """One solver's algorithms study: ({(task, algorithm): (mean, low, high)}, {(task, algorithm): the agents'
+    scores})."""
     _, metrics = study_dir.load_runs(from_dir, presets.STUDY, "solver-compare")
-    summary = presets.summarize(presets.agent_scores(metrics[metrics.algorithm.isin(TABLE_2)]))
-    return {(r.task, r.algorithm): (r.mean, r.ci_low, r.ci_high) for r in summary.itertuples()}
+    scores = presets.agent_scores(metrics[metrics.algorithm.isin(TABLE_2)])
+    summary = presets.summarize(scores)
+    agents = {key: part.score.to_numpy() for key, part in scores.groupby(["task", "algorithm"])}
+    return {(r.task, r.algorithm): (r.mean, r.ci_low, r.ci_high) for r in summary.itertuples()}, agents
 
 
-def compare(effects: dict, scores: dict):
-    """The side-by-side table from ``effects[solver]`` (:func:`_ablation`) and ``scores[solver]``
-    (:func:`_table_2`)."""
+def compare(effects: dict, scores: dict, agents: dict):
+    """The side-by-side table from ``effects[solver]`` (:func:`_ablation`), ``scores[solver]`` and
+    ``agents[solver]`` (:func:`_table_2`)."""
     import pandas as pd
 
     a, b = SOLVERS
@@ -113,12 +121,14 @@ def compare(effects: dict, scores: dict):
                 for s in SOLVERS}
         rows.append({"study": "table-2", "task": task, "quantity": "ranking", a: rank[a], b: rank[b],
                      "agree": rank[a] == rank[b], "CIs overlap": ""})
-        # IM's conclusion: the code-level optimizations (ACLI) matter more than the step choice (AAI)
-        verdict = {s: f"ACLI {acli(means[s]):.0f} {'>' if acli(means[s]) > aai(means[s]) else '≤'} "
-                      f"AAI {aai(means[s]):.0f}" for s in SOLVERS}
-        rows.append({"study": "table-2", "task": task, "quantity": "ACLI vs AAI", a: verdict[a], b: verdict[b],
-                     "agree": (acli(means[a]) > aai(means[a])) == (acli(means[b]) > aai(means[b])),
-                     "CIs overlap": ""})
+        # IM's conclusion that the code-level optimizations matter more than the step choice, as the claims
+        # test it: min(TRPO+ − PPO-M, PPO − TRPO) with simultaneous Welch intervals
+        iv = {s: min_difference_interval({algo: agents[s].get((task, algo), np.array([])) for algo in TABLE_2},
+                                         OPTIMIZATIONS_OVER_STEP) for s in SOLVERS}
+        ivs = {s: (iv[s].estimate, iv[s].low, iv[s].high) for s in SOLVERS}
+        rows.append({"study": "table-2", "task": task, "quantity": "optimizations over step",
+                     a: f"{_fmt(*ivs[a])} {effect_verdict(*ivs[a])}", b: f"{_fmt(*ivs[b])} {effect_verdict(*ivs[b])}",
+                     "agree": effect_verdict(*ivs[a]) == effect_verdict(*ivs[b]), "CIs overlap": _overlap(ivs[a], ivs[b])})
     return pd.DataFrame(rows)
 
 
@@ -126,12 +136,15 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
     """The comparison table from ``from_dir``/converged and ``from_dir``/fast (written to ``out``)."""
     record = study_dir.read(from_dir, target.study, target.name)
     effects = {s: _ablation(os.path.join(from_dir, s, ablation.STUDY)) for s in SOLVERS}
-    scores = {s: _table_2(os.path.join(from_dir, s, presets.STUDY)) for s in SOLVERS}
-    df = compare(effects, scores)
-    note = ("fig-ablation: a toggle's effect is the mean score (max over training) of the best-LR agents with it "
-            "on minus off, with a 95% bootstrap CI (on and off resampled separately). Table 2: mean agent reward "
-            f"(mean of the last 5 iterations) with its 95% CI; {record['scale']} scale. 'agree': an effect's verdict "
-            "(> 0, < 0, or ≈ 0 when its CI holds 0), the ranking, or ACLI > AAI is the same under both; 'CIs overlap': the two 95% CIs share a value.")
+    tables = {s: _table_2(os.path.join(from_dir, s, presets.STUDY)) for s in SOLVERS}
+    df = compare(effects, {s: t[0] for s, t in tables.items()}, {s: t[1] for s, t in tables.items()})
+    note = ("fig-ablation: a toggle's effect is the score (max over training) of the best-LR agents with it on "
+            "minus off, matched by seed and the other toggles, one unit per seed, with its 95% Student-t interval "
+            "over seeds. Table 2: mean agent reward (mean of the last 5 iterations) with its 95% Student-t "
+            "interval over agents; 'optimizations over step': min(TRPO+ − PPO-M, PPO − TRPO) with simultaneous "
+            f"Welch intervals (IM's conclusion where > 0); {record['scale']} scale. 'agree': an effect's verdict "
+            "(> 0, < 0, or ≈ 0 when its interval holds 0) or the ranking is the same under both; 'CIs overlap': "
+            "the two 95% intervals share a value.")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, target.name),
                                   "fig-ablation and Table 2 under the converged and the fast solver settings", note)
     return {"table": df, "markdown": md, "csv": csv}
@@ -144,4 +157,4 @@ TARGETS = (
            "side by side", scales=SCALES, run=run, draw=draw, plan=plan, presets=presets.TABLE_2_PRESETS),
 )
 
-__all__ = ["SOLVERS", "TARGETS", "compare", "difference_ci", "draw", "effect_verdict", "plan", "run"]
+__all__ = ["SOLVERS", "TARGETS", "compare", "draw", "effect_verdict", "plan", "run"]
