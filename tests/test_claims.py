@@ -128,3 +128,16 @@ def test_claims_quote_the_papers_and_are_filtered_by_paper():
     assert "gradients-poorly-concentrated" in set(claims.evaluate(ev, paper="CL").claim)
     with pytest.raises(KeyError, match="unknown claim 'nope'"):
         claims.by_key("nope")
+
+
+def test_a_group_counts_the_agents_its_interval_reads_and_an_unmeasured_exact_check_is_inconclusive():
+    """Welch's interval reads finite agents only: five PPO-NoClip agents with one at +∞ are four, below the
+    five a verdict needs. A deterministic check with a value not measured (NaN) is neither side."""
+    claim = claims.by_key("noclip-beats-ppo-m")
+    ev = pd.concat([_ev(claim.evidence, [10.0, 11.0, 12.0, 13.0, np.inf], label="ppo-noclip"),
+                    _ev(claim.evidence, [1.0, 2.0, 3.0, 4.0, 5.0], label="ppo-m", agents=list("abcde"))])
+    row = claims.evaluate(ev, claims=[claim]).iloc[0]
+    assert row.agree == "4 vs 5 agents" and row.verdict == "too few agents"
+    exact = claims.by_key("theorem-first-step-unclipped")
+    row = claims.evaluate(_ev(exact.evidence, [np.nan], agents=["batch"]), claims=[exact]).iloc[0]
+    assert row.verdict == "inconclusive"

@@ -109,7 +109,7 @@ def _groups_rows(claim: Claim, part) -> list:
 
 
 def _compare(claim: Claim, task: str, label: str, a, b) -> dict:
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]   # the agents Welch's interval reads, and counts
     iv = stats.welch_interval(a, b)
     few = min(a.size, b.size) < MIN_AGENTS
     verdict = "too few agents" if few else _side(iv.low, iv.high, claim)
@@ -138,7 +138,8 @@ def _exact_rows(claim: Claim, part) -> list:
         on = agrees(values, claim)
         iv = stats.Interval(float(np.max(values) if claim.test == "<" else np.min(values)), float(np.min(values)),
                             float(np.max(values)), int(values.size), 1.0)
-        verdict = "holds" if on.all() else "does not hold"
+        # a value not measured (NaN) is neither side of a deterministic check
+        verdict = "inconclusive" if np.isnan(values).any() else "holds" if on.all() else "does not hold"
         rows.append(_row(claim, task, label, iv, f"{int(on.sum())} of {values.size}", verdict,
                          "worst unit (deterministic)"))
     return rows
