@@ -304,7 +304,8 @@ def test_tables_and_reward_figure_from_the_study(algorithms_study):
     assert list(t2["table"].algorithm) == ["PPO", "PPO-M", "TRPO", "TRPO+", "AAI", "ACLI"]
     assert os.path.exists(t2["markdown"]) and os.path.exists(t2["csv"])
     note = open(t2["markdown"]).read()
-    assert "95% percentile-bootstrap CI" in note and "pg_diag's rule" in note
+    assert "95% Student-t interval over agents" in note and "pg_diag's rule" in note
+    assert "simultaneous by Bonferroni" in note
     assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
     assert os.path.getsize(fig["figure"]) > 10_000
     study = json.load(open(os.path.join(target, "study.json")))

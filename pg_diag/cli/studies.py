@@ -180,7 +180,7 @@ def _add_from(p, default_out, scales):
 
 def _add_target(sub, t) -> None:
     """The sub-command of target ``t`` (:mod:`pg_diag.experiments.targets`)."""
-    p = sub.add_parser(t.name, help=t.help)
+    p = sub.add_parser(t.name, help=t.help.replace("%", "%%"))   # argparse formats help with %
     _add_from(p, t.default_out, sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s)))
     _dry_run_arg(p)
     if t.kind == "optimize":
