@@ -64,8 +64,10 @@ def grid(scale: Scale) -> dict:
 # --- analysis -----------------------------------------------------------------
 
 def agent_scores(metrics):
-    """One row per agent: its toggles, LR, seed and score (max over iterations
-    of the mean episodic return, as the original notebook computed it)."""
+    """One row per agent: its toggles, LR, seed and score — the max over iterations of the mean episodic
+    return, as the original notebook computed it, under pg_diag's reporting rule (``mean_return``: every
+    episode that ended; the original's rule, ``mean_return_reference``, differs only where an episode ends
+    on a batch's last step, rare with 1,000-step episodes and 2,048-step batches)."""
     keys = ["agent", "seed", *TOGGLES, "lr_policy"]
     grouped = metrics.groupby(keys, sort=True)["mean_return"]
     return grouped.max().rename("score").reset_index()
