@@ -133,18 +133,22 @@ def pairwise_interval(i, j, cosine, level: float = 0.95) -> Interval:
     return Interval(mean, mean - q * se, mean + q * se, K, level)
 
 
+#: the two differences of group means of which each index is the larger absolute value (IM §5)
+INDEX_DIFFERENCES = {"aai": (("ppo", "trpo+"), ("ppo-m", "trpo")), "acli": (("ppo", "ppo-m"), ("trpo+", "trpo"))}
+
+
+def _index(means: Mapping[str, float], index: str) -> float:
+    return max(abs(means[a] - means[b]) for a, b in INDEX_DIFFERENCES[index])
+
+
 def aai(means: Mapping[str, float]) -> float:
     """Average algorithmic improvement, IM §5: max(|PPO − TRPO+|, |PPO-M − TRPO|)."""
-    return max(abs(means["ppo"] - means["trpo+"]), abs(means["ppo-m"] - means["trpo"]))
+    return _index(means, "aai")
 
 
 def acli(means: Mapping[str, float]) -> float:
     """Average code-level improvement, IM §5: max(|PPO − PPO-M|, |TRPO+ − TRPO|)."""
-    return max(abs(means["ppo"] - means["ppo-m"]), abs(means["trpo+"] - means["trpo"]))
-
-
-#: the two differences of group means of which each index is the larger absolute value (IM §5)
-INDEX_DIFFERENCES = {"aai": (("ppo", "trpo+"), ("ppo-m", "trpo")), "acli": (("ppo", "ppo-m"), ("trpo+", "trpo"))}
+    return _index(means, "acli")
 
 
 def index_interval(scores: Mapping[str, "np.ndarray"], index: str, level: float = 0.95) -> Interval:

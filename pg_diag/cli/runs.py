@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from pg_diag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
-                            ConfigError, parse_assignments, parse_grid, preset)
+                            ConfigError, parse_assignments, parse_grid, preset, preset_names)
 
 
 def _config_from_args(args) -> Config:
@@ -122,7 +122,7 @@ def cmd_knobs(args):
 
 
 def cmd_presets(args):
-    for what, wanted, have in (("algorithm", args.algorithm, sorted({a for a, _ in PRESETS})),
+    for what, wanted, have in (("algorithm", args.algorithm, preset_names()),
                                ("task", args.task, sorted({t for _, t in PRESETS}))):
         if wanted and wanted not in have:
             raise ConfigError(f"presets --{what} {wanted!r}: no preset has it; presets exist for: {', '.join(have)}")

@@ -170,7 +170,7 @@ def _training_manifest(run_dir: str, what: str) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"cannot {what} {run_dir!r}: it is not a pg_diag run directory (no "
                           f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
-    if "base_config" not in manifest or "grid_points" not in manifest:
+    if not store.is_training(manifest):
         raise ConfigError(f"cannot {what} {run_dir!r}: its {store.MANIFEST} is not a training run's "
                           f"(format {manifest.get('format')!r})")
     return manifest

@@ -288,10 +288,15 @@ def covered_iterations(frame, num_agents: int) -> int:
     return done
 
 
+def is_training(manifest: dict) -> bool:
+    """Whether ``manifest`` is a training run's (a sweep's or a train's), not a diagnostic study's or another."""
+    return isinstance(manifest, dict) and {"base_config", "grid_points", "agents"} <= set(manifest)
+
+
 def load_run(path: str) -> RunResult:
     """Load a run directory written by :func:`pg_diag.sweep`."""
     manifest = read_manifest(path)
-    if not {"base_config", "grid_points", "agents"} <= set(manifest):
+    if not is_training(manifest):
         what = f"a {manifest['kind']!r} diagnostic study's" if "kind" in manifest else "not a training run's"
         raise RunDirError(f"{path!r} is not a training run directory: its {MANIFEST} is {what}; give a directory "
                           f"that a sweep or train wrote")
