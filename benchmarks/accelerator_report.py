@@ -6,9 +6,10 @@ On whatever host it runs (a laptop, a cluster node, a GPU or TPU machine), withi
 2. ``physics=auto``'s crossover: one batched step of native MuJoCo and of MJX for Hopper, Walker2d and Humanoid
    under both solver settings over a ladder of batches, recorded for this host (``physics=auto`` then decides
    from them; ``--no-record`` leaves the record alone), and from which batch MJX is faster;
-3. the first iteration of every training program the paper-scale targets start (each target's sweeps, as
-   ``--dry-run`` lists them; programs that two targets share are timed once): compile time, iteration time,
-   and the program's duration extrapolated from them beside the plan's estimate from step costs alone;
+3. the first two iterations of every training program the paper-scale targets start (each target's sweeps,
+   as ``--dry-run`` lists them; programs that two targets share are timed once): compile time, the first
+   iteration's time (first-call costs included) and the second's, and the program's duration extrapolated
+   from them beside the plan's estimate from step costs alone;
 4. training throughput at the papers' shape (one environment × 2,048 steps per agent) with 1, 16 and 320
    agents (one agent, a seed sweep, the ablation's width) against the physics rate of the same batch.
 
@@ -91,7 +92,7 @@ def crossover_batches(rows: list) -> dict:
 
 
 def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: None) -> list:
-    """Every training program of the targets at the scale, timed over one iteration (those ``earlier``, a
+    """Every training program of the targets at the scale, timed over its first two iterations (those ``earlier``, a
     previous report's rows, measured already are kept), appended to ``rows`` with ``save`` called after each."""
     from pg_diag import sweep
     from pg_diag.experiments import costs, targets as table
@@ -120,10 +121,15 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
             rows.append({**row, "measured": False})
             continue
         sys.stderr.write(f"timing {row['targets']}: {p.task} {p.presets} × {p.units} …\n")
-        cfg = base.replace(num_iterations=1, checkpoint_at=(), checkpoint_every=0)
+        # two iterations, one chunk each: the first carries the first call's costs (buffers, thread pools,
+        # the collecting blocks' MuJoCo data), the second is what every later iteration costs
+        cfg = base.replace(num_iterations=min(2, base.static.num_iterations), checkpoint_at=(), checkpoint_every=0)
         t = sweep(cfg, grid, seeds, chunk_iterations=1, progress=False).manifest["timings"]
-        rows.append({**row, "measured": True, "compile_s": t["compile_s"], "iteration_s": t["run_s"],
-                     "extrapolated_s": t["compile_s"] + t["run_s"] * base.static.num_iterations})
+        first, steady = t["chunk_s"][0], t["chunk_s"][-1]
+        setup = t["run_s"] - sum(t["chunk_s"])   # the initial states, made once
+        rows.append({**row, "measured": True, "compile_s": t["compile_s"], "first_iteration_s": first,
+                     "iteration_s": steady, "extrapolated_s": t["compile_s"] + setup + first
+                     + steady * (base.static.num_iterations - 1)})
         save()
     return rows
 
@@ -186,12 +192,12 @@ def markdown(report: dict) -> str:
         lines += ["", f"Not measured (budget): {', '.join(c['skipped'])}."]
     if c["recorded"]:
         lines += ["", f"Recorded for `physics=auto` in `{c['recorded']}`."]
-    lines += ["", "## The targets' training programs: first iteration timed", "",
-              "| targets | task | algorithms | agents | iterations | compile | one iteration | extrapolated | "
-              "planned |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in report["programs"]:
-        timed = (f"{_s(r['compile_s'])} | {_s(r['iteration_s'])} | {_s(r['extrapolated_s'])}" if r["measured"]
-                 else "not measured (budget) | | ")
+    lines += ["", "## The targets' training programs: first iterations timed", "",
+              "| targets | task | algorithms | agents | iterations | compile | first iteration | next iteration | "
+              "extrapolated | planned |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["programs"]:   # rows of reports before the second iteration was timed have no first_iteration_s
+        timed = (f"{_s(r['compile_s'])} | {_s(r.get('first_iteration_s'))} | {_s(r['iteration_s'])} | "
+                 f"{_s(r['extrapolated_s'])}" if r["measured"] else "not measured (budget) | | | ")
         lines.append(f"| {r['targets']} | {r['task']} | {r['algorithms']}{' (' + r['note'] + ')' if r['note'] else ''}"
                      f" | {r['agents']} | {r['iterations']} | {timed} | {_s(r['planned_s'])} |")
     lines += ["", "## Training throughput against the physics of the same batch", "",

@@ -165,9 +165,10 @@ def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatc
 
 
 def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatch):
-    """Every sweep records this host's time per batched step of its program (compiling excluded): run_s over
-    the steps it ran, from its own manifest. A plan then costs programs like it from those rows — linear between
-    recorded widths — instead of physics × the training allowance: widths 2 and 8 recorded at 1 and 4 ms give
+    """Every sweep records this host's time per batched step of its program (compiling excluded): its chunks
+    after the first over the steps they ran, from its own manifest. A plan then costs programs like it from
+    those rows — linear between recorded widths — instead of physics × the training allowance: widths 2 and 8
+    recorded at 1 and 4 ms give
     2 ms at width 4, so 5 iterations × 32 steps take 160 steps × 2 ms = 0.32 s, plus 30 s of compiling."""
     from pg_diag import preset, sweep
     from pg_diag.run import timings
@@ -178,7 +179,10 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     run = sweep(base, {"value_clipping": [False, True]}, seeds=[0])
     t = run.manifest["timings"]
     ((width, ms),) = timings.recorded(base.static)
-    assert width == 2 * 2 and ms == pytest.approx(t["run_s"] * 1e3 / (3 * 32))
+    # three one-iteration chunks (progress.default_chunk); the first carries the first call's costs, so the
+    # cost recorded is the other two's
+    assert len(t["chunk_s"]) == 3 and all(c > 0 for c in t["chunk_s"]) and sum(t["chunk_s"]) <= t["run_s"]
+    assert width == 2 * 2 and ms == pytest.approx(sum(t["chunk_s"][1:]) * 1e3 / (2 * 32))
     assert timings.recorded(base.replace(steps_per_env=64).static) == []      # another program: not its cost
 
     other = preset("trpo", "point_mass", num_envs=1, steps_per_env=32, num_iterations=5)
@@ -190,6 +194,9 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
     assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
+    # where the update runs on an accelerator: physics + the fixed allowance (0.1 ms), not a multiple
+    monkeypatch.setattr(costs, "_accelerator", lambda: True)
+    assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
 
 
 def test_a_dry_run_on_saved_runs_plans_their_agents_at_their_checkpoints(lqr_runs, capsys, tmp_path):
