@@ -95,7 +95,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
     100 × 2,048: 542 s; paper 488 × 2,048: 2,528.56 s."""
     monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))   # no training cost recorded by other tests' runs
 
-    def one_ms(task, width):
+    def one_ms(task, width, *physics):
         return 1.0
 
     assert notebook.estimate("quickstart", "smoke", one_ms) == pytest.approx(49.2)
@@ -112,7 +112,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
     # a cost of `width` ms: a scale is first bounded from one environment's cost (1 ms) and costed in full only
     # when that bound fits — paper's bound 2,528.56 s fits 60 min, in full (10 agents: 10 ms) 25,015.6 s does
     # not; mid's bound 542 s fits, in full (6 agents) 3,102 s fits; smoke then stays a bound
-    choice = notebook.choose("auto", 60, "quickstart", step_ms=lambda task, width: float(width))
+    choice = notebook.choose("auto", 60, "quickstart", step_ms=lambda task, width, *physics: float(width))
     assert [(s, round(t, 2), bound) for s, t, bound in choice.estimates] == [
         ("paper", 25015.6, False), ("mid", 3102.0, False), ("smoke", 49.2, True)]
     assert str(choice).startswith("backend cpu: mid scale (auto, budget 60 min; estimated paper 6.9 h, mid 52 min")

@@ -93,10 +93,10 @@ def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch
     from pg_diag.diagnostics.memory import available_memory, fmt_bytes
     from pg_diag.envs import crossover
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only
-    crossover.record(crossover.host_key(os.cpu_count() or 1),
-                     [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0}
-                      for b in (1, 64)])
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only,
+    crossover.record(crossover.host_key(os.cpu_count() or 1),   # both models (Table 2 trains Gym's)
+                     [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0,
+                       **extra} for b in (1, 64) for extra in ({}, {"model": "gym"})])
     with CompileCounter() as counter:
         assert main(["fig-grad-variance", "--dry-run", "--scale", "mid"]) == 0
     assert counter.count == 0
@@ -190,13 +190,35 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
         timings.record(other.static, w, cost)
     program = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40, spec=(other, None, [0, 1, 2, 3]))
     assert costs.training_ms(program) == pytest.approx(2.0)
-    assert costs.duration([program], lambda task, width: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
+    assert costs.duration([program], lambda *a: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
-    assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
+    assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
     # where the update runs on an accelerator: physics + the fixed allowance (0.1 ms), not a multiple
     monkeypatch.setattr(costs, "_accelerator", lambda: True)
-    assert costs.duration([bare], lambda task, width: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
+    assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
+
+
+def test_a_plan_costs_each_program_with_its_own_model_and_solver():
+    """Table 2 at paper scale trains Gym's models: its programs are costed with Gym's physics (about twice
+    Brax's per step), not the default model's; a measurement program carries its runs' model too."""
+    from pg_diag.experiments import targets
+
+    asked = []
+
+    def step_ms(task, width, model, solver):
+        asked.append((task, model, solver))
+        return {"gym": 2.0, "brax": 1.0}[model]
+
+    (program, _) = targets.get("table-2").dry_run("paper", tasks=("hopper",), memory=1 << 62)
+    assert (program.model, program.solver) == ("gym", "converged")
+    assert costs.run_seconds(program, step_ms) == pytest.approx(488 * 2048 * 2.0 * 2.5 / 1e3)
+    assert asked == [("hopper", "gym", "converged")]
+    fast = targets.get("fig-ablation").dry_run("smoke", memory=1 << 62, solver="fast")
+    assert {(p.model, p.solver) for p in fast} == {("brax", "fast")}
+    grads = [p for p in targets.get("fig-grad-variance").dry_run("smoke", tasks=("hopper",), memory=1 << 62,
+                                                                  model="gym") if p.stage != "train"]
+    assert [(p.stage, p.model) for p in grads] == [("gradients", "gym")]
 
 
 def test_a_dry_run_on_saved_runs_plans_their_agents_at_their_checkpoints(lqr_runs, capsys, tmp_path):

@@ -25,8 +25,9 @@ def duration(programs: list, step_ms) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
     measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
     training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
-    ``step_ms(task, width)`` (physics) × the program kind's overhead (a training program on an accelerator
-    host: physics + :data:`ACCELERATOR_FIXED_MS`). None where a step cost is unknown."""
+    ``step_ms(task, width, model, solver)`` (the program's physics) × the program kind's overhead (a training
+    program on an accelerator host: physics + :data:`ACCELERATOR_FIXED_MS`). None where a step cost is
+    unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
         seconds = run_seconds(p, step_ms)
@@ -40,7 +41,7 @@ def run_seconds(program, step_ms) -> float | None:
     """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
     ms = training_ms(program)
     if ms is None:
-        physics = step_ms(program.task, program.width)
+        physics = step_ms(program.task, program.width, program.model, program.solver)
         if physics is None:
             return None
         ms = (physics + ACCELERATOR_FIXED_MS if program.stage == "train" and _accelerator()
@@ -70,10 +71,10 @@ LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width)`` for this device: the recorded per-step cost where the recorded batches reach
-    ``width`` (:func:`recorded_step_ms`), else measured now on the backend ``physics=auto`` picks here, at the two
-    :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
-    once per process."""
+    """``step_ms(task, width, model=model, solver=solver)`` for this device: the recorded per-step cost where
+    the recorded batches reach ``width`` (:func:`recorded_step_ms`), else measured now on the backend
+    ``physics=auto`` picks here, at the two :data:`LADDER` widths around ``width`` (linear between them,
+    proportional beyond the last), each timed once per process and model."""
     import os
 
     import jax
@@ -83,8 +84,9 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
 
-    def at(task, width):
-        if (task, width) not in cache:
+    def at(task, width, model, solver):
+        key = (task, width, model, solver)
+        if key not in cache:
             if TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
                 row = crossover.measure(task, solver, width, threads, model=model)
@@ -92,42 +94,42 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
                     crossover.record(crossover.host_key(threads), [row])
                 except OSError:
                     pass  # an unwritable cache costs a measurement next time, nothing else
-                cache[task, width] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
+                cache[key] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
             else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
                 mujoco = TASKS[task][0] == "mujoco"
-                cache[task, width] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
-                                                       model=model if mujoco else "brax")
-        return cache[task, width]
+                cache[key] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
+                                               model=model if mujoco else "brax")
+        return cache[key]
 
-    def step_ms(task, width):
-        ms = recorded(task, width)
+    def step_ms(task, width, model=model, solver=solver):
+        ms = recorded(task, width, model, solver)
         if ms is not None:
             return ms
         hi = next((w for w in LADDER if w >= width), LADDER[-1])
         if hi == width or hi == LADDER[0] or width > hi:
-            return interpolate([(hi, at(task, hi))], width)
+            return interpolate([(hi, at(task, hi, model, solver))], width)
         lo = LADDER[LADDER.index(hi) - 1]
-        return interpolate([(lo, at(task, lo)), (hi, at(task, hi))], width)
+        return interpolate([(lo, at(task, lo, model, solver)), (hi, at(task, hi, model, solver))], width)
 
     return step_ms
 
 
 def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
-    """``step_ms(task, width)`` from this host's recorded physics measurements of the solver setting and
-    model, or None where none is recorded (pure-JAX tasks: None). At each recorded batch the faster
-    backend's cost; between two recorded batches, linear in the batch (a batched step costs a fixed part
-    plus a part per environment, which a line through its neighbours follows; scaling the nearest batch's
-    cost by the width instead charged 3 environments three times one, though the threads step them side
-    by side); below the smallest recorded batch, its cost; beyond the largest, proportional to the width
-    (an upper bound: a step cannot get cheaper per environment than the widest measured), or None with
-    ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
+    """``step_ms(task, width, model=model, solver=solver)`` from this host's recorded physics measurements of
+    the model and solver setting, or None where none is recorded (pure-JAX tasks: None). At each recorded
+    batch the faster backend's cost; between two recorded batches, linear in the batch (a batched step costs
+    a fixed part plus a part per environment, which a line through its neighbours follows; scaling the
+    nearest batch's cost by the width instead charged 3 environments three times one, though the threads
+    step them side by side); below the smallest recorded batch, its cost; beyond the largest, proportional to
+    the width (an upper bound: a step cannot get cheaper per environment than the widest measured), or None
+    with ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
     import os
 
     from pg_diag.envs import TASKS, crossover
 
     rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
 
-    def step_ms(task, width):
+    def step_ms(task, width, model=model, solver=solver):
         costs = {}
         for r in rows:
             if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:

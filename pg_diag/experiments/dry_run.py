@@ -37,6 +37,8 @@ class Program:
     #: a training program's sweep: (base Config, grid, seeds) as ``sweep`` takes them (not part of the plan's
     #: identity: two targets that train the same runs plan the same program)
     spec: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
+    model: str = "brax"         # the MuJoCo model and solver setting its physics steps (its cost per step)
+    solver: str = "converged"
 
 
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
@@ -46,7 +48,7 @@ def training_program(task, names: str, static, agents: int, have, spec: tuple | 
     memory = WORD * agents * static.num_envs * static.steps_per_env * pair_words(obs, act, static)
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
-                   memory, memory <= have, spec=spec)
+                   memory, memory <= have, spec=spec, model=static.model, solver=static.solver)
 
 
 def preset_training(task, algos, seeds, over, have) -> list:
@@ -76,8 +78,10 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
 def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
     """The programs of the diagnostics study ``spec`` on ``task`` (``statics``: preset -> Static of its runs),
     shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
+    first = next(iter(statics.values()))   # the runs a study measures on one task share its model
     return [Program(spec.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
-                    s.fits, s.note) for s in plan_shapes(spec, task, statics, subjects_per, settings, have)]
+                    s.fits, s.note, model=first.model, solver=first.solver)
+            for s in plan_shapes(spec, task, statics, subjects_per, settings, have)]
 
 
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
@@ -121,7 +125,8 @@ def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, sca
 
 
 def table(programs: list, step_ms=None):
-    """The plan as a DataFrame; ``step_ms(task, width) -> ms or None`` adds each program's estimated seconds
+    """The plan as a DataFrame; ``step_ms(task, width, model, solver) -> ms or None`` adds each program's
+    estimated seconds
     without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
     step where there is one, else physics × the program kind's overhead)."""
     import pandas as pd

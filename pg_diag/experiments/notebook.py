@@ -116,7 +116,7 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
     """The scale for ``name`` (one of :data:`NAMES`) on ``backend`` (default: jax's default backend). With
     ``auto``: the largest of :data:`AUTO_ORDER` whose estimate for ``notebook`` fits ``budget_minutes`` (the
     tiny settings when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
-    width)``: the per-step cost (default: :func:`pg_diag.experiments.costs.measured_step_ms`)."""
+    width, model, solver)``: the per-step cost (default: :func:`pg_diag.experiments.costs.measured_step_ms`)."""
     if name not in NAMES:
         raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: the largest "
                           f"scale whose estimated duration here fits the time budget)")
@@ -132,8 +132,8 @@ def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | Non
         return Choice(name=name, backend=backend, scale=scale, tiny=False)
     step_ms = step_ms or costs.measured_step_ms()
     budget, estimates, scale = budget_minutes * 60.0, [], None
-    def floor(task, width):  # a batched step costs at least one environment's: a bound from one timing per task
-        return step_ms(task, 1)
+    def floor(task, width, *physics):  # a batched step costs at least one environment's: one timing per task
+        return step_ms(task, 1, *physics)
 
     for candidate in AUTO_ORDER:
         try:
