@@ -132,7 +132,8 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
                      + steady * (base.static.num_iterations - 1)})
         save()
         if budget.left() > 0:   # the plan after the timing: on a fresh accelerator host it may time MJX's step
-            rows[-1]["planned_s"] = costs.duration([p], step_ms)
+            # from step costs alone, not from the training cost the sweep just recorded
+            rows[-1]["planned_s"] = costs.duration([p], step_ms, recorded=False)
             save()
     return rows
 

@@ -182,8 +182,15 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     # three one-iteration chunks (progress.default_chunk); the first carries the first call's costs, so the
     # cost recorded is the other two's
     assert len(t["chunk_s"]) == 3 and all(c > 0 for c in t["chunk_s"]) and sum(t["chunk_s"]) <= t["run_s"]
+    assert t["chunk_iterations"] == [1, 1, 1] and t["from_iteration"] == 0
     assert width == 2 * 2 and ms == pytest.approx(sum(t["chunk_s"][1:]) * 1e3 / (2 * 32))
     assert timings.recorded(base.replace(steps_per_env=64).static) == []      # another program: not its cost
+    # a run of one chunk (its time carries the first call's costs) adds a row, never replaces one
+    timings.record(base.static, 4, 9.0, replace=False)
+    timings.record(base.static, 16, 9.0, replace=False)
+    assert timings.recorded(base.static) == [(4, pytest.approx(ms)), (16, 9.0)]
+    timings.record(base.static, 16, 3.0)
+    assert timings.recorded(base.static) == [(4, pytest.approx(ms)), (16, 3.0)]
 
     other = preset("trpo", "point_mass", num_envs=1, steps_per_env=32, num_iterations=5)
     for w, cost in ((2, 1.0), (8, 4.0)):
@@ -194,14 +201,39 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
     assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
-    # where the update runs on an accelerator: physics + the fixed allowance (0.1 ms), not a multiple
-    monkeypatch.setattr(costs, "_accelerator", lambda: True)
+    # split between a host's CPU and its accelerator: physics + the fixed allowance (0.1 ms), not a multiple
+    monkeypatch.setattr(costs, "split_here", lambda program: True)
     assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
 
 
+def test_the_fixed_allowance_is_for_programs_that_run_split(monkeypatch):
+    """physics + 0.1 ms a step only where pg_diag.run.split.resolve would split the program on this host:
+    an accelerator, one process and one device, native (or auto) physics, a MuJoCo task; every other program
+    keeps the multiple (on a CPU the update costs about what the rollout does; on the accelerator's own
+    callback path the policy's steps do)."""
+    import jax
+
+    from pg_diag import preset
+
+    def program(task="hopper", **over):
+        cfg = preset("ppo", task, num_envs=1, steps_per_env=64, num_iterations=2, **over)
+        return dry_run.training_program(task, "ppo", cfg.static, 5, 1 << 40, spec=(cfg, None, [0]))
+
+    assert not costs.split_here(program())                              # this CPU: no accelerator
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 1)
+    monkeypatch.setattr(jax, "process_count", lambda: 1)
+    assert costs.split_here(program()) and costs.split_here(program(physics="native"))
+    assert not costs.split_here(program(physics="mjx"))                 # MJX: the whole iteration on the GPU
+    assert not costs.split_here(program(placement="device"))            # asked for: the host callback path
+    assert not costs.split_here(program("point_mass"))                  # pure JAX: no host physics
+    monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 2)
+    assert not costs.split_here(program())                              # several devices: sharded over them
+
+
 def test_a_plan_costs_each_program_with_its_own_model_and_solver():
-    """Table 2 at paper scale trains Gym's models: its programs are costed with Gym's physics (about twice
-    Brax's per step), not the default model's; a measurement program carries its runs' model too."""
+    """Table 2 at paper scale trains Gym's models: its programs are costed with Gym's physics (2.5–4× Brax's
+    per step), not the default model's; a measurement program carries its runs' model too."""
     from pg_diag.experiments import targets
 
     asked = []

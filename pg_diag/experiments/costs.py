@@ -21,38 +21,54 @@ MEASURE_OVERHEAD = 1.5
 COMPILE_S = 30.0
 
 
-def duration(programs: list, step_ms) -> float | None:
+def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
     measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
     training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
     ``step_ms(task, width, model, solver)`` (the program's physics) × the program kind's overhead (a training
-    program on an accelerator host: physics + :data:`ACCELERATOR_FIXED_MS`). None where a step cost is
+    program whose collection runs on an accelerator host's CPU and its update on the accelerator: physics +
+    :data:`ACCELERATOR_FIXED_MS`); ``recorded=False``: from step costs alone. None where a step cost is
     unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
-        seconds = run_seconds(p, step_ms)
+        seconds = run_seconds(p, step_ms, recorded)
         if seconds is None:
             return None
         total += seconds + COMPILE_S
     return total
 
 
-def run_seconds(program, step_ms) -> float | None:
+def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
     """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
-    ms = training_ms(program)
+    ms = training_ms(program) if recorded else None
     if ms is None:
         physics = step_ms(program.task, program.width, program.model, program.solver)
         if physics is None:
             return None
-        ms = (physics + ACCELERATOR_FIXED_MS if program.stage == "train" and _accelerator()
+        ms = (physics + ACCELERATOR_FIXED_MS if split_here(program)
               else physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD))
     return program.sequential_steps * ms / 1e3
 
 
-def _accelerator() -> bool:
+def split_here(program) -> bool:
+    """Whether a training program would collect on this host's CPU and learn on its accelerator
+    (:func:`pg_diag.run.split.resolve`, with ``physics='auto'`` taken as native MuJoCo: what it picks for
+    one-environment agents on the hosts measured). Elsewhere, the whole iteration on the accelerator or on
+    a CPU, the update and the policy's steps are not the small fixed cost measured for the split."""
+    import dataclasses
+
     import jax
 
-    return jax.default_backend() != "cpu"
+    from pg_diag.envs import TASKS
+
+    if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
+        return False
+    static = program.spec[0].static
+    if TASKS[static.task][0] != "mujoco" or static.physics not in ("auto", "native"):
+        return False
+    from pg_diag.run import split
+
+    return split.resolve(dataclasses.replace(static, physics="native"))[0] == "split"
 
 
 def training_ms(program) -> float | None:
@@ -155,5 +171,5 @@ def interpolate(points, width: float) -> float:
     return a_ms + (b_ms - a_ms) * (width - a) / (b - a)
 
 
-__all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate", "measured_step_ms",
-           "recorded_step_ms"]
+__all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "split_here"]

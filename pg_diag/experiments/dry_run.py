@@ -78,9 +78,14 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
 def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
     """The programs of the diagnostics study ``spec`` on ``task`` (``statics``: preset -> Static of its runs),
     shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
-    first = next(iter(statics.values()))   # the runs a study measures on one task share its model
+    first = next(iter(statics.values()))
+
+    def physics(labels):   # the model and solver setting of the runs a shape measures (saved runs may mix them)
+        s = statics.get(labels[0], first) if labels else first
+        return {"model": s.model, "solver": s.solver}
+
     return [Program(spec.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
-                    s.fits, s.note, model=first.model, solver=first.solver)
+                    s.fits, s.note, **physics(s.labels))
             for s in plan_shapes(spec, task, statics, subjects_per, settings, have)]
 
 
@@ -128,7 +133,8 @@ def table(programs: list, step_ms=None):
     """The plan as a DataFrame; ``step_ms(task, width, model, solver) -> ms or None`` adds each program's
     estimated seconds
     without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
-    step where there is one, else physics × the program kind's overhead)."""
+    step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step
+    where its collection and update are split between a host's CPU and its accelerator)."""
     import pandas as pd
 
     rows = []

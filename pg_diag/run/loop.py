@@ -51,7 +51,7 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
         return prog
 
     done, history, state, latest, first = 0, {}, None, None, None
-    chunk_s, chunk_its = [], []  # each chunk's wall time and iterations: the first carries first-call costs
+    chunks = []  # (wall seconds, iterations) of each chunk this process ran: the first carries first-call costs
     status, bar = "interrupted", None
     with CompileCounter() as counter, sigterm_interrupts():
         try:
@@ -84,8 +84,7 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 history = {k: np.concatenate([history[k], v], axis=1) if history else v
                            for k, v in chunk_metrics.items()}
                 done += length
-                chunk_s.append(time.perf_counter() - t_chunk)
-                chunk_its.append(length)
+                chunks.append((time.perf_counter() - t_chunk, length))
                 ret = chunk_metrics["mean_return"][:, -1]
                 if first_chunk and lead:  # a long run says how long it will take (compiled before t_chunk)
                     line = estimate(manifest["label"], length, time.perf_counter() - t_chunk,
@@ -114,7 +113,8 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             manifest.update(_progress_manifest(manifest, done, out, history))
             manifest.update(status=status, timings={
                 "compile_s": compile_s, "run_s": t_end - t_start - compile_s, "total_s": t_end - t_start,
-                "chunk_s": chunk_s,
+                "chunk_s": [s for s, _ in chunks], "chunk_iterations": [i for _, i in chunks],
+                "from_iteration": first,
                 "compiles": counter.count, "compile_backend_s": counter.seconds,
                 "env_steps": done * static.batch_size * n,
                 "env_steps_per_s": done * static.batch_size * n / max(t_end - t_start - compile_s, 1e-9)})
@@ -124,12 +124,13 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 with writing(raise_pending=False):
                     store.write_metrics(out, store.metrics_frame(p, history))
                     store.write_manifest(out, manifest)
-            ran = done - first if first is not None else 0
-            if lead and ran > 0 and manifest["timings"]["run_s"] > 0:  # this host's cost, for later plans:
-                # the chunks after the first where there are several (what every later iteration costs)
-                seconds, its = ((sum(chunk_s[1:]), sum(chunk_its[1:])) if len(chunk_s) > 1
-                                else (manifest["timings"]["run_s"], ran))
-                timings.record(static, n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env))
+            if lead and chunks:  # this host's cost, for later plans: the chunks after the first where there
+                # are several (what every later iteration costs); one chunk only where nothing better is kept
+                later = chunks[1:] or chunks
+                seconds, its = sum(s for s, _ in later), sum(i for _, i in later)
+                if seconds > 0:
+                    timings.record(static, n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env),
+                                   replace=len(chunks) > 1)
             if status != "complete" and lead:
                 where = f"; resume with: {resume_cmd}" if resume_cmd else ""
                 sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "

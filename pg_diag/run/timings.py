@@ -4,9 +4,10 @@
 A plan costed from physics alone multiplies MuJoCo's step by a fixed allowance for the policy, the filters
 and the update; on hosts unlike the one that allowance was measured on, that put paper-scale programs at
 1.3–6× their real length. A training program's own time per step is the sum the plan needs — physics, the
-fixed cost of a step, the update spread over the iteration's steps — so each finished chunk of a sweep is
-recorded here, per host (device, cores, versions) and per what sets the cost: task, model, solver,
-algorithm, steps per environment and the batch one step moves (all agents × environments).
+fixed cost of a step, the update spread over the iteration's steps — so a sweep's finished chunks after its
+first (whose time carries the first call's costs) are recorded here, per host (device, cores, versions) and
+per what sets the cost: task, model, solver, algorithm, steps per environment and the batch one step moves
+(all agents × environments).
 
 Kept in ``$PG_DIAG_CACHE/training.json`` (default ``~/.cache/pg_diag``), beside the physics measurements.
 """
@@ -50,14 +51,18 @@ def _load() -> dict:
         return {"hosts": {}}
 
 
-def record(static, width: int, ms_per_step: float) -> None:
-    """Record one program's measured time per batched step (replacing an earlier row of the same identity and
-    width). An unwritable cache costs the plan its estimate, nothing else."""
+def record(static, width: int, ms_per_step: float, replace: bool = True) -> None:
+    """Record one program's measured time per batched step, replacing an earlier row of the same identity and
+    width (with ``replace=False`` only adding one where there is none: a run of one chunk, whose time carries
+    the first call's costs, does not replace a later chunk's). An unwritable cache costs the plan its
+    estimate, nothing else."""
     row = {**identity(static), "width": int(width), "ms_per_step": float(ms_per_step)}
     data = _load()
     key = host_key()
     same = {k: v for k, v in row.items() if k != "ms_per_step"}
     kept = [r for r in data["hosts"].get(key, []) if {k: r.get(k) for k in same} != same]
+    if not replace and len(kept) < len(data["hosts"].get(key, [])):
+        return
     data["hosts"][key] = kept + [row]
     target = path()
     try:
