@@ -59,12 +59,12 @@ def split_here(program) -> bool:
 
     import jax
 
-    from pg_diag.envs import TASKS
+    from pg_diag.config import task_kind
 
     if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
         return False
     static = program.spec[0].static
-    if TASKS[static.task][0] != "mujoco" or static.physics not in ("auto", "native"):
+    if task_kind(static.task) != "mujoco" or static.physics not in ("auto", "native"):
         return False
     from pg_diag.run import split
 
