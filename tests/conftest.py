@@ -7,6 +7,10 @@ import tempfile
 # tests (and the processes they start) get an empty store of their own instead of the user's
 os.environ["PG_DIAG_CACHE"] = tempfile.mkdtemp(prefix="pg_diag-cache-")
 
+# The suite is the CPU's: on a host with an accelerator it runs on the host's CPU too (and so do the processes
+# it starts), so that what it asserts of a CPU host holds there; JAX_PLATFORMS set beforehand overrides
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 # JAX's persistent compilation cache stays off unless JAX_COMPILATION_CACHE_DIR is set: writing a cache entry
 # serializes the compiled CPU executable, and that serialization (jax 0.10, XLA:CPU) crashed a worker with a
 # segmentation fault in about one suite run of four here (compilation_cache.put_executable_and_time), taking

@@ -16,6 +16,7 @@ from pg_diag.algorithms import ppo_kl
 from pg_diag.config import Config, ConfigError, Option, stack_knobs, study_preset
 
 from batches import fixed_batch, settings
+from compare import CANCELLING_ATOL
 
 
 def test_the_registry_lists_every_algorithm_and_refuses_bad_ones():
@@ -255,7 +256,7 @@ def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
     """The step study and the surrogate landscape call each algorithm's own step and objective; the gradient,
     baseline and landscape-concentration studies sample its frozen policy. At the plane's origin (θ_old)
     every objective is mean(Â_normalized) − β·0 + c·H with c = 0 here: 0 up to float32 rounding of a
-    normalized mean (1e-6). With c = 0 PPO-KL's own objective's gradient at θ_old is the surrogate's (the
+    normalized mean (tests/compare.py's CANCELLING_ATOL). With c = 0 PPO-KL's own objective's gradient at θ_old is the surrogate's (the
     KL penalty's gradient vanishes there), so the two gradient studies, on the same streams (a subject's
     keys do not depend on the others measured beside it), give the same cosines up to the rounding of
     adding an all-but-zero vector (1e-4)."""
@@ -269,7 +270,7 @@ def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
     kinds = dict(zip(land.planes.algorithm, land.planes.constraint))
     assert kinds == {"ppo-kl": "kl", "npg": "kl", "vpg": ""}
     origin = land.surface[(land.surface.x == 0) & (land.surface.y == 0)]
-    assert len(origin) == 3 and np.allclose(origin.surrogate, 0.0, atol=1e-6)
+    assert len(origin) == 3 and np.allclose(origin.surrogate, 0.0, atol=CANCELLING_ATOL)
     kw = dict(iterations=[2], sizes=(64, 256), estimates=2, save=False)
     plain = gradient_study(paths, **kw)
     own = gradient_study(new_runs["ppo-kl"], objective="own", **kw)   # the penalty's term; one program

@@ -317,8 +317,10 @@ def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path,
     assert run.metrics.iteration.max() == done - 1
     latest = run.checkpoints[-1]
     assert latest >= done - 2 and int(load_checkpoint(run).iteration[0]) == latest
-    # finish a shorter version of the same run in-process (with LR annealing off, num_iterations does not
-    # enter the arithmetic): resuming continues from `latest` and lands on the numbers of a straight run
+    # finish a shorter version of the same run in-process: resuming continues from `latest` and lands on the
+    # numbers of a straight run, bit for bit. The child's program and these differ only in num_iterations, a
+    # literal inside the annealing's branch, which the traced lr_annealing knob (off) never takes: the programs
+    # compile to the same code, so the iterations before `latest` are the ones a straight run computes
     manifest = store.read_manifest(out)
     manifest["base_config"]["static"]["num_iterations"] = latest + 4
     store.write_manifest(out, manifest)

@@ -122,6 +122,31 @@ def test_no_acceptable_step_leaves_the_policy_unchanged():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def _line_search_margin(params, batch, knobs, accepted_scale, steps=10):
+    """The smallest distance of a line-search test from its threshold, over the candidates up to the accepted
+    one (trpo.trpo_step's three tests: improvement > 0, mean KL ≤ δ, improvement > ratio · scale · expected):
+    at each rejected candidate the failing test's, at the accepted one every test's."""
+    from pg_diag.algorithms.trpo import natural_step, surrogate_objective
+
+    objective = surrogate_objective(params, batch, knobs)
+    nat = natural_step(params, batch, knobs, jax.random.PRNGKey(5), cg_iterations=10, fisher_size=16,
+                       objective=objective)
+    _, unravel = ravel_pytree(params)
+    old_mean, old_log_std = networks.policy_apply(params, batch.obs, knobs)
+    margins = []
+    for j in range(steps):
+        scale = 0.5 ** j
+        theta = nat.flat + scale * nat.full_step
+        improvement = float(objective(theta) - nat.loss0)
+        kl = float(mean_kl(unravel(theta), batch.obs, old_mean, old_log_std, knobs))
+        tests = np.array([improvement, float(knobs["kl_bound"]) - kl,
+                          improvement - float(knobs["accept_ratio"]) * scale * float(nat.expected)])
+        if scale == float(accepted_scale):
+            return min(margins + [np.abs(tests).min()])
+        margins.append(np.abs(tests[tests <= 0]).min())
+    return min(margins)   # none accepted: every candidate's failing test
+
+
 def test_vmapped_trpo_equals_each_agent_alone():
     agents = [fixed_batch(seed) for seed in range(3)]
     deltas = jnp.array([0.003, 0.01, 0.03])
@@ -137,6 +162,9 @@ def test_vmapped_trpo_equals_each_agent_alone():
     new, info = jax.jit(jax.vmap(one))(stacked_params, stacked_batch, knobs)
     for i, (p, b) in enumerate(agents):
         alone, alone_info = jax.jit(one)(p, b, jax.tree.map(lambda x: x[i], knobs))
+        # the accepted step is a discrete outcome: equal in both programs because no line-search test up to
+        # it lies within float32 rounding of its threshold (checked first, so a tie would be named as such)
+        assert _line_search_margin(p, b, jax.tree.map(lambda x: x[i], knobs), alone_info.step_scale) > 1e-5
         assert float(info.step_scale[i]) == float(alone_info.step_scale)
         for a, c in zip(jax.tree.leaves(jax.tree.map(lambda x: x[i], new)), jax.tree.leaves(alone)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-4, atol=1e-7)

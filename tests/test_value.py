@@ -10,8 +10,10 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
+from compare import ILL_CONDITIONED_RTOL, assert_frames_close, assert_trees_close
 from pg_diag import envs, make_train, networks, preset, seed_key, stages
 from pg_diag.config import Knobs
 from pg_diag.envs import make
@@ -176,11 +178,11 @@ def test_heldout_returns_are_complete_without_selecting_on_the_outcome(lqr_agent
 def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
     """Three PPO and two TRPO iterations on the LQR task with a held-out batch every iteration, with the tail
     (complete held-out returns) and without it (stages.HELDOUT_TAIL = 0, the batch's own complete returns):
-    the agents' parameters, optimizer states, statistics and environments are bitwise the same, and so is every
-    metric but those read against the held-out complete returns. The running statistics keep their sums as
-    double-float pairs hi + lo; the low words are compared through the float32 values training reads (hi + lo):
-    at the suite's XLA optimization level 0 their last bits can depend on the program they are compiled in (at
-    the default level the whole state is bitwise the same)."""
+    the agents' parameters, optimizer states, statistics and environments are the same, and so is every metric
+    but those read against the held-out complete returns, while those differ. The two settings compile two
+    programs, which XLA may fuse differently (on another CPU differently again), so the same values are held
+    to float32 rounding (tests/compare.py); a tail that fed training would move them by far more within a few
+    iterations."""
     changed = {"heldout_value_mre_returns", "heldout_value_mse_returns", "heldout_value_ev_returns",
                "heldout_value_mse_exact", "heldout_value_mse_floor"}
     default = stages.HELDOUT_TAIL
@@ -191,13 +193,10 @@ def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
             monkeypatch.setattr(stages, "HELDOUT_TAIL", tail)
             runs.append(jax.jit(make_train(cfg.static).train)(seed_key(1), cfg.knobs.as_arrays()))
         (a, ma), (b, mb) = runs
-        for (path, x), y in zip(jax.tree_util.tree_flatten_with_path(a)[0], jax.tree.leaves(b)):
-            if not jax.tree_util.keystr(path).endswith("_lo"):
-                assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), jax.tree_util.keystr(path)
-        for x, y in zip((a.filters.obs, a.filters.ret, a.filters.rew), (b.filters.obs, b.filters.ret, b.filters.rew)):
-            assert np.asarray(x.mean).tobytes() == np.asarray(y.mean).tobytes()
-            assert np.asarray(x.m2).tobytes() == np.asarray(y.m2).tobytes()
-        for k in set(ma) - changed:
-            assert np.array_equal(np.asarray(ma[k]), np.asarray(mb[k]), equal_nan=True), k
-        assert not np.array_equal(ma["heldout_value_mre_returns"], mb["heldout_value_mre_returns"])
+        assert_trees_close(a, b)
+        same = sorted(set(ma) - changed)
+        assert_frames_close(pd.DataFrame({k: np.ravel(ma[k]) for k in same}),
+                            pd.DataFrame({k: np.ravel(mb[k]) for k in same}))
+        mre_a, mre_b = np.asarray(ma["heldout_value_mre_returns"]), np.asarray(mb["heldout_value_mre_returns"])
+        assert np.max(np.abs(mre_a - mre_b)) > ILL_CONDITIONED_RTOL * np.max(np.abs(mre_b))
         assert np.isfinite(ma["heldout_value_mse_exact"]).all() and np.isfinite(ma["heldout_value_mse_floor"]).all()

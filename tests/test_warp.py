@@ -4,13 +4,14 @@ kernels for the CPU with LLVM: slow, but the same kernels' arithmetic as on a GP
 Parity horizon and tolerance as for MJX (tests/test_physics.py): Warp integrates in float32 and MuJoCo's C
 library in float64, so from the same states and actions observations agree to ~1e-6 after a step and drift
 slowly through contacts; 30 steps at 2e-4 (absolute, on observations of order 1–10) for Hopper on both models
-(measured here: ≤ 2.2e-6 on Brax's, ≤ 1.3e-5 on Gym's RK4 model), identical terminations. Gym's Humanoid
-(PGS solver) is the one model Warp cannot run."""
+(measured here: ≤ 2.2e-6 on Brax's, ≤ 1.3e-5 on Gym's RK4 model), identical terminations off steps within the
+tolerance of a healthy-range edge. Gym's Humanoid (PGS solver) is the one model Warp cannot run."""
 
 import jax
 import numpy as np
 import pytest
 
+from compare import assert_terminations_match
 from pg_diag import ConfigError, envs, preset, sweep
 from pg_diag.envs import crossover, mujoco_physics
 
@@ -32,7 +33,7 @@ def test_warp_agrees_with_native_mujoco(model):
     native = _rollout(envs.make("hopper", "native", 1, model=model))
     np.testing.assert_allclose(warp[0], native[0], atol=2e-4)
     np.testing.assert_allclose(warp[1], native[1], atol=2e-4)
-    np.testing.assert_array_equal(warp[2], native[2])
+    assert_terminations_match("hopper", native[0], warp[2], native[2], 2e-4)
     assert "MuJoCo Warp" in envs.make("hopper", "warp", model=model).description
 
 
@@ -63,7 +64,8 @@ def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch):
 
 def test_auto_times_warp_only_where_an_accelerator_runs_it():
     """On a CPU host physics=auto compares native MuJoCo and MJX; a row with Warp's time decides by all three."""
-    assert crossover.backends_here() == ("native", "mjx")
+    on_cpu = jax.default_backend() == "cpu"
+    assert crossover.backends_here() == (("native", "mjx") if on_cpu else crossover.BACKENDS)
     row = {"native_ms": 2.0, "mjx_ms": 1.5, "warp_ms": 0.4}
     assert crossover.faster(row) == "warp"
     assert crossover.faster({"native_ms": 2.0, "mjx_ms": 1.5}) == "mjx"

@@ -173,12 +173,13 @@ def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
 
 
 def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2,
-            model: str = "brax") -> dict:
-    """:func:`step_ms` of each backend at ``batch``: a row for :func:`record`."""
+            model: str = "brax", backends: tuple | None = None) -> dict:
+    """:func:`step_ms` of each backend at ``batch`` (``backends``, default :func:`backends_here`): a row for
+    :func:`record`."""
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
     if model != "brax":  # rows without a model are Brax's (as recorded before models existed)
         row["model"] = model
-    for backend in backends_here():
+    for backend in backends or backends_here():
         row[f"{backend}_ms"] = step_ms(task, backend, threads, solver, batch, steps, repeats, model)
     return row
 
