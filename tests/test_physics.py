@@ -125,7 +125,10 @@ def test_humanoid_derived_fields_match_mj_forward():
 
 @pytest.mark.parametrize("task", ["hopper", "walker2d", "humanoid"])
 def test_reset_distribution_matches_the_task_definition(task):
-    """qpos = qpos0 + U(±noise), qvel = U(±noise): bounded, centred, with the uniform's std."""
+    """qpos = qpos0 + U(±noise), qvel = U(±noise): bounded, centred, with the uniform's std. Over 4,000 resets
+    (the unit: one reset, independent draws) the mean's tolerance is 5.5 standard errors (noise/√3/√4000) and
+    the std's 7 (a uniform's sample std has relative standard error √(0.8/4N)): with every coordinate of
+    Humanoid's (47) tested, a false-failure rate below 1e-5 for the fixed seed."""
     env = envs.make(task, "native", 1)
     spec = MUJOCO_TASKS[task]
     model = load_model(spec)

@@ -155,7 +155,9 @@ def test_curve_intervals_over_the_K_estimates_cover(K, d, cosine, anisotropic):
 
 def test_resampling_the_pairs_instead_of_the_estimates_under_covers():
     """Why the pairs are not the unit: the K(K−1)/2 = 45 pairwise cosines of K = 10 estimates share estimates,
-    so an interval that treats them as independent (t over the pairs) is far too narrow."""
+    so an interval that treats them as independent (t over the pairs) is far too narrow: its coverage is
+    0.61–0.65 here (seeds 7–12), 11 binomial standard errors (0.02 at 600 draws) below the 0.85 asserted, so
+    the seed fixed, the false-failure rate is below 1e-20."""
     rng = np.random.default_rng(7)
     g, draw = _gradient_noise(rng, 50, 0.5, False)
     v = draw(20_000)
