@@ -1,4 +1,5 @@
-# pg_diag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU) or SCALE=paper.
+# pg_diag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU), SCALE=mid (where a
+# target has it: the closer look's diagnostics at the papers' shape on Hopper) or SCALE=paper.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -72,7 +73,7 @@ NUMERIC_TESTS ?= tests/test_objectives.py tests/test_networks.py tests/test_norm
                  tests/test_trpo.py tests/test_value.py tests/test_stats.py tests/test_lqr.py tests/test_sweep.py \
                  tests/test_experiments.py tests/test_landscape.py tests/test_diagnostics.py tests/test_devices.py \
                  tests/test_distributed.py tests/test_algorithms.py tests/test_gym_models.py tests/test_native_ffi.py \
-                 tests/test_split.py tests/test_exact_answers.py
+                 tests/test_split.py tests/test_exact_answers.py tests/test_physics.py tests/test_resume.py
 test-isa: setup
 	@for isa in $(ISAS); do case " $(KNOWN_ISAS) " in *" $$isa "*) ;; *) \
 	  echo "test-isa: unknown instruction set '$$isa' in ISAS; choose from: $(KNOWN_ISAS)" >&2; exit 2;; esac; done
@@ -114,8 +115,9 @@ bench: setup
 	$(PY) benchmarks/bench_stages.py
 	$(PY) benchmarks/bench_studies.py
 
-# What the paper-scale targets cost on this host (crossover, every training program's first iteration, throughput):
-# one Markdown report under benchmarks/results/ within BUDGET minutes (30). SCALE=tiny: seconds, on a CPU.
+# What the paper-scale targets cost on this host (crossover, every training program's first two iterations,
+# throughput): one Markdown report under benchmarks/results/ within BUDGET minutes (30). SCALE=tiny: seconds, on
+# a CPU.
 BUDGET ?= 30
 accelerator-report: setup
 	$(PY) benchmarks/accelerator_report.py --scale $(if $(filter tiny,$(SCALE)),tiny,paper) --budget-minutes $(BUDGET)

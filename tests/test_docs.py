@@ -57,6 +57,18 @@ def test_every_target_has_its_page_in_the_navigation():
         assert f"(docs/targets/{name}.md)" in readme, f"the README's table of targets lacks {name}"
 
 
+def test_every_target_page_lists_its_scales_as_the_code_describes_them():
+    """A target's page has a row per scale, ending in the description its scale carries (what the CLI's
+    --help and dry runs print), so the page cannot drift from what the target trains."""
+    for name in targets.TARGETS:
+        page = open(os.path.join(ROOT, "docs", "targets", f"{name}.md"), encoding="utf-8").read().split("\n")
+        for scale, sc in targets.get(name).scales.items():
+            rows = [line for line in page if line.startswith(f"| `{scale}` |")]
+            assert len(rows) == 1, f"docs/targets/{name}.md: {len(rows)} rows for scale {scale!r}"
+            assert rows[0].endswith(f"| {sc.description.strip()} |"), \
+                f"docs/targets/{name}.md: scale {scale!r} is described in the code as {sc.description!r}"
+
+
 def test_every_page_is_in_the_navigation():
     nav = open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8").read()
     for path in _markdown_files():

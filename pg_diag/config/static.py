@@ -21,17 +21,21 @@ class Static:
 
     task: str = _static("hopper", "Task name (see `pg-diag tasks`).")
     physics: str = _static("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library, multithreaded, "
-                                   "called from the compiled program), 'mjx' (pure JAX) or 'auto' (in a sweep, the "
-                                   "backend measured faster on this host for the batch each device steps; elsewhere "
-                                   "native on a CPU, MJX on an accelerator). Pure-JAX tasks take only 'auto'.")
+                                   "called from the compiled program), 'mjx' (pure JAX), 'warp' (MuJoCo Warp "
+                                   "through MJX's Warp implementation; needs pg_diag[warp], for NVIDIA GPUs) or "
+                                   "'auto' (in a sweep, the backend measured faster on this host for the batch each "
+                                   "device steps, Warp among them on an accelerator where it is installed; "
+                                   "elsewhere native on a CPU, MJX on an accelerator). "
+                                   "Pure-JAX tasks take only 'auto'.")
     physics_threads: int = _static(0, "Threads of the native backend; 0 = the cores, shared among the CPU devices.")
     placement: str = _static("auto", "Where training runs: 'device' (each iteration one program on the default "
                                      "device(s)), 'split' (the rollout with native physics compiled for the host's "
                                      "CPU, the update for the accelerator; one transfer of the batch per iteration) "
                                      "or 'auto' (split on a one-accelerator host with native physics, else device).")
-    solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on both "
-                                       "backends) or 'fast' (Brax's: 1 Newton iteration, 4 line-search steps; "
-                                       "what makes MJX fast; contacts unconverged). MuJoCo tasks only.")
+    solver: str = _static("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on every "
+                                       "backend: native, MJX and MuJoCo Warp) or 'fast' (Brax's: 1 Newton "
+                                       "iteration, 4 line-search steps; what makes MJX fast; contacts unconverged). "
+                                       "MuJoCo tasks only.")
     model: str = _static("brax", "MuJoCo model: 'brax' (Brax's MJCF, Euler; the default) or 'gym' (Gym-v2's MJCF "
                                  "as the papers trained on, RK4, read from Gymnasium; Humanoid: PGS, 376-d obs, "
                                  "native MuJoCo only). MuJoCo tasks only.")

@@ -34,8 +34,12 @@ SOLVERS = ("converged", "fast")
 TABLE_2 = presets.TABLE_2_PRESETS
 #: the two targets it runs under each solver setting, each into its study's directory
 PARTS = (ablation.TARGET, presets.TABLE_2_TARGET)
-#: the scales of the two studies it runs: fig-ablation's (table-2 has each of them too)
-SCALES = {name: sc for name, sc in ablation.SCALES.items() if name in presets.SCALES}
+#: the scales of the two studies it runs: fig-ablation's (table-2 has each of them too), each part at its own
+#: target's setting of that scale, as the description says
+SCALES = {name: dataclasses.replace(sc, description=f"Both studies under each solver setting — fig-ablation: "
+                                                    f"{sc.description.rstrip('.')}; table-2: "
+                                                    f"{presets.SCALES[name].description}")
+          for name, sc in ablation.SCALES.items() if name in presets.SCALES}
 
 
 def _no_solver(overrides: dict) -> None:
