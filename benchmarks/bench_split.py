@@ -1,11 +1,12 @@
 """Where a split iteration's time goes: the collection on the host's CPU, the batch's transfer, the update on
 the learner device (``placement='split'``, :mod:`pg_diag.run.split`), for a preset at the papers' shape.
 
-    python benchmarks/bench_split.py [--preset ppo] [--task walker2d] [--agents 320] [--steps 2048]
+    python benchmarks/bench_split.py [--preset ppo] [--task walker2d] [--model brax] [--agents 320] [--steps 2048]
                                      [--iterations 2]
 
 Prints milliseconds per iteration of each part (the fastest of ``--iterations`` after one to warm up) and
-per batched environment step of the collection. The collection is sharded over the host's CPU devices
+per batched environment step of the collection; beside them, the networks put on the blocks straight from
+the learner's arrays rather than through host memory (:func:`pg_diag.run.split.nets_to_blocks`). The collection is sharded over the host's CPU devices
 (``PG_DIAG_HOST_DEVICES``; one per core by default on a host with an accelerator, :mod:`pg_diag.run.host_devices`).
 """
 
@@ -21,6 +22,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="ppo")
     parser.add_argument("--task", default="walker2d")
+    parser.add_argument("--model", default="brax", choices=("brax", "gym"))
     parser.add_argument("--agents", type=int, default=320)
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--iterations", type=int, default=2)
@@ -34,7 +36,7 @@ def main(argv=None):
     from pg_diag.trainer import seed_key
 
     cfg = preset(args.preset, args.task, physics="native", placement="split", num_envs=1,
-                 steps_per_env=args.steps)
+                 steps_per_env=args.steps, model=args.model)
     static = cfg.static.program()
     t = time.perf_counter()
     collect, learn = split.programs(static, args.agents)
@@ -50,10 +52,11 @@ def main(argv=None):
     learner_part = jax.device_put({f: getattr(states, f) for f in split._LEARNER_FIELDS}, learner)
     knobs_h, knobs_l = jax.device_put(knobs, by_agent), jax.device_put(knobs, learner)
     due_h, due_l = jax.device_put(np.bool_(False), whole), jax.device_put(np.bool_(False), learner)
-    times = {"networks to host": [], "collect": [], "batch to learner": [], "learn": []}
+    times = {"networks to host": [], "collect": [], "batch to learner": [], "learn": [],
+             "(networks to host, put straight from the learner)": []}
     for i in range(args.iterations + 1):
         t0 = time.perf_counter()
-        nets = jax.block_until_ready(jax.device_put({f: learner_part[f] for f in split._NETS}, by_agent))
+        nets = jax.block_until_ready(split.nets_to_blocks({f: learner_part[f] for f in split._NETS}, by_agent))
         t1 = time.perf_counter()
         host_part, payload = jax.block_until_ready(collect(host_part, nets, knobs_h, due_h))
         t2 = time.perf_counter()
@@ -61,11 +64,13 @@ def main(argv=None):
         t3 = time.perf_counter()
         learner_part, metrics = jax.block_until_ready(learn(learner_part, payload, knobs_l, due_l))
         t4 = time.perf_counter()
+        jax.block_until_ready(jax.device_put({f: learner_part[f] for f in split._NETS}, by_agent))
+        t5 = time.perf_counter()
         if i:
-            for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
                 times[name].append(dt)
     batch_mb = sum(x.nbytes for x in jax.tree.leaves(payload)) / 2**20
-    print(f"{args.preset} on {args.task}, {args.agents} agents × 1 env × {args.steps} steps; collected on "
+    print(f"{args.preset} on {args.task} ({args.model}'s model), {args.agents} agents × 1 env × {args.steps} steps; collected on "
           f"{len(blocks)} CPU device(s) of {len(split.devices()[0])}, learner {learner.platform} "
           f"({learner.device_kind}); both halves compiled in {compile_s:.1f} s; the batch is {batch_mb:.1f} MiB\n")
     print("| part | ms per iteration | ms per batched step |")
