@@ -219,6 +219,7 @@ def test_under_vmap_a_subject_shown_better_stops_while_the_others_go_on():
     rounds = np.asarray(rep.fit_rounds_used)
     assert rounds.tolist() == [1, 3]
     one, _ = jax.jit(lambda s: fit(s, dataclasses.replace(settings, fit_rounds=1)))(_linear(2, -1, 3))
+    # a vmapped program against one alone: the same fit's float32 arithmetic, fused differently
     np.testing.assert_allclose(params["layers"][0]["w"][0], one["layers"][0]["w"], rtol=1e-5, atol=1e-6)
     alone = jax.jit(fit)(_linear(0, 0, 0))[1]
     assert int(alone.fit_rounds_used) == rounds[1]

@@ -111,6 +111,7 @@ def test_prefix_sums_equal_the_estimate_computed_from_scratch(agent, start, norm
             out.append(jax.grad(objective)(flat))
         return jnp.stack(out)
 
+    # two programs summing the same ≤ 4,096 per-pair gradients in float32: relative error ~√n · 2^-24 ≈ 4e-6
     for i, (n, g) in enumerate(zip(grid.sizes, direct(state, key))):
         assert float(jnp.linalg.norm(est[i] - g) / jnp.linalg.norm(g)) < 1e-5, n
 
@@ -314,6 +315,7 @@ def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
     alone = gradient_study(runs["ppo"], agents=[1], iterations=[2], sizes=SIZES, estimates=3, true_pairs=8192,
                            save=False)
     pick = lambda f: f[(f.run == runs["ppo"]) & (f.agent == 1) & (f.iteration == 2)]  # noqa: E731
+    # two programs (3 subjects against 1): cosines of float32 gradients to a few units of rounding (compare.py)
     np.testing.assert_allclose(pick(both.pairs).cosine.to_numpy(), alone.pairs.cosine.to_numpy(), atol=1e-5)
     # 3 subjects × 2 checkpoints; K(K − 1)/2 = 3 pairs and K = 3 estimates per subject and N.
     sizes = both.sizes
@@ -389,6 +391,7 @@ def test_step_study_computes_the_algorithms_own_step_from_the_checkpoint(runs):
 
     deltas = [np.asarray(by_hand(state, m), np.float64) for m in range(2)]
     norms = [np.linalg.norm(d) for d in deltas]
+    # the study's program against a step taken by hand: float32 rounding amplified by the step (compare.RTOL)
     np.testing.assert_allclose(study.steps.norm.to_numpy(), norms, rtol=1e-4)
     cos = deltas[0] @ deltas[1] / (norms[0] * norms[1])
     assert float(study.pairs.cosine.iloc[0]) == pytest.approx(cos, abs=1e-4)

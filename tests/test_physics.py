@@ -104,8 +104,9 @@ def test_small_batches_stepped_directly_equal_rollout_bitwise(task, monkeypatch)
 
 
 def test_humanoid_derived_fields_match_mj_forward():
-    """cinert, cvel, subtree_com and qfrc_actuator computed in JAX (kinematics only)
-    equal what MuJoCo's full mj_forward computes at the same state and control."""
+    """The native step's derived fields — cinert, cvel, subtree_com from MuJoCo's kinematics alone (the
+    handler's, or MJX's in JAX where the handler is not built) and qfrc_actuator a constant matrix times the
+    control — equal what MuJoCo's full mj_forward computes at the same state and control."""
     import mujoco
 
     env = envs.make("humanoid", "native", 1)
@@ -118,6 +119,7 @@ def test_humanoid_derived_fields_match_mj_forward():
     lo, hi = model.actuator_ctrlrange.T
     data.ctrl[:] = np.clip((np.asarray(action) + 1) * (hi - lo) / 2 + lo, lo, hi)
     mujoco.mj_forward(model, data)
+    # float32 fields against MuJoCo's float64 at the same state: values of order 1–10, float32 rounding + margin
     for name in ("subtree_com", "cinert", "cvel", "qfrc_actuator"):
         np.testing.assert_allclose(np.asarray(nxt.physics[name]), getattr(data, name), rtol=1e-4, atol=1e-4,
                                    err_msg=name)
