@@ -101,7 +101,13 @@ def mjx_advance(task, model):
 def warp_advance(task, model):
     """(qpos, qvel, ctrl) -> (qpos, qvel) after ``n_frames`` MuJoCo Warp steps: MJX's Warp implementation,
     whose kernels the compiled program calls on the default device (a GPU's, or the CPU's LLVM-compiled
-    kernels: slow, for checking). Zero warm start, as the other backends; float32, as MJX."""
+    kernels: slow, for checking). Zero warm start, as the other backends; float32, as MJX.
+
+    Warp keeps one contact buffer for all the worlds (environments) a step is vmapped over, sized when its
+    data is made (``naconmax``, by default one world's worth): a batch that outgrows it loses contacts, with
+    nothing but a printed warning. So the step counts its worlds: each vmap level around it, however deep
+    (agents × environments, streams × ...), multiplies the worlds its data is made for (:func:`_world_counting`),
+    and the buffers hold a world's default share for every one of them."""
     import warp
 
     warp.config.quiet = True  # no banner, no line per kernel loaded
@@ -112,13 +118,49 @@ def warp_advance(task, model):
     except NotImplementedError as e:  # what MuJoCo Warp lacks, named before anything compiles
         raise ValueError(f"MuJoCo Warp cannot run {task.name!r} on the {task.model!r} model: {e}; use "
                          f"physics='native' or 'mjx'") from None
+    one_world = mjx.make_data(model, impl="warp", device=device)._impl
+    contacts, ccd_contacts = int(one_world.naconmax), int(one_world.naccdmax)
 
-    def advance(qpos, qvel, ctrl):
-        d = mjx.make_data(model, impl="warp", device=device).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)
-        d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
-        return d.qpos, d.qvel
+    def for_worlds(worlds: int):
+        data = mjx.make_data(model, impl="warp", device=device, naconmax=worlds * contacts,
+                             naccdmax=worlds * ccd_contacts)
 
-    return advance
+        def advance(qpos, qvel, ctrl):
+            d = data.replace(qpos=qpos, qvel=qvel, ctrl=ctrl)
+            d = jax.lax.fori_loop(0, task.n_frames, lambda _, dd: mjx.step(mx, dd), d)
+            return d.qpos, d.qvel
+
+        return advance
+
+    return _world_counting(for_worlds)
+
+
+def _world_counting(for_worlds):
+    """``step(*args)`` for one world, built by ``for_worlds(n)`` for the number ``n`` of worlds it is vmapped
+    over in all. Through ``jax.custom_batching.custom_vmap``: the step is ``n`` worlds stacked on a leading
+    axis, and a vmap around it folds its axis into that one, calling the step for axis × n worlds."""
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def stacked(worlds: int):
+        @jax.custom_batching.custom_vmap
+        def step(*args):
+            return jax.vmap(for_worlds(worlds))(*args)
+
+        @step.def_vmap
+        def fold(axis_size, in_batched, *args):
+            args = [a if batched else jnp.broadcast_to(a, (axis_size,) + a.shape) for a, batched in
+                    zip(args, in_batched)]
+            out = stacked(axis_size * worlds)(*[a.reshape((axis_size * worlds,) + a.shape[2:]) for a in args])
+            out = jax.tree.map(lambda o: o.reshape((axis_size, worlds) + o.shape[1:]), out)
+            return out, jax.tree.map(lambda _: True, out)
+
+        return step
+
+    def one(*args):
+        return jax.tree.map(lambda o: o[0], stacked(1)(*[jnp.asarray(a)[None] for a in args]))
+
+    return one
 
 
 def compiled_advance(task, model, physics: str, derived):
