@@ -110,7 +110,9 @@ def warp_advance(task, model):
     and the buffers hold a world's default share for every one of them."""
     import warp
 
-    warp.config.quiet = True  # no banner, no line per kernel loaded
+    warp.config.quiet = True  # no banner, no line per kernel loaded (older Warp; newer: the log level)
+    if hasattr(warp, "LOG_WARNING"):
+        warp.config.log_level = max(warp.config.log_level, warp.LOG_WARNING)
     mjx = import_mjx()
     device = jax.devices()[0]
     try:
@@ -118,6 +120,7 @@ def warp_advance(task, model):
     except NotImplementedError as e:  # what MuJoCo Warp lacks, named before anything compiles
         raise ValueError(f"MuJoCo Warp cannot run {task.name!r} on the {task.model!r} model: {e}; use "
                          f"physics='native' or 'mjx'") from None
+    mx = _quiet_solver_caps(mx)
     one_world = mjx.make_data(model, impl="warp", device=device)._impl
     contacts, ccd_contacts = int(one_world.naconmax), int(one_world.naccdmax)
 
@@ -133,6 +136,19 @@ def warp_advance(task, model):
         return advance
 
     return _world_counting(for_worlds)
+
+
+def _quiet_solver_caps(mx):
+    """The Warp model without its printed warning when a solver stops at its iteration cap (native MuJoCo
+    and MJX stop there silently; a float32 Newton step rarely meets a 1e-8 tolerance first, so it would print
+    at nearly every step). Buffer overflows, which lose contacts or constraints, still warn."""
+    try:
+        from mujoco.mjx.third_party.mujoco_warp._src.types import OverflowType
+    except ImportError:  # another layout of MJX's Warp implementation: leave its warnings as they are
+        return mx
+    caps = int(OverflowType.ITERATIONS) | int(OverflowType.LS_ITERATIONS)
+    opt = mx.opt._impl
+    return mx.replace(opt=mx.opt.replace(_impl=opt.replace(warn_overflow=int(opt.warn_overflow) & ~caps)))
 
 
 def _world_counting(for_worlds):
