@@ -54,9 +54,12 @@ def _units(values, keep_inf: bool = False) -> np.ndarray:
 
 def median_coverage(n: int, k: int) -> float:
     """Coverage of [x_(k), x_(n+1−k)] (order statistics of n continuous units) for the median:
-    1 − 2·P(Bin(n, ½) ≤ k − 1)."""
-    tail = sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
-    return 1.0 - 2.0 * tail
+    1 − 2·P(Bin(n, ½) ≤ k − 1), in exact integers (2^n overflows a float from n = 1,024)."""
+    total, term = 0, 1
+    for i in range(k):   # term = C(n, i)
+        total += term
+        term = term * (n - i) // (i + 1)
+    return 1.0 - 2.0 * (total / 2 ** n)
 
 
 def median_interval(values, level: float = 0.95) -> Interval:

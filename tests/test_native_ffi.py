@@ -129,6 +129,8 @@ def test_the_handler_matches_mj_step_and_not_the_thread_count():
     outs = [native_ffi.FfiStepper(model, task.n_frames, t).step_numpy(qpos, qvel, ctrl) for t in (1, 3, 8)]
     for out in outs[1:]:
         np.testing.assert_array_equal(out, outs[0])
+    for t in (1, 3):   # an empty batch is stepped as nothing, on a pool of threads too
+        assert native_ffi.FfiStepper(model, task.n_frames, t).step_numpy(qpos[:0], qvel[:0], ctrl[:0]).shape[0] == 0
     data = mujoco.MjData(model)
     for i in range(batch):
         mujoco.mj_resetData(model, data)

@@ -87,6 +87,22 @@ def test_median_interval_ranks_and_coverage_by_hand(n, k, coverage):
     assert iv.estimate == np.median(x) and iv.n == n
 
 
+def test_median_coverage_holds_for_thousands_of_units():
+    """The exact binomial tail in integers, against the same sum in logarithms (lgamma), where 2^n is past a
+    float's range: 1,024 units and more (a large seed sweep's agents)."""
+    import math
+
+    def by_logs(n, k):
+        log_terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
+                     for i in range(k)]
+        return 1.0 - 2.0 * sum(math.exp(t) for t in log_terms)
+
+    for n, k in ((1024, 481), (2000, 957), (5000, 2431)):
+        assert stats.median_coverage(n, k) == pytest.approx(by_logs(n, k), abs=1e-12)
+    iv = stats.median_interval(np.arange(2000, dtype=float))
+    assert iv.coverage >= 0.95 and iv.low < 999.5 < iv.high
+
+
 def test_median_interval_is_the_narrowest_with_its_level_and_keeps_censored_units():
     for n in range(5, 41):
         iv = stats.median_interval(np.arange(n, dtype=float))

@@ -195,7 +195,9 @@ def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lam
     (wider would only lengthen the streams) and halved until ``fits(resolved)`` (the memory check)
     holds. A segment is still ``steps`` steps from the same start, so the pairs' distribution, and
     each estimate's, is the narrow study's; the sizes snap to the wider chunk (the tables record
-    the N used). Native physics and the pure-JAX tasks keep the run's own width."""
+    the N used). The width depends on how many subjects the study measures together, so a subject's
+    estimates here equal its estimates alone in distribution, not in value (``envs`` set fixes the width).
+    Native physics and the pure-JAX tasks keep the run's own width."""
     narrow = resolve(settings, statics)
     first = statics[0]
     backend, _ = envs.resolve_physics(first.task, first.physics, first.physics_threads)

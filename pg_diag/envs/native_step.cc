@@ -226,6 +226,7 @@ struct Stepper {
   // threads waiting on the slowest). Each environment is stepped alone on its thread's own data, so the result
   // does not depend on which thread takes it.
   void Step(int64_t batch, const float* qpos, const float* qvel, const float* warm, const float* ctrl, float* out) {
+    if (batch <= 0) return;  // nothing to step (and no share of the pool to divide it by)
     const mjModel* m = model;
     auto one = [&](Unit& unit, int64_t i) {
       StepOne(unit, qpos + i * m->nq, qvel + i * m->nv, warm ? warm + i * m->nv : nullptr, ctrl + i * m->nu,
