@@ -63,7 +63,7 @@ def crossovers(rows, backend: str = "mjx") -> dict:
     return out
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=["hopper", "walker2d", "humanoid"])
     parser.add_argument("--solvers", nargs="+", default=["converged", "fast"])
@@ -76,7 +76,7 @@ def main():
                         help="only these backends (default: every one this host runs; native is always timed)")
     parser.add_argument("--record", action="store_true",
                         help="add the measurements to this host's, which physics=auto decides from")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     backends = None
     if args.backends:
         backends = ("native",) + tuple(b for b in crossover.BACKENDS[1:] if b in args.backends)

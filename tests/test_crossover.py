@@ -1,6 +1,8 @@
 """physics="auto" by workload: deciding from recorded measurements, measuring and recording, pinning a run."""
 
+import importlib.util
 import json
+import pathlib
 
 import pytest
 
@@ -109,3 +111,27 @@ def test_a_sweep_is_pinned_to_the_backend_auto_chose(tmp_path):
     # resuming with the configuration as asked for is accepted (the run is complete: nothing to do)
     again = sweep(cfg, {"lr_policy": [1e-4, 3e-4]}, seeds=2, resume=str(tmp_path / "run"))
     assert again.manifest["status"] == "complete" and again.metrics.equals(run.metrics)
+
+
+def _bench_crossover():
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "bench_crossover.py"
+    spec = importlib.util.spec_from_file_location("bench_crossover", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_measurement_of_some_backends_and_each_backends_crossover():
+    """A row of the backends asked for only; bench_crossover's crossover per backend from the rows that timed
+    it (by hand: MJX at least as fast as native from batch 64 on, Warp from 16, a row without Warp skipped),
+    and --record refused with a subset, whose rows would decide physics=auto without the others."""
+    row = crossover.measure("hopper", "converged", 2, 1, steps=2, repeats=1, backends=("native",))
+    assert row["native_ms"] > 0 and "mjx_ms" not in row and crossover.faster(row) == "native"
+    bench = _bench_crossover()
+    rows = [{"task": "hopper", "solver": "fast", "batch": b, "native_ms": n, "mjx_ms": m, **w}
+            for b, n, m, w in ((1, 1.0, 2.0, {"warp_ms": 3.0}), (16, 1.5, 2.0, {"warp_ms": 1.0}),
+                               (64, 3.0, 2.0, {}), (256, 6.0, 2.0, {"warp_ms": 1.0}))]
+    assert bench.crossovers(rows, "mjx") == {("hopper", "brax", "fast"): 64}
+    assert bench.crossovers(rows, "warp") == {("hopper", "brax", "fast"): 16}
+    with pytest.raises(SystemExit):
+        bench.main(["--backends", "native", "--record"])
