@@ -76,10 +76,14 @@ def median_interval(values, level: float = 0.95) -> Interval:
         med = float(x[(n - 1) // 2])
     if n == 1:
         return Interval(med, _NONE, _NONE, 1, _NONE)
-    k = 1
-    while k + 1 <= n // 2 and median_coverage(n, k + 1) >= level:
+    # k grows while [x_(k+1), x_(n−k)] keeps the level; the binomial tail P(Bin(n, ½) ≤ k − 1) kept in
+    # integers as it grows (median_coverage's sum, one term a step)
+    k, tail, term, whole = 1, 1, n, 2 ** n          # tail = C(n, 0); term = C(n, 1)
+    while k + 1 <= n // 2 and 1.0 - 2.0 * ((tail + term) / whole) >= level:
+        tail += term
+        term = term * (n - k) // (k + 1)            # C(n, k + 1)
         k += 1
-    return Interval(med, float(x[k - 1]), float(x[n - k]), n, median_coverage(n, k))
+    return Interval(med, float(x[k - 1]), float(x[n - k]), n, 1.0 - 2.0 * (tail / whole))
 
 
 def t_interval(values, level: float = 0.95) -> Interval:

@@ -143,7 +143,8 @@ def _line_search_margin(params, batch, knobs, accepted_scale, steps=10):
                           improvement - float(knobs["accept_ratio"]) * scale * float(nat.expected)])
         if scale == float(accepted_scale):
             return min(margins + [np.abs(tests).min()])
-        margins.append(np.abs(tests[tests <= 0]).min())
+        failing = tests[tests <= 0]   # none: this recomputation accepts what trpo_step rejected, a tie
+        margins.append(np.abs(failing).min() if failing.size else 0.0)
     return min(margins)   # none accepted: every candidate's failing test
 
 

@@ -45,7 +45,10 @@ WARP_MODELS = [("hopper", "brax"), ("hopper", "gym"), ("walker2d", "brax"), ("wa
 
 def _capped(task, model, states, actions) -> np.ndarray:
     """Whether MuJoCo's own Newton solver, stepping each state as native physics does (zero warm start, the
-    task's substeps), stops at the model's iteration cap in some substep rather than at its tolerance."""
+    task's substeps), stops at the model's iteration cap in some substep rather than at its tolerance. On the
+    RK4 (Gym) models a substep solves four times and solver_niter keeps the last solve's count, so a cap in
+    an earlier stage goes unseen: that can only fail the comparison, never excuse a state wrongly (and those
+    models allow 100 iterations)."""
     import mujoco
 
     from pg_diag.envs.mujoco_models import mujoco_task
@@ -85,7 +88,8 @@ def test_a_warp_step_from_native_states_agrees_with_native_mujoco(task, model):
     obs, obs_w = np.asarray(nat.obs)[ok], np.asarray(war.obs)[ok]
     np.testing.assert_allclose(obs_w, obs, atol=5e-4, rtol=1e-4)
     np.testing.assert_allclose(np.asarray(war.reward)[ok], np.asarray(nat.reward)[ok], atol=5e-4, rtol=1e-4)
-    assert_terminations_match(task, obs, np.asarray(war.terminated)[ok], np.asarray(nat.terminated)[ok], 5e-4)
+    # the edges excused within the observations' tolerance at the largest edge, z = 2: 5e-4 + 1e-4 · 2
+    assert_terminations_match(task, obs, np.asarray(war.terminated)[ok], np.asarray(nat.terminated)[ok], 7e-4)
     assert np.abs(np.asarray(nat.obs) - np.asarray(states.obs)).max() > 0.1   # the states do change
 
 
@@ -107,6 +111,8 @@ def test_a_warp_step_is_built_for_every_world_it_is_vmapped_over():
     scanned = jax.lax.scan(lambda c, _: (jax.vmap(jax.vmap(step))(c, jnp.ones((4, 3)))[0], None), x, None, length=2)[0]
     assert np.all(np.asarray(scanned) == 24.0)
     assert set(built) == {1, 3, 12}
+    with pytest.raises(TypeError, match="not differentiable"):
+        jax.jvp(lambda a: step(a, 1.0)[0], (x[0, 0],), (jnp.ones(2),))
 
 
 def test_a_training_sweep_runs_on_warp():

@@ -173,8 +173,14 @@ def _world_counting(for_worlds):
 
         return step
 
+    @jax.custom_jvp
     def one(*args):
         return jax.tree.map(lambda o: o[0], stacked(1)(*[jnp.asarray(a)[None] for a in args]))
+
+    @one.defjvp
+    def _no_derivative(primals, tangents):
+        # Warp's step is a foreign call with no derivative; said here, before custom_vmap's fold would recurse
+        raise TypeError("a MuJoCo Warp step (physics='warp') is not differentiable")
 
     return one
 
