@@ -141,6 +141,35 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
     assert step_ms("walker2d", 3) is None and step_ms("point_mass", 3) is None   # nothing recorded; pure JAX
     assert costs.recorded_step_ms("fast")("hopper", 512) == pytest.approx(1.02 * 2)   # the faster backend, MJX
     assert costs.recorded_step_ms("converged", beyond=False)("humanoid", 320) is None  # no bound past 64: measure
+    # a backend asked for is costed at its own column, not at the faster one's
+    assert step_ms("humanoid", 3, physics="mjx") == pytest.approx(3.6 + 2.6 * 2 / 15)
+    assert costs.recorded_step_ms("fast")("hopper", 256, physics="native") == pytest.approx(1.94)
+    assert step_ms("humanoid", 3, physics="warp") is None                       # no Warp column recorded
+
+
+def test_a_program_asking_for_a_backend_is_costed_on_it(tmp_path, monkeypatch):
+    """A sweep with physics asked for (here MJX) plans at that backend's step, recorded or timed now on it;
+    the dry run's programs carry the physics of their sweeps."""
+    from pg_diag.experiments import targets
+
+    (program,) = targets.get("fig-ablation").dry_run("smoke", memory=1 << 62, physics="mjx")
+    assert program.physics == "mjx"
+    asked = []
+
+    def step_ms(task, width, model, solver, physics):
+        asked.append(physics)
+        return {"mjx": 4.0, "auto": 1.0}[physics]
+
+    assert costs.run_seconds(program, step_ms, recorded=False) == pytest.approx(
+        program.sequential_steps * 4.0 * costs.OVERHEAD["train"] / 1e3)
+    assert asked == ["mjx"]
+    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    from pg_diag.envs import crossover
+    timed = []
+    monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
+                        timed.append((backend, batch)) or 2.0)
+    assert costs.measured_step_ms("converged")("hopper", 4, physics="mjx") == pytest.approx(2.0)
+    assert timed == [("mjx", 4)]
 
 
 def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):
@@ -238,7 +267,7 @@ def test_a_plan_costs_each_program_with_its_own_model_and_solver():
 
     asked = []
 
-    def step_ms(task, width, model, solver):
+    def step_ms(task, width, model, solver, physics):
         asked.append((task, model, solver))
         return {"gym": 2.0, "brax": 1.0}[model]
 

@@ -102,11 +102,11 @@ def cmd_dry_run(args, kind):
     solver, model = extra.get("solver", "converged"), extra.get("model", "brax")
     recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
 
-    def step_ms(task, width, model=model, solver=solver):  # recorded, else a few steps timed now (one compile)
-        ms = recorded(task, width, model, solver)
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):  # recorded, else timed now (a compile)
+        ms = recorded(task, width, model, solver, physics)
         if ms is None:
             timed.add(task)
-            ms = timed_now(task, width, model, solver)
+            ms = timed_now(task, width, model, solver, physics)
         return ms
 
     frame = dry_run.table(programs, step_ms)

@@ -25,7 +25,7 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
     measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
     training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
-    ``step_ms(task, width, model, solver)`` (the program's physics) × the program kind's overhead (a training
+    ``step_ms(task, width, model, solver, physics)`` (the program's physics) × the program kind's overhead (a training
     program whose collection runs on an accelerator host's CPU and its update on the accelerator: physics +
     :data:`ACCELERATOR_FIXED_MS`); ``recorded=False``: from step costs alone. None where a step cost is
     unknown."""
@@ -42,7 +42,7 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
     """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
     ms = training_ms(program) if recorded else None
     if ms is None:
-        physics = step_ms(program.task, program.width, program.model, program.solver)
+        physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
         if physics is None:
             return None
         ms = (physics + ACCELERATOR_FIXED_MS if split_here(program)
@@ -87,10 +87,11 @@ LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width, model=model, solver=solver)`` for this device: the recorded per-step cost where
-    the recorded batches reach ``width`` (:func:`recorded_step_ms`), else measured now on the backend
-    ``physics=auto`` picks here, at the two :data:`LADDER` widths around ``width`` (linear between them,
-    proportional beyond the last), each timed once per process and model."""
+    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded
+    per-step cost where the recorded batches reach ``width`` (:func:`recorded_step_ms`), else measured now on
+    the backend asked for (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
+    :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
+    once per process, model and backend."""
     import os
 
     import jax
@@ -100,10 +101,12 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
 
-    def at(task, width, model, solver):
-        key = (task, width, model, solver)
+    def at(task, width, model, solver, physics):
+        key = (task, width, model, solver, physics)
         if key not in cache:
-            if TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
+            if TASKS[task][0] == "mujoco" and physics != "auto":   # the backend asked for
+                cache[key] = crossover.step_ms(task, physics, threads, solver, width, model=model)
+            elif TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
                 row = crossover.measure(task, solver, width, threads, model=model)
                 try:
@@ -117,24 +120,26 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
                                                model=model if mujoco else "brax")
         return cache[key]
 
-    def step_ms(task, width, model=model, solver=solver):
-        ms = recorded(task, width, model, solver)
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):
+        ms = recorded(task, width, model, solver, physics)
         if ms is not None:
             return ms
         hi = next((w for w in LADDER if w >= width), LADDER[-1])
         if hi == width or hi == LADDER[0] or width > hi:
-            return interpolate([(hi, at(task, hi, model, solver))], width)
+            return interpolate([(hi, at(task, hi, model, solver, physics))], width)
         lo = LADDER[LADDER.index(hi) - 1]
-        return interpolate([(lo, at(task, lo, model, solver)), (hi, at(task, hi, model, solver))], width)
+        return interpolate([(lo, at(task, lo, model, solver, physics)), (hi, at(task, hi, model, solver, physics))],
+                           width)
 
     return step_ms
 
 
 def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
-    """``step_ms(task, width, model=model, solver=solver)`` from this host's recorded physics measurements of
-    the model and solver setting, or None where none is recorded (pure-JAX tasks: None). At each recorded
-    batch the faster backend's cost; between two recorded batches, linear in the batch (a batched step costs
-    a fixed part plus a part per environment, which a line through its neighbours follows; scaling the
+    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` from this host's recorded physics
+    measurements of the model and solver setting, or None where none is recorded (pure-JAX tasks: None). At
+    each recorded batch the cost of the backend asked for (``physics``), or for ``"auto"`` the faster one's;
+    between two recorded batches, linear in the batch (a batched step costs a fixed part plus a part per
+    environment, which a line through its neighbours follows; scaling the
     nearest batch's cost by the width instead charged 3 environments three times one, though the threads
     step them side by side); below the smallest recorded batch, its cost; beyond the largest, proportional to
     the width (an upper bound: a step cannot get cheaper per environment than the widest measured), or None
@@ -145,11 +150,11 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
 
     rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
 
-    def step_ms(task, width, model=model, solver=solver):
-        costs = {}
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):
+        costs, backends = {}, crossover.BACKENDS if physics == "auto" else (physics,)
         for r in rows:
             if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:
-                ms = min(r.get(f"{b}_ms", float("inf")) for b in crossover.BACKENDS)
+                ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
         if TASKS[task][0] != "mujoco" or not costs or (not beyond and width > max(costs)):

@@ -39,6 +39,7 @@ class Program:
     spec: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
     model: str = "brax"         # the MuJoCo model and solver setting its physics steps (its cost per step)
     solver: str = "converged"
+    physics: str = "auto"       # the backend asked for ("auto": the one physics=auto picks on the host)
 
 
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
@@ -48,7 +49,8 @@ def training_program(task, names: str, static, agents: int, have, spec: tuple | 
     memory = WORD * agents * static.num_envs * static.steps_per_env * pair_words(obs, act, static)
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
-                   memory, memory <= have, spec=spec, model=static.model, solver=static.solver)
+                   memory, memory <= have, spec=spec, model=static.model, solver=static.solver,
+                   physics=static.physics)
 
 
 def preset_training(task, algos, seeds, over, have) -> list:
@@ -80,9 +82,9 @@ def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: d
     shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
     first = next(iter(statics.values()))
 
-    def physics(labels):   # the model and solver setting of the runs a shape measures (saved runs may mix them)
+    def physics(labels):   # the physics of the runs a shape measures (saved runs may mix them)
         s = statics.get(labels[0], first) if labels else first
-        return {"model": s.model, "solver": s.solver}
+        return {"model": s.model, "solver": s.solver, "physics": s.physics}
 
     return [Program(spec.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
                     s.fits, s.note, **physics(s.labels))
@@ -130,7 +132,7 @@ def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, sca
 
 
 def table(programs: list, step_ms=None):
-    """The plan as a DataFrame; ``step_ms(task, width, model, solver) -> ms or None`` adds each program's
+    """The plan as a DataFrame; ``step_ms(task, width, model, solver, physics) -> ms or None`` adds each program's
     estimated seconds
     without compiling (:func:`pg_diag.experiments.costs.run_seconds`: this host's recorded training cost per
     step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step

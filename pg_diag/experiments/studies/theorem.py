@@ -211,7 +211,7 @@ def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, s
     need = WORD * pairs * pair_words(obs, act, s, value_passes=0)   # the batch and the policy's activations
     return [dry_run.Program("optimize", task, "ppo", len(OPTIMIZERS), pairs, s.steps_per_env + len(OPTIMIZERS) * steps,
                             s.num_envs, need, need <= memory, f"{steps} full-batch steps per optimizer",
-                            model=s.model, solver=s.solver)]
+                            model=s.model, solver=s.solver, physics=s.physics)]
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
