@@ -4,8 +4,8 @@ For each task, solver setting and batch size: the time of one batched step (raw 
 compiling excluded) on native MuJoCo (the host's cores, in a program compiled for its CPU), on MJX (the
 default JAX device) and, where warp-lang is installed and an accelerator runs it, on MuJoCo Warp; and each
 crossover: the smallest measured batch from which that backend is at least as fast as native MuJoCo at every
-larger measured batch. On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the measurements; ``--record``
-adds them to this host's physics measurements, from which ``physics=auto`` then decides
+larger measured batch. On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the
+measurements; ``--record`` adds them to this host's physics measurements, from which ``physics=auto`` then decides
 (:mod:`pg_diag.envs.crossover`; without them it measures each new batch when a run first needs it).
 
     python benchmarks/bench_crossover.py [--tasks hopper walker2d humanoid] [--solvers converged fast]
@@ -80,9 +80,10 @@ def main(argv=None):
     backends = None
     if args.backends:
         backends = ("native",) + tuple(b for b in crossover.BACKENDS[1:] if b in args.backends)
-        if args.record and set(backends) != set(crossover.backends_here()):
-            parser.error(f"--record needs every backend physics=auto compares here ({', '.join(crossover.backends_here())}),"
-                         f" not --backends {' '.join(args.backends)}: a row without one would decide without it")
+        here = crossover.backends_here()
+        if args.record and set(backends) != set(here):
+            parser.error(f"--record needs every backend physics=auto compares here ({', '.join(here)}), not "
+                         f"--backends {' '.join(args.backends)}: a row without one would decide without it")
         if "warp" in backends and mujoco_physics.warp_unavailable():
             parser.error(mujoco_physics.warp_unavailable())
     device = jax.devices()[0]

@@ -6,8 +6,9 @@ the learner device (``placement='split'``, :mod:`pg_diag.run.split`), for a pres
 
 Prints milliseconds per iteration of each part (the fastest of ``--iterations`` after one to warm up) and
 per batched environment step of the collection; beside them, the networks put on the blocks straight from
-the learner's arrays rather than through host memory (:func:`pg_diag.run.split.nets_to_blocks`). The collection is sharded over the host's CPU devices
-(``PG_DIAG_HOST_DEVICES``; one per core by default on a host with an accelerator, :mod:`pg_diag.run.host_devices`).
+the learner's arrays rather than through host memory (:func:`pg_diag.run.split.nets_to_blocks`). The
+collection is sharded over the host's CPU devices (``PG_DIAG_HOST_DEVICES``; one per core by default on a
+host with an accelerator, :mod:`pg_diag.run.host_devices`).
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def main(argv=None):
             for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
                 times[name].append(dt)
     batch_mb = sum(x.nbytes for x in jax.tree.leaves(payload)) / 2**20
-    print(f"{args.preset} on {args.task} ({args.model}'s model), {args.agents} agents × 1 env × {args.steps} steps; collected on "
-          f"{len(blocks)} CPU device(s) of {len(split.devices()[0])}, learner {learner.platform} "
+    print(f"{args.preset} on {args.task} ({args.model}'s model), {args.agents} agents × 1 env × {args.steps} "
+          f"steps; collected on {len(blocks)} CPU device(s) of {len(split.devices()[0])}, learner {learner.platform} "
           f"({learner.device_kind}); both halves compiled in {compile_s:.1f} s; the batch is {batch_mb:.1f} MiB\n")
     print("| part | ms per iteration | ms per batched step |")
     print("|---|---|---|")

@@ -256,7 +256,8 @@ def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
     """The step study and the surrogate landscape call each algorithm's own step and objective; the gradient,
     baseline and landscape-concentration studies sample its frozen policy. At the plane's origin (θ_old)
     every objective is mean(Â_normalized) − β·0 + c·H with c = 0 here: 0 up to float32 rounding of a
-    normalized mean (tests/compare.py's CANCELLING_ATOL). With c = 0 PPO-KL's own objective's gradient at θ_old is the surrogate's (the
+    normalized mean (tests/compare.py's CANCELLING_ATOL). With c = 0 PPO-KL's own objective's gradient at
+    θ_old is the surrogate's (the
     KL penalty's gradient vanishes there), so the two gradient studies, on the same streams (a subject's
     keys do not depend on the others measured beside it), give the same cosines up to the rounding of
     adding an all-but-zero vector (1e-4)."""
