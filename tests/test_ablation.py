@@ -49,6 +49,36 @@ def test_scores_are_max_over_iterations_and_best_lr_by_seed_average():
     assert effects.loc["lr_annealing", "difference"] == 80.0
 
 
+def test_held_out_selection_removes_the_in_sample_bias_of_the_best_learning_rate():
+    """No toggle and no learning rate moves any mean score (all 0); value clipping raises the noise from
+    sd 0.5 to sd 2 (independent normal scores, 5 seeds × 16 combinations × 4 LRs). In-sample, each
+    combination's score is the maximum over 4 LRs of a 5-seed mean, N(0, σ²/5) each: its expectation is
+    E[max of 4 N(0, 1)] · σ/√5 = 1.029375·σ/√5, so the apparent effect is 1.029375 · 1.5/√5 = 0.6905 where
+    the true one is 0. Each seed's score at the LR the other seeds chose is independent of the choice, so
+    the held-out effect's expectation is exactly 0. Over 200 simulated ablations (each one unit: the mean
+    of its 5 per-seed effects from evidence.ablation_evidence), both means lie within 4 standard errors of
+    these values: a false failure has probability < 1.3e-4 (two normal tails at 4σ, twice)."""
+    from pg_diag.experiments import evidence
+
+    rng = np.random.default_rng(7)
+    combos = list(itertools.product([False, True], repeat=4))
+    frame = pd.DataFrame([{"seed": s, **dict(zip(TOGGLES, c)), "lr_policy": lr}
+                          for s in range(5) for c in combos for lr in (1e-5, 8e-5, 1.5e-4, 2.2e-4)])
+    sd = np.where(frame["value_clipping"], 2.0, 0.5)
+    effects = {"in-sample": [], "held-out": []}
+    for _ in range(200):
+        scores = frame.assign(score=rng.normal(0.0, sd))
+        for kind, select in (("in-sample", ablation.agents_at_best_lr),
+                             ("held-out", ablation.agents_at_held_out_best_lr)):
+            selected = select(scores)
+            assert len(selected) == 5 * 16 and selected.groupby("seed").size().eq(16).all()
+            rows = evidence.ablation_evidence({"t": selected}, TOGGLES)
+            effects[kind].append(np.mean([r["value"] for r in rows if r["evidence"] == "ablation_value_clipping"]))
+    for kind, expected in (("in-sample", 1.029375 * 1.5 / np.sqrt(5)), ("held-out", 0.0)):
+        e = np.asarray(effects[kind])
+        assert abs(e.mean() - expected) < 4 * e.std(ddof=1) / np.sqrt(len(e)), (kind, e.mean(), expected)
+
+
 def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
     out = targets.get("fig-ablation").train("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1, num_envs=2, steps_per_env=32,
                        num_iterations=2, num_minibatches=4, ppo_epochs=2, value_epochs=2)

@@ -8,11 +8,13 @@ asserted.
 import dataclasses
 import json
 import math
+import os
 import shutil
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 from jax.flatten_util import ravel_pytree
 
@@ -336,6 +338,43 @@ def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
     assert loaded.curves("true").equals(both.curves("true"))
     summary = loaded.summary("pairwise")
     assert set(summary.label) == {"ppo", "trpo"} and set(summary.iteration) == {0, 2}
+
+
+def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
+    """A measurement saved in a run is someone's result: measuring it again with other settings or on other
+    subjects is refused before compiling (naming the difference and the studies recorded as reading it) and
+    leaves the files as they were; the same measurement saves again, another name saves beside it, and
+    ``replace=True`` replaces it with what that name's program computes."""
+    from pg_diag.diagnostics.tables import record_reader, study_path
+
+    run = str(tmp_path / "trpo")
+    shutil.copytree(runs["trpo"], run, ignore=shutil.ignore_patterns("diagnostics"))
+    kw = dict(iterations=[2], sizes=(100, 1000), true_pairs=0)
+    first = gradient_study(run, estimates=2, **kw)
+    saved = study_path(run, "gradients")
+    files = lambda: {os.path.relpath(os.path.join(d, f), saved): open(os.path.join(d, f), "rb").read()  # noqa: E731
+                     for d, _, names in os.walk(saved) for f in names}
+    before = files()
+    reader = tmp_path / "a-study"
+    reader.mkdir()
+    record_reader(run, "gradients", str(reader))
+    refusals = [(dict(estimates=3, **kw), r"estimates: 2 saved, 3 asked"),
+                (dict(estimates=2, **{**kw, "iterations": [0]}),
+                 r"subjects \(agent, iteration\): \[\(0, 2\)\] saved, \[\(0, 0\)\] asked")]
+    for asked, diff in refusals:
+        with CompileCounter() as cc, pytest.raises(
+                DiagnosticError, match=rf"holds a 'gradients' measurement made otherwise \({diff}\), which "
+                                       rf"{reader} reads; saving this one would replace it. Pass name="):
+            gradient_study(run, **asked)
+        assert cc.count == 0
+    assert files() == {**before, "readers.json": files()["readers.json"]}
+    again = gradient_study(run, estimates=2, **kw)                       # the same measurement: saved again
+    pd.testing.assert_frame_equal(again.pairs, first.pairs)
+    beside = gradient_study(run, estimates=3, name="k3", **kw)
+    pd.testing.assert_frame_equal(load_gradient_study(run).pairs, first.pairs)
+    assert load_gradient_study(run, "k3").pairs.equals(beside.pairs)
+    gradient_study(run, estimates=3, replace=True, **kw)
+    assert load_gradient_study(run).pairs.equals(beside.pairs)     # the same compiled program as "k3"
 
 
 def test_empty_statistics_are_warmed_by_one_batch_and_saved_ones_kept(agent, runs):

@@ -130,10 +130,12 @@ SPEC = engine.Spec(kind=NAME, title="baseline-study", settings=baselines.Baselin
 
 
 def baseline_study(runs, iterations=None, agents=None, settings: baselines.BaselineSettings | None = None, *,
-                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> BaselineStudy:
+                   save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
+                   **changes) -> BaselineStudy:
     """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
     ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
-    return engine.run(SPEC, runs, iterations, agents, settings, save=save, name=name, verbose=verbose, **changes)
+    return engine.run(SPEC, runs, iterations, agents, settings, save=save, replace=replace, name=name,
+                      verbose=verbose, **changes)
 
 
 def load_baseline_study(run_paths, name: str = NAME) -> BaselineStudy:

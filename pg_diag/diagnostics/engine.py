@@ -22,6 +22,8 @@ configurations a target would train (nothing loaded, nothing compiled). The engi
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 from typing import Callable
 
 from pg_diag.diagnostics import memory, tables
@@ -144,9 +146,10 @@ def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label, settin
     return shapes
 
 
-def measure(spec: Spec, planned: list, settings, verbose: bool = False):
-    """Resolve, group, shape (every group's memory checked before the first compile), compile and run each
-    program once; returns (frames, manifest's resolved, timings, more manifest entries)."""
+def measure(spec: Spec, planned: list, settings, verbose: bool = False, before_compiling=None):
+    """Resolve, group, shape (every group's memory checked before the first compile), call
+    ``before_compiling()`` if given, compile and run each program once; returns (frames, manifest's resolved,
+    timings, more manifest entries)."""
     import pandas as pd
 
     statics = [run.config(agent).static for run, agent, _ in planned]
@@ -160,6 +163,8 @@ def measure(spec: Spec, planned: list, settings, verbose: bool = False):
         groups.append((subjects, dataclasses.replace(shape, labels=labels)))
     for _, shape in groups:
         memory.require_memory(shape.bytes, *shape.refusal, have=have)
+    if before_compiling is not None:
+        before_compiling()
     frames, timings = {t: [] for t in spec.tables}, []
     for subjects, shape in groups:
         if verbose and spec.describe:
@@ -173,14 +178,34 @@ def measure(spec: Spec, planned: list, settings, verbose: bool = False):
     return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings, extra
 
 
+def check_replaceable(spec: Spec, planned: list, settings, name: str) -> None:
+    """Refuse to save over a run's ``name`` measurement made otherwise (other settings or other subjects): it
+    is someone's result, and the studies recorded as reading it would change with it (:data:`tables.READERS`)."""
+    asked = dataclasses.asdict(settings)
+    for path in dict.fromkeys(r.path for r, _, _ in planned):
+        mine = {(int(a), int(i)) for r, a, i in planned if r.path == path}
+        diff = tables.differences(tables.saved_manifest(path, name), asked, mine)
+        if not diff or diff == ["none saved"]:
+            continue
+        readers = [d for d in tables.recorded_readers(path, name) if os.path.isdir(d)]
+        read = f", which {', '.join(readers)} read{'s' if len(readers) == 1 else ''}" if readers else ""
+        raise DiagnosticError(
+            f"{spec.title}: {path!r} holds a {name!r} measurement made otherwise ({'; '.join(diff)}){read}; "
+            f"saving this one would replace it. Pass name='...' to save it beside, save=False to keep it in memory "
+            f"only, or replace=True to replace it{' (and change what those studies read)' if readers else ''}")
+
+
 def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels=None, save: bool = True,
-        name: str | None = None, verbose: bool = False, **changes):
+        replace: bool = False, name: str | None = None, verbose: bool = False, **changes):
     """Measure ``spec`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
-    checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings."""
+    checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings. Saved
+    (``save``) in each run under ``name``, never over a measurement made otherwise unless ``replace``."""
     settings = settings_of(spec, settings, changes)
     tables.check_name(name or spec.kind)    # before anything is loaded or compiled
     planned = plan_subjects(runs, iterations, agents, labels)
-    frames, resolved, timings, extra = measure(spec, planned, settings, verbose)
+    guard = functools.partial(check_replaceable, spec, planned, settings, name or spec.kind)
+    frames, resolved, timings, extra = measure(spec, planned, settings, verbose,
+                                               guard if save and not replace else None)
     manifest = {"format": FORMAT, "study": name or spec.kind, "kind": spec.kind,
                 "settings": dataclasses.asdict(settings), "resolved": resolved,
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **extra,
@@ -200,4 +225,4 @@ def load(spec: Spec, run_paths, name: str | None = None):
     return spec.study(manifest=manifest, **frames)
 
 
-__all__ = ["FORMAT", "Shape", "Spec", "load", "measure", "plan_shapes", "run", "settings_of"]
+__all__ = ["FORMAT", "Shape", "Spec", "check_replaceable", "load", "measure", "plan_shapes", "run", "settings_of"]

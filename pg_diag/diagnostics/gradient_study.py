@@ -147,10 +147,12 @@ SPEC = engine.Spec(kind=NAME, title="gradient-study", settings=gradients.Gradien
 
 
 def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,
-                   save: bool = True, name: str = NAME, verbose: bool = False, **changes) -> GradientStudy:
+                   save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
+                   **changes) -> GradientStudy:
     """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
     ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
-    return engine.run(SPEC, runs, iterations, agents, settings, save=save, name=name, verbose=verbose, **changes)
+    return engine.run(SPEC, runs, iterations, agents, settings, save=save, replace=replace, name=name,
+                      verbose=verbose, **changes)
 
 
 def load_gradient_study(run_paths, name: str = NAME) -> GradientStudy:

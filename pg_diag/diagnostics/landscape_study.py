@@ -201,11 +201,11 @@ SPEC = engine.Spec(kind=NAME, title="landscape", settings=landscape.LandscapeSet
 
 
 def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
-                    labels=None, save: bool = True, name: str = NAME, verbose: bool = False,
+                    labels=None, save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                     **changes) -> LandscapeStudy:
     """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
     ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
-    return engine.run(SPEC, runs, iterations, agents, settings, labels=labels, save=save, name=name,
+    return engine.run(SPEC, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 

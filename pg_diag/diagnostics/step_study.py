@@ -101,9 +101,10 @@ SPEC = engine.Spec(kind=NAME, title="step-study", settings=StepSettings, tables=
 
 
 def step_study(runs, iterations=None, agents=None, settings: StepSettings | None = None, *, save: bool = True,
-               name: str = NAME, verbose: bool = False, **changes) -> StepStudy:
+               replace: bool = False, name: str = NAME, verbose: bool = False, **changes) -> StepStudy:
     """The step variance of every agent of ``runs`` at the checkpointed ``iterations``."""
-    return engine.run(SPEC, runs, iterations, agents, settings, save=save, name=name, verbose=verbose, **changes)
+    return engine.run(SPEC, runs, iterations, agents, settings, save=save, replace=replace, name=name,
+                      verbose=verbose, **changes)
 
 
 def load_step_study(run_paths, name: str = NAME) -> StepStudy:

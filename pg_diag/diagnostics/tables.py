@@ -11,6 +11,7 @@ are functions of the saved rows, so figures redraw without recomputing.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -38,6 +39,64 @@ def check_name(name: str) -> str:
 
 def study_path(run_path: str, name: str) -> str:
     return os.path.join(run_path, DIAGNOSTICS, check_name(name))
+
+
+def saved_manifest(run_path: str, name: str) -> dict | None:
+    """The manifest of the ``name`` study saved in a run (None if it holds none)."""
+    path = os.path.join(study_path(run_path, name), "manifest.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        from pg_diag.diagnostics.subjects import DiagnosticError
+        raise DiagnosticError(f"{path} cannot be read ({err.__class__.__name__}): the saved {name!r} measurement "
+                              f"is damaged; move {os.path.dirname(path)} aside to measure it again") from None
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def differences(manifest: dict | None, settings: dict, subjects: set | None) -> list:
+    """How a saved measurement differs from one made with ``settings`` (those fields only) on ``subjects``
+    ((agent, iteration) of the manifest's run; None: any): ``["estimates: 10 saved, 5 asked", ...]``, [] when
+    it is the same."""
+    if manifest is None:
+        return ["none saved"]
+    have = manifest.get("settings", {})
+    asked = {k: json.loads(json.dumps(v)) for k, v in settings.items()}   # as saved: tuples as lists
+    out = [f"{k}: {have.get(k)!r} saved, {v!r} asked" for k, v in asked.items() if v != have.get(k)]
+    if subjects is not None:
+        mine = {(int(s["agent"]), int(s["iteration"])) for s in manifest.get("subjects", [])
+                if s.get("run") == manifest.get("run")}
+        if mine != subjects:
+            out.append(f"subjects (agent, iteration): {sorted(mine)} saved, {sorted(subjects)} asked")
+    return out
+
+
+#: the studies that read a run's measurement, recorded beside it (RUN/diagnostics/NAME/readers.json), so that
+#: whatever would replace it finds them first, wherever they are
+READERS = "readers.json"
+
+
+def recorded_readers(run_path: str, name: str) -> list:
+    """The directories of the studies recorded as reading the run's ``name`` measurement."""
+    try:
+        with open(os.path.join(study_path(run_path, name), READERS)) as f:
+            return list(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def record_reader(run_path: str, name: str, reader: str) -> None:
+    """Record that the study in ``reader`` reads the run's ``name`` measurement (a run that cannot be written
+    keeps the readers it has)."""
+    readers = recorded_readers(run_path, name)
+    if os.path.abspath(reader) not in readers:
+        try:
+            store.write_json(os.path.join(study_path(run_path, name), READERS),
+                             sorted(readers + [os.path.abspath(reader)]))
+        except store.RunDirError:
+            pass
 
 
 def write_study(tables: dict, manifest: dict, name: str) -> list:

@@ -84,30 +84,6 @@ def train_runs(out: str, sc, tasks, presets, seeds, progress=None, user: dict | 
             "run_seeds": {rel(d): [int(s) for s in taken] for r in runs.values() for d, taken in r}}
 
 
-def _saved_manifest(run: str, name: str) -> dict | None:
-    path = os.path.join(diag_tables.study_path(run, name), "manifest.json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
-
-
-def _differences(manifest: dict | None, settings: dict, subjects: set | None) -> list:
-    """How the saved measurement differs from the one asked for: ``["estimates: 10 saved, 5 asked", ...]``
-    ([] when it is the same; ``subjects`` None: any)."""
-    if manifest is None:
-        return ["none saved"]
-    have = manifest.get("settings", {})
-    asked = {k: json.loads(json.dumps(v)) for k, v in settings.items()}   # as saved: tuples as lists
-    out = [f"{k}: {have.get(k)!r} saved, {v!r} asked" for k, v in asked.items() if v != have.get(k)]
-    if subjects is not None:
-        mine = {(int(s["agent"]), int(s["iteration"])) for s in manifest.get("subjects", [])
-                if s.get("run") == manifest.get("run")}
-        if mine != subjects:
-            out.append(f"subjects (agent, iteration): {sorted(mine)} saved, {sorted(subjects)} asked")
-    return out
-
-
 def wanted_subjects(run_dirs, labels=None, iterations=None) -> dict | None:
     """run directory -> the (agent, iteration) a measurement of the agents with ``labels`` at ``iterations``
     takes from it (None for either: every one); None where the runs cannot give them (the measurement
@@ -130,42 +106,18 @@ def saved(run_dirs, name: str, settings: dict, labels=None, iterations=None) -> 
     subjects = wanted_subjects(run_dirs, labels, iterations)
     if subjects is None:
         return False
-    return all(not _differences(_saved_manifest(run, name), settings, subjects[run])
+    return all(not diag_tables.differences(diag_tables.saved_manifest(run, name), settings, subjects[run])
                for run in run_dirs if subjects[run])
-
-
-#: the studies that read a run's measurement, recorded in it (RUN/diagnostics/NAME/readers.json), so that a
-#: study anywhere is found before the measurement it draws is replaced
-READERS = "readers.json"
-
-
-def _recorded_readers(run: str, name: str) -> list:
-    try:
-        with open(os.path.join(diag_tables.study_path(run, name), READERS)) as f:
-            return list(json.load(f))
-    except (OSError, ValueError, TypeError):
-        return []
-
-
-def _record_reader(run: str, name: str, out: str) -> None:
-    """Record in ``run``'s ``name`` measurement that the study in ``out`` reads it (a run that cannot be
-    written keeps the readers it has: the studies beside ``out`` are still found)."""
-    readers = _recorded_readers(run, name)
-    if os.path.abspath(out) not in readers:
-        try:
-            store.write_json(os.path.join(diag_tables.study_path(run, name), READERS),
-                             sorted(readers + [os.path.abspath(out)]))
-        except store.RunDirError:
-            pass
 
 
 def _readers(out: str, run: str, name: str) -> list:
     """The studies other than ``out`` that read the ``name`` measurement of ``run``: those it records
-    (:func:`_record_reader`) and those beside ``out``, each still recording that it reads it."""
+    (:func:`pg_diag.diagnostics.tables.record_reader`) and those beside ``out``, each still recording that it
+    reads it."""
     parent, run, mine = os.path.dirname(os.path.abspath(out)), os.path.abspath(run), os.path.abspath(out)
     beside = [os.path.join(parent, e) for e in sorted(os.listdir(parent))] if os.path.isdir(parent) else []
     found = []
-    for d in dict.fromkeys(_recorded_readers(run, name) + beside):
+    for d in dict.fromkeys(diag_tables.recorded_readers(run, name) + beside):
         if d == mine or not os.path.isfile(os.path.join(d, study_dir.STUDY_FILE)):
             continue
         try:
@@ -184,10 +136,10 @@ def _readers(out: str, run: str, name: str) -> list:
 def _check_not_read_elsewhere(target: str, out: str, run_dirs, name: str, settings: dict, subjects) -> None:
     """Refuse to replace a run's saved ``name`` measurement that a study beside ``out`` reads."""
     for run in run_dirs:
-        manifest = _saved_manifest(run, name)
+        manifest = diag_tables.saved_manifest(run, name)
         if manifest is None:
             continue
-        diff = _differences(manifest, settings, subjects[run] if subjects else None)
+        diff = diag_tables.differences(manifest, settings, subjects[run] if subjects else None)
         readers = _readers(out, run, name) if diff else []
         if readers:
             raise ConfigError(
@@ -233,10 +185,10 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
             _check_not_read_elsewhere(target.name, out, paths, m.name, settings,
                                       wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
-            m.measure(paths, verbose=progress is not False, **{k: v for k, v in chosen.items() if v is not None},
-                      **settings)
+            m.measure(paths, verbose=progress is not False, replace=True,  # the check above is the target's
+                      **{k: v for k, v in chosen.items() if v is not None}, **settings)
         for path in paths:
-            _record_reader(path, m.name, out)
+            diag_tables.record_reader(path, m.name, out)
     old = recorded(out, target.study, scale)
     measured = {**old.get("measured", {}), target.name: sorted(names)}
     study_dir.write(out, target.study, scale, sorted({task for v in measured.values() for task in v}),

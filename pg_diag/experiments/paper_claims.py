@@ -188,8 +188,9 @@ CLAIMS = (
     Claim("reward-scaling-needed", "IM", "§3, Fig 1",
           "reward normalization, Adam annealing, and network initialization each significantly impact the "
           "rewards landscape with respect to hyperparameters, and were necessary for attaining the highest PPO "
-          "reward", "ablation_reward_scaling", "score with reward scaling minus without, agents at their "
-          "combination's best LR paired by seed and the other toggles, one unit per seed (the mean of its pairs)",
+          "reward", "ablation_reward_scaling", "score with reward scaling minus without, each seed's agents at the LR "
+          "their combination scores best on the other seeds, paired by seed and the other toggles, one unit per "
+          "seed (the mean of its pairs)",
           ">", 0.0, "a sign"),
     Claim("lr-annealing-needed", "IM", "§3, Fig 1",
           "reward normalization, Adam annealing, and network initialization each [...] were necessary for "
