@@ -45,7 +45,8 @@ class AgentState:
 
 #: Per-iteration metrics, each a scalar per agent and iteration.
 METRICS = {
-    "mean_return": "mean raw undiscounted return of the episodes that finished this iteration (NaN if none)",
+    "mean_return": "mean raw undiscounted return of the episodes that finished this iteration (NaN if none, "
+                   "and once the agent has diverged: its actions are then held at zero)",
     "mean_return_reference": "the same under the original code's rule: an episode that ends on the batch's last "
                              "step is left out unless no other episode ended in the batch",
     "episodes": "number of episodes that finished this iteration",
@@ -109,7 +110,8 @@ class Trainer(NamedTuple):
 
 
 def make_train(static: Static) -> Trainer:
-    """Build the pure training functions for one static configuration."""
+    """Build the pure training functions for one static configuration; each takes the traced knobs as arrays
+    (``config.knobs.as_arrays()``), e.g. ``make_train(config.static).train(key, config.knobs.as_arrays())``."""
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
     exact = envs.exact_answers(static.task, static.policy_hidden)  # closed forms where the task has them
@@ -160,7 +162,7 @@ def make_train(static: Static) -> Trainer:
             held_v = stages.value_errors(value.params, held.targets, knobs)
         diverged = state.diverged | diverged_now(policy, value, train_tr)
         metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, train_v, held_v,
-                           policy, value, lr_pi, lr_v, diverged)
+                           policy, value, lr_pi, lr_v, diverged, frozen=state.diverged)
         learned = dict(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
                        value_opt=value.opt_state, iteration=state.iteration + 1, diverged=diverged)
         return learned, metrics
@@ -223,9 +225,13 @@ def heldout_due(static: Static, iteration) -> jax.Array:
 
 def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_tr, heldout_now,
              train_v: stages.ValueErrors, held_v, policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v,
-             diverged) -> dict:
-    """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes."""
+             diverged, frozen) -> dict:
+    """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes. ``frozen``: the agent had
+    diverged before this iteration's rollout, whose actions were then held at zero: its episodes' returns
+    and lengths are not its policy's, so they are NaN."""
     nan = jnp.float32(jnp.nan)
+    episodes = episodes.replace(**{f: jnp.where(frozen, nan, getattr(episodes, f))
+                                   for f in ("mean_return", "mean_return_reference", "mean_length")})
     held = (nan,) * 11 if held_tr is None else (
         jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio,
                                                      held_v.gae, held_v.returns, held_v.exact,

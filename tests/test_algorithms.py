@@ -96,6 +96,17 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
         assert np.isnan(np.asarray(both["temper"])[1]) and np.isnan(np.asarray(both["clip_eps"])[0])
     finally:
         algorithms.unregister_algorithm("vpg-tempered")
+    # a grid axis is a column of the metrics table: an own knob named like one of its columns is not sweepable
+    for column in ("seed", "iteration", "mean_return"):
+        algorithms.register_algorithm(dataclasses.replace(algorithms.get("vpg"), name="vpg-col", knobs={
+            column: Option(1.0, "a knob", "a number", lambda v: True)}))
+        try:
+            cfg = preset("vpg", "point_mass").replace(algorithm="vpg-col")
+            with pytest.raises(ConfigError, match=rf"knob '{column}' of 'vpg-col' cannot be a grid axis: the "
+                                                  rf"metrics table has a column '{column}' of its own"):
+                pg_diag.plan(cfg, {column: [1.0, 2.0]})
+        finally:
+            algorithms.unregister_algorithm("vpg-col")
 
 
 def test_npg_takes_the_natural_step_of_the_explicit_fisher_matrix_in_full():

@@ -1,5 +1,6 @@
 """Bad input fails with a clear message naming the value and what is allowed, before any compile."""
 
+import numpy as np
 import pytest
 
 from pg_diag import Config, ConfigError, plan, preset, sweep
@@ -54,12 +55,21 @@ def test_bad_config_values(call, message, no_compiles):
     ({}, [0, 2 ** 32], "list of ints in 0 … 2^32 − 1"),   # PRNGKey keeps 32 bits: 2^32 would be agent 0 again
     ({"lr_policy": [1e-4, 1e-4]}, 1, "grid axis 'lr_policy' repeats 0.0001; give each value once"),
     (42, 1, "grid must be a mapping knob -> values or a list of points"),
+    ([{"lr_policy": 1e-4}, {"lr_policy": 1e-4}], 1, "grid point {'lr_policy': 0.0001} repeats an earlier"),
+    ([{}, {"lr_policy": 3e-4}], 1, "grid point {'lr_policy': 0.0003} repeats"),   # the base's value, omitted
 ])
 def test_bad_sweeps(grid, seeds, message, no_compiles):
     base = preset("ppo", "point_mass", **BASE)
     with pytest.raises(ConfigError) as err:
         sweep(base, grid, seeds=seeds)
     assert message in str(err.value)
+
+
+def test_plan_takes_numpy_seeds_and_refuses_repeated_labels(no_compiles):
+    base = preset("ppo", "point_mass", **BASE)
+    assert plan(base, None, np.arange(3)).seeds == (0, 1, 2) and plan(base, None, np.int64(2)).seeds == (0, 1)
+    with pytest.raises(ConfigError, match="labels name the grid points, each its own: 'a' given twice"):
+        plan(base, {"lr_policy": [1e-4, 3e-4]}, 1, labels=["a", "a"])
 
 
 def test_plan_lists_the_product_seed_fastest():

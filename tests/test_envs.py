@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pg_diag import envs, preset, sweep
+from pg_diag.run import CompileCounter
 
 
 def test_pendulum_step_by_hand():
@@ -188,6 +189,19 @@ def test_a_users_task_registers_like_the_built_in_ones_and_trains():
         with pytest.raises(ValueError, match=r"registered with \(obs, action\) sizes \(1, 1\) and time limit 1, "
                                              r"but the task built has \(1, 1\) and 3"):
             envs.make("target")
+    finally:
+        envs.unregister_task("target")
+    # what a step returns is traced (not compiled) when the task is built: a vector reward is named
+    def vector_reward():
+        task = _target_task()
+        return task.replace(step=lambda state, action: task.step(state, action).replace(reward=jnp.zeros(2)))
+    envs.register_task("target", lambda *a: vector_reward(), obs_size=1, action_size=1, episode_limit=1)
+    try:
+        with CompileCounter() as cc, pytest.raises(ValueError, match=r"task 'target': its step returns reward of "
+                                                                    r"shape \(2,\) and dtype float32; one "
+                                                                    r"environment's reward is of shape \(\)"):
+            envs.make("target")
+        assert cc.count == 0
     finally:
         envs.unregister_task("target")
     with pytest.raises(ValueError, match="obs_size must be a positive int, got 0"):

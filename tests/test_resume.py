@@ -220,6 +220,32 @@ def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):
         sweep(resume=uninterrupted.path, chunk_iterations=7, batching="map")
     with pytest.raises(ConfigError, match="another seeds"):
         sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 5], resume=uninterrupted.path)
+    # what is omitted is the run's own (its grid of 2 points, its seeds 0 and 1): the complete run is loaded
+    mine = base.replace(checkpoint_at=(0, 3))
+    for given in (dict(), dict(grid=GRID), dict(seeds=[0, 1])):
+        assert sweep(mine, resume=uninterrupted.path, **given).num_agents == 4
+    with pytest.raises(ConfigError, match="another grid"):
+        sweep(mine, {"value_clipping": [True]}, resume=uninterrupted.path)
+
+
+def test_a_run_that_fails_is_recorded_as_failed_and_resumes_once_fixed(base, tmp_path, monkeypatch, capsys):
+    """An error (not a signal) while compiling: the manifest says failed, with the error, and the message
+    does not call it an interruption; with the cause gone, resuming it trains the whole run."""
+    from pg_diag.run import loop
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug in a user's code")
+    monkeypatch.setattr(loop.programs, "chunk_program", broken)
+    out = str(tmp_path / "run")
+    with pytest.raises(TypeError, match="a bug"):
+        sweep(base, seeds=[0], out=out, progress=False)
+    manifest = load_run(out).manifest
+    assert manifest["status"] == "failed" and manifest["error"] == "TypeError: a bug in a user's code"
+    err = capsys.readouterr().err
+    assert "failed after iteration 0 of 6; once its cause is fixed, resume with: pg-diag resume" in err
+    monkeypatch.undo()
+    run = resume(out, progress=False)
+    assert run.manifest["status"] == "complete" and "error" not in load_run(out).manifest
 
 
 def test_checkpoint_settings_are_validated_before_compiling(base, uninterrupted):
@@ -251,6 +277,12 @@ def test_load_policy_is_frozen_and_matches_the_networks(uninterrupted):
     np.testing.assert_allclose(log_prob, by_hand, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match=r"agent must be an index in 0 … 3"):
         load_policy(uninterrupted.path, 3, agent=4)
+    import pathlib   # a run directory given as a path object, as sweep(out=...) takes it
+    again = load_policy(pathlib.Path(uninterrupted.path), iteration=3, agent=2)
+    np.testing.assert_array_equal(again.act(raw), policy.act(raw))
+    for agent in (4, -1, 1.0):
+        with pytest.raises(IndexError, match=r"agent must be an index in 0 … 3 \(the run's 4 agents\), got"):
+            uninterrupted.config(agent)
 
 
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):

@@ -62,6 +62,8 @@ def test_a_directory_holding_a_run_is_refused_before_compiling(saved, base, tmp_
 def test_overwrite_removes_the_old_runs_files_first(saved, base, tmp_path):
     out = _copy(saved, tmp_path)
     open(os.path.join(out, "notes.txt"), "w").write("mine")     # not a run file: kept
+    os.makedirs(os.path.join(out, "diagnostics", "gradients"))    # the old run's measurements: removed with it
+    open(os.path.join(out, "diagnostics", "gradients", "manifest.json"), "w").write("{}")
     run = sweep(base.replace(num_iterations=2), seeds=[1], out=out, overwrite=True)
     assert run.manifest["checkpoints"]["saved"] == [] and load_run(out).checkpoints == []
     assert os.listdir(os.path.join(out, store.CHECKPOINTS)) == []   # (the rolling resume state, dropped at the end)
@@ -69,6 +71,7 @@ def test_overwrite_removes_the_old_runs_files_first(saved, base, tmp_path):
         load_checkpoint(out)
     assert load_run(out).manifest["seeds"] == [1] and len(load_run(out).metrics) == 2
     assert open(os.path.join(out, "notes.txt")).read() == "mine"
+    assert not os.path.exists(os.path.join(out, "diagnostics"))
 
 
 def test_the_cli_refuses_a_reused_out_and_overwrites_when_asked(saved, tmp_path, capsys):
@@ -131,6 +134,22 @@ def test_a_run_inside_another_runs_directory_is_refused_before_compiling(saved, 
             with pytest.raises(RunDirError, match=rf"lies inside the run directory '{saved}'"):
                 sweep(base, seeds=[0], out=os.path.join(saved, inside))
     assert counter.count == 0 and not os.path.exists(os.path.join(saved, "elsewhere"))
+
+
+def test_a_run_around_other_runs_is_refused_and_a_foreign_manifest_is_no_run(saved, base, tmp_path):
+    """A run written into a directory holding runs below it would mix their files and stop them resuming:
+    refused before compiling. A manifest.json that no sweep wrote (another tool's) makes no run directory."""
+    parent = tmp_path / "parent"
+    shutil.copytree(saved, parent / "a" / "child")
+    with CompileCounter() as counter, pytest.raises(
+            RunDirError, match=rf"the run directory '{parent / 'a' / 'child'}' lies inside it"):
+        sweep(base, seeds=[0], out=str(parent))
+    assert counter.count == 0 and not os.path.exists(parent / store.MANIFEST)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / store.MANIFEST).write_text('{"name": "a web app"}')
+    run = sweep(base, seeds=[0], out=str(project / "runs" / "x"))
+    assert run.manifest["status"] == "complete"
 
 
 def test_a_lock_is_exclusive_within_one_process_too(tmp_path):
@@ -207,8 +226,10 @@ def test_a_failure_to_write_during_a_run_ends_the_process_with_one_line(tmp_path
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("pg-diag: error: cannot write the checkpoint ")
     assert "Traceback" not in done.stderr
-    # what the run did write is consistent: the manifest records an interrupted run
-    assert store.read_manifest(out)["status"] == "interrupted"
+    # what the run did write is consistent: the manifest records a failed run, with its error
+    manifest = store.read_manifest(out)
+    assert manifest["status"] == "failed" and manifest["error"].startswith("RunDirError: cannot write the checkpoint")
+    assert "failed after iteration" in done.stderr and "once its cause is fixed, resume with" in done.stderr
 
 
 # --- damaged files named --------------------------------------------------------------------

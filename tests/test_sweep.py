@@ -140,6 +140,12 @@ def test_diverging_agent_is_flagged_and_does_not_poison_others(base):
     bad = ~np.isfinite(third.policy_std.to_numpy()) | ~np.isfinite(third.mean_kl.to_numpy())
     unusable = np.logical_or.accumulate(bad)
     assert unusable.any() and (third.diverged.to_numpy() == unusable).all()
+    # from the iteration after the flag the rollout's actions are frozen at zero: no return is the policy's
+    for agent in (1, 2):
+        m = run.metrics[run.metrics.agent == agent]
+        frozen = np.concatenate([[False], m.diverged.to_numpy()[:-1]])
+        assert frozen.any() and m.mean_return[frozen].isna().all() and m.mean_length[frozen].isna().all()
+        assert m.mean_return_reference[frozen].isna().all()
     assert all(np.isfinite(np.asarray(x)[2]).all() for x in jax.tree.leaves(run.final_state.policy))
     # the same compiled program (knobs are arrays) with a healthy neighbour: agent 0 bitwise unchanged
     healthy = sweep(base, {"lr_policy": [3e-4, 1e-3, 2e-3]}, seeds=[0])

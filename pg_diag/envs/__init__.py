@@ -222,7 +222,32 @@ def _make(name: str, physics: str, threads: int, solver: str, model: str) -> Env
         raise ValueError(f"task {name!r} was registered with (obs, action) sizes {declared[0]} and time limit "
                          f"{declared[1]}, but the task built has {(env.obs_size, env.action_size)} and "
                          f"{env.max_episode_steps}")
+    if TASKS[name][0] == "jax":
+        _check_shapes(name, env)
     return env
+
+
+def _check_shapes(name: str, env: Env) -> None:
+    """A pure-JAX task's reset and step traced (not compiled) for one environment: every field of what they
+    return has the shape and kind the trainer reads, or the error names the field."""
+    import jax
+    import jax.numpy as jnp
+
+    want = {"obs": ((env.obs_size,), "floating"), "reward": ((), "floating"), "terminated": ((), "bool"),
+            "truncated": ((), "bool"), "t": ((), "integer")}
+    first = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    for what, out in (("reset", first),
+                      ("step", jax.eval_shape(env.step, first, jnp.zeros((env.action_size,), jnp.float32)))):
+        if not isinstance(out, EnvState):
+            raise ValueError(f"task {name!r}: its {what} returned {type(out).__name__}, not a pg_diag.envs.EnvState")
+        for field, (shape, kind) in want.items():
+            got = getattr(out, field)
+            ok = kind == "bool" and got.dtype == bool or kind != "bool" and jnp.issubdtype(got.dtype, getattr(
+                jnp, kind))
+            if tuple(got.shape) != shape or not ok:
+                raise ValueError(f"task {name!r}: its {what} returns {field} of shape {tuple(got.shape)} and dtype "
+                                 f"{got.dtype}; one environment's {field} is of shape {shape}, {kind} (obs "
+                                 f"[obs_size] float, reward [] float, terminated and truncated [] bool, t [] int)")
 
 
 def episode_limit(task: str) -> int:

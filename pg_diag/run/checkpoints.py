@@ -108,7 +108,7 @@ def resume_point(path: str, base: Config, num_agents: int):
 def load_checkpoint(run: RunResult | str, iteration: int | None = None):
     """The stacked :class:`~pg_diag.trainer.AgentState` of every agent saved after
     ``iteration`` (default: the last checkpoint of the run)."""
-    run = load_run(run) if isinstance(run, str) else run
+    run = load_run(os.fspath(run)) if isinstance(run, (str, os.PathLike)) else run
     if run.path is None:
         raise ValueError("this run has no directory")
     saved = saved_iterations(run.path)
@@ -127,7 +127,7 @@ def load_policy(run: RunResult | str, iteration: int | None = None, agent: int =
     its parameters with its observation normalizer frozen, ready to evaluate or sample."""
     from pg_diag.policy import FrozenPolicy
 
-    run = load_run(run) if isinstance(run, str) else run
+    run = load_run(os.fspath(run)) if isinstance(run, (str, os.PathLike)) else run
     if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < run.num_agents:
         raise ValueError(f"agent must be an index in 0 … {run.num_agents - 1}, got {agent!r}")
     states = load_checkpoint(run, iteration)

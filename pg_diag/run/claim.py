@@ -25,11 +25,12 @@ import platform
 import shutil
 import time
 
-from pg_diag.run.store import CHECKPOINTS, MANIFEST, METRICS_FILE, RunDirError
+from pg_diag.run.store import CHECKPOINTS, MANIFEST, METRICS_FILE, RunDirError, is_training
 
 LOCK = ".lock"
-#: What a run writes into its directory (besides the lock); ``overwrite`` removes exactly these.
-RUN_FILES = (MANIFEST, METRICS_FILE, CHECKPOINTS, "plots", "tensorboard")
+#: What a run writes into its directory (besides the lock), with the measurements the diagnostics save in it
+#: (``diagnostics``); ``overwrite`` removes exactly these.
+RUN_FILES = (MANIFEST, METRICS_FILE, CHECKPOINTS, "plots", "tensorboard", "diagnostics")
 
 
 def held_run(path: str) -> list[str]:
@@ -113,7 +114,8 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     ``overwrite`` (its run files are removed here, under the lock), and so is one inside another run's
     directory (its checkpoints, its diagnostics). Raises :class:`RunDirError` with one line naming the
     directory and the choices. Returns the held :class:`RunLock`."""
-    _refuse_inside_a_run(path)
+    if not resume:
+        _refuse_around_a_run(path)
     _make_dir(path)
     lock = RunLock(path).acquire()
     try:
@@ -136,16 +138,33 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     return lock
 
 
-def _refuse_inside_a_run(path: str) -> None:
+def _holds_training_run(path: str) -> bool:
+    """Whether ``path`` holds a training run's manifest (a file of that name written by anything else is not
+    one)."""
+    try:
+        with open(os.path.join(path, MANIFEST)) as f:
+            return is_training(json.load(f))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+
+
+def _refuse_around_a_run(path: str) -> None:
+    """Refuse a run whose files would mix with another's: one inside another run's directory, or one in a
+    directory that holds other runs below it (each of those could then no longer be resumed or loaded)."""
     parent = os.path.dirname(os.path.abspath(path))
     while True:
-        if os.path.isfile(os.path.join(parent, MANIFEST)):
+        if _holds_training_run(parent):
             raise RunDirError(f"cannot write a run into {path!r}: it lies inside the run directory {parent!r}, "
                               f"whose files it would mix with; give --out a directory outside it")
         up = os.path.dirname(parent)
         if up == parent:
-            return
+            break
         parent = up
+    for here, dirs, _ in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here == path and d in RUN_FILES))
+        if here != path and _holds_training_run(here):
+            raise RunDirError(f"cannot write a run into {path!r}: the run directory {here!r} lies inside it, and "
+                              f"their files would mix; give --out a directory of its own")
 
 
 def _status(path: str) -> str:

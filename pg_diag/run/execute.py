@@ -17,7 +17,9 @@ which loses at most the chunk in flight) continues with
 the agent axis is sharded across them.
 
 An agent's randomness depends only on its seed, so a configuration inside a
-sweep gives the same numbers as the same configuration run alone, and agents
+sweep gives the same numbers as the same configuration run alone (to float32
+rounding, as XLA may choose other kernels for another batch; bitwise with
+``batching="map"``), and agents
 with the same seed share initial weights and environment noise across grid
 points (common random numbers, which sharpen paired comparisons). (With
 ``physics="auto"`` a wider sweep may step MuJoCo on the other backend, which
@@ -52,7 +54,7 @@ AGENT_BATCHING = ("vmap", "map")
 # --- the public entry points -----------------------------------------------------------------
 
 def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
-          seeds: int | Sequence[int] = 1, out: str | None = None, *, progress: bool | None = None,
+          seeds: int | Sequence[int] | None = None, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False, label: str | None = None,
           batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None,
           overwrite: bool = False) -> store.RunResult:
@@ -64,9 +66,12 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     the iterations in ``base.checkpoint_at`` / ``checkpoint_every`` are kept,
     and with ``save_checkpoint`` the final one.
 
+    ``seeds``: a count (seeds 0 … n − 1) or a list of seeds; None: one agent
+    per grid point, seed 0.
+
     ``resume=RUN_DIR`` continues an interrupted run from its last saved state
-    with the configuration recorded in it (``base``, ``grid`` and ``seeds``
-    may be omitted; given, they must match).
+    with the configuration recorded in it (``base``, ``grid``, ``seeds`` and
+    ``labels`` may each be omitted; given, they must match).
 
     A run directory is written once (:mod:`pg_diag.run.claim`): ``out``
     holding a run is refused unless ``overwrite=True``, which removes that
@@ -89,7 +94,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
             raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(given)} cannot "
                               f"be changed (rerun it into a new directory with other settings)")
         return _resume(resume, base, grid, seeds, labels, progress)
-    p = plan(base, grid, seeds, labels)
+    p = plan(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
     if chunk_iterations is None:
         chunk_iterations = default_chunk(static.num_iterations)
@@ -179,8 +184,10 @@ def _training_manifest(run_dir: str, what: str) -> dict:
 def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
     manifest = _training_manifest(run_dir, "resume")
     p = store.plan_from_manifest(manifest)
-    if base is not None:
-        given = plan(base, grid, seeds, labels)
+    if base is not None:   # what is omitted is the run's own
+        given = plan(base, manifest["grid_points"] or None if grid is None else grid,
+                     manifest["seeds"] if seeds is None else seeds,
+                     manifest.get("labels") or None if labels is None else labels)
         for what, mine, theirs in (("base configuration", base.to_dict(), store.requested_config(manifest)),
                                    ("grid", list(given.points), manifest["grid_points"]),
                                    ("seeds", list(given.seeds), manifest["seeds"])):

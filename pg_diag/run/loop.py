@@ -71,6 +71,7 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             if lengths:
                 get(chunk_program, longest, batching)  # compiled before the clock starts
             manifest["status"] = "running"
+            manifest.pop("error", None)   # a failure a resume got past
             bar = Progress(static.num_iterations, manifest["label"], progress)
             if out is not None and done == 0 and 0 in kept:
                 with writing():
@@ -106,6 +107,10 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                 with writing():
                     checkpoints.drop_checkpoint(out, latest)
             status = "complete"
+        except Exception as err:   # not a signal (KeyboardInterrupt): an error, recorded as one
+            status = "failed"
+            manifest["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            raise
         finally:
             if bar is not None:
                 bar.close()
@@ -132,8 +137,10 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
                     timings.record(static, n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env),
                                    replace=len(chunks) > 1)
             if status != "complete" and lead:
-                where = f"; resume with: {resume_cmd}" if resume_cmd else ""
-                sys.stderr.write(f"\n{manifest['label']}: interrupted after iteration {done} of "
+                what = "failed" if status == "failed" else "interrupted"
+                where = (f"; {'once its cause is fixed, ' if status == 'failed' else ''}resume with: {resume_cmd}"
+                         if resume_cmd else "")
+                sys.stderr.write(f"\n{manifest['label']}: {what} after iteration {done} of "
                                  f"{static.num_iterations}{where}\n")
     diverged = manifest["diverged_agents"]
     if diverged and lead:

@@ -13,6 +13,10 @@ import numpy as np
 
 from pg_diag import algorithms
 from pg_diag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
+from pg_diag.trainer import METRICS
+
+#: the metrics table's own columns (:func:`pg_diag.run.store.metrics_frame`): a grid axis is a column too
+TABLE_COLUMNS = ("agent", "point", "seed", "label", "iteration", "env_steps", *METRICS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +48,10 @@ def _grid_name(base: Config, name) -> None:
         raise ConfigError(
             f"{name!r} is a static setting (it changes array shapes or program structure), so it cannot be "
             f"a grid axis of one compiled sweep; set it on the base config. Sweepable knobs: {', '.join(knobs)}")
+    if name in TABLE_COLUMNS:   # only an algorithm's own knob can be so named
+        raise ConfigError(f"knob {name!r} of {base.static.algorithm!r} cannot be a grid axis: the metrics table "
+                          f"has a column {name!r} of its own, which the axis's column would replace; register the "
+                          f"knob under another name")
     if name not in knobs:
         owners = algorithms.owners(name)
         raise ConfigError(f"unknown knob {name!r} in grid" + (
@@ -111,7 +119,16 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
             checked.append({n: _grid_value(base, n, v) for n, v in point.items()})
         names = tuple(names_seen)
         points = tuple(checked)
+        full = [repr([p.get(n, getattr(base, n)) for n in names]) for p in points]   # omitted: the base's
+        twice = [dict(points[i]) for i, f in enumerate(full) if full.index(f) < i]
+        if twice:
+            raise ConfigError(f"grid point {twice[0]!r} repeats an earlier point's configuration; give each "
+                              f"point once (more agents of one configuration are more seeds)")
 
+    if isinstance(seeds, np.ndarray):
+        seeds = seeds.item() if seeds.ndim == 0 else seeds.tolist()
+    elif isinstance(seeds, np.integer):
+        seeds = int(seeds)
     if isinstance(seeds, bool) or not isinstance(seeds, (int, Sequence)):
         raise ConfigError(f"seeds must be a positive count or a list of ints, got {seeds!r}")
     if isinstance(seeds, int):
@@ -133,4 +150,8 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         labels = tuple(str(x) for x in labels)
         if len(labels) != len(points):
             raise ConfigError(f"labels name the grid points: got {len(labels)} labels for {len(points)} points")
+        repeated = sorted({x for x in labels if labels.count(x) > 1})
+        if repeated:
+            raise ConfigError(f"labels name the grid points, each its own: {', '.join(map(repr, repeated))} "
+                              f"given twice")
     return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())

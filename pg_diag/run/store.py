@@ -69,8 +69,12 @@ class RunResult:
         return table.to_numpy()
 
     def config(self, agent: int) -> Config:
-        """The full configuration of one agent."""
-        row = self.manifest["agents"][agent]
+        """The full configuration of one agent (an index in 0 … num_agents − 1)."""
+        agents = self.manifest["agents"]
+        if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < len(agents):
+            raise IndexError(f"agent must be an index in 0 … {len(agents) - 1} (the run's {len(agents)} agents), "
+                             f"got {agent!r}")
+        row = agents[agent]
         return Config.from_dict(self.manifest["base_config"]).replace(**row["knobs"])
 
     @property
@@ -295,6 +299,7 @@ def is_training(manifest: dict) -> bool:
 
 def load_run(path: str) -> RunResult:
     """Load a run directory written by :func:`pg_diag.sweep`."""
+    path = os.fspath(path)
     manifest = read_manifest(path)
     if not is_training(manifest):
         what = f"a {manifest['kind']!r} diagnostic study's" if "kind" in manifest else "not a training run's"
