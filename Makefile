@@ -8,8 +8,9 @@ OUT    ?= results
 # FROM=DIR: redraw a figure/table from the study saved in DIR (a previous output directory) without training,
 # e.g. make fig-ablation FROM=results/fig-ablation-smoke
 FROM   ?=
-# ARGS="...": more options for the target's pg-diag command when it trains (see `pg-diag TARGET --help`),
-# e.g. make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"
+# ARGS="...": more options for the target's pg-diag command (see `pg-diag TARGET --help`), e.g.
+# make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"; with FROM, the redraw's own
+# (make table-2 FROM=results/table-2-paper ARGS="--statistic max")
 ARGS   ?=
 
 # The figure and table targets, each with its study's directory and options: written from the one table of
@@ -85,7 +86,7 @@ test-isa: setup
 	    --no-loadscope-reorder $(NUMERIC_TESTS) || exit 1; done
 
 # $(call study,DIR-NAME,EXTRA): train into $(OUT)/DIR-NAME-$(SCALE), or with FROM redraw from $(FROM) only.
-study = $(if $(FROM),--from $(FROM),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2) $(ARGS))
+study = $(if $(FROM),--from $(FROM) $(ARGS),--scale $(SCALE) --out $(OUT)/$(1)-$(SCALE) $(2) $(ARGS))
 
 # Each target trains into $(OUT)/STUDY-$(SCALE), where targets sharing a study share its training (fig-rewards,
 # table-2 and table-3; the three gradient figures; the two landscapes), reused from disk when it matches.

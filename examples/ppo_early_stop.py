@@ -12,6 +12,7 @@ fig-step-variance and the landscape like the built-in algorithms.
     python examples/ppo_early_stop.py [OUT]
 """
 
+import os
 import sys
 
 import jax
@@ -57,7 +58,10 @@ def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):
         pg_diag.register_algorithm(EARLY_STOP)
     cfg = pg_diag.preset("ppo", "lqr").replace(**{"algorithm": EARLY_STOP.name, "kl_target": 0.005,
                                                   "num_iterations": 6, "checkpoint_at": (0, 5), **overrides})
-    run = pg_diag.sweep(cfg, seeds=seeds, out=f"{out}/runs/lqr-{EARLY_STOP.name}")
+    path = f"{out}/runs/lqr-{EARLY_STOP.name}"
+    # run again, the example continues (or loads) its saved run; other settings are refused, naming the difference
+    saved = os.path.exists(os.path.join(path, "manifest.json"))
+    run = pg_diag.sweep(cfg, seeds=seeds, **({"resume": path} if saved else {"out": path}))
     print(run.metrics.groupby("iteration")[["mean_return", "mean_kl"]].mean())
     steps = targets.get("fig-step-variance").train("smoke", out=f"{out}/steps", runs=[run.path],
                                                    diag=dict(batches=4), progress=False)

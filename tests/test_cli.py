@@ -175,3 +175,16 @@ def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, caps
         assert main([target, "--from", str(other), "--scale", "paper"]) == 2
         assert "--scale" in capsys.readouterr().err
     assert counter.count == 0
+
+
+@pytest.mark.parametrize("target, flags", [("fig-grad-variance", ["--task", "hopper"]),
+                                           ("solver-compare", ["--task", "hopper"]),
+                                           ("fig-value", ["--algorithm", "npg"]),
+                                           ("fig-trust-region", ["--algorithm", "npg", "--algorithm", "ppo"])])
+def test_from_refuses_what_chooses_what_to_train_where_it_redraws_every_task(target, flags, tmp_path, capsys):
+    """Where --from draws the study's tasks as saved, --task and --algorithm (what to train) are refused
+    rather than ignored, before the directory is read."""
+    assert main([target, "--from", str(tmp_path), *flags]) == 2
+    err = capsys.readouterr().err
+    given = list(dict.fromkeys(f for f in flags if f.startswith("--")))
+    assert f"{', '.join(given)} choose{'s' if len(given) == 1 else ''} what to train and cannot be combined" in err

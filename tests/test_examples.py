@@ -64,3 +64,6 @@ def test_the_example_trains_and_runs_the_step_study_and_the_landscape(example, t
     from pg_diag.diagnostics import load_landscape_study
     planes = load_landscape_study(run.path, "landscape-surrogate").planes
     assert set(planes.constraint) == {"kl"} and np.allclose(planes.constraint_value, 0.005)
+    # run again, it loads its saved run and measurements (a second run of a script or notebook works)
+    again, _, _ = example.main(str(tmp_path), seeds=1, **TINY_TRAINING)
+    assert again.metrics.equals(run.metrics)

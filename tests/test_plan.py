@@ -116,8 +116,8 @@ def test_a_dry_run_where_nothing_is_recorded_times_a_few_steps(capsys):
     assert main(["fig-grad-true", "--dry-run", "--scale", "smoke", "--task", "lqr"]) == 0   # (compiles step timers)
     out = capsys.readouterr().out
     assert "step costs: timed now for lqr (a few batched steps each, seconds;" in out
-    minutes = float(out.split("estimated duration (without compiling): ")[1].split(" min")[0])
-    assert 0 < minutes < 60
+    value, unit = out.split("estimated duration (without compiling): ")[1].split()[:2]
+    assert unit in ("s", "min") and 0 < float(value) * (60 if unit == "min" else 1) < 3600
 
 
 def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path, monkeypatch):
@@ -226,6 +226,16 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
         timings.record(other.static, w, cost)
     program = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40, spec=(other, None, [0, 1, 2, 3]))
     assert costs.training_ms(program) == pytest.approx(2.0)
+    # outside the recorded widths: the nearest row's cost over its physics, times the physics at this width.
+    # With physics 0.1 + 0.01·w ms and one row (8 agents, 4 ms): 2 agents cost 4 · 0.12/0.18, 32 cost
+    # 4 · 0.42/0.18; without the physics, flat below the row and proportional above it
+    lone = preset("trpo", "point_mass", num_envs=1, steps_per_env=64, num_iterations=5)
+    timings.record(lone.static, 8, 4.0)
+    physics = lambda task, w, *a: 0.1 + 0.01 * w   # noqa: E731
+    for agents, expected, flat in ((2, 4.0 * 0.12 / 0.18, 4.0), (32, 4.0 * 0.42 / 0.18, 16.0)):
+        p = dry_run.training_program("point_mass", "trpo", lone.static, agents, 1 << 40,
+                                     spec=(lone, None, list(range(agents))))
+        assert costs.training_ms(p, physics) == pytest.approx(expected) and costs.training_ms(p) == flat
     assert costs.duration([program], lambda *a: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)

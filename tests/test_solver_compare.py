@@ -54,4 +54,4 @@ def test_the_cli_redraws_only_a_solver_compare_study(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"solver-compare --from {str(tmp_path)!r}: the directory holds no study" in err
     assert main(["solver-compare", "--from", str(tmp_path), "--seeds", "3"]) == 2
-    assert "--seeds choose what to train" in capsys.readouterr().err
+    assert "--seeds chooses what to train" in capsys.readouterr().err

@@ -119,6 +119,9 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"pg-diag: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output left (`pg-diag knobs | head`): nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the interpreter's last flush too
+        return 0
     except OSError as err:   # a path that cannot be read or written (a file where a directory goes, ...)
         print(f"pg-diag: error: {err}", file=sys.stderr)
         return 2

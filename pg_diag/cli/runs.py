@@ -170,8 +170,10 @@ def cmd_train(args):
 
 def cmd_sweep(args):
     from pg_diag.run import sweep
+    from pg_diag.run.plan import plan
     cfg = _config_from_args(args)
     grid = parse_grid(args.grid)
+    plan(cfg, grid, args.seeds)     # the grid and seeds checked before a directory is named
     out = _out(args, "-sweep")
     result = sweep(cfg, grid, seeds=args.seeds, out=out, progress=args.progress, chunk_iterations=args.chunk,
                    save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite)
@@ -201,6 +203,11 @@ def cmd_resume(args):
 def cmd_rerun(args):
     from pg_diag.run import rerun
     from pg_diag.run.claim import fresh_dir
+    from pg_diag.run import load_run
+    try:
+        load_run(args.run)          # a training run, readable, before a directory is named for its rerun
+    except FileNotFoundError as err:
+        raise ConfigError(f"cannot rerun {args.run!r}: {err}") from None
     out = args.out
     if out is None:  # a rerun is saved like any run: a new directory under runs/
         out = fresh_dir("rerun-" + os.path.basename(os.path.normpath(args.run)))

@@ -57,16 +57,20 @@ def _from_args(args):
     """The tasks to redraw with --from; the options that only choose what to train are refused (an optimize
     target's --task chooses the batch it optimizes)."""
     from pg_diag.experiments import targets
-    theorem = targets.get(args.command).kind == "optimize"
+    t = targets.get(args.command)
+    theorem = t.kind == "optimize"
+    by_task = t.redraws_by_task and not theorem     # --task chooses the tasks drawn; elsewhere what is trained
     given = [flag for flag, value in (("--scale", args.scale), ("--seeds", getattr(args, "seeds", None)),
                                       ("--set", getattr(args, "set", None)), ("--steps", getattr(args, "steps", None)),
-                                      ("--task", args.task if theorem else None))
+                                      ("--task", None if by_task else args.task),
+                                      ("--algorithm", getattr(args, "algorithm", None)))
              if value is not None]
     if given:
         raise ConfigError(f"{args.command} --from redraws saved results without training: {', '.join(given)} "
-                          f"choose what to train and cannot be combined with it (the study in {args.from_dir!r} "
+                          f"choose{'s' if len(given) == 1 else ''} what to train and cannot be combined with it "
+                          f"(the study in {args.from_dir!r} "
                           f"records what it was trained with)")
-    return tuple(args.task) if args.task and not theorem else None
+    return tuple(args.task) if args.task and by_task else None
 
 
 def _check_run_args(args) -> None:
@@ -116,7 +120,7 @@ def cmd_dry_run(args, kind):
     print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
           + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
           + f" the {fmt_bytes(have)} available ({memory_source()}); estimated duration (without compiling): "
-          + f"{total.sum() / 60:.1f} min")
+          + (f"{total.sum() / 60:.1f} min" if total.sum() >= 60 else f"{total.sum():.1f} s"))
     recorded_tasks = sorted(set(frame.task) - timed)
     print("step costs: " + "; ".join(
         [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
@@ -161,15 +165,13 @@ def _diagnostic_args(p):
                         "BaselineSettings, LandscapeSettings)")
 
 
-_SCALE_HELP = {"smoke": "minutes on a CPU (default)",
-               "mid": "Hopper at the papers' shape, PPO, PPO-M and TRPO, 100 iterations, under an hour on a CPU",
-               "paper": "the papers' setting, for accelerators"}
-
-
-def _add_from(p, default_out, scales):
-    # --scale and --out default to None so that --from can tell what was given; a target offers its own scales
+def _add_from(p, default_out, scales: dict):
+    # --scale and --out default to None so that --from can tell what was given; a target offers its own scales,
+    # each described as the target describes it (``scales``: name -> description)
     p.add_argument("--scale", default=None, choices=list(scales),
-                   help="; ".join(f"{s}: {_SCALE_HELP.get(s, 'see the target page')}" for s in scales))
+                   help="; ".join(f"{s}{' (default)' if s == 'smoke' else ''}: {d.rstrip('.')}"
+                                  for s, d in scales.items())
+                   .replace("%", "%%"))
     p.add_argument("--out", default=None,
                    help=f"output directory (default {default_out}; with --from: the --from directory)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", default=None,
@@ -181,7 +183,8 @@ def _add_from(p, default_out, scales):
 def _add_target(sub, t) -> None:
     """The sub-command of target ``t`` (:mod:`pg_diag.experiments.targets`)."""
     p = sub.add_parser(t.name, help=t.help.replace("%", "%%"))   # argparse formats help with %
-    _add_from(p, t.default_out, sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s)))
+    _add_from(p, t.default_out, {s: t.scales[s].description
+                                 for s in sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s))})
     _dry_run_arg(p)
     if t.kind == "optimize":
         p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")

@@ -40,7 +40,7 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
 
 def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
     """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
-    ms = training_ms(program) if recorded else None
+    ms = training_ms(program, step_ms) if recorded else None
     if ms is None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
         if physics is None:
@@ -71,15 +71,27 @@ def split_here(program) -> bool:
     return split.resolve(dataclasses.replace(static, physics="native"))[0] == "split"
 
 
-def training_ms(program) -> float | None:
+def training_ms(program, step_ms=None) -> float | None:
     """A training program's time per batched step from this host's own runs of programs like it
-    (:mod:`pg_diag.run.timings`), at its width by :func:`interpolate`; None where none is recorded."""
+    (:mod:`pg_diag.run.timings`); None where none is recorded. Between recorded widths by :func:`interpolate`;
+    outside them, the nearest recorded width's cost scaled by the physics' own cost at the two widths
+    (``step_ms``): a run of 512 environments says little of one of 8 by its width alone (flat, it charged 8
+    environments what 512 cost), while its cost over its physics carries to the physics of another width."""
     if program.stage != "train" or program.spec is None:
         return None
     from pg_diag.run import timings
 
     rows = timings.recorded(program.spec[0].static)
-    return interpolate(rows, program.width) if rows else None
+    if not rows:
+        return None
+    width = program.width
+    if rows[0][0] <= width <= rows[-1][0] or step_ms is None:
+        return interpolate(rows, width)
+    near, near_ms = min(rows, key=lambda r: abs(math.log(r[0] / width)))
+    there, here = (step_ms(program.task, w, program.model, program.solver, program.physics) for w in (near, width))
+    if not there or here is None:
+        return interpolate(rows, width)
+    return near_ms * here / there
 
 
 #: the batch widths at which :func:`measured_step_ms` times a task's step; widths between are interpolated
@@ -177,4 +189,4 @@ def interpolate(points, width: float) -> float:
 
 
 __all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
-           "measured_step_ms", "recorded_step_ms", "run_seconds", "split_here"]
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "split_here", "training_ms"]

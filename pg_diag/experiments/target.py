@@ -23,6 +23,7 @@ from typing import Callable, Mapping
 from pg_diag.config import ConfigError
 from pg_diag.diagnostics import engine
 from pg_diag.diagnostics.memory import available_memory
+from pg_diag.experiments import study_dir
 
 #: what a target does: trains and draws the training metrics; measures trained checkpoints; optimizes one batch
 KINDS = ("training", "diagnostic", "optimize")
@@ -90,6 +91,8 @@ class Target:
     def train(self, scale: str = "smoke", **kwargs) -> dict:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
         self._check_counts(kwargs)
+        if kwargs.get("out") is not None:
+            study_dir.prepare(kwargs["out"], self.study, self.name)
         return self.run(self, scale, **kwargs)
 
     def _check_counts(self, kwargs: dict) -> None:
