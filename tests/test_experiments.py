@@ -47,6 +47,10 @@ def test_final_and_max_scores_by_hand():
     assert final[0] == np.mean([3, 4, 5, 6, 7]) and final[1] == 10 + np.mean([3, 4, 5, 6, 7])
     best = presets.agent_scores(m, "max").set_index("agent").score
     assert best[0] == 7 and best[1] == 17
+    # an agent diverged from iteration 2 on (its returns NaN): no final score; left out of the mean and counted
+    diverged = m.assign(agent=m.agent + 2, mean_return=np.where(m.iteration >= 2, np.nan, m.mean_return))
+    summary = presets.summarize(presets.agent_scores(pd.concat([m, diverged]), "final")).iloc[0]
+    assert (summary.agents, summary.left_out, summary["mean"]) == (2, 2, 5 + np.mean([3, 4, 5, 6, 7]))
 
 
 def test_table_2_lays_out_means_cis_aai_acli():

@@ -98,7 +98,7 @@ def summarize(scores):
     for (task, algo), group in scores.groupby(["task", "algorithm"]):
         iv = t_interval(group.score.to_numpy())
         rows.append({"task": task, "algorithm": algo, "agents": iv.n, "mean": iv.estimate, "ci_low": iv.low,
-                     "ci_high": iv.high})
+                     "ci_high": iv.high, "left_out": int((~np.isfinite(group.score.to_numpy())).sum())})
     return pd.DataFrame(rows)
 
 
@@ -228,6 +228,11 @@ def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statis
             f" of the per-iteration mean episodic reward) with a 95% Student-t interval over agents (the paper's "
             f"are percentile-bootstrap intervals{AAI_CI_NOTE if with_aai else ''}); {record['scale']} scale. Episodic reward reported "
             f"under {REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
+    out_agents = scores[~np.isfinite(scores.score)]
+    if len(out_agents):   # a diverged agent's returns are NaN from its divergence on: named, not averaged
+        note += (" Left out, with no finite score (the agent diverged, or no episode ended in the iterations "
+                 "scored): " + ", ".join(f"{r.algorithm} agent {r.agent} on {r.task}"
+                                         for r in out_agents.itertuples()) + ".")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, target.name), title, note)
     return {"markdown": md, "csv": csv, "table": df, "summary": summary}
 
