@@ -375,6 +375,19 @@ def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
     assert load_gradient_study(run, "k3").pairs.equals(beside.pairs)
     gradient_study(run, estimates=3, replace=True, **kw)
     assert load_gradient_study(run).pairs.equals(beside.pairs)     # the same compiled program as "k3"
+    # loading: each run's rows under the path they are read from; measurements made with other settings are
+    # not pooled; another kind of study under the name is named, before any table is read
+    other = str(tmp_path / "moved")
+    shutil.copytree(run, other)
+    assert set(load_gradient_study(other, "k3").pairs.run) == {other}
+    manifest = os.path.join(study_path(other, "k3"), "manifest.json")
+    record = json.load(open(manifest))
+    json.dump({**record, "settings": {**record["settings"], "estimates": 2}}, open(manifest, "w"))
+    with pytest.raises(DiagnosticError, match=r"measurements in .* were made with different settings \(estimates: "
+                                              r"3 against 2\); load them separately"):
+        load_gradient_study([run, other], "k3")
+    with pytest.raises(DiagnosticError, match=r"'gradients' in .* is a 'gradients' study, not a step-study"):
+        load_step_study(run, "gradients")
 
 
 def test_empty_statistics_are_warmed_by_one_batch_and_saved_ones_kept(agent, runs):
@@ -505,10 +518,20 @@ def test_streams_start_independently_in_the_runs_own_state_distribution(agent):
     (dict(seed=2 ** 32), "seed must be in 0 … 2\\^32 − 1"),            # PRNGKey keeps 32 bits: 2^32 would be seed 0
     (dict(name=".."), "study name '..': a name is letters, digits"),   # a directory under RUN/diagnostics only
     (dict(name="a/b"), "study name 'a/b'"),
+    (dict(iterations=[]), r"iterations must be an int or a non-empty list of ints .*got \[\]"),
+    (dict(iterations=2.0), r"iterations must be an int or a non-empty list of ints .*got 2.0"),
+    (dict(iterations=[2, 2]), r"iterations \[2, 2\] repeat a value; give each once"),
+    (dict(agents=1.0), r"agents must be an int or a non-empty list of ints .*got 1.0"),
+    (dict(agents=[0, 0]), r"agents \[0, 0\] repeat a value"),
+    (dict(runs_twice=True), r"is given twice \(as .* too\); give each run once"),
 ])
 def test_bad_gradient_study_input_is_refused_before_compiling(runs, kwargs, match):
+    import pathlib
+
+    kwargs = dict(kwargs)
+    given = [runs["ppo"], pathlib.Path(runs["ppo"]) / "."] if kwargs.pop("runs_twice", False) else runs["ppo"]
     with CompileCounter() as cc, pytest.raises(DiagnosticError, match=match):
-        gradient_study(runs["ppo"], **kwargs)
+        gradient_study(given, **kwargs)
     assert cc.count == 0
 
 

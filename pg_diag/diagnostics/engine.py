@@ -84,12 +84,8 @@ def settings_of(spec: Spec, settings, changes: dict):
     except TypeError as e:
         fields = ", ".join(f.name for f in dataclasses.fields(spec.settings))
         raise DiagnosticError(f"{e}; {spec.title} settings are: {fields}") from None
-    try:
-        settings.check()      # the study's own checks name the values it allows
-    except TypeError:         # ... unless a value of the wrong kind breaks them: named here instead
-        check_types(settings)
-        raise
-    check_types(settings)     # and the fields its checks do not read
+    check_types(settings)     # every field of its kind first (a string where a list goes would be read by letter)
+    settings.check()          # then the study's own checks, which name the values it allows
     return settings
 
 
@@ -218,10 +214,7 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
 
 def load(spec: Spec, run_paths, name: str | None = None):
     """A saved study of ``spec`` from one or more run directories (no recomputation)."""
-    manifest, frames = tables.read_study(run_paths, name or spec.kind, spec.tables)
-    if manifest.get("kind") != spec.kind:
-        raise DiagnosticError(f"{name or spec.kind!r} in {run_paths!r} is a {manifest.get('kind')!r} study, not a "
-                              f"{spec.title}")
+    manifest, frames = tables.read_study(run_paths, name or spec.kind, spec.tables, spec.kind, spec.title)
     return spec.study(manifest=manifest, **frames)
 
 

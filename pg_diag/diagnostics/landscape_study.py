@@ -23,6 +23,7 @@ import numpy as np
 
 from pg_diag import algorithms
 from pg_diag.diagnostics import engine, landscape, tables
+from pg_diag.diagnostics.subjects import DiagnosticError
 
 NAME = "landscape"
 TABLES = ("returns", "surface", "planes")
@@ -163,20 +164,26 @@ class LandscapeStudy:
         sel = (frame.run == subject["run"]) & (frame.agent == subject["agent"]) & \
               (frame.iteration == subject["iteration"]) & (frame.step_pairs == step_pairs)
         if frame is self.returns:
+            if n is not None and n not in self.sizes:
+                raise DiagnosticError(f"n={n!r} was not measured; the study's sizes are {self.sizes}")
             sel &= frame.n == (n or self.sizes[-1])
         part = frame[sel].sort_values(["x", "y"])
         G = len(self.manifest["resolved"]["coords"])
+        if len(part) != G * G:
+            raise DiagnosticError(f"no plane of {column!r} for {subject} at step_pairs={step_pairs!r} in this "
+                                  f"study")
         return part[column].to_numpy().reshape(G, G)
 
     def agreement(self, n: int | None = None):
         """Per plane (subject × step): the sign agreement of surrogate and true return along the step
         (:func:`sign_agreement`) with its CI, and the step's own effect: the true return at (1, 0) minus
-        (0, 0) with its standard error, beside the surrogate's change; the step's norm and its ratio to the
+        (0, 0) with its standard error, beside the surrogate's change (NaN where the grid has no x = 1); the step's norm and its ratio to the
         random direction's, and the pairs a point's true return used on average (asked: ``n``)."""
         import pandas as pd
 
         coords = np.asarray(self.manifest["resolved"]["coords"])
-        one = int(np.argmin(np.abs(coords - 1.0)))
+        ones = np.flatnonzero(np.isclose(coords, 1.0))    # x = 1 is the step itself; elsewhere it is not read
+        one = int(ones[0]) if ones.size else None
         settings = self.manifest["settings"]
         rows = []
         for _, p in self.planes.iterrows():
@@ -187,9 +194,11 @@ class LandscapeStudy:
             value, low, high = sign_agreement(t, se, s, settings["resamples"], settings["seed"])
             rows.append({**{k: p[k] for k in tables.KEYS}, "step_pairs": p.step_pairs, "n": n or self.sizes[-1],
                          "agreement": value, "low": low, "high": high,
-                         "true_step_change": t[one, 0] - t[0, 0],
-                         "true_step_change_se": float(np.hypot(se[one, 0], se[0, 0])),
-                         "surrogate_step_change": s[one, 0] - s[0, 0], "step_norm": p.step_norm,
+                         "true_step_change": t[one, 0] - t[0, 0] if one is not None else np.nan,
+                         "true_step_change_se": float(np.hypot(se[one, 0], se[0, 0])) if one is not None
+                         else np.nan,
+                         "surrogate_step_change": s[one, 0] - s[0, 0] if one is not None else np.nan,
+                         "step_norm": p.step_norm,
                          "step_norm_ratio": p.step_norm / p.random_norm if "random_norm" in p.index else np.nan,
                          "pairs_per_point": float(np.mean(used))})
         return pd.DataFrame(rows)

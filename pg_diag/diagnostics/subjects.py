@@ -11,6 +11,7 @@ physics, solver setting and network shapes (PPO and TRPO runs of one task do).
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Sequence
 
 import jax
@@ -114,20 +115,40 @@ def label_of(run: store.RunResult, agent: int) -> str:
 
 def resolve_runs(runs) -> list:
     """Run directories or :class:`RunResult` objects -> loaded runs with directories."""
-    if isinstance(runs, (str, store.RunResult)) or not isinstance(runs, Sequence):
+    if isinstance(runs, (str, os.PathLike, store.RunResult)) or not isinstance(runs, Sequence):
         runs = [runs]
     if not runs:
         raise DiagnosticError("no run given: pass one or more run directories with checkpoints")
-    out = []
+    out, seen = [], {}
     for r in runs:
+        if not isinstance(r, (str, os.PathLike, store.RunResult)):
+            raise DiagnosticError(f"a run is a run directory (a path) or a RunResult, got {r!r}")
         try:
-            run = store.load_run(r) if isinstance(r, str) else r
+            run = store.load_run(os.fspath(r)) if isinstance(r, (str, os.PathLike)) else r
         except FileNotFoundError as e:
             raise DiagnosticError(f"{r!r} is not a run directory (no manifest.json): {e}") from None
         if run.path is None:
             raise DiagnosticError("a run without a directory has no checkpoints; run it with out=DIR")
+        where = os.path.realpath(run.path)
+        if where in seen:   # its subjects would be measured, and saved, twice
+            raise DiagnosticError(f"the run {run.path!r} is given twice (as {seen[where]!r} too); give each run once")
+        seen[where] = run.path
         out.append(run)
     return out
+
+
+def _indices(what: str, values, run_path: str) -> list | None:
+    """``values`` (None, an int or a list of ints) as a list, each once; a clear error otherwise."""
+    if values is None:
+        return None
+    items = [values] if isinstance(values, (int, np.integer)) and not isinstance(values, bool) else values
+    if not isinstance(items, (list, tuple, range, np.ndarray)) or not len(items) or any(
+            isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in items):
+        raise DiagnosticError(f"{what} must be an int or a non-empty list of ints (of run {run_path!r}), got "
+                              f"{values!r}")
+    if len(set(int(v) for v in items)) != len(items):
+        raise DiagnosticError(f"{what} {list(items)!r} repeat a value; give each once")
+    return [int(v) for v in items]
 
 
 def check_iterations(run: store.RunResult, iterations) -> list:
@@ -135,9 +156,9 @@ def check_iterations(run: store.RunResult, iterations) -> list:
     if not saved:
         raise DiagnosticError(f"run {run.path!r} has no checkpoints; train with checkpoint_at=(…) or "
                               f"checkpoint_every=K (CLI: --set checkpoint_every=K) to save the policies to measure")
-    if iterations is None:
+    its = _indices("iterations", iterations, run.path)
+    if its is None:
         return saved
-    its = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
     missing = [i for i in its if i not in saved]
     if missing:
         raise DiagnosticError(f"no checkpoint after iteration(s) {missing} in {run.path!r}; saved iterations: {saved}")
@@ -146,11 +167,11 @@ def check_iterations(run: store.RunResult, iterations) -> list:
 
 def check_agents(run: store.RunResult, agents) -> list:
     n = run.num_agents
+    agents = _indices("agents", agents, run.path)
     if agents is None:
         return list(range(n))
-    agents = [agents] if isinstance(agents, (int, np.integer)) else list(agents)
-    bad = [a for a in agents if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < n]
-    if bad or not agents:
+    bad = [a for a in agents if not 0 <= a < n]
+    if bad:
         raise DiagnosticError(f"agents must be indices in 0 … {n - 1} of run {run.path!r}, got {agents!r}")
     return [int(a) for a in agents]
 
@@ -190,7 +211,7 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
     for run, agent, it in planned:
         if (run.path, it) not in cache:
             cache[(run.path, it)] = checkpoints.load_checkpoint(run, it)
-        if run not in runs:
+        if not any(r is run for r in runs):   # (identity: a RunResult holds DataFrames, which == cannot compare)
             runs.append(run)
         state = jax.tree.map(lambda x: np.asarray(x)[agent], cache[(run.path, it)])
         if not optimizer:

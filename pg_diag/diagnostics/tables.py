@@ -114,30 +114,56 @@ def write_study(tables: dict, manifest: dict, name: str) -> list:
     return [study_path(run, name) for run in runs]
 
 
-def read_study(run_paths, name: str, tables) -> tuple:
-    """(manifest of the first run, {table: frame}) of a study saved in one or more run directories."""
+def read_study(run_paths, name: str, tables, kind: str | None = None, title: str = "study") -> tuple:
+    """(manifest of the first run, {table: frame}) of a study saved in one or more run directories, each
+    run's rows under the path it is read from (``run``); refused where a run holds another ``kind`` of study
+    under ``name``, or where the runs' measurements were made with different settings (pooled, their rows
+    would read as one measurement's)."""
     import pandas as pd
 
-    if isinstance(run_paths, str):
+    from pg_diag.diagnostics.subjects import DiagnosticError
+
+    if isinstance(run_paths, (str, os.PathLike)):
         run_paths = [run_paths]
-    manifests, frames = [], {t: [] for t in tables}
+    run_paths = [os.fspath(r) for r in run_paths]
+    manifests = []
     for run in run_paths:
-        path = study_path(run, name)
-        if not os.path.exists(os.path.join(path, "manifest.json")):
+        manifest = saved_manifest(run, name)
+        if manifest is None:
             have = sorted(os.listdir(os.path.join(run, DIAGNOSTICS))) if os.path.isdir(
                 os.path.join(run, DIAGNOSTICS)) else []
             raise FileNotFoundError(f"no {name!r} diagnostic in {run!r}; diagnostics there: {have or 'none'}")
-        manifests.append(store.read_manifest(path))
+        if kind is not None and manifest.get("kind") != kind:
+            raise DiagnosticError(f"{name!r} in {run!r} is a {manifest.get('kind')!r} study, not a {title}")
+        manifests.append(manifest)
+    for run, manifest in zip(run_paths[1:], manifests[1:]):
+        first, here = manifests[0].get("settings", {}), manifest.get("settings", {})
+        diff = [f"{k}: {first.get(k)!r} against {here.get(k)!r}" for k in sorted(set(first) | set(here))
+                if first.get(k) != here.get(k)]
+        if diff:
+            raise DiagnosticError(f"the {name!r} measurements in {run_paths[0]!r} and {run!r} were made with "
+                                  f"different settings ({'; '.join(diff)}); load them separately")
+    frames = {t: [] for t in tables}
+    for run in run_paths:
         for t in tables:
-            frames[t].append(pd.read_parquet(os.path.join(path, f"{t}.parquet")))
+            frame = pd.read_parquet(os.path.join(study_path(run, name), f"{t}.parquet"))
+            if "run" in frame:
+                frame["run"] = run    # where it is read from now (a path saved relative to another directory
+                # would name no run, or another run of the same name)
+            frames[t].append(frame)
     return manifests[0], {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}
+
+
+#: the tables' columns that hold cosines: a mean of cosines lies in [−1, 1], so an interval for it is cut
+#: there (the true mean is never cut away, so the coverage stays what it was or rises)
+COSINES = ("cosine", "to_true", "to_exact")
 
 
 def curve(frame, value: str, by: list, **_):
     """Mean of ``value`` per group of ``by`` with its 95% Student-t interval, the group's rows taken as its
     independent units (the K estimates of one subject, or one value per agent), as columns mean, low, high,
     count. NaN rows dropped."""
-    return _per_group(frame, by, lambda part: stats.t_interval(part[value].to_numpy()))
+    return _per_group(frame, by, lambda part: stats.t_interval(part[value].to_numpy()), value in COSINES)
 
 
 def pairwise_curve(frame, value: str, by: list, **_):
@@ -145,17 +171,18 @@ def pairwise_curve(frame, value: str, by: list, **_):
     the jackknife over the estimates (:func:`pg_diag.stats.pairwise_interval`: a pairwise mean's unit is the
     estimate, not the pair), as columns mean, low, high, count (the number of estimates)."""
     return _per_group(frame, by, lambda part: stats.pairwise_interval(part["i"].to_numpy(), part["j"].to_numpy(),
-                                                                      part[value].to_numpy()))
+                                                                      part[value].to_numpy()), value in COSINES)
 
 
-def _per_group(frame, by: list, interval):
+def _per_group(frame, by: list, interval, cosine: bool = False):
     import pandas as pd
 
     rows = []
     for group, part in frame.groupby(by, sort=True):
         est = interval(part)
-        rows.append(dict(zip(by, group if isinstance(group, tuple) else (group,)), mean=est.estimate, low=est.low,
-                         high=est.high, count=int(est.n)))
+        low, high = (max(est.low, -1.0), min(est.high, 1.0)) if cosine else (est.low, est.high)
+        rows.append(dict(zip(by, group if isinstance(group, tuple) else (group,)), mean=est.estimate, low=low,
+                         high=high, count=int(est.n)))
     return pd.DataFrame(rows, columns=list(by) + ["mean", "low", "high", "count"])
 
 
@@ -175,9 +202,20 @@ def crossing(n, values, level: float) -> float:
     return float(math.exp(math.log(n[i - 1]) + t * (math.log(n[i]) - math.log(n[i - 1]))))
 
 
+def _at(n, values, size) -> float:
+    """The curve's value at N = ``size``: measured there, else log-linearly between the measured N around it
+    (a grid snapped to whole chunks of another width may step over the batch size); NaN outside them."""
+    n, v = np.asarray(n, np.float64), np.asarray(values, np.float64)
+    ok = np.isfinite(v)
+    n, v = n[ok], v[ok]
+    if n.size == 0 or not n[0] <= size <= n[-1]:
+        return float("nan")
+    return float(np.interp(math.log(size), np.log(n), v))
+
+
 def summary(curves, batch_size: int, levels=(0.5, 0.9), group=("label", "iteration")):
     """Per ``group`` (mean over its agents' curves): the N at which the mean cosine first reaches each
-    level, and the mean cosine at the algorithm's batch size."""
+    level, and the mean cosine at the algorithm's batch size (:func:`_at`)."""
     import pandas as pd
 
     rows = []
@@ -186,7 +224,7 @@ def summary(curves, batch_size: int, levels=(0.5, 0.9), group=("label", "iterati
         row = dict(zip(group, key))
         for level in levels:
             row[f"n_at_{level:g}"] = crossing(mean.index.to_numpy(), mean.to_numpy(), level)
-        row["at_batch_size"] = float(mean.get(batch_size, np.nan))
+        row["at_batch_size"] = _at(mean.index.to_numpy(), mean.to_numpy(), batch_size)
         row["agents"] = int(part["agent"].nunique()) if "agent" in part else 1
         rows.append(row)
     return pd.DataFrame(rows)

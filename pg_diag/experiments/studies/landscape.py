@@ -59,11 +59,13 @@ SCALES = {
     "smoke": Scale(
         tasks={"fig-landscape-concentration": ("hopper", "lqr"), "fig-landscape-surrogate": ("hopper", "lqr")},
         seeds=1, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
-        settings={"landscape-concentration": dict(points=5, sizes=(1_000, 5_000, 20_000), envs=8),
-                  "landscape-surrogate": dict(points=5, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
+        # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid (the claims read the step's effect there)
+        settings={"landscape-concentration": dict(points=4, sizes=(1_000, 5_000, 20_000), envs=8),
+                  "landscape-surrogate": dict(points=4, sizes=(20_000,), step_pairs=(0, 16_384), envs=8)},
         task_settings={"lqr": dict(random_norm=0.1)},
         description="Hopper (native MuJoCo on a CPU) and the LQR task at CPU scale: 30 iterations of 4 × 256 steps, "
-                    "one agent per preset, checkpoints after 0/15/29; a 5 × 5 grid, random direction of L2 norm 2 "
+                    "one agent per preset, checkpoints after 0/15/29; a 4 × 4 grid on 0 … 3 (the step at 1), random "
+                    "direction of L2 norm 2 "
                     "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
@@ -253,7 +255,7 @@ TARGETS = (
                                   title="True reward landscape around the policy estimated from N pairs"),
            evidence=concentration_evidence, provides=("landscape_noise",),
            measurement=Measurement("landscape-concentration", LANDSCAPE_STUDY, labels=("ppo", "trpo"),
-                                   tiny=dict(points=3, sizes=(512, 1024), envs=4)),
+                                   tiny=dict(points=3, extent=2.0, sizes=(512, 1024), envs=4)),
            **_COMMON),
     Target("fig-landscape-surrogate", paper="CL Figs 7/8/17-25",
            help="CL Fig 7/8/17-25: true reward vs the surrogate on the plane of the step",
@@ -261,7 +263,7 @@ TARGETS = (
                                   title="True reward vs the algorithm's surrogate on the plane of its step"),
            evidence=surrogate_evidence, provides=("landscape_true_step",),
            measurement=Measurement("landscape-surrogate", LANDSCAPE_STUDY,
-                                   tiny=dict(points=3, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
+                                   tiny=dict(points=3, extent=2.0, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
            **_COMMON),
 )
 
