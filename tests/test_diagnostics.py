@@ -415,6 +415,24 @@ def test_crossing_interpolates_log_linearly_between_grid_points():
     assert math.isnan(crossing(n, v, 0.9)) and crossing(n, v, 0.1) == 100
 
 
+def test_the_cosine_at_the_batch_size_between_grid_points_and_cosine_intervals_within_one():
+    """By hand: at N = 10^2.5, halfway between 100 and 1000 in log N, the mean cosine 0.2 → 0.4 reads 0.3;
+    outside the grid, NaN. K = 3 estimates with pairwise cosines 0.9, −0.8, 0.95: the jackknife interval
+    reaches past ±1, and a mean of cosines cannot, so the curve's bounds stop at ±1 (coverage kept)."""
+    import pandas as pd
+
+    from pg_diag import stats
+    from pg_diag.diagnostics.tables import _at, pairwise_curve
+
+    assert _at([100, 1000], [0.2, 0.4], 10 ** 2.5) == pytest.approx(0.3)
+    assert math.isnan(_at([100, 1000], [0.2, 0.4], 50)) and _at([100, 1000], [0.2, 0.4], 1000) == 0.4
+    frame = pd.DataFrame({"g": 0, "i": [0, 0, 1], "j": [1, 2, 2], "cosine": [0.9, -0.8, 0.95]})
+    raw = stats.pairwise_interval(frame.i, frame.j, frame.cosine)
+    assert raw.low < -1 and raw.high > 1
+    row = pairwise_curve(frame, "cosine", ["g"]).iloc[0]
+    assert (row.low, row.high, row["mean"]) == (-1.0, 1.0, pytest.approx(raw.estimate))
+
+
 def test_step_study_computes_the_algorithms_own_step_from_the_checkpoint(runs):
     """Each of the M steps equals the step stages.policy_step takes from the checkpoint's parameters,
     Adam state and annealed learning rate on a batch sampled by hand with the same key."""
