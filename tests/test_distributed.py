@@ -115,6 +115,34 @@ def _processes(args, processes: int = 2) -> list:
     return outs
 
 
+def _two(per_process: list) -> list:
+    """Two processes, each ``pg-diag ARGS`` with its own arguments; (return code, stderr) of each."""
+    port = _free_port()
+    children = [subprocess.Popen([sys.executable, "-m", "pg_diag.cli", *args, "--coordinator", f"localhost:{port}",
+                                  "--num-processes", "2", "--process-id", str(i)], env=_env(1),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for i, args in enumerate(per_process)]
+    return [(c.returncode, err) for c, (_, err) in ((c, c.communicate(timeout=300)) for c in children)]
+
+
+def test_processes_started_otherwise_stop_and_a_refusal_on_process_0_reaches_the_others(alone, tmp_path):
+    """Each process fills its own agents from its own arguments: started with another grid value, the two would
+    train a mix that process 0's manifest records as its own grid. Both stop before anything is written,
+    naming what differs. A directory process 0 refuses (it holds a run) stops the other with one line."""
+    out = str(tmp_path / "run")
+    sweep = ["sweep", *POINT_MASS, "--out", out, "--no-progress"]
+    other = [a if a != "lr_policy=1e-4,3e-4,1e-3" else "lr_policy=1e-4,3e-4,3e-2" for a in sweep]
+    for code, err in _two([sweep, other]):
+        assert code == 2 and "sweep: process(es) 1 were started with another grid than process 0" in err, err[-2000:]
+        assert "Traceback" not in err
+    assert not os.path.exists(os.path.join(out, "manifest.json"))
+    taken = ["sweep", *POINT_MASS, "--out", str(alone / "point_mass"), "--no-progress", "--checkpoint",
+             "--batching", "map"]
+    (code0, err0), (code1, err1) = _two([taken, taken])
+    assert code0 == 2 and "already holds a run" in err0, err0[-2000:]
+    assert code1 == 2 and "taking the run directory: process 0 stopped (its message says why)" in err1, err1[-2000:]
+
+
 def test_a_run_interrupted_alone_resumes_on_two_processes(alone, tmp_path, monkeypatch):
     """Stopped after its first iteration in this process, resumed by two: the restored states are split
     over the processes, and the finished run equals the uninterrupted one (to float32 rounding: the

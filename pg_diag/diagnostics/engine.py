@@ -29,7 +29,7 @@ from typing import Callable
 from pg_diag.diagnostics import memory, tables
 from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
-from pg_diag.run import store
+from pg_diag.run import distributed, store
 
 FORMAT = "pg_diag.diagnostic/1"
 
@@ -199,6 +199,9 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
     settings = settings_of(spec, settings, changes)
     tables.check_name(name or spec.kind)    # before anything is loaded or compiled
     planned = plan_subjects(runs, iterations, agents, labels)
+    distributed.agree(spec.title, {"settings": dataclasses.asdict(settings), "name": name or spec.kind,
+                                   "subjects": [(r.path, a, i) for r, a, i in planned], "save": save,
+                                   "replace": replace})
     guard = functools.partial(check_replaceable, spec, planned, settings, name or spec.kind)
     frames, resolved, timings, extra = measure(spec, planned, settings, verbose,
                                                guard if save and not replace else None)

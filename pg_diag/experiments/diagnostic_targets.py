@@ -24,6 +24,7 @@ from pg_diag.experiments import study_dir
 from pg_diag.experiments.training import presets_of, train_study
 from pg_diag.experiments.scales import pick
 from pg_diag.run import store
+from pg_diag.run.distributed import lead_writes
 
 #: the shared runs' directory, beside the studies' output directories
 RUNS = "runs"
@@ -187,8 +188,9 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
                                       wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
             m.measure(paths, verbose=progress is not False, replace=True,  # the check above is the target's
                       **{k: v for k, v in chosen.items() if v is not None}, **settings)
-        for path in paths:
-            diag_tables.record_reader(path, m.name, out)
+        with lead_writes("the readers of a measurement") as lead:   # on several processes, process 0 writes
+            for path in paths if lead else ():
+                diag_tables.record_reader(path, m.name, out)
     old = recorded(out, target.study, scale)
     measured = {**old.get("measured", {}), target.name: sorted(names)}
     study_dir.write(out, target.study, scale, sorted({task for v in measured.values() for task in v}),

@@ -24,6 +24,7 @@ from pg_diag.config import ConfigError
 from pg_diag.diagnostics import engine
 from pg_diag.diagnostics.memory import available_memory
 from pg_diag.experiments import study_dir
+from pg_diag.run import distributed
 
 #: what a target does: trains and draws the training metrics; measures trained checkpoints; optimizes one batch
 KINDS = ("training", "diagnostic", "optimize")
@@ -91,6 +92,7 @@ class Target:
     def train(self, scale: str = "smoke", **kwargs) -> dict:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
         self._check_counts(kwargs)
+        distributed.agree(self.name, {"--scale": scale, **{f"--{k}": v for k, v in kwargs.items() if k != "progress"}})
         if kwargs.get("out") is not None:
             study_dir.prepare(kwargs["out"], self.study, self.name)
         return self.run(self, scale, **kwargs)

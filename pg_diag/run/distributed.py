@@ -129,6 +129,54 @@ def sync(tag: str) -> None:
         multihost_utils.sync_global_devices(f"pg_diag: {tag}")
 
 
+def _gathered(values):
+    """[processes, len(values)] int32: every process's ``values``."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(np.asarray(values, np.int32))).reshape(
+        jax.process_count(), -1)
+
+
+def agree(what: str, parts: dict) -> None:
+    """Every process was started with the same ``parts`` (name -> a JSON-able value: the plan, the settings,
+    the output directory): compared across the processes before anything runs. Each process fills its own
+    agents from its own arguments, so a difference would train or measure a mix that one manifest records
+    as one configuration; every process stops instead, naming what differs."""
+    if jax.process_count() <= 1:
+        return
+    import hashlib
+    import json
+
+    digests = [int.from_bytes(hashlib.sha256(json.dumps(v, sort_keys=True, default=str).encode()).digest()[:4],
+                              "little") & 0x7FFFFFFF for v in parts.values()]
+    every = _gathered(digests)
+    differ = [name for k, name in enumerate(parts) if len(set(every[:, k].tolist())) > 1]
+    if differ:
+        others = sorted({i for i in range(len(every)) if (every[i] != every[0]).any()})
+        raise ConfigError(f"{what}: process(es) {', '.join(map(str, others))} were started with another "
+                          f"{', '.join(differ)} than process 0; every process runs the same command")
+
+
+def lead_first(what: str, fn):
+    """``fn()`` on process 0 (taking a directory, say), the others told whether it succeeded: where it
+    failed, process 0 raises its error and the others stop with one line instead of waiting on a collective
+    that process 0 never reaches. Returns what ``fn`` returned on process 0, None elsewhere."""
+    if jax.process_count() <= 1:
+        return fn()
+    result, error = None, None
+    if is_lead():
+        try:
+            result = fn()
+        except Exception as e:   # told to the others first, then raised
+            error = e
+    if not _gathered([error is None]).all():
+        if error is not None:
+            raise error
+        raise ConfigError(f"{what}: process 0 stopped (its message says why)")
+    return result
+
+
 @contextlib.contextmanager
 def lead_writes(what: str):
     """``with lead_writes("study record") as lead: if lead: write(...)``: process 0 writes once every

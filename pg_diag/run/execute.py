@@ -38,7 +38,7 @@ from typing import Mapping, Sequence
 import jax
 
 from pg_diag.config import Config, ConfigError
-from pg_diag.run import split, store
+from pg_diag.run import distributed, split, store
 from pg_diag.run.claim import claim
 from pg_diag.run.loop import run_loop
 from pg_diag.run.plan import Plan, plan
@@ -223,8 +223,14 @@ def _complete(run_dir: str, manifest: dict) -> store.RunResult:
 def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: bool = False,
              overwrite: bool = False):
     lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
+    distributed.agree("sweep", {
+        "configuration": p.base.to_dict(), "grid": [dict(x) for x in p.points], "seeds": list(p.seeds),
+        "labels": list(p.labels), "--out": out, "resume": resume, "--overwrite": overwrite,
+        **({k: manifest.get(k) for k in ("chunk_iterations", "batching", "save_checkpoint")}
+           if isinstance(manifest, dict) else {})})
     # the directory is taken (created, locked, checked to hold no other run) before anything compiles
-    lock = claim(out, overwrite=overwrite, resume=resume) if out is not None and lead else None
+    lock = distributed.lead_first("taking the run directory", lambda: claim(
+        out, overwrite=overwrite, resume=resume)) if out is not None else None
     try:
         if lock is not None and lock.taken_over:
             sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
