@@ -232,3 +232,15 @@ def test_an_unreachable_coordinator_is_a_clear_error():
                          env=_env(1), capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr[-2000:]
     assert f"could not join coordinator localhost:{port} as process 1 of 2 within 3 s" in out.stderr
+
+
+def test_process_0_whose_peers_never_come_is_a_clear_error():
+    """Process 0 of 2, alone: it waits for the other process at its port and gives up after the timeout with
+    one line (JAX would abort with a C++ check failure)."""
+    port = _free_port()
+    out = subprocess.run([sys.executable, "-m", "pg_diag.cli", "sweep", "--task", "point_mass", "--coordinator",
+                          f"localhost:{port}", "--num-processes", "2", "--process-id", "0", "--join-timeout", "3"],
+                         env=_env(1), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert (f"could not join coordinator localhost:{port} as process 0 of 2 within 3 s: 0 of the 1 other processes "
+            f"reached it") in out.stderr

@@ -93,8 +93,9 @@ class Target:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
         self._check_counts(kwargs)
         distributed.agree(self.name, {"--scale": scale, **{f"--{k}": v for k, v in kwargs.items() if k != "progress"}})
-        if kwargs.get("out") is not None:
-            study_dir.prepare(kwargs["out"], self.study, self.name)
+        if kwargs.get("out") is not None:   # by process 0 alone (its probe would race the others'), told to all
+            distributed.lead_first(f"{self.name} --out", lambda: study_dir.prepare(kwargs["out"], self.study,
+                                                                                     self.name))
         return self.run(self, scale, **kwargs)
 
     def _check_counts(self, kwargs: dict) -> None:

@@ -82,8 +82,9 @@ def initialize(coordinator=None, num_processes=None, process_id=None, timeout: i
     where = (f"coordinator {chosen['coordinator_address']} as process {chosen['process_id']} of "
              f"{chosen['num_processes']}" if chosen else "the cluster JAX detected")
     start = time.monotonic()
-    if chosen:  # JAX aborts the process when it cannot reach the coordinator: find that out first
-        _check_reachable(chosen["coordinator_address"], chosen["process_id"], timeout, where)
+    if chosen:  # JAX aborts the process when it cannot reach the coordinator or its peers: find that out first
+        _check_reachable(chosen["coordinator_address"], chosen["process_id"], timeout, where,
+                         chosen["num_processes"])
     try:
         jax.distributed.initialize(**chosen, initialization_timeout=max(1, int(timeout - (time.monotonic() - start))))
     except Exception as e:  # the coordination service reports failures in many types; name what was asked
@@ -92,15 +93,31 @@ def initialize(coordinator=None, num_processes=None, process_id=None, timeout: i
     return True
 
 
-def _check_reachable(address: str, process_id: int, timeout: float, where: str) -> None:
-    """Process 0 must be able to listen on the port; the others wait until it does."""
+def _check_reachable(address: str, process_id: int, timeout: float, where: str, processes: int = 2) -> None:
+    """Process 0 listens on the port until every other process has reached it (each knocks once, below);
+    the others knock until it answers. Either gives up after ``timeout`` with one line (JAX itself would
+    abort the process with a C++ check failure)."""
     host, _, port = address.rpartition(":")
     if process_id == 0:
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # JAX's coordinator takes the port next
             try:
                 s.bind(("", int(port)))
             except OSError as e:
                 raise ConfigError(f"cannot host {where}: port {port} is not free on this host ({e.strerror})") from None
+            s.listen(processes)
+            s.settimeout(0.25)
+            deadline, knocked = time.monotonic() + timeout, 0
+            while knocked < processes - 1:
+                try:
+                    conn, _ = s.accept()
+                    conn.close()
+                    knocked += 1
+                except socket.timeout:
+                    if time.monotonic() > deadline:
+                        raise ConfigError(f"could not join {where} within {timeout} s: {knocked} of the "
+                                          f"{processes - 1} other processes reached it; is every process "
+                                          f"started, with this coordinator?") from None
         return
     deadline = time.monotonic() + timeout
     while True:
