@@ -38,34 +38,33 @@ def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
 def prepare(out: str, study: str, target: str) -> None:
     """Check ``out`` for ``study`` before anything trains or compiles: a directory that can be written (or
     made), not a run's directory and not another study's (a :class:`ConfigError` naming it otherwise)."""
-    from pg_diag.run.store import is_training
+    from pg_diag.run.claim import holds_training_run
 
     where = f"{target} --out {out!r}"
     if os.path.lexists(out) and not os.path.isdir(out):
         raise ConfigError(f"{where}: it is an existing file; give a directory")
-    for name, what in (("manifest.json", "a run's directory (a sweep wrote it)"), (STUDY_FILE, None)):
-        try:
-            with open(os.path.join(out, name)) as f:
-                record = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if what and is_training(record):
-            raise ConfigError(f"{where}: it is {what}, whose files a study's would mix with; give a directory of "
-                              f"its own")
-        if not what and isinstance(record, dict) and record.get("study") not in (None, study):
-            raise ConfigError(f"{where}: it holds the {record.get('study')!r} study; {target} writes a {study!r} "
-                              f"study: give another directory")
-    near = os.path.abspath(out)             # the directory itself, or the nearest one there that it lies under
+    if holds_training_run(out):
+        raise ConfigError(f"{where}: it is a run's directory (a sweep wrote it), whose files a study's would mix "
+                          f"with; give a directory of its own")
+    try:
+        with open(os.path.join(out, STUDY_FILE)) as f:
+            found = json.load(f).get("study")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    if found not in (None, study):
+        raise ConfigError(f"{where}: it holds the {found!r} study; {target} writes a {study!r} study: give "
+                          f"another directory")
+    missing, near = [], os.path.abspath(out)   # the directories to make, below the nearest one there
     while not os.path.lexists(near):
+        missing.append(near)
         near = os.path.dirname(near)
     if not os.path.isdir(near):
         raise ConfigError(f"{where}: {near!r} is a file, not a directory")
-    made = []                               # made to try, and removed again: nothing is left on a refusal
+    made = []                                  # made to try, and removed again: nothing is left on a refusal
     try:
-        for d in reversed([out] + [p for p in _parents(out) if not os.path.lexists(p)]):
-            if not os.path.lexists(d):
-                os.mkdir(d)
-                made.append(d)
+        for d in reversed(missing):
+            os.mkdir(d)
+            made.append(d)
         probe = os.path.join(out, f".pg_diag-probe-{os.getpid()}")
         open(probe, "w").close()
         os.remove(probe)
@@ -75,14 +74,6 @@ def prepare(out: str, study: str, target: str) -> None:
         for d in reversed(made):
             with contextlib.suppress(OSError):
                 os.rmdir(d)
-
-
-def _parents(path: str) -> list:
-    out, here = [], os.path.dirname(os.path.abspath(path))
-    while here != os.path.dirname(here):
-        out.append(here)
-        here = os.path.dirname(here)
-    return out
 
 
 def _needs(study: str, target: str) -> str:

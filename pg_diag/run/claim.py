@@ -138,7 +138,7 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     return lock
 
 
-def _holds_training_run(path: str) -> bool:
+def holds_training_run(path: str) -> bool:
     """Whether ``path`` holds a training run's manifest (a file of that name written by anything else is not
     one)."""
     try:
@@ -153,7 +153,7 @@ def _refuse_around_a_run(path: str) -> None:
     directory that holds other runs below it (each of those could then no longer be resumed or loaded)."""
     parent = os.path.dirname(os.path.abspath(path))
     while True:
-        if _holds_training_run(parent):
+        if holds_training_run(parent):
             raise RunDirError(f"cannot write a run into {path!r}: it lies inside the run directory {parent!r}, "
                               f"whose files it would mix with; give --out a directory outside it")
         up = os.path.dirname(parent)
@@ -162,7 +162,7 @@ def _refuse_around_a_run(path: str) -> None:
         parent = up
     for here, dirs, _ in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here == path and d in RUN_FILES))
-        if here != path and _holds_training_run(here):
+        if here != path and holds_training_run(here):
             raise RunDirError(f"cannot write a run into {path!r}: the run directory {here!r} lies inside it, and "
                               f"their files would mix; give --out a directory of its own")
 
