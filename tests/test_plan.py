@@ -1,6 +1,8 @@
 """Plans before anything runs: every diagnostic and training target at every scale resolves, fits the memory of a 24 GiB host
 with half of it available and of a declared 80 GB accelerator, and compiles nothing."""
 
+import dataclasses
+
 import pytest
 
 from pg_diag.cli import main
@@ -241,33 +243,50 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
     assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
     # split between a host's CPU and its accelerator: physics + the fixed allowance (0.1 ms), not a multiple
-    monkeypatch.setattr(costs, "split_here", lambda program: True)
+    monkeypatch.setattr(costs, "where_here", lambda program: "split")
     assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
+    # the whole iteration on the accelerator (MJX or Warp physics): physics + 0.3 ms
+    monkeypatch.setattr(costs, "where_here", lambda program: "accelerator")
+    assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.3 / 1e3 + costs.COMPILE_S)
 
 
-def test_the_fixed_allowance_is_for_programs_that_run_split(monkeypatch):
-    """physics + 0.1 ms a step only where pg_diag.run.split.resolve would split the program on this host:
-    an accelerator, one process and one device, native (or auto) physics, a MuJoCo task; every other program
-    keeps the multiple (on a CPU the update costs about what the rollout does; on the accelerator's own
-    callback path the policy's steps do)."""
+def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
+    """physics + 0.1 ms a step where pg_diag.run.split.resolve would split the program on this host (an
+    accelerator, one process and one device, native physics, a MuJoCo task); physics + 0.3 ms where MJX or
+    Warp runs the whole iteration on the accelerator, asked for or picked by ``auto`` from this host's recorded
+    measurements at the program's width; every other program keeps the multiple (on a CPU the update costs
+    about what the rollout does; on the accelerator's own callback path the policy's steps do)."""
     import jax
 
     from pg_diag import preset
+    from pg_diag.envs import crossover
 
-    def program(task="hopper", **over):
+    def program(task="hopper", agents=5, **over):
         cfg = preset("ppo", task, num_envs=1, steps_per_env=64, num_iterations=2, **over)
-        return dry_run.training_program(task, "ppo", cfg.static, 5, 1 << 40, spec=(cfg, None, [0]))
+        return dry_run.training_program(task, "ppo", cfg.static, agents, 1 << 40, spec=(cfg, None, [0]))
 
-    assert not costs.split_here(program())                              # this CPU: no accelerator
+    assert costs.where_here(program()) is None                          # this CPU: no accelerator
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 1)
     monkeypatch.setattr(jax, "process_count", lambda: 1)
-    assert costs.split_here(program()) and costs.split_here(program(physics="native"))
-    assert not costs.split_here(program(physics="mjx"))                 # MJX: the whole iteration on the GPU
-    assert not costs.split_here(program(placement="device"))            # asked for: the host callback path
-    assert not costs.split_here(program("point_mass"))                  # pure JAX: no host physics
+    monkeypatch.setattr(crossover, "load", lambda key: [])
+    assert costs.where_here(program()) == costs.where_here(program(physics="native")) == "split"
+    assert costs.where_here(program(physics="mjx")) == "accelerator"    # the whole iteration on the GPU
+    assert costs.where_here(program(physics="warp")) == "accelerator"
+    assert costs.where_here(program(placement="device")) is None        # asked for: the host callback path
+    assert costs.where_here(program("point_mass")) is None              # pure JAX: no host physics
+    assert costs.where_here(dataclasses.replace(program(), stage="gradients")) is None
+    # auto: Warp measured faster at 320 and 1,024 Hopper environments here, native at 64
+    rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": n, "warp_ms": w}
+            for b, n, w in ((64, 0.3, 1.5), (320, 2.7, 2.1), (1024, 8.1, 2.4))]
+    monkeypatch.setattr(crossover, "load", lambda key: rows)
+    assert costs.where_here(program(agents=500)) == "accelerator"        # between two rows that agree
+    assert costs.where_here(program(agents=5)) == "split"               # below the rows: auto's native default
+    assert costs.where_here(program(agents=200)) == "split"             # the rows around it disagree
+    assert costs.where_here(program(agents=500, physics="native")) == "split"
+    monkeypatch.setattr(crossover, "load", lambda key: [])
     monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 2)
-    assert not costs.split_here(program())                              # several devices: sharded over them
+    assert costs.where_here(program()) is None                          # several devices: sharded over them
 
 
 def test_a_plan_costs_each_program_with_its_own_model_and_solver():

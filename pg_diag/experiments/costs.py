@@ -9,13 +9,18 @@ import math
 #: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
 #: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
 OVERHEAD = {"train": 2.5, "optimize": 1.0}
-#: a training step's cost beyond its physics where the update runs on an accelerator, in ms per batched step:
-#: the policy's sampling and the filters around the physics, the networks' and batch's transfers and the update
-#: spread over the iteration's steps. The H200 host (16 cores, the collection split over them) measured 0.04
+#: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where
+#: the iteration runs (:func:`where_here`); added, not multiplied: the update no longer costs what the rollout
+#: does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the accelerator): the
+#: policy's sampling and the filters around the physics, the networks' and batch's transfers and the update
+#: spread over the iteration's steps; an H200 host (16 cores, the collection in per-core blocks) measured 0.04
 #: for 320 one-environment Walker2d agents and 0.07 (PPO) to 0.10 (TRPO) for 5 Hopper agents over the physics
-#: of the same batch (benchmarks/results/accelerator-h200-2026-11-26.md, the second iteration): the update
-#: no longer costs what the rollout does, as on a CPU, so the allowance is added, not multiplied
-ACCELERATOR_FIXED_MS = 0.1
+#: of the same batch (benchmarks/results/accelerator-h200-2026-11-26.md, the second iteration).
+#: ``"accelerator"`` (MJX or Warp physics, the whole iteration on the accelerator): the policy's and the
+#: filters' small kernels each step; fig-ablation's 320 Walker2d agents measured 0.21 over Warp's physics on
+#: an H200 (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
+#: (accelerator-h100-2026-11-25.md), where the CPU's multiple planned 2.2× the measured time
+ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3}
 MEASURE_OVERHEAD = 1.5
 #: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
 COMPILE_S = 30.0
@@ -25,10 +30,9 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
     measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
     training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
-    ``step_ms(task, width, model, solver, physics)`` (the program's physics) × the program kind's overhead (a training
-    program whose collection runs on an accelerator host's CPU and its update on the accelerator: physics +
-    :data:`ACCELERATOR_FIXED_MS`); ``recorded=False``: from step costs alone. None where a step cost is
-    unknown."""
+    ``step_ms(task, width, model, solver, physics)`` (the program's physics) × the program kind's overhead (a
+    training program on an accelerator host: physics + :data:`ACCELERATOR_FIXED_MS` for where it runs,
+    :func:`where_here`); ``recorded=False``: from step costs alone. None where a step cost is unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
         seconds = run_seconds(p, step_ms, recorded)
@@ -45,30 +49,44 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
         if physics is None:
             return None
-        ms = (physics + ACCELERATOR_FIXED_MS if split_here(program)
+        where = where_here(program)
+        ms = (physics + ACCELERATOR_FIXED_MS[where] if where
               else physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD))
     return program.sequential_steps * ms / 1e3
 
 
-def split_here(program) -> bool:
-    """Whether a training program would collect on this host's CPU and learn on its accelerator
-    (:func:`pg_diag.run.split.resolve`, with ``physics='auto'`` taken as native MuJoCo: what it picks for
-    one-environment agents on the hosts measured). Elsewhere, the whole iteration on the accelerator or on
-    a CPU, the update and the policy's steps are not the small fixed cost measured for the split."""
+def where_here(program) -> str | None:
+    """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the
+    collection on the host's CPU, the update on the accelerator: :func:`pg_diag.run.split.resolve`),
+    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
+    pure-JAX task, native physics on the accelerator's own callback path, several devices), where the
+    program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the callback
+    path the policy's steps do). ``physics='auto'`` is the backend this host's recorded physics measurements
+    pick at the program's width (:func:`pg_diag.envs.crossover.decide`), native MuJoCo where they do not."""
     import dataclasses
+    import os
 
     import jax
 
     from pg_diag.config import task_kind
 
     if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
-        return False
+        return None
     static = program.spec[0].static
-    if task_kind(static.task) != "mujoco" or static.physics not in ("auto", "native"):
-        return False
+    if task_kind(static.task) != "mujoco":
+        return None
+    physics = static.physics
+    if physics == "auto":
+        from pg_diag.envs import crossover
+
+        rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
+        decided = crossover.decide(rows, static.task, program.solver, program.width, program.model)
+        physics = decided[0] if decided else "native"
+    if physics in ("mjx", "warp"):
+        return "accelerator"
     from pg_diag.run import split
 
-    return split.resolve(dataclasses.replace(static, physics="native"))[0] == "split"
+    return "split" if split.resolve(dataclasses.replace(static, physics="native"))[0] == "split" else None
 
 
 def training_ms(program, step_ms=None) -> float | None:
@@ -189,4 +207,4 @@ def interpolate(points, width: float) -> float:
 
 
 __all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
-           "measured_step_ms", "recorded_step_ms", "run_seconds", "split_here", "training_ms"]
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "training_ms", "where_here"]
