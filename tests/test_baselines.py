@@ -350,6 +350,8 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     (dict(baselines=()), "baselines must be"),
     (dict(estimates=1), "estimates"),
     (dict(sizes=(1,)), "every N"),
+    (dict(sizes=(100, False)), "sizes must be a list whose elements are each an integer, got False"),
+    (dict(baselines=("value", 1)), "baselines must be a list whose elements are each a string, got 1"),
     (dict(fit_pairs=100), "fit_pairs"),
     (dict(heldout_fraction=1.0), "heldout_fraction"),
     (dict(heldout_chunks=19), "heldout_chunks must be an integer ≥ 20"),

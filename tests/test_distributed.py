@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from compare import assert_frames_close, assert_trees_close
 from pg_diag import load_checkpoint
 from pg_diag.cli import main
+from pg_diag.config import ConfigError
 from pg_diag.run import distributed
 
 
@@ -244,3 +246,37 @@ def test_process_0_whose_peers_never_come_is_a_clear_error():
     assert out.returncode == 2, out.stderr[-2000:]
     assert (f"could not join coordinator localhost:{port} as process 0 of 2 within 3 s: 0 of the 1 other processes "
             f"reached it") in out.stderr
+
+
+def test_process_0_counts_each_peer_once_by_the_id_it_knocks_with():
+    """Three processes: process 1 knocking twice (started twice) and a bare probe of the port do not stand in
+    for process 2; the error names the one that never came. With both, process 0 goes on."""
+    import socket
+    import threading
+
+    def knock(port, payload):
+        for _ in range(40):
+            try:
+                with socket.create_connection(("localhost", port), timeout=1.0) as c:
+                    c.sendall(payload)
+                    return
+            except OSError:
+                time.sleep(0.05)
+
+    def host(port, timeout):
+        try:
+            distributed._check_reachable(f"localhost:{port}", 0, timeout, "the test's coordinator", 3)
+        except ConfigError as e:
+            return str(e)
+        return None
+
+    for payloads, expected in (([b"pg_diag 1\n", b"pg_diag 1\n", b""], "1 of the 2 other processes reached it "
+                                                                       "(not process 2)"),
+                               ([b"pg_diag 2\n", b"pg_diag 1\n"], None)):
+        port, result = _free_port(), []
+        t = threading.Thread(target=lambda: result.append(host(port, 3.0)))
+        t.start()
+        for p in payloads:
+            knock(port, p)
+        t.join(30)
+        assert result and (result[0] == expected if expected is None else expected in result[0]), result

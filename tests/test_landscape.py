@@ -232,6 +232,7 @@ def test_a_suptitle_never_covers_the_first_panels_title(tmp_path):
     (dict(envs=500, sizes=(100,)), "envs must be"),
     (dict(step_pairs=(-1,)), "step_pairs"),
     (dict(step_pairs=(1.5,)), "step_pairs"),
+    (dict(sizes=(True,)), "sizes must be a list whose elements are each an integer, got True in \\(True,\\)"),
     (dict(points=10_000, sizes=(2000,)), "needs about"),
     (dict(iterations=[3]), "iteration"),
 ])

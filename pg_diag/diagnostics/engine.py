@@ -102,13 +102,22 @@ def check_types(settings) -> None:
              (float, lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool), "a number"),
              (str, lambda v: isinstance(v, str), "a string"),
              (tuple, lambda v: isinstance(v, (tuple, list)), "a list"))
+
+    def kind_of(default):
+        return next(((ok, what) for kind, ok, what in kinds if isinstance(default, kind)), None)
+
     for f in dataclasses.fields(settings):
         default, value = f.default, getattr(settings, f.name)
-        for kind, ok, what in kinds:
-            if isinstance(default, kind):
-                if not ok(value):
-                    raise DiagnosticError(f"{f.name} must be {what}, got {value!r}")
-                break
+        kind = kind_of(default)
+        if kind and not kind[0](value):
+            raise DiagnosticError(f"{f.name} must be {kind[1]}, got {value!r}")
+        if isinstance(default, tuple) and default:
+            # a list's elements of its default's kind (a float default admits integers)
+            of = kind_of(next((d for d in default if isinstance(d, float)), default[0]))
+            bad = [v for v in value if of and not of[0](v)]
+            if bad:
+                raise DiagnosticError(f"{f.name} must be a list whose elements are each {of[1]}, got {bad[0]!r} "
+                                      f"in {value!r}")
         if f.name == "seed" and not 0 <= value < SEED_LIMIT:
             raise DiagnosticError(f"seed must be in 0 … 2^32 − 1 (a PRNG key takes 32 bits), got {value!r}")
 

@@ -94,9 +94,10 @@ def initialize(coordinator=None, num_processes=None, process_id=None, timeout: i
 
 
 def _check_reachable(address: str, process_id: int, timeout: float, where: str, processes: int = 2) -> None:
-    """Process 0 listens on the port until every other process has reached it (each knocks once, below);
-    the others knock until it answers. Either gives up after ``timeout`` with one line (JAX itself would
-    abort the process with a C++ check failure)."""
+    """Process 0 listens on the port until every other process has reached it (each knocks once, below,
+    saying its id: a process started twice, or a probe of the port, is not counted for a missing one); the
+    others knock until it answers. Either gives up after ``timeout`` with one line naming what did not
+    arrive (JAX itself would abort the process with a C++ check failure)."""
     host, _, port = address.rpartition(":")
     if process_id == 0:
         with socket.socket() as s:
@@ -107,22 +108,25 @@ def _check_reachable(address: str, process_id: int, timeout: float, where: str, 
                 raise ConfigError(f"cannot host {where}: port {port} is not free on this host ({e.strerror})") from None
             s.listen(processes)
             s.settimeout(0.25)
-            deadline, knocked = time.monotonic() + timeout, 0
-            while knocked < processes - 1:
+            deadline, arrived = time.monotonic() + timeout, set()
+            while len(arrived) < processes - 1:
                 try:
                     conn, _ = s.accept()
-                    conn.close()
-                    knocked += 1
                 except socket.timeout:
                     if time.monotonic() > deadline:
-                        raise ConfigError(f"could not join {where} within {timeout} s: {knocked} of the "
-                                          f"{processes - 1} other processes reached it; is every process "
-                                          f"started, with this coordinator?") from None
+                        missing = ", ".join(str(i) for i in range(1, processes) if i not in arrived)
+                        raise ConfigError(f"could not join {where} within {timeout} s: {len(arrived)} of the "
+                                          f"{processes - 1} other processes reached it (not process {missing}); "
+                                          f"is every process started, with this coordinator?") from None
+                    continue
+                with conn:
+                    arrived.update(_knock_id(conn, processes))
         return
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with socket.create_connection((host, int(port)), timeout=1.0):
+            with socket.create_connection((host, int(port)), timeout=1.0) as conn:
+                conn.sendall(f"pg_diag {process_id}\n".encode())
                 return
         except OSError as e:
             if time.monotonic() > deadline:
@@ -130,6 +134,17 @@ def _check_reachable(address: str, process_id: int, timeout: float, where: str, 
                                   f"({e.strerror or e}); is process 0 started, and the address reachable from "
                                   f"this host?") from None
             time.sleep(0.25)
+
+
+def _knock_id(conn, processes: int) -> set:
+    """{the id a peer's knock says}, or {} for anything else that reached the port."""
+    conn.settimeout(1.0)
+    try:
+        word, _, number = conn.recv(64).decode("ascii", "replace").strip().partition(" ")
+        i = int(number)
+    except (OSError, ValueError):
+        return set()
+    return {i} if word == "pg_diag" and 1 <= i < processes else set()
 
 
 # --- who writes, and when the others may read -------------------------------------------
