@@ -79,8 +79,8 @@ test-isa: setup
 	@for isa in $(ISAS); do case " $(KNOWN_ISAS) " in *" $$isa "*) ;; *) \
 	  echo "test-isa: unknown instruction set '$$isa' in ISAS; choose from: $(KNOWN_ISAS)" >&2; exit 2;; esac; done
 	@for isa in $(ISAS); do \
-	  flags="$$(echo "$$XLA_FLAGS" | tr ' ' '\n' | grep -v xla_cpu_max_isa | tr '\n' ' ')"; \
-	  if [ "$$isa" != default ]; then flags="$$flags --xla_cpu_max_isa=$$isa"; fi; \
+	  flags="$$(printf '%s\n' $$XLA_FLAGS | grep -v -e xla_cpu_max_isa -e '^$$' | tr '\n' ' ' | sed 's/ *$$//')"; \
+	  if [ "$$isa" != default ]; then flags="$${flags:+$$flags }--xla_cpu_max_isa=$$isa"; fi; \
 	  echo "== $$isa: XLA_FLAGS=$$flags"; \
 	  XLA_FLAGS="$$flags" $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
 	    --no-loadscope-reorder $(NUMERIC_TESTS) || exit 1; done
