@@ -53,12 +53,12 @@ class Budget:
 def device_section() -> dict:
     import jax
 
-    from pg_diag.run import store
+    from pg_diag.run import provenance
 
     d = jax.devices()[0]
     return {"device": f"{d.platform} ({d.device_kind})", "devices": jax.device_count(), "host": platform.node(),
             "cpu_devices": len(jax.devices("cpu")),  # a split run's collecting blocks (pg_diag.run.host_devices)
-            "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": store.versions()}
+            "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": provenance.versions()}
 
 
 def crossover_section(sc: dict, budget: Budget, record: bool, section: dict, save=lambda: None) -> dict:

@@ -179,7 +179,7 @@ def test_solver_settings_are_the_tasks_own_or_braxs_fast_ones():
     import mujoco
 
     from pg_diag.envs.mujoco_tasks import brax_asset
-    from pg_diag.run import store
+    from pg_diag.run import provenance
 
     raw = mujoco.MjModel.from_xml_path(brax_asset("hopper.xml"))
     converged = load_model(MUJOCO_TASKS["hopper"], "converged")
@@ -189,7 +189,7 @@ def test_solver_settings_are_the_tasks_own_or_braxs_fast_ones():
         assert (fast.opt.iterations, fast.opt.ls_iterations) == (1, 4)
     humanoid = load_model(MUJOCO_TASKS["humanoid"])
     assert (humanoid.opt.iterations, humanoid.opt.ls_iterations) == (8, 10)
-    info = store.physics_info(preset("ppo", "hopper", solver="fast", physics="native").static)
+    info = provenance.physics_info(preset("ppo", "hopper", solver="fast", physics="native").static)
     assert info["solver"] == "fast" and info["solver_options"]["iterations"] == 1
     with pytest.raises(ConfigError, match="unknown solver setting 'quick'; choose one of: converged, fast"):
         preset("ppo", "hopper", solver="quick")

@@ -29,7 +29,7 @@ from typing import Callable
 from pg_diag.diagnostics import memory, tables
 from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
-from pg_diag.run import distributed, store
+from pg_diag.run import distributed, provenance
 
 FORMAT = "pg_diag.diagnostic/1"
 
@@ -217,7 +217,7 @@ def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels
     manifest = {"format": FORMAT, "study": name or spec.kind, "kind": spec.kind,
                 "settings": dataclasses.asdict(settings), "resolved": resolved,
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **extra,
-                "versions": store.versions(), "device": store.device_info(), "timings": timings}
+                "versions": provenance.versions(), "device": provenance.device_info(), "timings": timings}
     study = spec.study(manifest=manifest, **{t: frames[t] for t in spec.tables})
     if save:
         tables.write_study({t: getattr(study, t) for t in spec.tables}, manifest, name or spec.kind)

@@ -38,7 +38,7 @@ from typing import Mapping, Sequence
 import jax
 
 from pg_diag.config import Config, ConfigError
-from pg_diag.run import distributed, split, store
+from pg_diag.run import distributed, provenance, split, store
 from pg_diag.run.claim import claim
 from pg_diag.run.loop import run_loop
 from pg_diag.run.plan import Plan, plan
@@ -110,7 +110,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     # physics="auto" takes the backend measured faster for the batch each device steps; the run is
     # pinned to it (the manifest's base configuration names it, so resume and rerun keep it)
     per_device = static.num_envs * (-(-p.num_agents // jax.device_count()) if batching == "vmap" else 1)
-    physics = store.physics_info(static, per_device)
+    physics = provenance.physics_info(static, per_device)
     if physics["backend"] != "jax" and physics["backend"] != static.physics:
         p = pin_physics(p, physics["backend"])
     manifest = {
@@ -126,9 +126,9 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
                     **({"label": p.labels[pi]} if p.labels else {})} for a, pi, s in p.agents()],
         "num_agents": p.num_agents,
         "metrics": METRICS,
-        "versions": store.versions(),
-        "git_revision": store.git_revision(),
-        "device": store.device_info(),
+        "versions": provenance.versions(),
+        "git_revision": provenance.git_revision(),
+        "device": provenance.device_info(),
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "chunk_iterations": chunk_iterations,
@@ -205,9 +205,9 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
             return None
         # where and how each continuation ran (the "device" entry stays the first run's)
         manifest.setdefault("resumed", []).append({
-            "after_iteration": manifest["iterations_done"], "device": store.device_info(),
+            "after_iteration": manifest["iterations_done"], "device": provenance.device_info(),
             "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "versions": store.versions()})
+            "versions": provenance.versions()})
         return manifest
 
     return _execute(p, current, run_dir, progress, resume=True)
