@@ -250,33 +250,55 @@ def test_process_0_whose_peers_never_come_is_a_clear_error():
 
 def test_process_0_counts_each_peer_once_by_the_id_it_knocks_with():
     """Three processes: process 1 knocking twice (started twice) and a bare probe of the port do not stand in
-    for process 2; the error names the one that never came. With both, process 0 goes on."""
-    import socket
+    for process 2, and the error names the one that never came; a stream of silent probes does not hold
+    process 0 past its timeout; real peers (one whose knock arrives in two pieces) are each answered and
+    counted, and all three go on."""
     import threading
 
-    def knock(port, payload):
-        for _ in range(40):
+    def knock(port, *pieces):
+        for _ in range(100):
             try:
                 with socket.create_connection(("localhost", port), timeout=1.0) as c:
-                    c.sendall(payload)
+                    for piece in pieces:
+                        c.sendall(piece)
+                        time.sleep(0.05)
                     return
             except OSError:
                 time.sleep(0.05)
 
-    def host(port, timeout):
+    def process(port, i, timeout, out):
         try:
-            distributed._check_reachable(f"localhost:{port}", 0, timeout, "the test's coordinator", 3)
+            distributed._check_reachable(f"localhost:{port}", i, timeout, "the test's coordinator", 3)
+            out[i] = None
         except ConfigError as e:
-            return str(e)
-        return None
+            out[i] = str(e)
 
-    for payloads, expected in (([b"pg_diag 1\n", b"pg_diag 1\n", b""], "1 of the 2 other processes reached it "
-                                                                       "(not process 2)"),
-                               ([b"pg_diag 2\n", b"pg_diag 1\n"], None)):
-        port, result = _free_port(), []
-        t = threading.Thread(target=lambda: result.append(host(port, 3.0)))
+    def host(port, timeout, out):
+        t = threading.Thread(target=process, args=(port, 0, timeout, out))
         t.start()
-        for p in payloads:
-            knock(port, p)
-        t.join(30)
-        assert result and (result[0] == expected if expected is None else expected in result[0]), result
+        return t
+
+    port, out = _free_port(), {}
+    t = host(port, 3.0, out)
+    for pieces in ((b"pg_diag 1\n",), (b"pg_diag 1\n",), ()):
+        knock(port, *pieces)
+    t.join(30)
+    assert "1 of the 2 other processes reached it (not process 2)" in out[0], out
+
+    port, out, stop = _free_port(), {}, threading.Event()
+    t, start = host(port, 2.0, out), time.monotonic()
+    prober = threading.Thread(target=lambda: [knock(port) for _ in iter(lambda: stop.wait(0.1), True)])
+    prober.start()
+    t.join(30)
+    stop.set()
+    prober.join(30)
+    assert "0 of the 2 other processes" in out[0] and time.monotonic() - start < 2.0 + 1.5, out
+
+    port, out = _free_port(), {}
+    t = host(port, 20.0, out)
+    knock(port, b"pg_d", b"iag 2\n")                 # process 2's knock in two pieces
+    peer = threading.Thread(target=process, args=(port, 1, 20.0, out))
+    peer.start()
+    for thread in (t, peer):
+        thread.join(60)
+    assert out == {0: None, 1: None}, out

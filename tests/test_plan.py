@@ -268,6 +268,7 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     assert costs.where_here(program()) is None                          # this CPU: no accelerator
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 1)
+    monkeypatch.setattr(jax, "device_count", lambda *a, **k: 1)
     monkeypatch.setattr(jax, "process_count", lambda: 1)
     monkeypatch.setattr(crossover, "load", lambda key: [])
     assert costs.where_here(program()) == costs.where_here(program(physics="native")) == "split"
@@ -284,9 +285,16 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     assert costs.where_here(program(agents=5)) == "split"               # below the rows: auto's native default
     assert costs.where_here(program(agents=200)) == "split"             # the rows around it disagree
     assert costs.where_here(program(agents=500, physics="native")) == "split"
+    assert costs.where_here(program(agents=2000)) == "split"            # past the rows: undecided, native
+    # Gym's Humanoid: MJX and Warp lack its solver, so auto keeps native whatever the rows say
+    rows += [{**r, "task": "humanoid", "model": "gym"} for r in rows]
+    assert costs.where_here(program("humanoid", agents=500, model="gym")) == "split"
+    # several devices: auto decides at the batch each device steps, as a sweep does (2,000 agents over 4: 500)
+    monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 4)
+    monkeypatch.setattr(jax, "device_count", lambda *a, **k: 4)
+    assert costs.where_here(program(agents=2000)) == "accelerator"
     monkeypatch.setattr(crossover, "load", lambda key: [])
-    monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 2)
-    assert costs.where_here(program()) is None                          # several devices: sharded over them
+    assert costs.where_here(program()) is None                          # native: sharded over them
 
 
 def test_a_plan_costs_each_program_with_its_own_model_and_solver():

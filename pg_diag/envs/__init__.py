@@ -211,6 +211,19 @@ def choose_physics(task: str, physics: str, threads: int, solver: str, batch: in
     return backend, (native_threads if backend == "native" else 0), why
 
 
+def recorded_physics(task: str, physics: str, threads: int, solver: str, batch: int, model: str = "brax") -> str:
+    """The backend :func:`choose_physics` would take, from this host's recorded measurements alone (nothing
+    timed, nothing written): ``auto`` where they do not decide is native MuJoCo, as on a CPU. For plans."""
+    backend, _ = resolve_physics(task, physics, threads, model)
+    if backend == "jax" or physics != "auto" or mjx_missing(task, model):
+        return backend
+    from pg_diag.envs import crossover
+
+    decided = crossover.decide(crossover.load(crossover.host_key(threads or default_threads())), task, solver,
+                               batch, model)
+    return decided[0] if decided else "native"
+
+
 @functools.lru_cache(maxsize=None)
 def _make(name: str, physics: str, threads: int, solver: str, model: str) -> Env:
     env = (_MAKERS[name](physics, threads, solver, model=model) if TASK_MODELS.get(name)
@@ -271,5 +284,5 @@ def make(name: str, physics: str = "auto", threads: int = 0, solver: str = "conv
 
 
 __all__ = ["Env", "EnvState", "EXACT", "ExactAnswers", "exact_answers", "MODELS", "PHYSICS", "SOLVERS", "TASKS", "TASK_MODELS", "TASK_SIZES", "EPISODE_LIMITS",
-           "check_model", "choose_physics", "episode_limit", "make", "mjx_missing", "register_task",
-           "resolve_physics", "sizes", "time_limit", "unregister_task"]
+           "check_model", "choose_physics", "episode_limit", "make", "mjx_missing", "recorded_physics",
+           "register_task", "resolve_physics", "sizes", "time_limit", "unregister_task"]

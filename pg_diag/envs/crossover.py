@@ -213,7 +213,7 @@ def measure_and_record(task: str, solver: str, batch: int, threads: int, model: 
     """:func:`measure` at ``batch``, recorded for this host: the faster backend and why. Said before it starts:
     compiling every backend's step takes from seconds to minutes (MJX's RK4 Gym models the longest)."""
     print(f"pg_diag: physics=auto times {', '.join(backends_here())} on {task} ({model}'s model, {solver}) at "
-          f"{batch:,} environments, once for this host ({cache_path()})", flush=True)
+          f"{batch:,} environments; recorded for this host in {cache_path()}", flush=True)
     row = measure(task, solver, batch, threads, model=model)
     try:
         record(host_key(threads), [row])

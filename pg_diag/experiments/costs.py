@@ -59,12 +59,12 @@ def where_here(program) -> str | None:
     """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the
     collection on the host's CPU, the update on the accelerator: :func:`pg_diag.run.split.resolve`),
     ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
-    pure-JAX task, native physics on the accelerator's own callback path, several devices), where the
-    program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the callback
-    path the policy's steps do). ``physics='auto'`` is the backend this host's recorded physics measurements
-    pick at the program's width (:func:`pg_diag.envs.crossover.decide`), native MuJoCo where they do not."""
+    pure-JAX task, native physics on the accelerator's own callback path, native physics over several
+    devices), where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout
+    does; on the callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded
+    measurements pick for the batch each device steps (:func:`pg_diag.envs.recorded_physics`, as a sweep
+    decides it), native MuJoCo where they do not."""
     import dataclasses
-    import os
 
     import jax
 
@@ -75,13 +75,13 @@ def where_here(program) -> str | None:
     static = program.spec[0].static
     if task_kind(static.task) != "mujoco":
         return None
+    from pg_diag.envs import recorded_physics
+
     physics = static.physics
     if physics == "auto":
-        from pg_diag.envs import crossover
-
-        rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
-        decided = crossover.decide(rows, static.task, program.solver, program.width, program.model)
-        physics = decided[0] if decided else "native"
+        per_device = static.num_envs * -(-program.units // jax.device_count())
+        physics = recorded_physics(static.task, physics, static.physics_threads, static.solver, per_device,
+                                   static.model)
     if physics in ("mjx", "warp"):
         return "accelerator"
     from pg_diag.run import split

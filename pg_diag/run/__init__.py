@@ -4,6 +4,7 @@
 * :mod:`.execute` — one compiled program over the agents, run in chunks, resumable;
 * :mod:`.programs` — the compiled programs themselves (initialization, a chunk of iterations);
 * :mod:`.store` — the run directory: manifest, metrics; loading them back;
+* :mod:`.provenance` — what a manifest records of where a run ran: versions, revision, device, physics;
 * :mod:`.checkpoints` — the agents' saved states: save, list, drop, restore, a frozen policy;
 * :mod:`.claim` — taking a run directory for writing: once, by one process, where it can be written;
 * :mod:`.timings` — this host's recorded cost per step of training, for plans;

@@ -94,11 +94,13 @@ def initialize(coordinator=None, num_processes=None, process_id=None, timeout: i
 
 
 def _check_reachable(address: str, process_id: int, timeout: float, where: str, processes: int = 2) -> None:
-    """Process 0 listens on the port until every other process has reached it (each knocks once, below,
-    saying its id: a process started twice, or a probe of the port, is not counted for a missing one); the
-    others knock until it answers. Either gives up after ``timeout`` with one line naming what did not
-    arrive (JAX itself would abort the process with a C++ check failure)."""
+    """Process 0 listens on the port until every other process has reached it; the others knock until it
+    answers. A knock says the process's id and waits for process 0's ``ok``, so a process started twice or
+    a probe of the port is not counted for a missing one, and a peer goes on only once it was counted. Either
+    side gives up after ``timeout`` with one line naming what did not arrive (JAX itself would abort the
+    process with a C++ check failure)."""
     host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
     if process_id == 0:
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # JAX's coordinator takes the port next
@@ -107,44 +109,57 @@ def _check_reachable(address: str, process_id: int, timeout: float, where: str, 
             except OSError as e:
                 raise ConfigError(f"cannot host {where}: port {port} is not free on this host ({e.strerror})") from None
             s.listen(processes)
-            s.settimeout(0.25)
-            deadline, arrived = time.monotonic() + timeout, set()
+            arrived: set = set()
             while len(arrived) < processes - 1:
+                left = deadline - time.monotonic()   # checked every pass: steady probes cannot hold it open
+                if left <= 0:
+                    missing = ", ".join(str(i) for i in range(1, processes) if i not in arrived)
+                    raise ConfigError(f"could not join {where} within {timeout} s: {len(arrived)} of the "
+                                      f"{processes - 1} other processes reached it (not process {missing}); "
+                                      f"is every process started, with this coordinator?")
+                s.settimeout(min(0.25, left))
                 try:
                     conn, _ = s.accept()
                 except socket.timeout:
-                    if time.monotonic() > deadline:
-                        missing = ", ".join(str(i) for i in range(1, processes) if i not in arrived)
-                        raise ConfigError(f"could not join {where} within {timeout} s: {len(arrived)} of the "
-                                          f"{processes - 1} other processes reached it (not process {missing}); "
-                                          f"is every process started, with this coordinator?") from None
                     continue
                 with conn:
-                    arrived.update(_knock_id(conn, processes))
+                    word, _, number = _read_line(conn, min(1.0, left)).partition(" ")
+                    if word == "pg_diag" and number.isdigit() and 1 <= int(number) < processes:
+                        arrived.add(int(number))
+                        with contextlib.suppress(OSError):
+                            conn.sendall(b"ok\n")
         return
-    deadline = time.monotonic() + timeout
     while True:
         try:
             with socket.create_connection((host, int(port)), timeout=1.0) as conn:
                 conn.sendall(f"pg_diag {process_id}\n".encode())
-                return
+                if _read_line(conn, max(0.1, min(5.0, deadline - time.monotonic()))) == "ok":
+                    return
+            why = "it did not answer"
         except OSError as e:
-            if time.monotonic() > deadline:
-                raise ConfigError(f"could not join {where} within {timeout} s: nothing answers at {address} "
-                                  f"({e.strerror or e}); is process 0 started, and the address reachable from "
-                                  f"this host?") from None
-            time.sleep(0.25)
+            why = f"{e.strerror or e}"
+        if time.monotonic() > deadline:
+            raise ConfigError(f"could not join {where} within {timeout} s: nothing answers at {address} "
+                              f"({why}); is process 0 started, and the address reachable from this host?")
+        time.sleep(0.25)
 
 
-def _knock_id(conn, processes: int) -> set:
-    """{the id a peer's knock says}, or {} for anything else that reached the port."""
-    conn.settimeout(1.0)
-    try:
-        word, _, number = conn.recv(64).decode("ascii", "replace").strip().partition(" ")
-        i = int(number)
-    except (OSError, ValueError):
-        return set()
-    return {i} if word == "pg_diag" and 1 <= i < processes else set()
+def _read_line(conn, seconds: float) -> str:
+    """One short line from ``conn`` (up to its newline, the connection's end, 64 bytes or ``seconds``)."""
+    data, end = b"", time.monotonic() + seconds
+    while b"\n" not in data and len(data) < 64:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(64 - len(data))
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n")[0].decode("ascii", "replace").strip()
 
 
 # --- who writes, and when the others may read -------------------------------------------
