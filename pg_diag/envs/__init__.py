@@ -219,8 +219,7 @@ def recorded_physics(task: str, physics: str, threads: int, solver: str, batch: 
         return backend
     from pg_diag.envs import crossover
 
-    decided = crossover.decide(crossover.load(crossover.host_key(threads or default_threads())), task, solver,
-                               batch, model)
+    decided = crossover.recorded_choice(task, solver, batch, threads or default_threads(), model)
     return decided[0] if decided else "native"
 
 

@@ -198,10 +198,15 @@ def choose(task: str, solver: str, batch: int, threads: int, model: str = "brax"
     return BACKENDS[pick], reason or f"chosen by process 0 ({BACKENDS[pick]})"
 
 
+def recorded_choice(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str] | None:
+    """:func:`decide` from this host's recorded rows (nothing timed): what ``auto`` takes before measuring."""
+    return decide(load(host_key(threads)), task, solver, batch, model)
+
+
 def _choose_here(task, solver, batch, threads, model="brax"):
     import jax
 
-    decided = decide(load(host_key(threads)), task, solver, batch, model)
+    decided = recorded_choice(task, solver, batch, threads, model)
     if decided:
         return decided[0], f"{decided[1]} on this host ({cache_path()})"
     if jax.default_backend() == "cpu":
