@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_dir", default="results", help="a directory holding the studies' output "
                                                                       "directories (default results)")
     p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there)")
-    p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report or "
-                                               "FROM/implementation-matters-report)")
+    p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report-SCALE "
+                                               "or FROM/implementation-matters-report-SCALE, as make writes)")
     p.set_defaults(func=cmd_report)
 
     add_studies(sub)
@@ -100,8 +100,8 @@ def cmd_report(args) -> None:
     from pg_diag.experiments.report import check_paper, report
 
     result = report(args.from_dir, args.out, args.scale, check_paper(args.paper))
-    counts = result["claims"].verdict.value_counts()
-    print(f"{result['report']}: {len(result['claims'])} claim tests from {', '.join(sorted(result['studies']))}: "
+    counts = result["findings"].outcome.value_counts()
+    print(f"{result['report']}: {len(result['findings'])} findings from {', '.join(sorted(result['studies']))}: "
           + ", ".join(f"{n} {v}" for v, n in counts.items()))
 
 

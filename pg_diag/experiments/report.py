@@ -1,13 +1,15 @@
 """``pg-diag report``: the claims of one paper checked on a user's saved studies, on one page.
 
-    pg-diag report --from results --out results/closer-look-report            # CL (make closer-look-report)
-    pg-diag report --paper im --from results                                  # IM (make implementation-matters-report)
+    pg-diag report --from results --scale mid        # CL: writes results/closer-look-report-mid (as make does)
+    pg-diag report --paper im --from results         # IM: results/implementation-matters-report-<scale>
 
 finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale
 where several are there), redraws their figures from disk, extracts each claim's evidence
-(:mod:`.evidence`) from the saved tables, tests it (:mod:`.claims`: agents as units, intervals with stated
-coverage), and writes ``report.md`` — per claim the paper's sentence, the rule and its reason, per task and
-algorithm the estimate, interval, agents, how many agree and the verdict; then every figure — with
+(:mod:`.evidence`) from the saved tables, tests it where the paper made it (:mod:`.claims`: agents as units,
+intervals with stated coverage), counts the findings per paper section with Holm's adjustment
+(:mod:`.findings`), and writes ``report.md`` — a summary first, then per claim the paper's sentence, where
+the paper made it, the rule and its reason, per task and algorithm the estimate, interval, agents, how many
+agree and the verdict, and what is missing where there is none; then every figure — with ``findings.csv``,
 ``claims.csv`` and ``evidence.csv`` beside it. Nothing is trained, measured or compiled.
 """
 
@@ -22,6 +24,7 @@ from pg_diag.config import ConfigError
 from pg_diag.experiments import claims as claim_specs
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments import figures, study_dir, targets
+from pg_diag.experiments import findings as findings_mod
 
 PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
           "im": ("IM", "Implementation matters: the claims of Engstrom et al. (IM) on these runs",
@@ -109,39 +112,96 @@ def _fmt(v: float) -> str:
 
 
 def _missing(claim) -> str:
+    """What to run for a claim no study read measured: the target that measures it, at a scale covering where
+    the paper made it."""
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
-    return (f"*Not measured by the studies read: run {t.name} (its study, `{t.study}`), then the report again.*"
-            if t else "*Not measured by the studies read.*")
+    where = claim.scope.describe()
+    if t is None:
+        return f"*Not measured by the studies read (where the paper made it: {where}).*"
+    return (f"*Not measured by the studies read: run {t.name} (its study, `{t.study}`) where the paper made it — "
+            f"{where} — then the report again.*")
 
 
-def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
-    """The report of ``paper`` as Markdown."""
+def _advice(claim, rows) -> str:
+    """Names what is missing for a claim that reached no verdict: more agents, another task, a checkpoint, a
+    sample size."""
+    few = rows[rows.verdict == "too few agents"]
+    out = [r.why for r in rows.itertuples() if r.scope == "exploratory" and r.why]
+    if len(few):
+        out.append(f"{int(few.agents.min())} agents where a verdict needs {claim_specs.MIN_AGENTS}: train more "
+                   f"seeds (`--seeds {claim_specs.MIN_AGENTS}` or more)")
+    if not out:
+        return ""
+    t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
+    run = f" Run {t.name} at a scale that covers it (the paper scale does)." if t else ""
+    return "*Missing for a verdict: " + "; ".join(dict.fromkeys(out)) + f".{run}*"
+
+
+def _table(part) -> list:
+    lines = ["| task | algorithm | level | estimate | interval (its coverage) | agents | agree | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in part.itertuples(index=False):
+        cover = "" if np.isnan(r.coverage) else f" ({r.coverage:.3g})"
+        verdict = f"**{r.verdict}**" + (f" — {r.why}" if r.why and r.scope == "paper" else "")
+        lines.append(f"| {r.task} | {r.label} | {r.level or r.test} | {r.estimate} {_fmt(r.value)} | "
+                     f"[{_fmt(r.low)}, {_fmt(r.high)}]{cover} | {r.agents} | {r.agree} | {verdict} |")
+    return lines
+
+
+def _claim_section(claim, part) -> list:
+    lines = [f"### {claim.key} ({claim.paper.split()[0]} {claim.where})", "", f"> {claim.quote}", "",
+             f"**Where the paper made it:** {claim.scope.describe()}. **Measured:** {claim.statistic}. "
+             f"**Rule:** {claim.rule()} — {claim.reason}."]
+    lines += [f"**Stronger level:** {lv.name}, {lv.rule()} — {lv.reason}." for lv in claim.stronger]
+    lines += [f"**Note:** {claim.note}."] if claim.note else []
+    lines.append("")
+    if part.empty:
+        return lines + [_missing(claim), ""]
+    lines += _table(part) + [""]
+    advice = _advice(claim, part)
+    return lines + ([advice, ""] if advice else [])
+
+
+def _summary(found, paper: str) -> list:
+    counts = findings_mod.summary(found)
+    if counts.empty:
+        return ["No finding of this paper was measured."]
+    cols = [c for c in counts.columns if c not in ("paper", "family")]
+    lines = ["| section | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    lines += [f"| {r['family']} | " + " | ".join(str(r[c]) for c in cols) + " |" for _, r in counts.iterrows()]
+    lines += ["", "| finding | outcome | why / level reached |", "|---|---|---|"]
+    lines += [f"| {r.claim} | **{r.outcome}** | {r.level or r.why} |" for r in found.itertuples(index=False)]
+    return lines
+
+
+def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_findings=None) -> str:
+    """The report of ``paper`` as Markdown: a summary of its findings, then every claim with its tests."""
     name, title, _ = PAPERS[check_paper(paper)]
+    found_findings = findings_mod.findings(results, name) if found_findings is None else found_findings
+    m = max([len(g) for _, g in found_findings.groupby("family")] or [1])
     lines = [f"# {title}", "",
              "Studies read: " + (", ".join(f"`{n}` ({d})" for n, d in sorted(found.items())) or "none") + ".", "",
-             f"Each claim is tested on the saved measurements with the **agent** as the unit (an agent's checkpoints "
-             f"and planes are averaged into one value, or their median taken where one is censored, +∞). *agents*: "
-             f"the median agent with its exact order-statistic interval (distribution-free; at 5 agents [min, max], "
-             f"coverage 0.9375); *groups*: a difference of means with Welch's interval; *holds* when the interval "
-             f"lies on the paper's side of the rule, *does not hold* when it lies on the other side, *inconclusive* "
-             f"otherwise. Below {claim_specs.MIN_AGENTS} agents no verdict is given (*too few agents*: train more seeds, e.g. "
-             f"`--seeds {claim_specs.MIN_AGENTS}`); *agree* counts the agents on the paper's side.", ""]
+             "## Summary", ""] + _summary(found_findings, name) + ["",
+             f"A finding is **reproduced** when it holds on every task and algorithm it was measured for where the "
+             f"paper made it, after Holm's adjustment over its section's findings (family-wise error ≤ "
+             f"{findings_mod.ALPHA:g} per section, either direction); **not measured where the paper made it** when "
+             f"every measurement lies outside the paper's tasks, point of training or sample sizes (shown below as "
+             f"exploratory rows, never counted). Each test takes the **agent** as its unit: the median agent with "
+             f"its order-statistic interval, or two groups' median agents with an interval guaranteed on any "
+             f"populations; the interval's column gives its own coverage (at 5 agents [min, max], 0.9375), and a "
+             f"per-test *holds* errs with probability at most (1 − coverage)/2 (1/32 at 5 agents). The sign test's "
+             f"smallest p-value at n agents is 2^−n, so a section of {m} findings needs "
+             f"{findings_mod.agents_for(m)} agents per algorithm before any can pass Holm. Extensions (sounder "
+             f"estimands beside the paper's) and checks (identities, demonstrations) are shown, never counted.", ""]
     lines += [f"**Not tested:** {n}." for n in notes] + ([""] if notes else [])
-    for claim in claim_specs.CLAIMS:
-        if name not in claim.paper.split():
+    for role, head in (("finding", "Findings"), ("extension", "Extensions (not counted)"),
+                       ("check", "Checks (not counted)")):
+        mine = [c for c in claim_specs.CLAIMS if name in c.paper.split() and c.role == role]
+        if not mine:
             continue
-        part = results[results.claim == claim.key]
-        lines += [f"## {claim.key} ({claim.paper.split()[0]} {claim.where})", "", f"> {claim.quote}", "",
-                  f"**Measured:** {claim.statistic}. **Rule:** {claim.rule()} — {claim.reason}.", ""]
-        if part.empty:
-            lines += [_missing(claim), ""]
-            continue
-        lines += ["| task | algorithm | estimate | 95% interval (coverage) | agents | agree | verdict |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.task} | {r.label} | {r.estimate} {_fmt(r.value)} | [{_fmt(r.low)}, {_fmt(r.high)}]"
-                  f"{'' if np.isnan(r.coverage) else f' ({r.coverage:.3g})'} | {r.agents} | {r.agree} | "
-                  f"**{r.verdict}** |" for r in part.itertuples(index=False)]
-        lines.append("")
+        lines += [f"## {head}", ""]
+        for claim in mine:
+            lines += _claim_section(claim, results[results.claim == claim.key])
     lines += ["## Figures and tables", ""]
     for target in dict.fromkeys(t for t, _ in figs):   # a target's files (one per task or algorithm) together
         lines += [f"### {target}", ""] + [f"![{target}]({p})\n" if p.endswith(".png") else f"[{target}]({p})\n"
@@ -149,25 +209,42 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=()) -> str:
     return "\n".join(lines)
 
 
+def default_out(from_dir: str, found: dict, paper: str, scale: str | None) -> str:
+    """``FROM/<paper's report>-<scale>``: the directory ``make closer-look-report SCALE=…`` writes too; the scale
+    the studies were made at where ``--scale`` is not given ("mixed" where they differ)."""
+    if scale is None:
+        scales = set()
+        for d in found.values():
+            try:
+                with open(os.path.join(d, study_dir.STUDY_FILE)) as f:
+                    scales.add(json.load(f).get("scale"))
+            except (OSError, ValueError):
+                scales.add(None)
+        scale = scales.pop() if len(scales) == 1 and None not in scales else "mixed"
+    return os.path.join(from_dir, f"{PAPERS[paper][2]}-{scale}")
+
+
 def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl") -> dict:
     """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``."""
     found = find_studies(from_dir, scale, paper)
-    out = out or os.path.join(from_dir, PAPERS[paper][2])
+    out = out or default_out(from_dir, found, paper, scale)
     notes: list = []
     evidence = collect(found, paper, notes)
     results = claim_specs.evaluate(evidence, paper=PAPERS[paper][0])
+    found_findings = findings_mod.findings(results, PAPERS[paper][0])
     figs = _draw_figures(found, out, paper)
     figures.write_csv(evidence, os.path.join(out, "evidence.csv"), index=False)
     figures.write_csv(results, os.path.join(out, "claims.csv"), index=False)
+    figures.write_csv(found_findings, os.path.join(out, "findings.csv"), index=False)
     path = os.path.join(out, "report.md")
-    text = page(results, figs, found, paper, notes)
+    text = page(results, figs, found, paper, notes, found_findings)
     from pg_diag.run.distributed import lead_writes
     with lead_writes("report") as lead:
         if lead:
             with open(path, "w") as f:
                 f.write(text)
-    return {"report": path, "claims": results, "evidence": evidence, "figures": figs, "studies": found,
-            "notes": notes}
+    return {"report": path, "claims": results, "findings": found_findings, "evidence": evidence, "figures": figs,
+            "studies": found, "notes": notes}
 
 
-__all__ = ["PAPERS", "check_paper", "collect", "find_studies", "page", "report"]
+__all__ = ["PAPERS", "check_paper", "collect", "default_out", "find_studies", "page", "report"]

@@ -49,15 +49,21 @@ class Scale:
         return tuple(self.measured_at[name]) if name in self.measured_at else None
 
 
+#: CL measured at iterations 0/150/300/450 of ~488 (1M steps of 2,048): "later in training" is iteration 300,
+#: where PPO's annealed learning rate is still 1 − 300/488 ≈ 0.39 of its start. The mid scale's 100 iterations
+#: put those points at 0/31/61/92 (learning-rate shares 1, 0.69, 0.39, 0.08); its late step is read at 61, not at
+#: the last iteration, where the annealed step is 1% of its start.
+MID_CHECKPOINTS = (0, 31, 61, 92)
+
 #: The mid scale's training, one configuration for every closer-look target (fig-value, fig-trust-region and
 #: the diagnostic studies), so that each (preset, seed) trains once and every target reads the same runs:
 #: Hopper at the papers' shape (1 environment × 2,048 steps, reset every iteration), 100 iterations; PPO, PPO-M
 #: and TRPO with 5 agents each (the claims' minimum); the union of what the targets read — checkpoints after
-#: 0/50/99 (gradients and steps 0/50/99, baselines 50/99, landscapes 0/99) and a held-out batch every 10
-#: iterations (fig-value, fig-trust-region, as the original's log_every; collected with the pre-update policy,
-#: never trained on).
+#: 0/31/61/92, CL's 0/150/300/450 of a 488-iteration run scaled to 100 (:data:`MID_CHECKPOINTS`), and a held-out
+#: batch every 10 iterations (fig-value, fig-trust-region, as the original's log_every; collected with the
+#: pre-update policy, never trained on).
 MID_TRAINING = dict(tasks=("hopper",), seeds=5, presets=("ppo", "ppo-m", "trpo"),
-                    overrides={"num_iterations": 100, "checkpoint_at": (0, 50, 99), "heldout_every": 10})
+                    overrides={"num_iterations": 100, "checkpoint_at": MID_CHECKPOINTS, "heldout_every": 10})
 
 
 def pick(scales: Mapping, scale: str) -> Scale:
@@ -67,4 +73,4 @@ def pick(scales: Mapping, scale: str) -> Scale:
     return scales[scale]
 
 
-__all__ = ["MID_TRAINING", "Scale", "pick"]
+__all__ = ["MID_CHECKPOINTS", "MID_TRAINING", "Scale", "pick"]

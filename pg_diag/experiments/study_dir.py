@@ -137,7 +137,8 @@ def run_dir(from_dir: str, name: str, target: str) -> str:
 def with_configs(run):
     """``run.metrics`` with what each agent was trained with: ``program`` (its static
     algorithm), ``clip_eps`` and ``kl_bound`` from the manifest's base configuration and the
-    agent's grid point, and the algorithm's constraint as registered
+    agent's grid point, its run's ``num_iterations`` and ``lr_annealing`` (where a claim reads the point of
+    training), and the algorithm's constraint as registered
     (:class:`pg_diag.algorithms.Constraint`): ``constraint`` ('ratio', 'kl' or '') and
     ``constraint_value`` (its knob's value; NaN for none) — what reference lines must show."""
     from pg_diag import algorithms
@@ -152,7 +153,10 @@ def with_configs(run):
                               kl_bound=np.array([c.get("kl_bound", np.nan) for c in points], float)[point_of[agent]],
                               constraint=np.array([k.kind if k else "" for k in kinds])[point_of[agent]],
                               constraint_value=np.array([c.get(k.knob) if k else np.nan
-                                                         for c, k in zip(points, kinds)], float)[point_of[agent]])
+                                                         for c, k in zip(points, kinds)], float)[point_of[agent]],
+                              num_iterations=np.array([c.num_iterations for c in points], int)[point_of[agent]],
+                              lr_annealing=np.array([bool(c.get("lr_annealing", False)) for c in points],
+                                                    bool)[point_of[agent]])
 
 
 def tidy(metrics, task: str):

@@ -37,7 +37,7 @@ from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS
-from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
 
 ALGORITHMS = ("ppo", "trpo")
@@ -65,12 +65,12 @@ SCALES = {
                     "N = 1e2 … 1e4 (the largest 10,240: 10 batches), a true gradient from 10 × 10,240 pairs; "
                     "M = 10 steps per checkpoint."),
     "mid": Scale(
-        **MID_TRAINING, measured_at={"gradients": (0, 50, 99), "steps": (0, 50, 99)},
+        **MID_TRAINING, measured_at={"gradients": MID_CHECKPOINTS, "steps": MID_CHECKPOINTS},
         settings={"gradients": dict(sizes=log_sizes(1e2, 16_384), estimates=10, true_pairs=163_840),
                   "steps": dict(batches=16)},
         description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every "
                     "iteration), PPO and TRPO of the mid scale's shared runs (5 agents each), 100 iterations, "
-                    "checkpoints after 0/50/99; K = 10 estimates at N = 1e2 … 16,384 (8 batches), a true "
+                    "checkpoints after 0/31/61/92 (CL's 0/150/300/450 of 488 scaled to 100); K = 10 estimates at N = 1e2 … 16,384 (8 batches), a true "
                     "gradient from 10 × 16,384 pairs; M = 16 steps per checkpoint: the papers' findings on a CPU."),
 }
 

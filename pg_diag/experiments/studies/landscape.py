@@ -34,7 +34,7 @@ from pg_diag.diagnostics.landscape_study import SPEC as LANDSCAPE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
-from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
 
 STUDY = "landscape"
@@ -69,7 +69,7 @@ SCALES = {
                     "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
-        **MID_TRAINING, measured_at={"landscape-concentration": (0, 99), "landscape-surrogate": (0, 99)},
+        **MID_TRAINING, measured_at={"landscape-concentration": MID_CHECKPOINTS[::2], "landscape-surrogate": MID_CHECKPOINTS[::2]},
         # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 32 complete episodes
         settings={"landscape-concentration": dict(points=4, sizes=(2_000, 4_000, 8_000), envs=8,
                                                       length_episodes=32),
@@ -253,7 +253,7 @@ TARGETS = (
            help="CL Fig 6/26/27: true reward landscape from 2K/20K/100K pairs per point",
            draw=functools.partial(draw, concentration=True,
                                   title="True reward landscape around the policy estimated from N pairs"),
-           evidence=concentration_evidence, provides=("landscape_noise",),
+           evidence=concentration_evidence, provides=("landscape_noise", "landscape_step_z"),
            measurement=Measurement("landscape-concentration", LANDSCAPE_STUDY, labels=("ppo", "trpo"),
                                    tiny=dict(points=3, extent=2.0, sizes=(512, 1024), envs=4)),
            **_COMMON),
