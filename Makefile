@@ -1,5 +1,5 @@
-# pg_diag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU), SCALE=mid (where a
-# target has it: the closer look's diagnostics at the papers' shape on Hopper) or SCALE=paper.
+# pg_diag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU), SCALE=mid (Hopper at
+# the papers' shape on a CPU: the closer look's diagnostics, the IM ablation and tables) or SCALE=paper.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -18,7 +18,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup docs test test-newest test-isa $(STUDY_TARGETS) closer-look-report implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -98,7 +98,17 @@ $(STUDY_TARGETS): setup
 closer-look-report: $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem
 	$(VENV)/bin/pg-diag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
 
-# IM's claims (the ablation's effects, Tables 2/3, trust regions, Theorem 5.1) on this SCALE's studies, likewise.
+# CL's claims that Hopper cannot carry, on the papers' own tasks at the mid scale's shape (SCALE=tasks: fig-value
+# on Walker2d, fig-trust-region and fig-landscape-concentration on Humanoid), then one page over the mid scale's
+# studies and these: $(OUT)/closer-look-report-mid+tasks/report.md (run `make closer-look-report SCALE=mid` first
+# for the mid half; what is missing, the page names).
+closer-look-tasks: setup
+	$(MAKE) --no-print-directory fig-value fig-trust-region fig-landscape-concentration SCALE=tasks OUT=$(OUT)
+	$(VENV)/bin/pg-diag report --from $(OUT) --scale mid,tasks --out $(OUT)/closer-look-report-mid+tasks
+
+# IM's claims (the ablation's effects, Tables 2/3, trust regions, Theorem 5.1) on this SCALE's studies, likewise;
+# at SCALE=mid every claim gets its 5 agents per group and table-2's PPO, PPO-M and TRPO are fig-trust-region's
+# runs (trained once, into $(OUT)/runs): under 45 minutes on a 2-core CPU (docs/plans.md).
 implementation-matters-report: fig-ablation table-2 fig-trust-region fig-theorem
 	$(VENV)/bin/pg-diag report --paper im --from $(OUT) --scale $(SCALE) \
 	  --out $(OUT)/implementation-matters-report-$(SCALE)

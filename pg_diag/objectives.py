@@ -3,8 +3,11 @@
 * :func:`probability_ratio` — r = π_θ(a|s) / π_old(a|s) from log-probabilities;
 * :func:`surrogate` — CL eq. 15's surrogate reward mean(r·Â) (TRPO's objective);
 * :func:`clipped_surrogate` — PPO's mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)) (CL eq. 13);
-* :func:`value_loss` — squared error to V_old + Â, with IM opt. 1 (value clipping);
+* :func:`value_loss` — squared error to V_old + Â, with IM opt. 1 (value clipping); per sample
+  :func:`value_loss_terms`;
 * :func:`mean_relative_error` — the value diagnostics' mean |V − target| / |target| (CL §5.2);
+* :func:`original_gae_relative_error` — the original code's "GAE MRE": the value loss's per-sample term over
+  |target| (ref §4.1 item 3), the quantity CL Fig 4a's "GAE MRE" reads;
 * :func:`kl` / :func:`kl_stats` — KL(π_old ‖ π_new) per state, and its mean and max;
 * :func:`entropy` — the Gaussian policy's entropy;
 * :func:`normalize_advantages` — Â standardized as the original does (per PPO minibatch, per TRPO batch).
@@ -60,20 +63,31 @@ def clipped_surrogate(ratio: jax.Array, adv: jax.Array, clip_eps) -> tuple[jax.A
 
 # --- IM opt. 1: value function clipping ------------------------------------------
 
-def value_loss(values, old_values, targets, mask, knobs) -> jax.Array:
-    """Value regression to V_old + Â over non-terminal samples (ref §2.4).
-
-    With IM opt. 1 on, the per-sample loss is the **max** of the unclipped and
-    the clipped squared error, V_old + clip(V − V_old, ±ε_v) (ref §2.4, §8 B8;
-    the IM paper's text writes min). Samples with ``mask`` 0 (done steps) are
-    excluded, as in the original.
-    """
+def value_loss_terms(values, old_values, targets, knobs) -> jax.Array:
+    """The value loss per sample (ref §2.4): (V − target)², or with IM opt. 1 on the **max** of that and the
+    clipped squared error (V_old + clip(V − V_old, ±ε_v) − target)² (ref §8 B8; the IM paper's text writes
+    min)."""
     unclipped = jnp.square(values - targets)
     eps_v = knobs["value_clip_eps"]
     clipped = jnp.square(old_values + jnp.clip(values - old_values, -eps_v, eps_v) - targets)
-    per_sample = jnp.where(knobs["value_clipping"], jnp.maximum(unclipped, clipped), unclipped)
+    return jnp.where(knobs["value_clipping"], jnp.maximum(unclipped, clipped), unclipped)
+
+
+def value_loss(values, old_values, targets, mask, knobs) -> jax.Array:
+    """Value regression to V_old + Â over non-terminal samples (ref §2.4): the mean of
+    :func:`value_loss_terms` over the samples ``mask`` keeps (done steps are excluded, as in the original)."""
+    per_sample = value_loss_terms(values, old_values, targets, knobs)
     mask = mask.astype(jnp.float32)
     return jnp.sum(per_sample * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def _mean_over_target(error, target, mask) -> jax.Array:
+    """mean over the samples ``mask`` selects of error / |target|, samples with target exactly 0 left out; NaN
+    when nothing is selected."""
+    keep = mask & (target != 0)
+    rel = error / jnp.where(keep, jnp.abs(target), 1.0)
+    n = jnp.sum(keep)
+    return jnp.where(n > 0, jnp.sum(jnp.where(keep, rel, 0.0)) / jnp.maximum(n, 1), jnp.nan)
 
 
 def mean_relative_error(pred, target, mask) -> jax.Array:
@@ -83,10 +97,20 @@ def mean_relative_error(pred, target, mask) -> jax.Array:
     between repositories): a true relative error over the samples ``mask``
     selects; samples with target exactly 0, where it is undefined, are left
     out. NaN when nothing is selected."""
-    keep = mask & (target != 0)
-    rel = jnp.abs(pred - target) / jnp.where(keep, jnp.abs(target), 1.0)
-    n = jnp.sum(keep)
-    return jnp.where(n > 0, jnp.sum(jnp.where(keep, rel, 0.0)) / jnp.maximum(n, 1), jnp.nan)
+    return _mean_over_target(jnp.abs(pred - target), target, mask)
+
+
+def original_gae_relative_error(values, old_values, targets, mask, knobs) -> jax.Array:
+    """The original code's "GAE MRE" (ref §4.1 item 3; [M] ``value_loss_gae(..., re=True)``): the mean over
+    the samples ``mask`` selects (non-terminal ones) of the value loss's per-sample term as configured
+    (:func:`value_loss_terms`: the squared error, or with value clipping the max of the clipped and unclipped
+    squared errors) divided by |target|, target = V_old + Â.
+
+    Not a relative error: a squared error over a value, so it has the units of the value and scales with the
+    reward scale (a network off by 10% of targets of size 5 reads 0.05, of size 50 reads 0.5). It is what
+    CL's "GAE MRE" (Fig 4a, "small") measured. Samples with target exactly 0 (where the original divides by
+    zero) are left out, as in :func:`mean_relative_error`; NaN when nothing is selected."""
+    return _mean_over_target(value_loss_terms(values, old_values, targets, knobs), targets, mask)
 
 
 # --- KL and entropy (ref §2.7, §4.1) ------------------------------------------------

@@ -31,7 +31,8 @@ from pg_diag.algorithms.epochs import value_update
 from pg_diag.config import Static
 from pg_diag.envs.base import Env, ExactAnswers
 from pg_diag.normalize import reward_affine
-from pg_diag.objectives import kl, kl_stats, mean_relative_error, normalize_advantages, probability_ratio
+from pg_diag.objectives import (kl, kl_stats, mean_relative_error, normalize_advantages, original_gae_relative_error,
+                                probability_ratio)
 from pg_diag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
                              episode_completes, reset_envs)
 
@@ -127,6 +128,8 @@ class ValueTargets:
     exact: jax.Array     # LQR: V^π of the pre-update policy in the learner's units; NaN elsewhere
     full_returns: jax.Array | None = None  # with a tail: the returns of the segment run on past the batch end,
     #                                        complete for every state whose episode ends in it (else None)
+    old_values: jax.Array | None = None    # V_old: the pre-update value network's values, the centre of the
+    #                                        clipped value loss (None: the loss is read unclipped)
 
 
 def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | None = None) -> ValueTargets:
@@ -148,7 +151,7 @@ def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | 
         done_complete = episode_completes(done)
     return ValueTargets(obs=data.batch.obs, gae=data.batch.value_targets, returns=flat(returns),
                         mask=data.batch.value_mask, complete=flat(done_complete), exact=flat(exact),
-                        full_returns=full)
+                        full_returns=full, old_values=data.batch.old_values)
 
 
 def exact_value(answers: ExactAnswers, policy, filters: Filters, knobs):
@@ -169,6 +172,12 @@ class ValueErrors:
     returns_ev: jax.Array    # explained variance 1 − Var(R − V)/Var(R) on the same samples
     exact_mse: jax.Array     # MSE against the exact V^π on the same samples (LQR; NaN elsewhere)
     floor_mse: jax.Array     # MSE of V^π itself against the complete returns there: the noise floor (LQR)
+    gae_original: jax.Array  # the original's "GAE MRE": the value loss per sample as configured over |V_old + Â|,
+    #                          mean over non-terminal samples (not a relative error; ref §4.1 item 3)
+    floor_mre: jax.Array     # MRE of V^π itself against the complete returns on the samples of ``returns``: what
+    #                          a perfect value function reads from the returns' noise alone (LQR; NaN elsewhere)
+    floor_mre_truncated: jax.Array  # the same against the returns cut at the batch end, on the samples of
+    #                                 ``returns_truncated`` (LQR; NaN elsewhere)
 
 
 def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
@@ -185,16 +194,27 @@ def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     Beside the relative errors, the squared error against the complete returns and its explained variance:
     closeness to the value E[R | s] is a squared-error statement, E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²],
     whose last term — the returns' own noise around V^π — no network goes below (on the linear-quadratic task
-    it is measured: ``floor_mse``). A relative error has no such reading, and returns near 0 inflate it."""
+    it is measured: ``floor_mse``). A relative error has no such decomposition, and returns near 0 inflate it,
+    so on that task V^π's own relative errors against the same targets on the same samples (``floor_mre``,
+    ``floor_mre_truncated``) say what a perfect value function reads: an error at the floor is the returns'
+    noise (or, truncated, the target's cut), not the network's.
+
+    ``gae_original`` is the original code's "GAE MRE" (:func:`pg_diag.objectives.original_gae_relative_error`,
+    ref §4.1 item 3), the value loss as configured over |target|, with V_old = ``t.old_values`` (unclipped when
+    they are not given)."""
     v = networks.value_apply(value_params, t.obs, knobs)
     full = t.returns if t.full_returns is None else t.full_returns
     sel = t.mask & t.complete
+    old = v if t.old_values is None else t.old_values   # V_old = V: the clipped term is the unclipped one
     return ValueErrors(gae=mean_relative_error(v, t.gae, t.mask),
                        returns=mean_relative_error(v, full, sel),
                        exact=mean_relative_error(v, t.exact, t.mask),
                        returns_truncated=mean_relative_error(v, t.returns, t.mask),
                        returns_mse=_masked_mse(v, full, sel), returns_ev=_explained_variance(v, full, sel),
-                       exact_mse=_masked_mse(v, t.exact, sel), floor_mse=_masked_mse(t.exact, full, sel))
+                       exact_mse=_masked_mse(v, t.exact, sel), floor_mse=_masked_mse(t.exact, full, sel),
+                       gae_original=original_gae_relative_error(v, old, t.gae, t.mask, knobs),
+                       floor_mre=mean_relative_error(t.exact, full, sel),
+                       floor_mre_truncated=mean_relative_error(t.exact, t.returns, t.mask))
 
 
 def _masked_mse(v, target, mask):

@@ -72,6 +72,12 @@ METRICS = {
                                  "task's episode length), so every non-terminal state counts",
     "heldout_value_mre_exact": "value_mre_exact on the held-out batch",
     "heldout_value_mre_returns_truncated": "value_mre_returns_truncated on the held-out batch",
+    "value_mre_gae_original": "the original code's \"GAE MRE\" (ref §4.1 item 3) on the training batch: the value "
+                              "loss per sample as configured (squared error, or with value clipping the max of the "
+                              "clipped and unclipped ones) over |V_old + Â|, mean over non-terminal states; a squared "
+                              "error over a value, not a relative error (it scales with the reward scale)",
+    "heldout_value_mre_gae_original": "value_mre_gae_original on the held-out batch (V_old and Â from the "
+                                      "pre-update value network there; NaN when not measured)",
     "heldout_value_mse_returns": "mean squared error of the updated value network against the held-out batch's "
                                  "complete returns (the states of heldout_value_mre_returns); it cannot go below "
                                  "the returns' own noise E[(R − V^π)²] (heldout_value_mse_floor)",
@@ -80,6 +86,12 @@ METRICS = {
                                "states (NaN elsewhere)",
     "heldout_value_mse_floor": "linear-quadratic task: MSE of the exact V^π itself against the complete returns "
                                "there, the noise floor of heldout_value_mse_returns (NaN elsewhere)",
+    "heldout_value_mre_floor": "linear-quadratic task: MRE of the exact V^π itself against the complete returns on "
+                               "the states of heldout_value_mre_returns: what a perfect value function reads "
+                               "there from the returns' noise alone (NaN elsewhere)",
+    "heldout_value_mre_floor_truncated": "linear-quadratic task: MRE of the exact V^π against the returns cut at the "
+                                         "batch end on the states of heldout_value_mre_returns_truncated (NaN "
+                                         "elsewhere)",
     "policy_std": "mean policy standard deviation after the update",
     "entropy": "policy entropy after the update",
     "value_loss": "value loss, mean over the last value epoch's minibatches",
@@ -232,13 +244,15 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
     nan = jnp.float32(jnp.nan)
     episodes = episodes.replace(**{f: jnp.where(frozen, nan, getattr(episodes, f))
                                    for f in ("mean_return", "mean_return_reference", "mean_length")})
-    held = (nan,) * 11 if held_tr is None else (
+    held = (nan,) * 14 if held_tr is None else (
         jnp.where(heldout_now, x, jnp.nan) for x in (held_tr.mean_kl, held_tr.max_kl, held_tr.max_ratio,
                                                      held_v.gae, held_v.returns, held_v.exact,
                                                      held_v.returns_truncated, held_v.returns_mse,
-                                                     held_v.returns_ev, held_v.exact_mse, held_v.floor_mse))
+                                                     held_v.returns_ev, held_v.exact_mse, held_v.floor_mse,
+                                                     held_v.gae_original, held_v.floor_mre,
+                                                     held_v.floor_mre_truncated))
     (h_mean_kl, h_max_kl, h_max_ratio, hv_gae, hv_returns, hv_exact, hv_truncated, hv_mse, hv_ev, hv_mse_exact,
-     hv_floor) = held
+     hv_floor, hv_gae_original, hv_floor_mre, hv_floor_mre_truncated) = held
     metrics = {
         "mean_return": episodes.mean_return, "mean_return_reference": episodes.mean_return_reference,
         "episodes": episodes.episodes, "mean_length": episodes.mean_length,
@@ -250,6 +264,8 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         "heldout_value_mre_returns_truncated": hv_truncated,
         "heldout_value_mse_returns": hv_mse, "heldout_value_ev_returns": hv_ev,
         "heldout_value_mse_exact": hv_mse_exact, "heldout_value_mse_floor": hv_floor,
+        "value_mre_gae_original": train_v.gae_original, "heldout_value_mre_gae_original": hv_gae_original,
+        "heldout_value_mre_floor": hv_floor_mre, "heldout_value_mre_floor_truncated": hv_floor_mre_truncated,
         "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
         "entropy": entropy(policy.params["log_std"]),
         "value_loss": jnp.mean(value.losses[-1]),

@@ -105,6 +105,28 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
         targets.get("fig-trust-region").redraw(str(tmp_path))
 
 
+def test_mid_scale_is_the_papers_shape_with_enough_seeds_and_learning_rates():
+    """Hopper, the papers' PPO base (1 × 2,048 steps reset every iteration, 32 minibatches × 10 epochs, value LR
+    1e-4, ε 0.2) for the mid training's 100 iterations; ≥ 5 seeds per cell (the claims' units) and ≥ 2 of IM's
+    learning rates (each seed's agents are read at the LR the other seeds chose): 16 × LRs × seeds agents."""
+    from pg_diag.experiments import claims
+    from pg_diag.experiments.scales import MID_TRAINING
+    from pg_diag.run import plan
+
+    scale = ablation.SCALES["mid"]
+    lrs = scale.settings["grid"]["lr_policy"]
+    assert scale.tasks == ("hopper",) and scale.seeds >= claims.MIN_AGENTS
+    assert 2 <= len(lrs) and set(lrs) <= set(ablation.LEARNING_RATES)
+    p = plan(ablation.base_config("hopper", scale), ablation.grid(scale), seeds=scale.seeds)
+    assert p.num_agents == 16 * len(lrs) * scale.seeds
+    cfg = p.configs[0]
+    assert (cfg.steps_per_env, cfg.num_envs, cfg.num_minibatches, cfg.ppo_epochs) == (2048, 1, 32, 10)
+    assert cfg.num_iterations == MID_TRAINING["overrides"]["num_iterations"]
+    assert cfg.lr_value == 1e-4 and cfg.clip_eps == 0.2 and cfg.reset_every_iteration
+    assert sorted({c.lr_policy for c in p.configs}) == sorted(lrs)
+    assert {tuple(c.get(t) for t in TOGGLES) for c in p.configs} == set(itertools.product([False, True], repeat=4))
+
+
 def test_paper_scale_matches_the_original_grid():
     """ref §3: Humanoid and Walker2d; LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}; 5 seeds; 320 agents per task."""
     from pg_diag.run import plan

@@ -2,6 +2,7 @@
 fit on a function it can represent, the study's tables, and bad input refused before compiling."""
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +13,7 @@ from jax.flatten_util import ravel_pytree
 from pg_diag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pg_diag.diagnostics import DiagnosticError
 from pg_diag.diagnostics import baselines as bl
-from pg_diag.diagnostics import value_fit
+from pg_diag.diagnostics import memory, value_fit
 from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
 from pg_diag.diagnostics.sampling import Sampling
 from pg_diag.diagnostics.streaming import Grid, stream
@@ -276,7 +277,9 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
                                    fit_rounds=3, baselines=("value", "fitted"))
     r = bl.resolve(settings, [static])
     assert r.exact and r.heldout_apart and r.heldout_chunks == 20 and r.own.chunk == 1024
-    train = r.fit_chunks - r.heldout_chunks
+    assert r.floor_chunks == 20 and r.kept_out == 40
+    train = r.fit_chunks - r.kept_out
+    test_end = train + r.heldout_chunks      # the t-test's batches; the floor's after them
 
     @jax.jit
     def measure(state, key):
@@ -291,7 +294,7 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
 
     data, params, fresh, rep, back = measure(state, jax.random.PRNGKey(0))
     assert bool(jnp.all(data.complete))
-    R, ex = (np.asarray(x[train:], np.float64) for x in (data.returns, data.exact))
+    R, ex = (np.asarray(x[train:test_end], np.float64) for x in (data.returns, data.exact))
 
     def t(per_batch):
         return per_batch.mean() / (per_batch.std(ddof=1) / np.sqrt(len(per_batch)))
@@ -299,15 +302,38 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
     assert abs(t((R - ex).mean(1))) < 4
     floor = ((R - ex) ** 2).mean(1)
     for p in (params, fresh, state.value):
-        v = np.asarray(networks.value_apply(p, data.obs[train:], knobs), np.float64)
+        v = np.asarray(networks.value_apply(p, data.obs[train:test_end], knobs), np.float64)
         assert abs(t(((v - R) ** 2).mean(1) - ((v - ex) ** 2).mean(1) - floor)) < 4
     assert float(rep.exact_mse) == pytest.approx(floor.mean(), rel=1e-4)
     var = ex.var()
-    v_fresh = np.asarray(networks.value_apply(fresh, data.obs[train:], knobs), np.float64)
+    v_fresh = np.asarray(networks.value_apply(fresh, data.obs[train:test_end], knobs), np.float64)
     assert float(rep.fitted_mse_exact) < 0.35 * var and ((v_fresh - ex) ** 2).mean() > 0.9 * var
     assert bool(rep.fitted_better) and float(rep.fitted_mse_exact) < float(rep.agent_mse_exact)
     assert not bool(back.fitted_better) and int(back.fit_rounds_used) == 2
     assert float(back.fitted_mse_exact) > float(back.agent_mse_exact)
+    # the floor: on the 20 batches after the t-test's, which no look read — numpy's MREs of V^π (what a perfect
+    # value function reads from the returns' noise), of V* and of the agent's network over their non-terminal
+    # states, against the complete returns and against the returns cut at the batch end (each segment's first
+    # 256 steps per environment)
+    assert int(rep.floor_chunks) == 20
+    fl = slice(test_end, None)
+    R_f, cut_f, ex_f = (np.asarray(x[fl], np.float64).ravel() for x in (data.returns, data.truncated, data.exact))
+    nt = np.asarray(data.nonterminal[fl]).ravel()
+    assert nt.mean() < 1 and not np.allclose(cut_f, R_f)    # done steps and episodes outliving the batch end
+
+    def mre(v, target):
+        keep = nt & (target != 0)
+        return np.mean(np.abs(v - target)[keep] / np.abs(target[keep]))
+
+    v_star, v_agent = (np.asarray(networks.value_apply(p, data.obs[fl], knobs), np.float64).ravel()
+                       for p in (params, state.value))
+    for got, want in ((rep.floor_exact_mre, mre(ex_f, R_f)), (rep.floor_exact_mre_truncated, mre(ex_f, cut_f)),
+                      (rep.floor_fitted_mre, mre(v_star, R_f)), (rep.floor_agent_mre, mre(v_agent, R_f)),
+                      (rep.floor_fitted_mre_truncated, mre(v_star, cut_f)),
+                      (rep.floor_agent_mre_truncated, mre(v_agent, cut_f))):
+        assert float(got) == pytest.approx(want, rel=1e-4)
+    assert float(rep.floor_fitted_mse) == pytest.approx(np.mean(((v_star - R_f) ** 2)[nt]), rel=1e-4)
+    assert float(rep.floor_agent_mse) == pytest.approx(np.mean(((v_agent - R_f) ** 2)[nt]), rel=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -326,12 +352,15 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     c = study.pairs[study.pairs.n == 2048].groupby(["run", "baseline"]).cosine.mean().unstack()
     assert (c["zero_raw"] != c["zero"]).all()
     f = study.fits
-    # 8 batches of 1,024 pairs: 7 train V* (its 10% share, 1 batch, held out), but at least 20 are held out
-    assert len(f) == 2 and (f.fit_pairs == 27 * 1024).all() and (f.heldout_pairs == 20 * 1024).all()
-    assert (f.heldout_chunks == 20).all() and f.fitted_better.dtype == bool
+    # 8 batches of 1,024 pairs: 7 train V* (its 10% share, 1 batch, held out), but at least 20 are held out for
+    # the t-test, and 20 more for the floor
+    assert len(f) == 2 and (f.fit_pairs == 47 * 1024).all() and (f.heldout_pairs == 20 * 1024).all()
+    assert (f.heldout_chunks == 20).all() and (f.floor_chunks == 20).all() and f.fitted_better.dtype == bool
     cols = ["fitted_mre", "agent_mre", "fitted_ev", "agent_ev", "improvement", "improvement_se", "fitted_mse",
             "agent_mse", "mse_improvement", "mse_improvement_se", "fit_t", "fit_p", "fitted_mse_exact",
-            "agent_mse_exact", "exact_mse"]
+            "agent_mse_exact", "exact_mse", "floor_fitted_mre", "floor_agent_mre", "floor_fitted_mre_truncated",
+            "floor_agent_mre_truncated", "floor_fitted_mse", "floor_agent_mse", "floor_exact_mre",
+            "floor_exact_mre_truncated"]
     assert np.isfinite(f[cols].to_numpy(float)).all()
     # the rounds stop at the first look that shows V* better, else at the cap (4): the last look decides
     assert ((f.fit_rounds_used >= 1) & (f.fit_rounds_used <= 4)).all() and (f.fit_epochs_used == 5 * f.fit_rounds_used).all()
@@ -343,6 +372,43 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     np.testing.assert_allclose(again.pairs.cosine, study.pairs.cosine)
     s = again.summary()
     assert set(s.baseline) == {"value", "fitted", "zero", "zero_raw", "exact"} and np.isfinite(s.at_batch_size).all()
+    # the figure's summary carries the floor's means over agents beside the t-test batches' errors
+    from pg_diag.experiments.studies import baselines as target
+    table = target.summary({"lqr": again})
+    floor = table[list(target.FLOOR_MEANS)].to_numpy(float)
+    assert np.isfinite(floor).all()
+    row = table.iloc[0]
+    one = f[(f.label == row.label) & (f.iteration == row.iteration)]
+    assert row.floor_fitted_mre == pytest.approx(one.floor_fitted_mre.mean())
+
+
+def test_the_baseline_memory_counts_the_floor_by_hand():
+    """Policy (4,), value (5,), 3 observations, 1 action, 10 parameters; K = 2 streams of 2 × 4-pair chunks, 2
+    sizes, baselines value and fitted (2 heads): a pair differentiated costs 2·3 + 2·1 + 12 + 2 + 3·4 + 3·5 = 49
+    words, the streams 2·8·49 + 2·2·(2 + 4)·10 = 1,024. The fit: 10 chunks of 8 pairs, each pair kept as its
+    observation and 6 words (80·9 = 720), and — the held-out batches streams of their own (not from reset) —
+    1 training lane + 3 t-test + 2 floor batches sampled side by side, each 2 × (4 + 6 tail) steps of 20 stored
+    words: 6·2·10·20 = 2,400; the fit's 3,120 words is the larger, 12,480 bytes per subject. Without the floor's
+    2 batches: 8·8·9 + 4·2·10·20 = 2,176 words."""
+    static = type("S", (), {"policy_hidden": (4,), "value_hidden": (5,)})
+    r = bl.Resolved(baselines=("value", "fitted"), grid=Grid((2, 8), 8), estimates=2,
+                    own=Sampling(envs=2, steps=4, start="checkpoint"), fit_chunks=10, heldout_chunks=3, tail=6,
+                    fit_lanes=1, exact=False, batch_size=8, floor_chunks=2)
+    assert r.heldout_apart and r.kept_out == 5
+    assert memory.baseline_bytes(static, r, 2, 3, 1, 10, "vmap") == 2 * 4 * 3120
+    assert memory.baseline_bytes(static, r, 2, 3, 1, 10, "map") == 4 * 3120
+    no_floor = dataclasses.replace(r, fit_chunks=8, floor_chunks=0)
+    assert memory.baseline_bytes(static, no_floor, 1, 3, 1, 10, "map") == 4 * 2176
+
+
+def test_resolve_keeps_the_floor_apart_from_the_t_test():
+    """LQR PPO's batch (4 × 256 = 1,024 pairs, its chains not reset): 2e5 fit pairs are 196 batches, 20 of them
+    (its 10% share) held out for the t-test, 176 train; 7 more for the floor: 203 in all."""
+    static = types.SimpleNamespace(task="lqr", policy_hidden=(), num_envs=4, steps_per_env=256,
+                                   reset_every_iteration=False, algorithm="ppo")
+    r = bl.resolve(bl.BaselineSettings(fit_pairs=200_000, floor_chunks=7), [static])
+    assert (r.heldout_chunks, r.floor_chunks, r.kept_out) == (20, 7, 27)
+    assert r.fit_chunks - r.kept_out == 176 and r.fit_chunks == 203
 
 
 @pytest.mark.parametrize("change,match", [
@@ -355,6 +421,7 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     (dict(fit_pairs=100), "fit_pairs"),
     (dict(heldout_fraction=1.0), "heldout_fraction"),
     (dict(heldout_chunks=19), "heldout_chunks must be an integer ≥ 20"),
+    (dict(floor_chunks=1), "floor_chunks must be an integer ≥ 2"),
     (dict(fit_rounds=0), "fit_rounds must be an integer ≥ 1"),
     (dict(fit_level=1.5), "fit_level must be in"),
     (dict(estimates=200_000), "needs about"),

@@ -11,6 +11,24 @@ import pytest
 from pg_diag.experiments import claims, evidence
 
 BATCH = 1000
+ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's "later"), unannealed
+
+
+@pytest.fixture(autouse=True)
+def _runs_of_twenty_iterations(monkeypatch):
+    """The constructed studies name runs that are not on disk: each agent's run has 20 iterations, no annealing."""
+    monkeypatch.setattr(evidence, "_schedule", lambda run: _Every((ITERATIONS, False)))
+
+
+class _Every(dict):
+    """{any agent: value}."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def __getitem__(self, agent):
+        return self.value
 
 
 def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5), true_ratio=10.0):
@@ -27,13 +45,20 @@ def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5), true_ratio=10.
                 for k in range(3):
                     ests.append({"run": "runs/ppo", "label": "ppo", "agent": agent, "iteration": it, "n": n, "k": k,
                                  "to_true": c + 0.01 * agent})
-    subjects = pd.DataFrame({"agent": list(agents), "true_ratio": true_ratio})
+    its = sorted(set(pairwise) | set(to_true))
+    subjects = pd.DataFrame([{"run": "runs/ppo", "agent": a, "iteration": it, "true_ratio": true_ratio,
+                              "truth_ceiling": CEILING} for a in agents for it in its])
     return types.SimpleNamespace(batch_size=BATCH, pairs=pd.DataFrame(pairs), estimates=pd.DataFrame(ests),
                                  subjects=subjects)
 
 
-def _values(rows, name):
-    return {r["agent"]: r["value"] for r in rows if r["evidence"] == name}
+#: the truth's own cosine to the gradient: 1/√2, so the cosine over it crosses 1/√2 where the cosine crosses 0.5
+CEILING = 2 ** -0.5
+
+
+def _values(rows, name, iteration=None):
+    return {r["agent"]: r["value"] for r in rows
+            if r["evidence"] == name and (iteration is None or r.get("iteration") == iteration)}
 
 
 def _all(values: dict, expected: float) -> bool:
@@ -41,22 +66,27 @@ def _all(values: dict, expected: float) -> bool:
 
 
 def test_gradient_evidence_by_hand():
-    """Agent a's cosines are the table's plus 0.01·a. At the batch size after checkpoint 0: 0.2 + 0.01a;
-    change 0.2 − 0.6 = −0.4; to the true gradient 0.3 + 0.01a at the batch, 0.9 + 0.01a at the largest N; the
-    cosine to the truth reaches 0.5 between N = 1,000 (0.3 + 0.01a) and 4,000 (0.5 + 0.01a), log-linearly at
-    N = 1000 · 4^(1 − 0.05a) → 4^(1 − 0.05a) × the batch (4× for agent 0)."""
+    """Agent a's cosines are the table's plus 0.01·a; the truth's ceiling is 1/√2. At the batch size at
+    checkpoint 10: 0.2 + 0.01a; change 0.2 − 0.6 = −0.4; to the gradient (cosine to the truth over the ceiling)
+    (0.3 + 0.01a)·√2 at the batch, (0.9 + 0.01a)·√2 at the largest N; it reaches 1/√2 where the cosine to the
+    truth reaches 0.5, between N = 1,000 (0.3 + 0.01a) and 4,000 (0.5 + 0.01a), log-linearly at
+    N = 1000 · 4^(1 − 0.05a) → 4^(1 − 0.05a) × the batch (4× for agent 0). Every row carries its checkpoint:
+    checkpoint 10 of a 20-iteration run is halfway."""
     study = _gradient_study({0: {100: 0.3, 1000: 0.6, 10000: 0.9}, 10: {100: 0.1, 1000: 0.2, 10000: 0.5}},
                             {0: {100: 0.2, 1000: 0.4, 4000: 0.7, 10000: 0.9},
                              10: {100: 0.1, 1000: 0.3, 4000: 0.5, 10000: 0.9}})
     rows = evidence.gradient_evidence({"hopper": study})
-    at_b = _values(rows, "grad_pairwise_at_batch")
+    at_b = _values(rows, "grad_pairwise_at_batch", 10)
     assert at_b == {f"runs/ppo:{a}": pytest.approx(0.2 + 0.01 * a) for a in range(6)}
+    assert _values(rows, "grad_pairwise_at_batch", 0)["runs/ppo:0"] == pytest.approx(0.6)
+    assert {r["progress"] for r in rows if r["evidence"] == "grad_pairwise_at_batch"} == {0.0, 0.5}
     assert _all(_values(rows, "grad_pairwise_change"), -0.4)
-    assert _values(rows, "grad_true_at_batch")["runs/ppo:0"] == pytest.approx(0.3)
-    assert _values(rows, "grad_true_at_largest")["runs/ppo:2"] == pytest.approx(0.92)
-    assert _values(rows, "grad_true_samples_ratio") == {f"runs/ppo:{a}": pytest.approx(4 ** (1 - 0.05 * a))
-                                                        for a in range(6)}
-    verdicts = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
+    assert _values(rows, "grad_true_at_batch", 10)["runs/ppo:0"] == pytest.approx(0.3 * 2 ** 0.5)
+    assert _values(rows, "grad_true_at_largest", 10)["runs/ppo:2"] == pytest.approx(0.92 * 2 ** 0.5)
+    assert _values(rows, "grad_true_samples_ratio", 10) == {f"runs/ppo:{a}": pytest.approx(4 ** (1 - 0.05 * a))
+                                                            for a in range(6)}
+    out = claims.evaluate(pd.DataFrame(rows), paper="CL")
+    verdicts = out[out.level == ""].set_index("claim").verdict
     assert verdicts["gradients-poorly-concentrated"] == "holds" and verdicts["gradients-worsen-over-training"] == "holds"
     # the six ratios 4^(1 − 0.05a) run from 2.83 to 4: the median's interval at 6 agents, [min, max], straddles
     # the rule's 3×
@@ -75,10 +105,17 @@ def test_concentrated_gradients_fail_the_concentration_claims():
     study = _gradient_study({0: {100: 0.9, 1000: 0.9, 10000: 0.95}, 10: {100: 0.85, 1000: 0.9, 10000: 0.95}},
                             {0: {100: 0.9, 1000: 0.9, 10000: 0.9}, 10: {100: 0.9, 1000: 0.9, 10000: 0.9}})
     verdicts = claims.evaluate(pd.DataFrame(evidence.gradient_evidence({"hopper": study})), paper="CL")
-    verdicts = verdicts.set_index("claim").verdict
-    for key in ("gradients-poorly-concentrated", "gradients-far-from-true", "gradients-need-several-fold-samples",
-                "gradients-virtually-uncorrelated"):
+    verdicts = verdicts[verdicts.level == ""].set_index("claim").verdict
+    for key in ("gradients-poorly-concentrated", "gradients-far-from-true", "gradients-need-several-fold-samples"):
         assert verdicts[key] == "does not hold", key
+
+
+def test_a_truth_without_a_ceiling_gives_no_evidence_against_it():
+    study = _gradient_study({10: {1000: 0.5}}, {10: {1000: 0.4}})
+    study.subjects = study.subjects.drop(columns="truth_ceiling")
+    notes = []
+    rows = evidence.gradient_evidence({"hopper": study}, notes)
+    assert not any(r["evidence"].startswith("grad_true") for r in rows) and "split-half ceiling" in notes[0]
 
 
 def test_crossing_ratio_by_hand():
@@ -89,45 +126,126 @@ def test_crossing_ratio_by_hand():
 
 
 def test_value_evidence_reads_the_second_half_by_hand():
-    """Iterations 0–9, second half 5–9 (≥ 9/2): held-out GAE MRE 0.1 there, held-out returns MRE 0.5, training
-    returns MRE 0.2 → generalization gap 0.3; the first half (0.9 everywhere) is not read, NaNs skipped."""
+    """Iterations 0–9, second half 5–9 (≥ 9/2), held-out measured on odd iterations (7's returns MRE NaN): the
+    original's GAE "MRE" 0.05, the true one 0.1; complete returns 0.5; truncated held-out 0.6 + 0.01·it (its
+    mean over 5, 7, 9: 0.67), truncated training 0.2 + 0.01·it every iteration; generalization paired on 5, 7, 9:
+    0.67 − 0.27 = 0.4 (unpaired, the training mean over 5–9, 0.27, is the same here by symmetry; the first half's
+    0.9 is not read). Not the LQR task: no floor columns, no floor rows."""
     it = np.arange(10)
-    late = it >= 5
+    late, held = it >= 5, it % 2 == 1
     m = pd.DataFrame({"task": "hopper", "algorithm": "ppo", "agent": 0, "iteration": it,
-                      "heldout_value_mre_gae": np.where(late, 0.1, 0.9),
-                      "heldout_value_mre_returns": np.where(late, np.where(it == 7, np.nan, 0.5), 0.9),
+                      "heldout_value_mre_gae_original": np.where(held, np.where(late, 0.05, 0.9), np.nan),
+                      "heldout_value_mre_gae": np.where(held, np.where(late, 0.1, 0.9), np.nan),
+                      "heldout_value_mre_returns": np.where(held & late, np.where(it == 7, np.nan, 0.5), np.nan),
                       "value_mre_returns": np.where(late, 0.2, 0.9),
-                      "heldout_value_mre_returns_truncated": np.where(late, 0.6, 0.1)})
+                      "heldout_value_mre_returns_truncated": np.where(held, np.where(late, 0.6 + 0.01 * it, 0.1),
+                                                                      np.nan),
+                      "value_mre_returns_truncated": np.where(late, 0.2 + 0.01 * it, 0.9)})
     rows = evidence.value_evidence(m)
-    assert _values(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.1)}
+    assert _values(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.05)}
+    assert _values(rows, "value_heldout_gae_mre_true") == {"0": pytest.approx(0.1)}
     assert _values(rows, "value_heldout_returns_mre") == {"0": pytest.approx(0.5)}
-    assert _values(rows, "value_returns_generalization") == {"0": pytest.approx(0.3)}
-    assert _values(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.6)}
+    assert _values(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.67)}
+    assert _values(rows, "value_returns_generalization") == {"0": pytest.approx(0.4)}
+    assert not any(r["evidence"].startswith("value_floor") for r in rows)
+    # a run recorded before the original's GAE "MRE" existed: no row for it, the others as before
+    old = evidence.value_evidence(m.drop(columns="heldout_value_mre_gae_original"))
+    assert not _values(old, "value_heldout_gae_mre") and _values(old, "value_heldout_gae_mre_true")
 
 
-def _baseline_study(agent_mse, fitted_mse, better, agents=range(6)):
+def test_generalization_pairs_the_iterations_and_the_states():
+    """Held-out measured at 6 and 8 only; the training batch's truncated MRE is 0.1 there and 0.5 at 5, 7, 9: the
+    held-out 0.3 minus the training 0.1 on the same iterations is 0.2 (the training mean over the whole window,
+    0.34, would give −0.04). The complete-return training MRE (an outcome-selected subset) is not read."""
+    it = np.arange(10)
+    m = pd.DataFrame({"task": "hopper", "algorithm": "trpo", "agent": 3, "iteration": it,
+                      "heldout_value_mre_returns_truncated": np.where(np.isin(it, (6, 8)), 0.3, np.nan),
+                      "value_mre_returns_truncated": np.where(it % 2 == 0, 0.1, 0.5),
+                      "value_mre_returns": 5.0})
+    assert _values(evidence.value_evidence(m), "value_returns_generalization") == {"3": pytest.approx(0.2)}
+
+
+def test_on_lqr_a_perfect_value_function_reads_the_floor():
+    """The noise floor is what it says: a value function equal to V^π, read against noisy returns, gives
+    exactly V^π's MRE. On LQR-like numbers worked in numpy — V^π(s) = −(1 + s²) on 200 states, returns
+    R = V^π + noise of half V^π's size (R = V^π·(1 + ε), ε = ±0.5 alternately, no sign flip), truncated returns
+    0.8·R — the perfect network's MREs against R and against the cut returns (0.5 and |1 − 0.8·1.5|, |1 −
+    0.8·0.5| averaged: (0.2/1.2 + 0.6/0.4)/2, from numpy) are put in the metrics as the network's, and V^π's in
+    the floor's columns: the floor and agent evidence coincide, and "off by 50%" against complete returns
+    reads 0.5 for a perfect network."""
+    s = np.linspace(-2.0, 2.0, 200)
+    v_pi = -(1.0 + s ** 2)
+    eps = np.where(np.arange(200) % 2 == 0, 0.5, -0.5)
+    returns = v_pi * (1.0 + eps)
+    cut = 0.8 * returns
+    mre = lambda v, t: float(np.mean(np.abs(v - t) / np.abs(t)))  # noqa: E731
+    v_net = v_pi.copy()                               # the perfect value function
+    net_full, net_cut = mre(v_net, returns), mre(v_net, cut)
+    floor_full, floor_cut = mre(v_pi, returns), mre(v_pi, cut)
+    assert floor_full == pytest.approx((0.5 / 1.5 + 0.5 / 0.5) / 2)
+    assert floor_cut == pytest.approx((abs(1 - 1.2) / 1.2 + abs(1 - 0.4) / 0.4) / 2)
+    it = np.arange(4)
+    m = pd.DataFrame({"task": "lqr", "algorithm": "ppo", "agent": 1, "iteration": it,
+                      "heldout_value_mre_returns": net_full, "heldout_value_mre_returns_truncated": net_cut,
+                      "value_mre_returns_truncated": net_cut,
+                      "heldout_value_mre_floor": floor_full, "heldout_value_mre_floor_truncated": floor_cut})
+    rows = evidence.value_evidence(m)
+    assert _values(rows, "value_floor_mre") == {"1": pytest.approx(floor_full)}
+    assert _values(rows, "value_floor_agent_mre") == _values(rows, "value_floor_mre")
+    assert _values(rows, "value_floor_truncated_mre") == {"1": pytest.approx(floor_cut)}
+    assert _values(rows, "value_floor_agent_truncated_mre") == _values(rows, "value_floor_truncated_mre")
+    assert _values(rows, "value_returns_generalization") == {"1": pytest.approx(0.0)}
+
+
+def _baseline_study(agent_mse, fitted_mse, better, agents=range(6), floor=True):
     pairs, fits = [], []
     for a in agents:
         for n in (BATCH, 4 * BATCH):
             for base, c in (("value", 0.3), ("zero", 0.1), ("fitted", 0.5)):
                 pairs += [{"run": "r", "label": "ppo", "agent": a, "iteration": 5, "n": n, "baseline": base, "i": i,
                            "j": j, "cosine": c + (0.1 if n > BATCH else 0.0)} for i, j in ((0, 1), (0, 2), (1, 2))]
-        fits.append({"run": "r", "label": "ppo", "agent": a, "iteration": 5, "agent_mse": agent_mse,
-                     "fitted_mse": fitted_mse, "fitted_better": better[a]})
+        # the t-test's batches: the agent's MSE 10× what it is on the floor's, which the evidence reads
+        fit = {"run": "r", "label": "ppo", "agent": a, "iteration": 5, "agent_mse": 10 * agent_mse,
+               "fitted_mse": fitted_mse, "fitted_better": better[a], "fitted_mre": 0.01, "agent_mre": 0.02}
+        if floor:
+            fit.update(floor_agent_mse=agent_mse, floor_fitted_mse=fitted_mse, floor_fitted_mre=0.3 + 0.01 * a,
+                       floor_agent_mre=0.45, floor_fitted_mre_truncated=0.5, floor_agent_mre_truncated=0.55)
+        fits.append(fit)
     return types.SimpleNamespace(batch_size=BATCH, pairs=pd.DataFrame(pairs), fits=pd.DataFrame(fits))
 
 
 def test_baseline_evidence_by_hand_and_gated_on_v_star():
-    """value − zero at the largest N: 0.4 − 0.2 = 0.2; fitted − value at the batch: 0.2, only for the agents
-    whose V* was shown better (0, 2, 4); excess error 2.0/1.6 − 1 = 0.25."""
-    rows = evidence.baseline_evidence({"hopper": _baseline_study(2.0, 1.6, [True, False] * 3)})
-    assert _all(_values(rows, "baseline_value_vs_zero"), 0.2)
-    assert sorted(_values(rows, "baseline_fitted_vs_value")) == ["r:0", "r:2", "r:4"]
-    assert _all(_values(rows, "baseline_fitted_vs_value"), 0.2)
+    """Pairwise cosines at N = 1,000 (4,000): zero 0.1 (0.2), value 0.3 (0.4), V* 0.5 (0.6), so ρ = 1/c − 1 is
+    9 (4), 7/3 (1.5), 1 (2/3): the variance ratio of returns over the agent's network 27/7 (8/3) at each N, of
+    the network over V* 7/3 (9/4), the latter only for the agents whose V* was shown better (0, 2, 4); excess
+    error on the floor's batches 2.0/1.6 − 1 = 0.25 (on the t-test's, 20/1.6 − 1 = 11.5, not read); the
+    floor's MREs per agent and checkpoint, with the checkpoint."""
+    study = _baseline_study(2.0, 1.6, [True, False] * 3)
+    rows = evidence.baseline_evidence({"hopper": study})
+    ratios = pd.DataFrame(evidence.baseline_ratio_evidence({"hopper": study}))
+    value = ratios[ratios.evidence == "baseline_variance_ratio_value"]
+    assert value[value.pairs == BATCH].value.to_numpy() == pytest.approx([27 / 7] * 6)
+    assert value[value.pairs == 4 * BATCH].value.to_numpy() == pytest.approx([8 / 3] * 6)
+    fitted = ratios[ratios.evidence == "baseline_variance_ratio_fitted"]
+    assert sorted(set(fitted.agent)) == ["r:0", "r:2", "r:4"]
+    assert sorted(fitted.value) == pytest.approx([9 / 4] * 3 + [7 / 3] * 3)
     assert _all(_values(rows, "value_excess_error"), 0.25)
+    assert _values(rows, "value_floor_mre") == {f"r:{a}": pytest.approx(0.3 + 0.01 * a) for a in range(6)}
+    assert _all(_values(rows, "value_floor_agent_mre"), 0.45)
+    assert _all(_values(rows, "value_floor_truncated_mre"), 0.5)
+    assert _all(_values(rows, "value_floor_agent_truncated_mre"), 0.55)
+    assert {r["iteration"] for r in rows if r["evidence"].startswith("value_")} == {5}
     out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim")
-    assert out.loc["true-value-baseline-helps-more", "verdict"] == "too few agents"   # 3 gated agents
     assert out.loc["value-not-the-true-value", "verdict"] == "holds"
+
+
+def test_a_study_without_the_floor_gives_no_floor_evidence_and_says_so():
+    """A study saved before the floor was read apart: its agent_mse / fitted_mse were read on the batches that
+    stopped V*'s fit, so no value_excess_error or value_floor_* comes from it, and a note says so."""
+    notes = []
+    rows = evidence.baseline_evidence({"hopper": _baseline_study(2.0, 1.6, [True] * 6, floor=False)}, notes)
+    assert not any(r["evidence"].startswith("value_") for r in rows)
+    assert len(notes) == 1 and "measure it again" in notes[0]
 
 
 def test_a_perfect_value_function_fails_not_the_true_value():
@@ -151,52 +269,66 @@ def _surrogate(changes_first, changes_last, large):
 
 
 def test_landscape_evidence_by_hand_and_a_surrogate_that_tracks_the_true_reward():
+    """Own-batch steps change the true return by 4(1 + 0.1a) at checkpoint 0 and −6(1 + 0.1a) at 10 (halfway:
+    "later"), standard error 2; steps from 1e6 pairs by −3, SE 1."""
     rows = evidence.landscape_evidence({}, {"hopper": _surrogate(4.0, -6.0, -3.0)})
-    assert _values(rows, "landscape_true_step_first")["r:0"] == pytest.approx(2.0)      # 4 / 2 standard errors
-    assert _values(rows, "landscape_true_step_last")["r:5"] == pytest.approx(-4.5)      # −6 · 1.5 / 2
-    assert _all(_values(rows, "landscape_true_step_large"), -3.0)
+    assert _values(rows, "landscape_true_step_own", 0)["r:0"] == pytest.approx(2.0)      # 4 / 2 standard errors
+    assert _values(rows, "landscape_true_step_own", 10)["r:5"] == pytest.approx(-4.5)    # −6 · 1.5 / 2
+    assert _all(_values(rows, "landscape_true_step_many"), -3.0)
+    assert {r["pairs"] for r in rows if r["evidence"] == "landscape_true_step_many"} == {1e6}
     out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
-    assert out["surrogate-misleads-later"] == "holds" and out["ppo-step-lowers-true-reward-with-many-samples"] == "holds"
+    assert out["surrogate-aligned-early"] == "holds" and out["surrogate-misleads-later"] == "holds"
+    assert out["ppo-step-lowers-true-reward-with-many-samples"] == "holds"
     tracks = claims.evaluate(pd.DataFrame(evidence.landscape_evidence({}, {"hopper": _surrogate(4.0, 3.0, 2.0)})),
                              paper="CL").set_index("claim").verdict
     assert tracks["surrogate-misleads-later"] == "does not hold"
     assert tracks["ppo-step-lowers-true-reward-with-many-samples"] == "does not hold"
 
 
-def test_landscape_noise_ratio_by_hand():
-    """Four points: means at the largest N 1, 2, 3, 4 (population SD √1.25); standard errors at the smallest N
-    all 2.236 → ratio 2; at the largest 0.1118 → 0.1."""
-    sd = np.sqrt(1.25)
-    returns = pd.DataFrame([{"label": "ppo", "run": "r", "agent": 0, "iteration": 5, "step_pairs": 0, "n": n,
-                             "mean": m, "se": 2 * sd if n == 100 else 0.1 * sd}
-                            for n in (100, 10_000) for m in (1.0, 2.0, 3.0, 4.0)])
-    rows = evidence.landscape_evidence({"hopper": types.SimpleNamespace(sizes=[100, 10_000], returns=returns)}, {})
-    assert _values(rows, "landscape_noise_ratio") == {"r:0": pytest.approx(2.0)}
-    assert _values(rows, "landscape_noise_ratio_large") == {"r:0": pytest.approx(0.1)}
+def test_landscape_concentration_by_hand():
+    """A 2 × 2 plane on {0, 1}²: means at the largest N 1 (origin), 2 (the step's point), 3, 4; standard errors 2.236
+    at the smallest N, 0.1118 at the largest. The step's point against the origin: |2 − 1| / √(2 · 2.236²) =
+    0.316 standard errors at the small N (cannot be told apart, < 1); the plane at the largest N: 0.1118 over
+    √(1.25 − 0.1118²) (the means' population variance less a point's own noise) = 0.1005."""
+    se_small, se_large = np.sqrt(5.0), 0.1118
+    returns = pd.DataFrame([{"label": "trpo", "run": "r", "agent": 0, "iteration": 10, "step_pairs": 0, "n": n,
+                             "x": x, "y": y, "mean": m, "se": se_small if n == 2_000 else se_large}
+                            for n in (2_000, 100_000) for (x, y, m) in ((0, 0, 1.0), (1, 0, 2.0), (0, 1, 3.0),
+                                                                       (1, 1, 4.0))])
+    study = types.SimpleNamespace(sizes=[2_000, 100_000], returns=returns)
+    rows = evidence.landscape_evidence({"humanoid": study}, {})
+    assert _values(rows, "landscape_step_z_small") == {"r:0": pytest.approx(1 / np.sqrt(10.0))}
+    assert _values(rows, "landscape_noise_ratio_large") == {"r:0": pytest.approx(se_large / np.sqrt(1.25 - se_large ** 2))}
+    assert {r["pairs"] for r in rows} == {2_000.0, 100_000.0} and {r["progress"] for r in rows} == {0.5}
 
 
 def _trust_region(algorithm, constraint, bound, max_ratio, mean_kl, max_kl, heldout=np.nan, agents=6):
     rows = []
     for a in range(agents):
         for it in range(5):
-            rows.append({"task": "hopper", "algorithm": algorithm, "agent": a, "iteration": it, "constraint": constraint,
-                         "constraint_value": bound, "max_ratio": max_ratio[it], "mean_kl": mean_kl * (1 + a),
-                         "max_kl": max_kl, "heldout_mean_kl": heldout if it % 2 else np.nan})
+            rows.append({"task": "humanoid", "algorithm": algorithm, "agent": a, "iteration": it,
+                         "constraint": constraint, "constraint_value": bound, "max_ratio": max_ratio[it],
+                         "mean_kl": mean_kl * (1 + a), "max_kl": max_kl, "heldout_mean_kl": heldout if it % 2 else np.nan,
+                         "num_iterations": 5, "lr_annealing": False})
     return pd.DataFrame(rows)
 
 
 def test_trust_region_evidence_by_hand_and_a_policy_inside_its_region():
-    """PPO, ε = 0.2: iterations 1–4 (0 is skipped) with max ratios 1.1, 1.5, 1.6, 1.7 → 3/4 outside; TRPO δ = 0.01:
-    max KL 10 → log10(1000) = 3 orders; held-out KL 0.012 → 1.2 δ."""
+    """PPO, ε = 0.2: iterations 1–4 (0 is the initial policy) with max ratios 1.1, 1.5, 1.6, 1.7 → 3/4 outside;
+    its mean KL 0.01(1 + a) over TRPO's δ = 0.1 → 0.1 … 0.6, kept; TRPO: max KL 100 → log10(1000) = 3 orders;
+    held-out KL 0.08 ≤ δ at every check."""
     ppo = _trust_region("ppo", "ratio", 0.2, [9.0, 1.1, 1.5, 1.6, 1.7], 0.01, 1.0)
-    trpo = _trust_region("trpo", "kl", 0.01, [1.0] * 5, 0.009, 10.0, heldout=0.012)
-    rows = evidence.trust_region_evidence(pd.concat([ppo, trpo]))
-    assert set(_values([r for r in rows if r["label"] == "ppo"], "tr_ratio_outside").values()) == {0.75}
-    assert _all(_values(rows, "tr_max_kl_orders"), 3.0)
-    assert _all(_values(rows, "tr_heldout_kl_over_bound"), 1.2)
-    out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
+    trpo = _trust_region("trpo", "kl", 0.1, [1.0] * 5, 0.09, 100.0, heldout=0.08)
+    rows = pd.DataFrame(evidence.trust_region_evidence(pd.concat([ppo, trpo])))
+    per = lambda name, label: claims.per_agent(rows[(rows.evidence == name) & (rows.label == label)  # noqa: E731
+                                                    & (rows.iteration > 0)])
+    assert set(per("tr_ratio_outside", "ppo")) == {0.75}
+    assert per("tr_max_kl_orders", "trpo") == pytest.approx([3.0] * 6)
+    assert per("tr_mean_kl_over_bound", "ppo") == pytest.approx([0.1 * (1 + a) for a in range(6)])
+    assert set(per("tr_heldout_within_bound", "trpo")) == {1.0}
+    out = claims.evaluate(rows, paper="CL").set_index("claim").verdict
     assert out["ppo-max-ratio-leaves-region"] == "holds" and out["max-kl-orders-above-bound"] == "holds"
-    assert out["trpo-kl-holds-on-heldout"] == "holds"
+    assert out["trpo-kl-holds-on-heldout"] == "holds" and out["ppo-constrains-mean-kl"] == "holds"
     inside = _trust_region("ppo", "ratio", 0.2, [1.1, 1.05, 1.1, 1.15, 1.19], 0.01, 1.0)
     out = claims.evaluate(pd.DataFrame(evidence.trust_region_evidence(inside)), paper="CL").set_index("claim").verdict
     assert out["ppo-max-ratio-leaves-region"] == "does not hold"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pg_diag.config import Knobs
-from pg_diag.objectives import (clipped_surrogate, entropy, kl, kl_stats, normalize_advantages,
-                                probability_ratio, surrogate, value_loss)
+from pg_diag.objectives import (clipped_surrogate, entropy, kl, kl_stats, mean_relative_error, normalize_advantages,
+                                original_gae_relative_error, probability_ratio, surrogate, value_loss)
 
 RATIOS = np.array([1.5, 0.5, 1.1])
 ADV = jnp.array([1.0, -1.0, 2.0])
@@ -65,6 +65,24 @@ def test_value_loss_unclipped_and_masking():
     k = Knobs(value_clipping=False).as_arrays()
     assert float(value_loss(V, V_OLD, TARGETS, MASK, k)) == pytest.approx(1.0, rel=1e-6)
     assert float(value_loss(V, V_OLD, TARGETS, jnp.zeros(3, bool), k)) == 0.0
+
+
+def test_the_originals_gae_relative_error_by_hand():
+    """ref §4.1 item 3: the per-sample value loss as configured over |target|, mean over non-terminal samples.
+    Targets (2, 1, −2, 0, 5); sample 3's target is 0 (left out), sample 4 is a done step. Unclipped: squared
+    errors 1, 1, 36 → 1/2, 1/1, 36/2 → (0.5 + 1 + 18)/3 = 6.5. Clipped, ε_v = 0.2: sample 0 takes
+    (0.5 + 0.2 − 2)² = 1.69 → 0.845; sample 1 max(1, (2.1 − 0.1 − 1)²) = 1; sample 2 (V = V_old) 36 → 18:
+    (0.845 + 1 + 18)/3 = 6.615. A true relative error of the same predictions: (1/2 + 1/1 + 6/2)/3 = 1.5."""
+    v = jnp.array([1.0, 2.0, 4.0, 3.0, 0.0])
+    v_old = jnp.array([0.5, 2.1, 4.0, 3.0, 0.0])
+    targets = jnp.array([2.0, 1.0, -2.0, 0.0, 5.0])
+    mask = jnp.array([True, True, True, True, False])
+    plain = Knobs(value_clipping=False).as_arrays()
+    clipping = Knobs(value_clipping=True, value_clip_eps=0.2).as_arrays()
+    assert float(original_gae_relative_error(v, v_old, targets, mask, plain)) == pytest.approx(6.5, rel=1e-6)
+    assert float(original_gae_relative_error(v, v_old, targets, mask, clipping)) == pytest.approx(6.615, rel=1e-6)
+    assert float(mean_relative_error(v, targets, mask)) == pytest.approx(1.5, rel=1e-6)
+    assert math.isnan(float(original_gae_relative_error(v, v_old, targets, jnp.zeros(5, bool), plain)))
 
 
 def test_kl_mean_and_max_by_hand():

@@ -30,11 +30,7 @@ def test_every_plan_fits_and_compiles_nothing(scale, memory):
                 assert p.fits, (target, p)
                 assert p.memory <= memory and p.units > 0 and p.pairs > 0 and p.sequential_steps > 0, (target, p)
         for target in targets.of_kind("training", "optimize"):
-            try:
-                programs = _plan(target, scale, memory=memory)
-            except ConfigError as e:  # the training targets have no mid scale
-                assert scale == "mid" and "unknown scale 'mid'" in str(e), (target, e)
-                continue
+            programs = _plan(target, scale, memory=memory)
             assert programs and all(p.stage in ("train", "optimize") and p.fits and p.units > 0
                                     for p in programs), target
     assert counter.count == 0
@@ -58,6 +54,44 @@ def test_training_plans_count_what_the_targets_train():
     assert [p.note for p in both] == ["solver=converged"] * 3 + ["solver=fast"] * 3
     (theorem,) = _plan("fig-theorem", "smoke", memory=GiB)      # Hopper's paper batch, 6 optimizers × 600
     assert (theorem.pairs, theorem.units, theorem.sequential_steps) == (2048, 6, 2048 + 6 * 600)
+
+
+def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_runs_once():
+    """`make implementation-matters-report SCALE=mid` (fig-ablation, table-2, fig-trust-region, fig-theorem):
+    every target plans at mid without compiling; the ablation is Hopper at the papers' shape (1 × 2,048 steps,
+    100 iterations) with ≥ 2 learning rates and ≥ 5 seeds per cell; Table 2/3's groups have ≥ 5 agents each;
+    table-2's PPO+PPO-M and TRPO sweeps are fig-trust-region's (the same programs, base configurations, grids
+    and seeds, so the same run directories), and a plan of all the report's targets costs them once: five
+    training programs, not seven."""
+    from pg_diag.experiments import claims
+    from pg_diag.experiments.studies import ablation, presets
+
+    names = [t.name for t in targets.of_paper("im")]
+    with CompileCounter() as counter:
+        plans = {name: _plan(name, "mid", memory=12 * GiB) for name in names}
+    assert counter.count == 0 and all(p.fits for ps in plans.values() for p in ps)
+    (abl,) = plans["fig-ablation"]
+    lrs = ablation.SCALES["mid"].settings["grid"]["lr_policy"]
+    seeds = ablation.SCALES["mid"].seeds
+    assert len(lrs) >= 2 and set(lrs) <= set(ablation.LEARNING_RATES) and seeds >= claims.MIN_AGENTS
+    assert (abl.task, abl.units, abl.width) == ("hopper", 16 * len(lrs) * seeds, 16 * len(lrs) * seeds)
+    assert abl.sequential_steps == 100 * 2048 and abl.spec[2] == seeds
+    static = abl.spec[0].static
+    assert (static.num_envs, static.steps_per_env, static.reset_every_iteration) == (1, 2048, True)
+    table = plans["table-2"]
+    assert [(p.presets, p.units) for p in table] == [("ppo+ppo-m", 10), ("trpo", 5), ("ppo-noclip", 5), ("trpo+", 5)]
+    agents = {a: p.spec[2] for p in table for a in (("ppo", "ppo-m") if p.presets == "ppo+ppo-m" else (p.presets,))}
+    assert set(agents) == set(presets.TABLE_2_PRESETS) | set(presets.TABLE_3_PRESETS)
+    assert min(agents.values()) >= claims.MIN_AGENTS
+    region = plans["fig-trust-region"]
+    assert table[:2] == region and _plan("table-3", "mid") == _plan("fig-rewards", "mid") == table
+    for mine, theirs in zip(table, region):   # what names a run directory: configuration, grid, seeds
+        assert mine.spec[0].to_dict() == theirs.spec[0].to_dict() and mine.spec[1:] == theirs.spec[1:]
+    every = [p for ps in plans.values() for p in ps]
+    assert len({p for p in every if p.stage == "train"}) == 5
+    step = lambda *a: 1.0   # noqa: E731
+    assert costs.duration(every, step, recorded=False) == pytest.approx(
+        costs.duration(plans["fig-ablation"] + table + plans["fig-theorem"], step, recorded=False))
 
 
 def test_the_paper_landscape_runs_its_subjects_in_turn_where_memory_is_short():

@@ -93,12 +93,15 @@ def test_a_directory_without_diagnostic_studies_is_named(tmp_path):
     (tmp_path / "fig-ablation-smoke" / "study.json").write_text(json.dumps({"study": "fig-ablation", "scale": "smoke"}))
     with pytest.raises(ConfigError, match="no study of CL there.*fig-grad-variance.*make closer-look-report"):
         report.find_studies(str(tmp_path))
-    assert report.find_studies(str(tmp_path), paper="im") == {"fig-ablation": str(tmp_path / "fig-ablation-smoke")}
+    assert report.find_studies(str(tmp_path), paper="im") == {"fig-ablation": [str(tmp_path / "fig-ablation-smoke")]}
     for scale in ("smoke", "paper"):
         (tmp_path / f"gradients-{scale}").mkdir()
         (tmp_path / f"gradients-{scale}" / "study.json").write_text(json.dumps({"study": "gradients", "scale": scale}))
-    with pytest.raises(ConfigError, match="2 'gradients' studies.*--scale"):
+    with pytest.raises(ConfigError, match="2 'gradients' studies.*--scale.*or several: --scale paper,smoke"):
         report.find_studies(str(tmp_path))
-    assert report.find_studies(str(tmp_path), "paper") == {"gradients": str(tmp_path / "gradients-paper")}
+    assert report.find_studies(str(tmp_path), "paper") == {"gradients": [str(tmp_path / "gradients-paper")]}
+    both = report.find_studies(str(tmp_path), "smoke,paper")    # one study per scale, read together
+    assert both == {"gradients": [str(tmp_path / "gradients-paper"), str(tmp_path / "gradients-smoke")]}
+    assert report.default_out(str(tmp_path), both, "cl", "smoke,paper") == str(tmp_path / "closer-look-report-smoke+paper")
     with pytest.raises(ConfigError, match="at scale 'mid'"):
         report.find_studies(str(tmp_path), "mid")

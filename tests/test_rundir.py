@@ -315,3 +315,19 @@ def test_progress_is_shown_where_a_notebook_is_attached(monkeypatch):
     assert not attached()                                    # IPython imported, no kernel running
     FakeIPython.shell = ZMQInteractiveShell()
     assert attached()
+
+
+def test_metrics_an_earlier_version_did_not_record_resume_as_not_measured():
+    """A run interrupted under a version that recorded fewer metrics resumes under this one: the iterations it
+    saved read NaN for the metrics it lacked (by hand: 2 agents × 3 iterations), the others as saved."""
+    import numpy as np
+    import pandas as pd
+
+    from pg_diag.trainer import METRICS
+
+    older = [m for m in METRICS if m != "heldout_value_mre_floor"]
+    frame = pd.DataFrame([{"agent": a, "iteration": i, **{m: 10.0 * a + i for m in older}}
+                          for a in range(2) for i in range(4)])
+    history = store.history_from_frame(frame, num_agents=2, iterations=3)
+    assert np.isnan(history["heldout_value_mre_floor"]).all() and history["heldout_value_mre_floor"].shape == (2, 3)
+    assert history["mean_return"].tolist() == [[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]]

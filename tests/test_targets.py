@@ -49,6 +49,20 @@ def test_every_target_the_closer_look_report_runs_has_the_scale_it_is_asked_for(
     assert "report --from o --scale mid" in done.stdout
 
 
+def test_the_implementation_matters_report_runs_at_the_mid_scale():
+    """`make implementation-matters-report SCALE=mid` runs fig-ablation, table-2, fig-trust-region and fig-theorem,
+    each at its mid scale into one OUT (where table-2 and fig-trust-region share their runs, OUT/runs), then the
+    IM report of that scale; every target whose evidence the report reads has a mid scale."""
+    done = subprocess.run(["make", "-n", "--no-print-directory", "implementation-matters-report", "SCALE=mid", "OUT=o"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    ran = [line.split("pg-diag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pg-diag " in line]
+    assert ran == ["fig-ablation", "table-2", "fig-trust-region", "fig-theorem", "report"]
+    for name in ran[:-1]:
+        assert f"pg-diag {name} --scale mid --out o/{targets.get(name).study}-mid" in done.stdout
+    assert "report --paper im --from o --scale mid" in done.stdout
+    assert all("mid" in t.scales for t in targets.of_paper("im"))
+
+
 def test_every_target_has_its_command_functions_scales_and_study():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, t in targets.TARGETS.items():

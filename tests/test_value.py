@@ -53,6 +53,8 @@ def test_value_errors_by_hand():
                             mask=~done[:, 0], complete=episode_completes(done)[:, 0], exact=jnp.full(3, 6.0))
     e = stages.value_errors(value, t, knobs)
     assert float(e.gae) == pytest.approx((0.5 + 0.25) / 2)          # t = 0: |3−2|/2, t = 2: |3−4|/4
+    # the original's GAE "MRE": squared errors over |target|, (3−2)²/2 and (3−4)²/4 (no V_old given: unclipped)
+    assert float(e.gae_original) == pytest.approx((0.5 + 0.25) / 2)
     assert float(e.returns) == pytest.approx(1.0)                   # t = 0 only: |3−1.5|/1.5
     assert float(e.returns_truncated) == pytest.approx((1.0 + 2.0) / 2)   # t = 0 and t = 2 (cut): |3−1|/1
     assert float(e.exact) == pytest.approx(0.5)
@@ -60,6 +62,13 @@ def test_value_errors_by_hand():
     # floor (6 − 1.5)²; one state has no variance to explain
     assert float(e.returns_mse) == pytest.approx(2.25) and float(e.exact_mse) == pytest.approx(9.0)
     assert float(e.floor_mse) == pytest.approx(20.25) and math.isnan(float(e.returns_ev))
+    # V^π's own relative errors, the floor: |6 − 1.5|/1.5 on t = 0; cut, also |6 − 1|/1 on t = 2
+    assert float(e.floor_mre) == pytest.approx(3.0) and float(e.floor_mre_truncated) == pytest.approx(4.0)
+    # with V_old (4, ·, 1) and value clipping at 0.2 the original's loss takes the clipped terms:
+    # t = 0: (4 − 0.2 − 2)² = 3.24 > 1 → 3.24/2; t = 2: (1 + 0.2 − 4)² = 7.84 > 1 → 7.84/4
+    clip = Knobs(gamma=0.5, value_clipping=True, value_clip_eps=0.2).as_arrays()
+    e = stages.value_errors(value, t.replace(old_values=jnp.array([4.0, 0.0, 1.0])), clip)
+    assert float(e.gae_original) == pytest.approx((1.62 + 1.96) / 2) and float(e.gae) == pytest.approx(0.375)
     # with the segment run on past the batch end (full_returns, every state complete): returns, returns_mse and
     # returns_ev read the full returns on every non-terminal state (t = 0, 2); returns_truncated the cut ones
     full = stages.ValueTargets(obs=t.obs, gae=t.gae, returns=t.returns, mask=t.mask, complete=jnp.ones(3, bool),
@@ -68,6 +77,7 @@ def test_value_errors_by_hand():
     assert float(e.returns) == pytest.approx((1.0 + 0.5) / 2)          # |3−1.5|/1.5, |3−2|/2
     assert float(e.returns_truncated) == pytest.approx((1.0 + 2.0) / 2)
     assert float(e.returns_mse) == pytest.approx((2.25 + 1.0) / 2)
+    assert float(e.floor_mre) == pytest.approx((3.0 + 2.0) / 2)        # |6−1.5|/1.5, |6−2|/2
     # a constant V explains none of the variance: 1 − Var(R − 3)/Var(R) = 0
     assert float(e.returns_ev) == pytest.approx(0.0, abs=1e-6)
 
@@ -119,13 +129,17 @@ def test_training_records_value_errors_and_the_exact_one_only_on_lqr():
                  num_minibatches=4, value_epochs=2, ppo_epochs=2)
     tr = make_train(cfg.static)
     _, m = jax.jit(tr.train)(seed_key(0), cfg.knobs.as_arrays())
-    for name in ("value_mre_gae", "value_mre_returns", "value_mre_returns_truncated", "value_mre_exact"):
+    for name in ("value_mre_gae", "value_mre_gae_original", "value_mre_returns", "value_mre_returns_truncated",
+                 "value_mre_exact"):
         assert np.all(np.isfinite(m[name])), name
         assert np.isfinite(m["heldout_" + name][0]) and np.isnan(m["heldout_" + name][1]), name
+    for name in ("heldout_value_mre_floor", "heldout_value_mre_floor_truncated"):
+        assert np.isfinite(m[name][0]) and np.isnan(m[name][1]), name
     other = preset("ppo", "point_mass", num_iterations=1, num_envs=2, steps_per_env=64, num_minibatches=4,
                    value_epochs=1, ppo_epochs=1)
     _, m = jax.jit(make_train(other.static).train)(seed_key(0), other.knobs.as_arrays())
     assert np.isnan(m["value_mre_exact"][0]) and np.isfinite(m["value_mre_gae"][0])
+    assert np.isnan(m["heldout_value_mre_floor"][0]) and np.isfinite(m["value_mre_gae_original"][0])
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +187,13 @@ def test_heldout_returns_are_complete_without_selecting_on_the_outcome(lqr_agent
 
     assert abs(t_stat(per_env(t.full_returns, mask))) < 4
     assert t_stat(per_env(t0.returns, mask & np.asarray(t0.complete))) > 4
+    # the noise floor is V^π's own relative error against these very returns on these very states: numpy's
+    # mean of |V^π − R|/|R| over the non-terminal states, complete returns and cut ones
+    e = jax.jit(stages.value_errors)(state.value, t, knobs)
+    exact, full, cut = (np.asarray(x, np.float64) for x in (t.exact, t.full_returns, t.returns))
+    for got, target in ((e.floor_mre, full), (e.floor_mre_truncated, cut)):
+        keep = mask & (target != 0)
+        assert float(got) == pytest.approx(np.mean(np.abs(exact - target)[keep] / np.abs(target[keep])), rel=1e-4)
 
 
 def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
@@ -184,7 +205,7 @@ def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
     to float32 rounding (tests/compare.py); a tail that fed training would move them by far more within a few
     iterations."""
     changed = {"heldout_value_mre_returns", "heldout_value_mse_returns", "heldout_value_ev_returns",
-               "heldout_value_mse_exact", "heldout_value_mse_floor"}
+               "heldout_value_mse_exact", "heldout_value_mse_floor", "heldout_value_mre_floor"}
     default = stages.HELDOUT_TAIL
     for algo, n in (("ppo", 3), ("trpo", 2)):
         cfg = preset(algo, "lqr", num_iterations=n, heldout_every=1)
@@ -200,3 +221,4 @@ def test_the_heldout_tail_leaves_training_unchanged(monkeypatch):
         mre_a, mre_b = np.asarray(ma["heldout_value_mre_returns"]), np.asarray(mb["heldout_value_mre_returns"])
         assert np.max(np.abs(mre_a - mre_b)) > ILL_CONDITIONED_RTOL * np.max(np.abs(mre_b))
         assert np.isfinite(ma["heldout_value_mse_exact"]).all() and np.isfinite(ma["heldout_value_mse_floor"]).all()
+        assert np.isfinite(ma["heldout_value_mre_floor"]).all()

@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "ablation, Tables 2/3, trust regions, Theorem 5.1)")
     p.add_argument("--from", dest="from_dir", default="results", help="a directory holding the studies' output "
                                                                       "directories (default results)")
-    p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there)")
+    p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there), "
+                                                  "or of several, comma-separated: mid,tasks reads the mid scale's "
+                                                  "Hopper studies with the papers' own tasks beside them")
     p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report-SCALE "
                                                "or FROM/implementation-matters-report-SCALE, as make writes)")
     p.set_defaults(func=cmd_report)

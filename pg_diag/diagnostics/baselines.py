@@ -29,6 +29,13 @@ errors against the complete Monte-Carlo returns; the fit stops once V* is
 shown better or after ``fit_rounds`` rounds. Both networks' MSE, explained
 variance and mean relative error are reported; on the linear-quadratic task
 also their MSE against the exact V^π and the noise floor E[(R − V^π(s))²].
+
+A fit stopped at the first round its test batches favour it reads too well on
+them, so the floor — V*'s own error against the returns, the level a value
+function at E[R | s] reads from their noise, and the agent's on the same
+states — is read on ``floor_chunks`` further held-out batches the stopping rule
+never looks at (``floor_*`` in the fits table), against the complete returns
+and against the returns cut at the batch end (the original's target).
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ from pg_diag.diagnostics.value_fit import empty_report, fit_data, fit_value
 BASELINES = ("value", "fitted", "zero", "zero_raw", "exact")
 #: the fewest held-out batches the t-test is taken over (its degrees of freedom are one fewer)
 MIN_HELDOUT_CHUNKS = 20
+#: held-out batches by default on which the floor is read (V*'s and the agent's errors on batches the stopping
+#: rule never looked at: a fit stopped when it looked good on its test batches reads too well there)
+FLOOR_CHUNKS = 20
 #: steps a fit segment runs on past its last kept state (capped by the task's episode length)
 TAIL = 1000
 #: environments the fit data steps side by side (chains of the algorithm's batch shape, fit_chunks rounded up
@@ -84,6 +94,8 @@ class BaselineSettings:
     fit_start: str = "agent"                 # the fit starts from the agent's value network, or "fresh" (new init)
     heldout_fraction: float = 0.1            # share of the fit pairs kept out to report the fit's error
     heldout_chunks: int = MIN_HELDOUT_CHUNKS  # held-out batches at least (independent streams; the t-test's sample)
+    floor_chunks: int = FLOOR_CHUNKS         # further held-out batches, never looked at by the stopping rule: the
+    #                                          floor (V*'s own error) and the agent's error on the same states
     seed: int = 0
     batching: str = "vmap"
     resamples: int = 500
@@ -104,6 +116,9 @@ class BaselineSettings:
         require(_is_int(self.heldout_chunks) and self.heldout_chunks >= MIN_HELDOUT_CHUNKS,
                 f"heldout_chunks must be an integer ≥ {MIN_HELDOUT_CHUNKS} (the held-out batches V* and the agent's "
                 f"network are compared on by a paired t-test), got {self.heldout_chunks!r}")
+        require(_is_int(self.floor_chunks) and self.floor_chunks >= 2,
+                f"floor_chunks must be an integer ≥ 2 (the held-out batches, apart from the t-test's, that V*'s "
+                f"and the agent's errors are read on), got {self.floor_chunks!r}")
         require(_is_int(self.fit_rounds) and self.fit_rounds >= 1,
                 f"fit_rounds must be an integer ≥ 1 (the most rounds of fit_epochs epochs V* is fit for), got "
                 f"{self.fit_rounds!r}")
@@ -130,16 +145,22 @@ class Resolved:
     estimates: int
     own: Sampling         # the algorithm's own batch shape: the estimate streams sample it
     fit_chunks: int       # batches of the own shape sampled for the fit, held-out ones included (the last)
-    heldout_chunks: int   # of which kept out: V* and the agent's network are compared on them
+    heldout_chunks: int   # of which kept out: V* and the agent's network are compared on them (the stopping rule)
     tail: int             # extra steps per segment (at most) so the returns of the fit states are complete
     fit_lanes: int        # training chains sampled side by side (the chunks they sample are a multiple)
     exact: bool
     batch_size: int
     objective: str = "surrogate"
+    floor_chunks: int = 0  # and after them kept out too, never looked at while fitting: the floor is read there
 
     @property
     def fit_pairs(self) -> int:
         return self.fit_chunks * self.own.chunk
+
+    @property
+    def kept_out(self) -> int:
+        """Batches V* never trains on: the t-test's (``heldout_chunks``), then the floor's (``floor_chunks``)."""
+        return self.heldout_chunks + self.floor_chunks
 
     @property
     def heldout_apart(self) -> bool:
@@ -164,14 +185,14 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
                               f"not task {first.task!r} with hidden sizes {tuple(first.policy_hidden)}")
     baselines = tuple(dict.fromkeys(tuple(settings.baselines) + (("exact",) if exact else ())))
     own = algorithm_sampling(first)
-    train = held = 0
+    train = held = floor = 0
     if "fitted" in baselines:
         # fit_pairs less its held-out share trains V*; the held-out share, at least heldout_chunks batches, is the
-        # sample of the t-test
+        # sample of the t-test; floor_chunks more are kept out for the floor, which the stopping rule never sees
         chunks = math.ceil(settings.fit_pairs / own.chunk)
         share = round(chunks * settings.heldout_fraction)
-        train, held = max(1, chunks - share), max(settings.heldout_chunks, share)
-    laid = train if own.start != "reset" else train + held    # chunks the side-by-side chains sample
+        train, held, floor = max(1, chunks - share), max(settings.heldout_chunks, share), settings.floor_chunks
+    laid = train if own.start != "reset" else train + held + floor   # chunks the side-by-side chains sample
     rounds = -(-laid // max(1, FIT_WIDTH // own.envs)) if laid else 0   # sequential segments per lane
     lanes = max(1, -(-laid // rounds)) if laid else 1   # as few extra chunks as the rounding needs
     train += rounds * lanes - laid                       # the extra ones train
@@ -179,8 +200,9 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
     # sizes below the batch drawn at random from a whole batch, as in the gradient study (streaming.Grid.pool):
     # every N sees the batch's state distribution
     return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk, pool=own.chunk),
-                    estimates=settings.estimates, own=own, fit_chunks=train + held, heldout_chunks=held,
-                    tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk, objective=settings.objective)
+                    estimates=settings.estimates, own=own, fit_chunks=train + held + floor, heldout_chunks=held,
+                    tail=TAIL, fit_lanes=lanes, exact=exact, batch_size=own.chunk, objective=settings.objective,
+                    floor_chunks=floor)
 
 
 def _unit(x):

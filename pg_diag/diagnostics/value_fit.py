@@ -27,6 +27,9 @@ class FitData:
     returns: jax.Array   # [C, B] discounted returns of the learner's rewards
     complete: jax.Array  # [C, B] the episode ends inside the segment
     exact: jax.Array | None = None   # [C, B] the exact V^π of each state (the linear-quadratic task), else None
+    truncated: jax.Array | None = None  # [C, B] the returns cut at the end of the kept states (the batch end),
+    #                                     as the original's value_loss_returns; None: not sampled
+    nonterminal: jax.Array | None = None  # [C, B] not a done step (the states the original's value errors read)
 
 
 def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
@@ -34,10 +37,13 @@ def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
     (at most ``r.tail`` steps) so the returns of its states are complete; only the first ``steps`` states
     of a segment are kept. ``r.fit_lanes`` chains run side by side (each from its own start, continuing from
     chunk to chunk unless the algorithm resets), so the sequential length is a few segments, not fit_chunks.
-    The last ``r.heldout_chunks`` batches are held out, each an independent sample of the policy's batches:
+    The last ``r.kept_out`` batches (the t-test's, then the floor's) are held out, each an independent sample of
+    the policy's batches:
     from reset, any chunk is; otherwise (:attr:`pg_diag.diagnostics.baselines.Resolved.heldout_apart`) each is a stream of its own, started
     as every diagnostic stream is (:func:`~pg_diag.diagnostics.sampling.start_carry`), one segment long.
-    ``exact_value`` (raw state -> V^π, the linear-quadratic task): also the exact value of every kept state."""
+    ``exact_value`` (raw state -> V^π, the linear-quadratic task): also the exact value of every kept state.
+    Beside the complete returns, each kept state's return cut at the batch end (the first ``steps`` states of
+    a segment are one batch of the algorithm's shape) and whether it is a done step."""
     steps, tail = r.own.steps, min(env.max_episode_steps, r.tail)
     lanes = r.fit_lanes
     env_major = lambda x: jnp.swapaxes(x[:steps], 0, 1).reshape((-1,) + x.shape[2:])  # noqa: E731
@@ -49,25 +55,27 @@ def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
         data = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll,
                                     steps + tail, frozen=True, keep_raw_obs=exact_value is not None)
         tr = data.transitions
+        cut = discounted_returns(tr.reward[:steps], tr.done[:steps], knobs["gamma"])
         out = FitData(obs=env_major(tr.obs), returns=env_major(discounted_returns(tr.reward, tr.done, knobs["gamma"])),
                       complete=env_major(episode_completes(tr.done)),
-                      exact=None if exact_value is None else env_major(exact_value(tr.raw_obs[:steps])))
+                      exact=None if exact_value is None else env_major(exact_value(tr.raw_obs[:steps])),
+                      truncated=env_major(cut), nonterminal=env_major(~tr.done))
         return data.carry, out
 
     def body(carries, k):
         return jax.vmap(segment)(carries, jax.random.split(k, lanes))
 
-    laid = r.fit_chunks - (r.heldout_chunks if r.heldout_apart else 0)
+    laid = r.fit_chunks - (r.kept_out if r.heldout_apart else 0)
     starts = jax.random.split(jax.random.fold_in(key, 1), lanes)
     carries = jax.vmap(lambda k: start_carry(env, r.own, agent, knobs, k))(starts)
     _, data = jax.lax.scan(body, carries, jax.random.split(key, laid // lanes))   # [S, lanes, B, ...]
     data = jax.tree.map(lambda x: x.reshape((laid,) + x.shape[2:]), data)
-    if r.heldout_apart and r.heldout_chunks:
+    if r.heldout_apart and r.kept_out:
         def own_stream(k):
             k_start, k_seg = jax.random.split(k)
             return segment(start_carry(env, r.own, agent, knobs, k_start), k_seg)[1]
 
-        held = jax.vmap(own_stream)(jax.random.split(jax.random.fold_in(key, 2), r.heldout_chunks))
+        held = jax.vmap(own_stream)(jax.random.split(jax.random.fold_in(key, 2), r.kept_out))
         data = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), data, held)
     return data
 
@@ -96,12 +104,24 @@ class FitReport:
     fitted_mse_exact: jax.Array  # LQR: MSE of the fitted network against the exact V^π on the held-out states
     agent_mse_exact: jax.Array   # LQR: the agent's network
     exact_mse: jax.Array         # LQR: MSE of V^π against the returns: the noise floor no network can go below
+    # The floor, on the floor_chunks held-out batches the stopping rule never looked at (the fields above are
+    # read on the t-test's batches, which chose when the fit stopped): non-terminal states, against the complete
+    # returns (states whose return is complete) and against the returns cut at the batch end (every one)
+    floor_chunks: jax.Array          # int: the batches the floor is read on (0: none, every floor field NaN)
+    floor_fitted_mre: jax.Array      # V*'s MRE against the complete returns: the floor
+    floor_agent_mre: jax.Array       # the agent's network on the same states
+    floor_fitted_mre_truncated: jax.Array  # V*'s MRE against the returns cut at the batch end
+    floor_agent_mre_truncated: jax.Array   # the agent's network on the same states
+    floor_fitted_mse: jax.Array      # V*'s MSE against the complete returns
+    floor_agent_mse: jax.Array       # the agent's network's
+    floor_exact_mre: jax.Array       # LQR: V^π's own MRE against the complete returns (the floor exactly)
+    floor_exact_mre_truncated: jax.Array  # LQR: V^π's MRE against the returns cut at the batch end
 
 
 def empty_report() -> FitReport:
     """The report of a study without V*."""
     nan, zero = jnp.float32(jnp.nan), jnp.int32(0)
-    ints = {"fit_rounds_used", "fit_epochs_used", "heldout_chunks"}
+    ints = {"fit_rounds_used", "fit_epochs_used", "heldout_chunks", "floor_chunks"}
     return FitReport(**{f.name: jnp.bool_(False) if f.name == "fitted_better" else zero if f.name in ints else nan
                         for f in dataclasses.fields(FitReport)})
 
@@ -156,7 +176,7 @@ def paired_t(diff, valid=None) -> PairedT:
 
 
 def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None):
-    """A value network fit to the complete returns of ``data`` (all but the held-out chunks), starting from
+    """A value network fit to the complete returns of ``data`` (all but the kept-out chunks), starting from
     the agent's network (``fit_start="agent"``), a fresh one, or ``start`` (parameters) when given: rounds
     of ``fit_epochs`` passes of minibatch Adam on the squared error (algorithms.epochs.value_update with
     clipping off), the learning rate annealed linearly to 0 within each round and restarted at the next.
@@ -169,8 +189,12 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
     fit_rounds — Bonferroni over the rounds looked at, so "better" is a level-fit_level statement however
     many rounds ran — or after ``fit_rounds`` rounds. Under vmap a stopped subject's parameters stay as they
     are while the others go on (``lax.while_loop`` on a per-subject flag). Returns the parameters and a
-    :class:`FitReport`."""
-    train = r.fit_chunks - r.heldout_chunks
+    :class:`FitReport`.
+
+    The rule stops at a look its test chunks favour, so errors read on them are biased low for V*; the floor
+    (``floor_*``) is read on the ``r.floor_chunks`` chunks after them, which no look reads."""
+    train = r.fit_chunks - r.kept_out
+    test_end = train + r.heldout_chunks
     flat = lambda x: x[:train].reshape((-1,) + x.shape[2:])  # noqa: E731
     n = (train * r.own.chunk) // settings.fit_minibatch * settings.fit_minibatch
     obs, ret, ok = (flat(x)[:n] for x in (data.obs, data.returns, data.complete))
@@ -188,7 +212,7 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
     look_level = settings.fit_level / cap
 
     # the held-out chunks [H, B]: per chunk, each network's mean squared error against the returns
-    h_obs, h_ret, h_ok = data.obs[train:], data.returns[train:], data.complete[train:]
+    h_obs, h_ret, h_ok = data.obs[train:test_end], data.returns[train:test_end], data.complete[train:test_end]
     v_agent = networks.value_apply(agent.value, h_obs, knobs)
     agent_chunk_mse = _mse(v_agent, h_ret, h_ok, axis=1)
 
@@ -220,7 +244,7 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
     mre_t = paired_t(mre)
     nan = jnp.float32(jnp.nan)
     if data.exact is not None:
-        h_exact = flat_h(data.exact[train:])
+        h_exact = flat_h(data.exact[train:test_end])
         exact = (_mse(fv, h_exact, hk), _mse(av, h_exact, hk), _mse(h_exact, hr, hk))
     else:
         exact = (nan, nan, nan)
@@ -230,8 +254,41 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
                        fitted_mse=_mse(fv, hr, hk), agent_mse=_mse(av, hr, hk), mse_improvement=tt.mean,
                        mse_improvement_se=tt.se, fit_t=tt.t, fit_p=tt.p, fitted_better=better,
                        fit_rounds_used=rounds, fit_epochs_used=rounds * E, heldout_chunks=tt.n.astype(jnp.int32),
-                       fitted_mse_exact=exact[0], agent_mse_exact=exact[1], exact_mse=exact[2])
+                       fitted_mse_exact=exact[0], agent_mse_exact=exact[1], exact_mse=exact[2],
+                       **_floor(data, test_end, params, agent.value, knobs))
     return params, report
+
+
+def _floor(data: FitData, start: int, fitted, agent_value, knobs) -> dict:
+    """The floor fields of :class:`FitReport` on the chunks ``data[start:]`` (the floor's, which the stopping
+    rule never read), all states of those chunks pooled: non-terminal states, against the complete returns where
+    they are complete and against the returns cut at the batch end on every one."""
+    nan = jnp.float32(jnp.nan)
+    chunks = data.returns.shape[0] - start
+    fields = ("fitted_mre", "agent_mre", "fitted_mre_truncated", "agent_mre_truncated", "fitted_mse", "agent_mse",
+              "exact_mre", "exact_mre_truncated")
+    out = {f"floor_{f}": nan for f in fields}
+    out["floor_chunks"] = jnp.int32(chunks)
+    if chunks <= 0:
+        return out
+    flat = lambda x: x[start:].reshape((-1,) + x.shape[2:])  # noqa: E731
+    obs, ret = flat(data.obs), flat(data.returns)
+    nonterminal = flat(data.nonterminal) if data.nonterminal is not None else jnp.ones(ret.shape, bool)
+    sel = nonterminal & flat(data.complete)
+    v_fit, v_agent = (networks.value_apply(p, obs, knobs) for p in (fitted, agent_value))
+    out.update(floor_fitted_mre=mean_relative_error(v_fit, ret, sel),
+               floor_agent_mre=mean_relative_error(v_agent, ret, sel),
+               floor_fitted_mse=_mse(v_fit, ret, sel), floor_agent_mse=_mse(v_agent, ret, sel))
+    if data.truncated is not None:
+        cut = flat(data.truncated)
+        out.update(floor_fitted_mre_truncated=mean_relative_error(v_fit, cut, nonterminal),
+                   floor_agent_mre_truncated=mean_relative_error(v_agent, cut, nonterminal))
+    if data.exact is not None:
+        exact = flat(data.exact)
+        out["floor_exact_mre"] = mean_relative_error(exact, ret, sel)
+        if data.truncated is not None:
+            out["floor_exact_mre_truncated"] = mean_relative_error(exact, flat(data.truncated), nonterminal)
+    return out
 
 
 __all__ = ["FitData", "FitReport", "PairedT", "empty_report", "fit_data", "fit_value", "paired_t", "student_t_sf"]

@@ -83,7 +83,7 @@ CL_CLAIMS = (
           "the underlying true value function", "value_heldout_truncated_mre",
           "held-out MRE against the original's returns (cut at the batch end, no bootstrap)", "within",
           (0.25, 0.75), "\"about 50%\": within half of 50% either side, and above the noise floor (V*'s, or "
-          "V^π's on LQR, on the same target)", _VALUE, floor="value_floor_mre"),
+          "V^π's on LQR, on the same target)", _VALUE, floor="value_floor_truncated_mre"),
     Claim("value-off-by-about-half-complete", "CL", _S52, "§5.2, Figs 4b/15", "(the same, against complete "
           "returns)", "value_heldout_returns_mre", "held-out MRE against complete returns (each episode run to "
           "its end)", "within", (0.25, 0.75), "the same band on the target without the truncation's bias", _VALUE,

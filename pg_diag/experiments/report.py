@@ -38,9 +38,16 @@ def check_paper(paper: str) -> str:
     return paper
 
 
+def _scales(scale: str | None):
+    return None if scale is None else [s for s in scale.split(",") if s]
+
+
 def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict:
-    """{study name: directory} of ``paper``'s studies in ``root`` or its immediate subdirectories."""
+    """{study name: [directory, …]} of ``paper``'s studies in ``root`` or its immediate subdirectories: one per
+    study, or one per scale where ``scale`` names several ("mid,tasks": the mid scale's Hopper studies with the
+    papers' own tasks beside them)."""
     names = {t.study for t in targets.of_paper(check_paper(paper))}
+    wanted = _scales(scale)
     if not os.path.isdir(root):
         raise ConfigError(f"report --from {root!r}: no such directory")
     found: dict = {}
@@ -53,7 +60,7 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
                 record = json.load(f)
         except (OSError, ValueError):
             continue
-        if record.get("study") in names and (scale is None or record.get("scale") == scale):
+        if record.get("study") in names and (wanted is None or record.get("scale") in wanted):
             found.setdefault(record["study"], []).append((d, record.get("scale")))
     if not found:
         names = [t.name for t in targets.of_paper(paper)]
@@ -61,47 +68,60 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
                           f"{f' at scale {scale!r}' if scale else ''} (looked for the output directories of "
                           f"{', '.join(names)}, in it and its subdirectories); run those targets first, e.g. "
                           f"make {PAPERS[paper][2]}")
-    out = {}
     for name, dirs in found.items():
-        if len(dirs) > 1:
-            scales = {s for _, s in dirs}
-            how = ("choose one with --scale" if len(scales) == len(dirs) else
-                   "give --from a directory that holds one of them")
+        scales = [s for _, s in dirs]
+        if len(set(scales)) < len(dirs) or (wanted is None and len(dirs) > 1):
+            how = ("choose one with --scale, or several: --scale " + ",".join(sorted(set(map(str, scales))))
+                   if len(set(scales)) == len(dirs) else "give --from a directory that holds one of them")
             raise ConfigError(f"report --from {root!r}: {len(dirs)} {name!r} studies ("
                               f"{', '.join(f'{d} ({s})' for d, s in dirs)}); {how}")
-        out[name] = dirs[0][0]
-    return out
+    return {name: [d for d, _ in dirs] for name, dirs in found.items()}
 
 
 # --- each target's evidence and figures, read from disk ------------------------------------------------------
 
+def _scale_of(d: str) -> str:
+    try:
+        with open(os.path.join(d, study_dir.STUDY_FILE)) as f:
+            return str(json.load(f).get("scale"))
+    except (OSError, ValueError):
+        return "?"
+
+
 def collect(found: dict, paper: str, notes: list | None = None):
     """The evidence of ``paper``'s targets whose studies are in ``found``, as one frame (what was not tested
-    goes to ``notes``); a target its study did not measure gives none."""
+    goes to ``notes``); a target its study did not measure gives none. Studies of several scales are read
+    together, each agent named by its scale too (units of two scales are never merged)."""
     import pandas as pd
 
     rows, notes = [], notes if notes is not None else []
     for t in targets.of_paper(paper):
-        if t.study in found:
+        dirs = found.get(t.study, [])
+        for d in dirs:
             try:
-                rows += t.read_evidence(found[t.study], notes)
+                mine = t.read_evidence(d, notes)
             except ConfigError:
                 continue   # the study holds no measurement of this target
+            if len(dirs) > 1:
+                mine = [{**r, "agent": f"{_scale_of(d)}:{r['agent']}"} for r in mine]
+            rows += mine
     return pd.DataFrame(rows, columns=ev.COLUMNS)
 
 
 def _draw_figures(found: dict, out: str, paper: str) -> list:
-    """Every target's figure redrawn from its study into ``out/figures/<target>/``: [(target, path)]."""
+    """Every target's figure redrawn from its studies into ``out/figures/<target>[-<scale>]/``: [(target,
+    path)]."""
     figs = []
     for t in targets.of_paper(paper):
-        if t.study not in found:
-            continue
-        try:
-            result = t.redraw(found[t.study], out=os.path.join(out, "figures", t.name))
-        except (ConfigError, KeyError):
-            continue   # a target of the study that was not measured
-        paths = [p for p in result.get("figures") or [result.get("figure") or result.get("markdown")] if p]
-        figs += [(t.name, os.path.relpath(path, out)) for path in paths]
+        dirs = found.get(t.study, [])
+        for d in dirs:
+            where = t.name if len(dirs) == 1 else f"{t.name}-{_scale_of(d)}"
+            try:
+                result = t.redraw(d, out=os.path.join(out, "figures", where))
+            except (ConfigError, KeyError):
+                continue   # a target of the study that was not measured
+            paths = [p for p in result.get("figures") or [result.get("figure") or result.get("markdown")] if p]
+            figs += [(where, os.path.relpath(path, out)) for path in paths]
     return figs
 
 
@@ -180,7 +200,8 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_fi
     found_findings = findings_mod.findings(results, name) if found_findings is None else found_findings
     m = max([len(g) for _, g in found_findings.groupby("family")] or [1])
     lines = [f"# {title}", "",
-             "Studies read: " + (", ".join(f"`{n}` ({d})" for n, d in sorted(found.items())) or "none") + ".", "",
+             "Studies read: " + (", ".join(f"`{n}` ({', '.join(ds) if isinstance(ds, list) else ds})"
+                                           for n, ds in sorted(found.items())) or "none") + ".", "",
              "## Summary", ""] + _summary(found_findings, name) + ["",
              f"A finding is **reproduced** when it holds on every task and algorithm it was measured for where the "
              f"paper made it, after Holm's adjustment over its section's findings (family-wise error ≤ "
@@ -211,17 +232,11 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_fi
 
 def default_out(from_dir: str, found: dict, paper: str, scale: str | None) -> str:
     """``FROM/<paper's report>-<scale>``: the directory ``make closer-look-report SCALE=…`` writes too; the scale
-    the studies were made at where ``--scale`` is not given ("mixed" where they differ)."""
+    the studies were made at where ``--scale`` is not given; several scales joined by "+" ("mid+tasks")."""
     if scale is None:
-        scales = set()
-        for d in found.values():
-            try:
-                with open(os.path.join(d, study_dir.STUDY_FILE)) as f:
-                    scales.add(json.load(f).get("scale"))
-            except (OSError, ValueError):
-                scales.add(None)
-        scale = scales.pop() if len(scales) == 1 and None not in scales else "mixed"
-    return os.path.join(from_dir, f"{PAPERS[paper][2]}-{scale}")
+        scales = {_scale_of(d) for dirs in found.values() for d in dirs}
+        scale = scales.pop() if len(scales) == 1 else "mixed"
+    return os.path.join(from_dir, f"{PAPERS[paper][2]}-{'+'.join(_scales(scale))}")
 
 
 def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl") -> dict:

@@ -158,9 +158,13 @@ def metrics_frame(plan_: Plan, history: dict):
 
 
 def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
-    """The inverse of :func:`metrics_frame` for the first ``iterations`` iterations."""
+    """The inverse of :func:`metrics_frame` for the first ``iterations`` iterations. A metric the saved rows lack
+    (the run was interrupted under a version that did not record it, and is resumed under this one) is NaN
+    for those iterations: not measured, rather than a resume refused."""
     frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])
-    return {name: frame[name].to_numpy().reshape(num_agents, iterations) for name in METRICS}
+    blank = np.full(num_agents * iterations, np.nan)
+    return {name: (frame[name].to_numpy() if name in frame else blank).reshape(num_agents, iterations)
+            for name in METRICS}
 
 
 def _atomic_write(path: str, write) -> None:

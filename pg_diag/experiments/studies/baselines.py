@@ -27,7 +27,7 @@ from pg_diag.diagnostics.baseline_study import SPEC as BASELINE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
-from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
 
 STUDY = "fig-baselines"
@@ -56,10 +56,10 @@ SCALES = {
                     "2 agents per algorithm, checkpoints after 15/29; K = 10 estimates at N up to 1e4; value fit on "
                     "5e4 pairs in rounds of 20 epochs (at most 4)."),
     "mid": Scale(
-        **MID_TRAINING, measured_at={"baselines": (50, 99)},
+        **MID_TRAINING, measured_at={"baselines": MID_CHECKPOINTS[1:]},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000,
                                     fit_epochs=10)},
-        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 5 agents each (the mid scale's shared runs), 100 iterations, checkpoints after 50/99; K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 7 agents each (the mid scale's shared runs), 100 iterations, checkpoints after 31/61/92 (CL Fig 5: 150/300/450 of 488); K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
                     "until a t-test over 20 held-out batches shows it closer to the returns."),
 }
 
@@ -75,6 +75,10 @@ def pooled_curves(study):
 #: the fits table's per-agent errors averaged per label and iteration in the summary (the *_exact ones on LQR)
 FIT_MEANS = ("fitted_mse", "agent_mse", "mse_improvement", "fitted_mre", "agent_mre", "improvement", "fitted_ev",
              "agent_ev", "fit_epochs_used", "fitted_mse_exact", "agent_mse_exact", "exact_mse")
+#: the floor's columns (value_fit.FitReport: on held-out batches the stopping rule never read), averaged alike;
+#: absent from studies saved before the floor was read apart
+FLOOR_MEANS = ("floor_fitted_mre", "floor_agent_mre", "floor_fitted_mre_truncated", "floor_agent_mre_truncated",
+               "floor_fitted_mse", "floor_agent_mse", "floor_exact_mre", "floor_exact_mre_truncated")
 
 
 def summary(studies: dict):
@@ -85,7 +89,7 @@ def summary(studies: dict):
         s = study.summary().assign(task=task, objective=study.manifest["resolved"].get("objective", "surrogate"))
         fits = _agent_verdicts(study.fits.copy())
         grouped = fits.groupby(["label", "iteration"])
-        out = grouped[[c for c in FIT_MEANS if c in fits]].mean()
+        out = grouped[[c for c in FIT_MEANS + FLOOR_MEANS if c in fits]].mean()
         # the mean over agents of independent per-agent differences: its standard error
         for col in ("improvement", "mse_improvement"):
             out[f"{col}_se"] = np.sqrt(grouped[f"{col}_var"].sum(min_count=1)) / grouped.size()
@@ -97,7 +101,7 @@ def summary(studies: dict):
     cols = ["task", "label", "iteration", "baseline", "at_batch_size", "at_largest_n", "n_at_0.5", "n_at_0.9",
             "agents", "fitted_mse", "agent_mse", "mse_improvement", "mse_improvement_se", "fitted_shown",
             "fitted_better", "fit_epochs_used", "fitted_mre", "agent_mre", "improvement", "improvement_se",
-            "fitted_ev", "agent_ev", "fitted_mse_exact", "agent_mse_exact", "exact_mse", "objective"]
+            "fitted_ev", "agent_ev", "fitted_mse_exact", "agent_mse_exact", "exact_mse", *FLOOR_MEANS, "objective"]
     for col in cols:
         if col not in out:
             out[col] = np.nan
@@ -196,14 +200,20 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
         "Where it is not, the 'fitted' curve is a second learned baseline, not the true value function of CL "
         "Fig 5. fit_epochs_used: epochs V* was fit for (it stops when shown better). *_mse_exact (LQR): MSE "
         "against the exact V^π; exact_mse: V^π's own MSE against the returns, the noise floor. objective: what "
-        "each estimate differentiates (surrogate: CL eq. 15; own: the algorithm's own objective).")
+        "each estimate differentiates (surrogate: CL eq. 15; own: the algorithm's own objective). These fitted_* / "
+        "agent_* are read on the t-test's batches, which chose when V*'s fit stopped; floor_*: on further held-out "
+        "batches no look read (the floor), non-terminal states: floor_fitted_mre is V*'s MRE against the complete "
+        "returns — what a value function at E[R|s] reads from the returns' noise — and floor_agent_mre the "
+        "agent's on the same states; *_truncated against the returns cut at the batch end (the original's "
+        "target); floor_*_mse the squared errors; floor_exact_* (LQR) V^π's own MREs.")
     path = plot(studies, os.path.join(out, f"{target.name}.png"),
                 f"Baselines: mean pairwise cosine of gradient estimates vs N ({record['scale']} scale)")
     return {"figure": path, "summary": table, "markdown": md, "csv": csv, "studies": studies}
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
-    return ev.baseline_evidence(diagnostic_targets.load_measured(target, from_dir)[1])
+    studies = diagnostic_targets.load_measured(target, from_dir)[1]
+    return ev.baseline_evidence(studies, notes) + ev.baseline_ratio_evidence(studies)
 
 
 ORDER = 70  # the place of its targets in the table (make help, the CLI, the README)
@@ -211,9 +221,11 @@ TARGETS = (
     Target("fig-baselines", STUDY, "diagnostic", "CL Figs 5/16",
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "
            "exact V^π", scales=SCALES, run=diagnostic_targets.run, draw=draw, plan=dry_run.measurement_plan,
-           evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess"), presets=ALGORITHMS,
+           evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess", "value_floor"),
+           presets=ALGORITHMS,
            measurement=Measurement("baselines", BASELINE_STUDY,
-                                   tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2)),
+                                   tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2,
+                                             floor_chunks=2)),
            notebook="closer-look"),
 )
 

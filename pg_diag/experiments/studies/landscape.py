@@ -34,7 +34,7 @@ from pg_diag.diagnostics.landscape_study import SPEC as LANDSCAPE_STUDY
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
-from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Measurement, Target
 
 STUDY = "landscape"
@@ -76,10 +76,23 @@ SCALES = {
                   "landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
                                                   length_episodes=32)},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
-                    "runs: 5 agents per preset (the claims compare planes across agents), 100 iterations, measured "
-                    "after 0/99 (early and late); a 4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 "
+                    "runs: 7 agents per preset (the claims compare planes across agents), 100 iterations, measured "
+                    "after 0 and 61 (early, and later as CL's iteration 300 of 488, the learning rate still 0.39 of "
+                    "its start); a 4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 "
                     "norm 2, L̂ from 32 episodes; 2K/4K/8K pairs per point (concentration); 4K pairs per point "
                     "and steps from 2,048 and 32,768 pairs (surrogate)."),
+    "tasks": Scale(
+        **{**tasks_training(("humanoid",)), "tasks": {"fig-landscape-concentration": ("humanoid",),
+                                                       "fig-landscape-surrogate": ("humanoid",)}},
+        measured_at={"landscape-concentration": MID_CHECKPOINTS[2:3], "landscape-surrogate": MID_CHECKPOINTS[::2]},
+        settings={"landscape-concentration": dict(points=4, sizes=(2_000, 20_000, 100_000), envs=8,
+                                                      length_episodes=32),
+                  "landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
+                                                  length_episodes=32)},
+        description="Humanoid (CL Figs 6, 26, 27) at the mid scale's shape: the runs of fig-trust-region's tasks "
+                    "scale (7 agents per preset, 100 iterations), measured after 61 (CL's iteration 300 of 488); a "
+                    "4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 norm 2; 2K/20K/100K pairs per point "
+                    "as CL Fig 6 (concentration); the surrogate's plane as the mid scale's."),
 }
 
 

@@ -24,7 +24,10 @@ one), so the tables can be computed exactly as published.
 
 Training writes ``OUT/runs/<task>-<ppo|trpo>-<key>/`` and ``OUT/study.json``; the
 drawing functions (:func:`draw_rewards`, :func:`draw_table`) only read them, and
-the training entry points end by calling them.
+the training entry points end by calling them. At the mid scale the runs go to
+``runs/`` beside ``OUT`` instead, where fig-trust-region and the closer-look
+targets keep theirs: its PPO, PPO-M and TRPO are the closer look's mid training
+(:data:`SHARED_PRESETS`), trained once for all of them.
 """
 
 from __future__ import annotations
@@ -35,10 +38,10 @@ import os
 import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, ConfigError, study_preset
-from pg_diag.experiments import dry_run, figures, study_dir
+from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.scales import Scale, pick
+from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.experiments.target import Target
 from pg_diag.experiments.training import train_study
 from pg_diag.stats import PUBLISHED, aai, acli, index_interval, t_interval
@@ -61,7 +64,32 @@ SCALES = {
     "smoke": Scale(tasks=("hopper",), seeds=8, overrides={**CPU_SCALE, "num_iterations": 30},
                    description="Hopper (native MuJoCo on a CPU), the papers' presets at CPU scale: 30 iterations of "
                                "4 × 256 steps, 8 agents per algorithm."),
+    # the closer look's mid training (MID_TRAINING: its tasks, seeds and settings) for all five presets, so that
+    # PPO, PPO-M and TRPO are the very runs fig-trust-region, fig-value and the diagnostics train (SHARED_PRESETS)
+    # and every IM claim on the tables gets the claims' 5 agents per algorithm
+    "mid": Scale(tasks=MID_TRAINING["tasks"], seeds=MID_TRAINING["seeds"], overrides=MID_TRAINING["overrides"],
+                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the papers' "
+                             "presets, 5 agents each, 100 iterations: PPO, PPO-M and TRPO are the mid scale's "
+                             "shared runs (those of fig-trust-region and the closer-look targets), TRPO+ and "
+                             "PPO-NoClip train beside them."),
 }
+
+#: scale -> the presets it trains as the runs other targets train too: in the sweeps those targets train them
+#: (PPO with PPO-M, TRPO alone), not with the study's other presets (PPO-NoClip would join PPO's sweep as a
+#: third grid point, another configuration), into ``runs/`` beside the study's directory where the others keep
+#: theirs (:func:`pg_diag.experiments.diagnostic_targets.train_runs`): trained once between them. The study's
+#: other presets train in sweeps of their own beside them.
+SHARED_PRESETS = {"mid": tuple(MID_TRAINING["presets"])}
+
+
+def training_groups(scale: str, presets) -> tuple:
+    """The presets a study trains at ``scale``, grouped as they train: one :func:`train_study` (its sweeps
+    grouped by static configuration) per group — the shared presets (:data:`SHARED_PRESETS`), then the rest —
+    or every preset in one group where the scale shares none."""
+    shared = SHARED_PRESETS.get(scale, ())
+    if not shared or not set(shared) <= set(presets):
+        return (tuple(presets),)
+    return tuple(g for g in (shared, tuple(a for a in presets if a not in shared)) if g)
 
 
 # --- per-agent scores and the tables ------------------------------------------------
@@ -180,16 +208,34 @@ TABLE_3_PRESETS = ("ppo", "ppo-noclip")
 
 
 def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> None:
-    """Train every preset on every task (reusing matching runs on disk) and record the study."""
+    """Train every preset on every task (reusing matching runs on disk) and record the study: into
+    ``OUT/runs/``, or at a scale whose runs other targets share (:data:`SHARED_PRESETS`) into ``runs/`` beside
+    ``OUT``, group by group (:func:`training_groups`)."""
     sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
     for task in tasks:  # validate every configuration before training anything
         for algo in target.presets:
             study_preset(algo, task, **over)
-    runs = {t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"), target.presets, progress, **over)[1]
-            for t in tasks}
-    study_dir.write(out, STUDY, scale, tasks, algorithms=list(target.presets), **study_dir.runs_entry(runs))
+    if scale in SHARED_PRESETS:
+        entries = [diagnostic_targets.train_runs(out, sc, tasks, group, seeds or sc.seeds, progress, overrides)
+                   for group in training_groups(scale, target.presets)]
+        entry = {"runs": {t: [d for e in entries for d in e["runs"][t]] for t in tasks},
+                 "run_seeds": {d: s for e in entries for d, s in e["run_seeds"].items()}}
+    else:
+        entry = study_dir.runs_entry({t: train_study(t, seeds or sc.seeds, os.path.join(out, "runs"),
+                                                     target.presets, progress, **over)[1] for t in tasks})
+    study_dir.write(out, STUDY, scale, tasks, algorithms=list(target.presets), **entry)
+
+
+def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
+    """The sweeps :func:`run` starts: per task, one per group of presets (:func:`training_groups`) and static
+    configuration; at the mid scale the shared ones are the programs fig-trust-region plans (the same
+    :class:`~pg_diag.experiments.dry_run.Program`, which a plan of several targets costs once)."""
+    sc = pick(target.scales, scale)
+    over = {**sc.overrides, **overrides}
+    return [p for t in tuple(tasks or sc.tasks_of()) for group in training_groups(scale, target.presets)
+            for p in dry_run.preset_training(t, group, seeds or sc.seeds, over, memory)]
 
 
 def run(target, scale="smoke", out="results/algorithms", tasks=None, seeds=None, progress=None, **overrides):
@@ -242,7 +288,7 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.score_evidence(agent_scores(study_dir.load_runs(from_dir, STUDY, target.name)[1]))
 
 
-_COMMON = dict(study=STUDY, kind="training", scales=SCALES, run=run, plan=dry_run.training_plan,
+_COMMON = dict(study=STUDY, kind="training", scales=SCALES, run=run, plan=plan,
                presets=ALGORITHM_PRESETS, notebook="implementation-matters")
 
 REWARDS_TARGET = Target("fig-rewards", paper="CL Fig 10", help="CL Fig 10: reward curves of all five algorithms",
@@ -259,6 +305,6 @@ TABLE_3_TARGET = Target("table-3", paper="IM Table 3", help="IM Table 3: PPO vs 
 ORDER = 40  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (REWARDS_TARGET, TABLE_2_TARGET, TABLE_3_TARGET)
 
-__all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET", "TABLE_3_PRESETS",
+__all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "SHARED_PRESETS", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET", "TABLE_3_PRESETS",
            "TABLE_3_TARGET", "TARGETS", "agent_scores", "draw_rewards", "draw_table",
-           "plot_rewards", "summarize", "table"]
+           "plan", "plot_rewards", "summarize", "table", "training_groups"]

@@ -23,7 +23,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Target
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
@@ -40,6 +40,10 @@ SCALES = {
                  description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), PPO, PPO-M and "
                              "TRPO, 5 agents each, 100 iterations, a held-out batch every 10 iterations: the mid "
                              "scale's shared runs (those of every closer-look target)."),
+    "tasks": Scale(**tasks_training(("humanoid",)),
+                   description="Humanoid (CL Figs 9, 29: where the paper read its trust regions) at the mid scale's "
+                               "shape: PPO, PPO-M and TRPO, 7 agents each, 100 iterations of 1 × 2,048 steps, a "
+                               "held-out batch every 10 iterations; the runs fig-landscape-concentration measures."),
 }
 
 

@@ -3,7 +3,10 @@
 Every training iteration records the mean relative error of the *updated*
 value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
 
-* against its own training target V_old + Â (GAE MRE) — what it is fit to;
+* against its own training target V_old + Â (GAE MRE) — what it is fit to; and
+  the original code's "GAE MRE" (``value_mre_gae_original``), the value loss
+  per state over |V_old + Â| (ref §4.1 item 3): a squared error over a value,
+  not a relative error, which is what CL's "small" GAE MRE measured;
 * against the discounted returns of the rewards it is trained on (returns
   MRE) where they are complete: on the training batch, the states whose
   episode ends inside the batch; on the held-out batch every state, its
@@ -23,7 +26,10 @@ variance: whether a network predicts E[R | s] is a squared-error question,
 E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²], and the last term — the returns'
 own noise — is a floor no network goes below; on the linear-quadratic task it
 is measured (V^π's own MSE against the returns) and drawn beside the
-network's. A relative error has no such floor to read against, and returns
+network's, and so are V^π's own MREs against the complete and the truncated
+returns on the same states (``heldout_value_mre_floor``,
+``heldout_value_mre_floor_truncated``): what a perfect value function reads
+there, so an MRE "off by 50%" can be told from the returns' own scatter. A relative error has no such floor to read against, and returns
 near 0 inflate it without bound. This target trains PPO
 and TRPO with the held-out batch on and draws the errors per iteration (log
 scale, mean over agents with a 95% Student-t band); :func:`draw` redraws
@@ -40,7 +46,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
-from pg_diag.experiments.scales import MID_TRAINING, Scale
+from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Target
 from pg_diag.stats import t_interval
 
@@ -48,12 +54,17 @@ STUDY = "fig-value"
 ALGORITHMS = ("ppo", "trpo")
 #: (metric suffix, panel title); each panel draws the training and the held-out batch
 ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
+          ("gae_original", "the original's GAE \"MRE\": value loss / |V_old + Â|"),
           ("returns", "against the complete returns (returns MRE)"),
           ("returns_truncated", "against returns cut at the batch end (the original's)"),
           ("exact", "against the exact V^π (LQR)"))
 #: held-out squared-error metrics (trainer.METRICS): (column, error name in the curves)
 HELDOUT_MSE = (("heldout_value_mse_returns", "returns_mse"), ("heldout_value_ev_returns", "returns_ev"),
                ("heldout_value_mse_exact", "exact_mse"), ("heldout_value_mse_floor", "floor_mse"))
+#: the noise floor's MREs on the held-out batch (LQR: the exact V^π against the same returns on the same states),
+#: drawn as a third "batch" in the panel of the error they are the floor of: (column, error)
+FLOOR_MRE = (("heldout_value_mre_floor", "returns"), ("heldout_value_mre_floor_truncated", "returns_truncated"))
+FLOOR = "noise floor (V^π)"
 
 SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=5, overrides={"heldout_every": 10},
@@ -68,7 +79,11 @@ SCALES = {
     "mid": Scale(**MID_TRAINING,
                  description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), 100 "
                              "iterations, a held-out batch every 10 iterations; PPO and TRPO of the mid scale's "
-                             "shared runs (5 agents each; PPO-M trains beside them for the other targets)."),
+                             "shared runs (7 agents each; PPO-M trains beside them for the other targets)."),
+    "tasks": Scale(**{**tasks_training(("walker2d",)), "presets": ("ppo", "trpo")},
+                   description="Walker2d (CL Fig 4: where the paper read its value network) at the mid scale's shape: "
+                               "PPO and TRPO, 7 agents each, 100 iterations of 1 × 2,048 steps, a held-out batch every "
+                               "10 iterations."),
 }
 
 
@@ -82,6 +97,7 @@ def curves(metrics, resamples: int = 200):
     series = [(f"{prefix}value_mre_{kind}", kind, batch) for kind, _ in ERRORS
               for batch, prefix in (("train", ""), ("held-out", "heldout_"))]
     series += [(col, kind, "held-out") for col, kind in HELDOUT_MSE]
+    series += [(col, kind, FLOOR) for col, kind in FLOOR_MRE]
     for col, kind, batch in series:
         if col not in metrics:
             continue
@@ -111,6 +127,10 @@ def summary(metrics):
                     continue
                 values = late[f"{prefix}value_mre_{kind}"].to_numpy()
                 row[f"{kind} MRE ({batch})"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
+        for col, kind in FLOOR_MRE:
+            if col in late:
+                values = late[col].to_numpy()
+                row[f"{kind} MRE (noise floor)"] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
         for col, kind in HELDOUT_MSE:
             if col in late:
                 values = late[col].to_numpy()
@@ -137,8 +157,8 @@ def plot(curve, path: str, title: str) -> str:
                 ax.axis("off")
                 continue
             for (algo, batch), d in part.groupby(["algorithm", "batch"], sort=True):
-                style = dict(color=COLORS.get(algo, "k"), ls="-" if batch == "train" else "--",
-                             marker=None if batch == "train" else "o", ms=3, lw=1.2)
+                style = dict(color=COLORS.get(algo, "k"), ls={"train": "-", FLOOR: ":"}.get(batch, "--"),
+                             marker="o" if batch == "held-out" else None, ms=3, lw=1.2)
                 ax.plot(d.iteration, d["mean"], label=f"{LABELS.get(algo, algo)}, {batch}", **style)
                 ax.fill_between(d.iteration, d.low, d.high, color=style["color"], alpha=0.12)
             ax.set_yscale("log", base=2)
@@ -183,17 +203,21 @@ def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     table = summary(metrics)
     md, csv = figures.write_table(
         table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",
-        "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; returns: "
+        "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; "
+        "gae_original: the original code's GAE \"MRE\", the value loss per state as configured (squared error, or "
+        "the max of the clipped and unclipped ones) over |V_old + Â| — not a relative error, it scales with the "
+        "rewards — what CL's \"GAE MRE\" read; returns: "
         "complete discounted returns of the learner's rewards (train: only states whose episode ends inside the "
         "batch; held-out: every state, its environments run on to each episode's end); returns_truncated: the "
         "same returns on every state, cut at the batch end (the original's); exact: the closed-form V^π of the "
         "pre-update policy (LQR). returns MSE / EV (held-out): squared error against the complete returns and "
         "explained variance 1 − Var(R − V)/Var(R); noise floor MSE (LQR): V^π's own MSE against the same "
         "returns, below which no network goes (returns MSE − noise floor = MSE against V^π, exact MSE, up to "
-        "sampling). Means over agents and the second half of training.")
+        "sampling); MRE (noise floor) (LQR): V^π's own MRE against the same returns on the same held-out states, "
+        "what a perfect value function reads there. Means over agents and the second half of training.")
     path = plot(curve, os.path.join(out, f"{STUDY}.png"),
                 f"Value prediction error of the updated value network ({record['scale']} scale): solid = training "
-                f"batch, dashed = held-out batch")
+                f"batch, dashed = held-out batch, dotted = V^π's own (LQR: the noise floor)")
     return {"figure": path, "summary": table, "curves": curve, "metrics": metrics, "markdown": md, "csv": csv}
 
 
