@@ -17,7 +17,7 @@ ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's
 @pytest.fixture(autouse=True)
 def _runs_of_twenty_iterations(monkeypatch):
     """The constructed studies name runs that are not on disk: each agent's run has 20 iterations, no annealing."""
-    monkeypatch.setattr(evidence, "_schedule", lambda run: _Every((ITERATIONS, False)))
+    monkeypatch.setattr(evidence.common, "_schedule", lambda run: _Every((ITERATIONS, False)))
 
 
 class _Every(dict):
