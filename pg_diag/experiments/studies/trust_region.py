@@ -38,7 +38,7 @@ SCALES = {
                                "4 agents per algorithm, held-out batch every 3 iterations."),
     "mid": Scale(**MID_TRAINING,
                  description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), PPO, PPO-M and "
-                             "TRPO, 5 agents each, 100 iterations, a held-out batch every 10 iterations: the mid "
+                             "TRPO, 7 agents each, 100 iterations, a held-out batch every 10 iterations: the mid "
                              "scale's shared runs (those of every closer-look target)."),
     "tasks": Scale(**tasks_training(("humanoid",)),
                    description="Humanoid (CL Figs 9, 29: where the paper read its trust regions) at the mid scale's "
