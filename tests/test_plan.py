@@ -78,11 +78,19 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
     assert abl.sequential_steps == 100 * 2048 and abl.spec[2] == seeds
     static = abl.spec[0].static
     assert (static.num_envs, static.steps_per_env, static.reset_every_iteration) == (1, 2048, True)
-    table = plans["table-2"]
-    assert [(p.presets, p.units) for p in table] == [("ppo+ppo-m", 10), ("trpo", 5), ("ppo-noclip", 5), ("trpo+", 5)]
+    table, n = plans["table-2"], presets.SCALES["mid"].seeds
+    assert [(p.presets, p.units) for p in table] == [("ppo+ppo-m", 2 * n), ("trpo", n), ("ppo-noclip", n), ("trpo+", n)]
     agents = {a: p.spec[2] for p in table for a in (("ppo", "ppo-m") if p.presets == "ppo+ppo-m" else (p.presets,))}
     assert set(agents) == set(presets.TABLE_2_PRESETS) | set(presets.TABLE_3_PRESETS)
     assert min(agents.values()) >= claims.MIN_AGENTS
+    # enough units that each claim's sign test can pass Holm's first step in its paper section (family)
+    from pg_diag.experiments import findings
+    from pg_diag.experiments.claims_im import IM_CLAIMS
+
+    def needed(prefix):
+        family = {c.family for c in IM_CLAIMS if c.evidence.startswith(prefix) and c.role == "finding"}
+        return max(findings.agents_for(sum(c.family == f and c.role == "finding" for c in IM_CLAIMS)) for f in family)
+    assert seeds >= needed("ablation_") and min(agents.values()) >= needed("im_score")
     region = plans["fig-trust-region"]
     assert table[:2] == region and _plan("table-3", "mid") == _plan("fig-rewards", "mid") == table
     for mine, theirs in zip(table, region):   # what names a run directory: configuration, grid, seeds

@@ -66,10 +66,10 @@ SCALES = {
                                "4 × 256 steps, 8 agents per algorithm."),
     # the closer look's mid training (MID_TRAINING: its tasks, seeds and settings) for all five presets, so that
     # PPO, PPO-M and TRPO are the very runs fig-trust-region, fig-value and the diagnostics train (SHARED_PRESETS)
-    # and every IM claim on the tables gets the claims' 5 agents per algorithm
+    # and every IM claim on the tables gets the mid scale's agents per algorithm
     "mid": Scale(tasks=MID_TRAINING["tasks"], seeds=MID_TRAINING["seeds"], overrides=MID_TRAINING["overrides"],
-                 description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the papers' "
-                             "presets, 5 agents each, 100 iterations: PPO, PPO-M and TRPO are the mid scale's "
+                 description=f"Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the papers' "
+                             f"presets, {MID_TRAINING['seeds']} agents each, 100 iterations: PPO, PPO-M and TRPO are the mid scale's "
                              "shared runs (those of fig-trust-region and the closer-look targets), TRPO+ and "
                              "PPO-NoClip train beside them."),
 }
