@@ -283,3 +283,17 @@ def test_extensions_and_checks_are_never_counted():
     out = findings.findings(claims.evaluate(ev), None)
     assert "value-off-by-about-half-complete" not in set(out.claim)
     assert "theorem-first-step-unclipped" not in set(out.claim)
+
+
+def test_every_claim_hopper_cannot_carry_has_a_scale_on_the_papers_tasks():
+    """A claim whose figures exclude Hopper (CL Figs 6, 9, 26, 27, 29: Humanoid) is measured by its target's
+    ``tasks`` scale on those tasks, at the mid scale's shape; the ranking of tasks needs the paper scale."""
+    from pg_diag.experiments import targets
+
+    for claim in claims.CLAIMS:
+        if not claim.tasks or "hopper" in claim.tasks or claim.versus == "tasks":
+            continue
+        target = next(t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides))
+        scale = target.scales["tasks"]
+        assert set(scale.tasks_of(target.name)) <= set(claim.tasks), (claim.key, target.name)
+        assert scale.seeds >= claims.MIN_AGENTS

@@ -300,6 +300,30 @@ def test_landscape_concentration_by_hand():
     assert _values(rows, "landscape_step_z_small") == {"r:0": pytest.approx(1 / np.sqrt(10.0))}
     assert _values(rows, "landscape_noise_ratio_large") == {"r:0": pytest.approx(se_large / np.sqrt(1.25 - se_large ** 2))}
     assert {r["pairs"] for r in rows} == {2_000.0, 100_000.0} and {r["progress"] for r in rows} == {0.5}
+    verdicts = claims.evaluate(pd.DataFrame(rows), paper="CL")
+    assert set(verdicts.verdict) == {"too few agents"}             # one agent: a count, no verdict
+
+
+def _planes(step_gain: float, se_small: float, agents: int = 6):
+    """Six TRPO planes on Humanoid at checkpoint 10: the step's point ``step_gain`` above the origin at 100K
+    pairs, every point's standard error ``se_small`` at 2K."""
+    return pd.DataFrame([{"label": "trpo", "run": "r", "agent": a, "iteration": 10, "step_pairs": 0, "n": n, "x": x,
+                          "y": y, "mean": m + (step_gain if (x, y) == (1, 0) else 0.0),
+                          "se": se_small if n == 2_000 else 0.1}
+                         for a in range(agents) for n in (2_000, 100_000)
+                         for (x, y, m) in ((0, 0, 100.0), (1, 0, 100.0), (0, 1, 90.0), (1, 1, 80.0))])
+
+
+def test_a_landscape_of_known_noise_is_noisy_only_where_its_noise_hides_the_step():
+    """The step gains 10 (at 100K pairs). With a 2K standard error of 20 a point, the step's difference has SE
+    20√2 = 28.3: 0.35 standard errors — the small sample cannot tell the points apart, "noisy" holds; with SE 2
+    (difference SE 2.83: 3.5 SEs) it is told apart and the claim fails."""
+    claim = claims.by_key("landscape-noisy-at-small-n")
+    for se, verdict, z in ((20.0, "holds", 10 / (20 * np.sqrt(2))), (2.0, "does not hold", 10 / (2 * np.sqrt(2)))):
+        study = types.SimpleNamespace(sizes=[2_000, 100_000], returns=_planes(10.0, se))
+        rows = evidence.landscape_evidence({"humanoid": study}, {})
+        assert _all(_values(rows, "landscape_step_z_small"), z)
+        assert claims.evaluate(pd.DataFrame(rows), claims=[claim]).verdict.iloc[0] == verdict
 
 
 def _trust_region(algorithm, constraint, bound, max_ratio, mean_kl, max_kl, heldout=np.nan, agents=6):

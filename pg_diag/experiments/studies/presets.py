@@ -44,7 +44,7 @@ from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.experiments.target import Target
 from pg_diag.experiments.training import train_study
-from pg_diag.stats import PUBLISHED, aai, acli, index_interval, t_interval
+from pg_diag.stats import PUBLISHED, aai, acli, index_interval, t_coverage_on_skewed, t_interval
 
 #: the tables' reporting rule -> the per-iteration metric it reads
 REPORTING = {"pg_diag": "mean_return", "original": "mean_return_reference"}
@@ -260,6 +260,18 @@ AAI_CI_NOTE = ("; AAI and ACLI each the larger |difference| of two means, its in
                "simultaneous by Bonferroni, coverage ≥ 95%")
 
 
+def _coverage_note(summary) -> str:
+    """What the tables' Student-t intervals cover when agents' scores are skewed: simulated at the fewest agents
+    of a cell (lognormal σ = 1; :func:`pg_diag.stats.t_coverage_on_skewed`). The claims compare median agents
+    instead (:mod:`pg_diag.experiments.claims`)."""
+    n = int(summary.agents.min()) if len(summary) else 0
+    if n < 2:
+        return ""
+    return (f" On skewed (lognormal) agents a 95% Student-t interval over {n} agents covers "
+            f"{t_coverage_on_skewed(n):.2f} (simulated); the claims report compares median agents, whose intervals "
+            f"hold on any population.")
+
+
 def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
                reporting: str = "pg_diag", *, compared: tuple, title: str, with_aai: bool) -> dict:
     """A table of the ``compared`` presets (Table 2 with AAI and ACLI, Table 3) from the study saved in
@@ -274,6 +286,7 @@ def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statis
             f" of the per-iteration mean episodic reward) with a 95% Student-t interval over agents (the paper's "
             f"are percentile-bootstrap intervals{AAI_CI_NOTE if with_aai else ''}); {record['scale']} scale. Episodic reward reported "
             f"under {REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
+    note += _coverage_note(summary)
     out_agents = scores[~np.isfinite(scores.score)]
     if len(out_agents):   # a diverged agent's returns are NaN from its divergence on: named, not averaged
         note += (" Left out, with no finite score (the agent diverged, or no episode ended in the iterations "
