@@ -125,32 +125,40 @@ def test_crossing_ratio_by_hand():
     assert evidence.crossing_ratio([100, 1000], [0.7, 0.8], 0.5, 1000) == 0.1
 
 
-def test_value_evidence_reads_the_second_half_by_hand():
-    """Iterations 0–9, second half 5–9 (≥ 9/2), held-out measured on odd iterations (7's returns MRE NaN): the
-    original's GAE "MRE" 0.05, the true one 0.1; complete returns 0.5; truncated held-out 0.6 + 0.01·it (its
-    mean over 5, 7, 9: 0.67), truncated training 0.2 + 0.01·it every iteration; generalization paired on 5, 7, 9:
-    0.67 − 0.27 = 0.4 (unpaired, the training mean over 5–9, 0.27, is the same here by symmetry; the first half's
-    0.9 is not read). Not the LQR task: no floor columns, no floor rows."""
+def _per_agent(rows, name):
+    """{agent: the mean of its rows} of evidence ``name`` (what a claim over the whole run reads)."""
+    frame = pd.DataFrame([r for r in rows if r["evidence"] == name])
+    return {} if frame.empty else frame.groupby("agent")["value"].mean().to_dict()
+
+
+def test_value_evidence_is_one_row_per_measured_iteration_by_hand():
+    """Iterations 0–9 of a 10-iteration run, held-out measured on odd iterations (7's complete-returns MRE NaN):
+    each measured iteration is a row with its point of training. The original's GAE "MRE" 0.9 at 1, 3 and 0.05 at
+    5, 7, 9: mean (1.8 + 0.15)/5 = 0.39; complete returns 0.5 at 5, 9 only; truncated held-out 0.6 + 0.01·it
+    against the training batch's 0.2 + 0.01·it: generalization 0.4 at each odd iteration. Not the LQR task: no
+    floor rows."""
     it = np.arange(10)
     late, held = it >= 5, it % 2 == 1
-    m = pd.DataFrame({"task": "hopper", "algorithm": "ppo", "agent": 0, "iteration": it,
+    m = pd.DataFrame({"task": "hopper", "algorithm": "ppo", "agent": 0, "iteration": it, "num_iterations": 10,
+                      "lr_annealing": True,
                       "heldout_value_mre_gae_original": np.where(held, np.where(late, 0.05, 0.9), np.nan),
-                      "heldout_value_mre_gae": np.where(held, np.where(late, 0.1, 0.9), np.nan),
+                      "heldout_value_mre_gae": np.where(held, 0.1, np.nan),
                       "heldout_value_mre_returns": np.where(held & late, np.where(it == 7, np.nan, 0.5), np.nan),
-                      "value_mre_returns": np.where(late, 0.2, 0.9),
-                      "heldout_value_mre_returns_truncated": np.where(held, np.where(late, 0.6 + 0.01 * it, 0.1),
-                                                                      np.nan),
-                      "value_mre_returns_truncated": np.where(late, 0.2 + 0.01 * it, 0.9)})
+                      "value_mre_returns": 0.9,
+                      "heldout_value_mre_returns_truncated": np.where(held, 0.6 + 0.01 * it, np.nan),
+                      "value_mre_returns_truncated": 0.2 + 0.01 * it})
     rows = evidence.value_evidence(m)
-    assert _values(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.05)}
-    assert _values(rows, "value_heldout_gae_mre_true") == {"0": pytest.approx(0.1)}
-    assert _values(rows, "value_heldout_returns_mre") == {"0": pytest.approx(0.5)}
-    assert _values(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.67)}
-    assert _values(rows, "value_returns_generalization") == {"0": pytest.approx(0.4)}
+    assert _per_agent(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.39)}
+    assert _per_agent(rows, "value_heldout_gae_mre_true") == {"0": pytest.approx(0.1)}
+    assert sorted(r["iteration"] for r in rows if r["evidence"] == "value_heldout_returns_mre") == [5, 9]
+    assert _per_agent(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.65)}
+    assert _per_agent(rows, "value_returns_generalization") == {"0": pytest.approx(0.4)}
+    first = next(r for r in rows if r["iteration"] == 3)
+    assert first["progress"] == pytest.approx(0.3) and first["lr_share"] == pytest.approx(0.7)
     assert not any(r["evidence"].startswith("value_floor") for r in rows)
     # a run recorded before the original's GAE "MRE" existed: no row for it, the others as before
     old = evidence.value_evidence(m.drop(columns="heldout_value_mre_gae_original"))
-    assert not _values(old, "value_heldout_gae_mre") and _values(old, "value_heldout_gae_mre_true")
+    assert not _per_agent(old, "value_heldout_gae_mre") and _per_agent(old, "value_heldout_gae_mre_true")
 
 
 def test_generalization_pairs_the_iterations_and_the_states():
@@ -162,7 +170,7 @@ def test_generalization_pairs_the_iterations_and_the_states():
                       "heldout_value_mre_returns_truncated": np.where(np.isin(it, (6, 8)), 0.3, np.nan),
                       "value_mre_returns_truncated": np.where(it % 2 == 0, 0.1, 0.5),
                       "value_mre_returns": 5.0})
-    assert _values(evidence.value_evidence(m), "value_returns_generalization") == {"3": pytest.approx(0.2)}
+    assert _per_agent(evidence.value_evidence(m), "value_returns_generalization") == {"3": pytest.approx(0.2)}
 
 
 def test_on_lqr_a_perfect_value_function_reads_the_floor():
@@ -190,11 +198,11 @@ def test_on_lqr_a_perfect_value_function_reads_the_floor():
                       "value_mre_returns_truncated": net_cut,
                       "heldout_value_mre_floor": floor_full, "heldout_value_mre_floor_truncated": floor_cut})
     rows = evidence.value_evidence(m)
-    assert _values(rows, "value_floor_mre") == {"1": pytest.approx(floor_full)}
-    assert _values(rows, "value_floor_agent_mre") == _values(rows, "value_floor_mre")
-    assert _values(rows, "value_floor_truncated_mre") == {"1": pytest.approx(floor_cut)}
-    assert _values(rows, "value_floor_agent_truncated_mre") == _values(rows, "value_floor_truncated_mre")
-    assert _values(rows, "value_returns_generalization") == {"1": pytest.approx(0.0)}
+    assert _per_agent(rows, "value_floor_mre") == {"1": pytest.approx(floor_full)}
+    assert _per_agent(rows, "value_floor_agent_mre") == _per_agent(rows, "value_floor_mre")
+    assert _per_agent(rows, "value_floor_truncated_mre") == {"1": pytest.approx(floor_cut)}
+    assert _per_agent(rows, "value_floor_agent_truncated_mre") == _per_agent(rows, "value_floor_truncated_mre")
+    assert _per_agent(rows, "value_returns_generalization") == {"1": pytest.approx(0.0)}
 
 
 def _baseline_study(agent_mse, fitted_mse, better, agents=range(6), floor=True):
