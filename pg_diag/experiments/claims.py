@@ -68,16 +68,22 @@ def in_window(part, window: str) -> np.ndarray:
 
 
 def _scope_mask(claim: Claim, part) -> tuple:
-    """(in scope, why not) per row."""
+    """(in scope, {reason: rows meeting it}) per row: the tasks, the point of training, the sample sizes."""
     sc = claim.scope
     task_ok = part.task.isin(sc.tasks).to_numpy() if sc.tasks else np.ones(len(part), bool)
-    when_ok = in_window(part, sc.window)
     pairs = _col(part, "pairs")
     pairs_ok = np.isnan(pairs) & (sc.pairs == (0, float("inf"))) | (pairs >= sc.pairs[0]) & (pairs <= sc.pairs[1])
-    why = np.where(~task_ok, f"the paper's tasks: {'/'.join(sc.tasks)}",
-                   np.where(~when_ok, "the paper's point of training: " + _window_words(sc.window),
-                            np.where(~pairs_ok, f"the paper's sample sizes: {sc.sizes}", "")))
-    return task_ok & when_ok & pairs_ok, why
+    checks = {f"the paper's tasks: {'/'.join(sc.tasks)}": task_ok,
+              "the paper's point of training: " + _window_words(sc.window): in_window(part, sc.window),
+              f"the paper's sample sizes: {sc.sizes}": pairs_ok}
+    return np.logical_and.reduce(list(checks.values())), checks
+
+
+def _missing_scope(checks: dict, rows) -> str:
+    """What a task's (or algorithm's) measurements lack: each part of the scope none of them meets, or, where
+    each part is met by some, that none meets all."""
+    lacking = [why for why, ok in checks.items() if not ok[rows].any()]
+    return "; ".join(lacking) or "no measurement meets all of: " + "; ".join(checks)
 
 
 def _window_words(window: str) -> str:
@@ -270,17 +276,16 @@ def _claim_rows(claim: Claim, evidence) -> list:
         part = part[part.label.isin(claim.labels)]
     if part.empty:
         return []
-    inside, why = _scope_mask(claim, part)
+    inside, checks = _scope_mask(claim, part)
     args = (_floors(claim, evidence),) if claim.kind == "agents" else ()
     rows = _EVALUATE[claim.kind](claim, part[inside], *args) if inside.any() else []
     measured = {(r["task"], r["label"]) for r in rows}
-    outside = part[~inside].assign(why=why[~inside])
-    for r in (_EVALUATE[claim.kind](claim, outside, *args) if len(outside) else []):
+    for r in (_EVALUATE[claim.kind](claim, part[~inside], *args) if (~inside).any() else []):
         if (r["task"], r["label"]) in measured or r["level"]:
             continue
-        reasons = sorted(set(outside[outside.task.isin(r["task"].split(" − "))].why)) or sorted(set(outside.why))
+        mine = part.task.isin(r["task"].split(" − ")).to_numpy()
         rows.append({**r, "verdict": NOT_HERE, "scope": "exploratory", "p_for": np.nan, "p_against": np.nan,
-                     "why": "; ".join(x for x in reasons if x)})
+                     "why": _missing_scope(checks, mine if mine.any() else np.ones(len(part), bool))})
     if not rows:   # measured, but nothing the claim's test can read (e.g. no Humanoid to rank the tasks against)
         rows.append({**{c: np.nan for c in COLUMNS}, "paper": claim.paper, "family": claim.family, "role": claim.role,
                      "claim": claim.key, "level": "", "where": claim.where, "task": "/".join(sorted(set(part.task))),
