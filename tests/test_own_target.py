@@ -86,8 +86,9 @@ def test_a_registered_target_runs_through_the_cli_the_dry_run_and_the_report(reg
     page = (tmp_path / "report" / "report.md").read_text()
     claims = pd.read_csv(tmp_path / "report" / "claims.csv")
     vary = claims[claims.claim == "steps-vary"].iloc[0]
-    assert vary.verdict == "holds" and vary.agents == len(COSINES)
-    assert (vary.low, vary.high) == (min(COSINES), max(COSINES))
+    # read on point_mass, not CL Fig 13's MuJoCo tasks: an exploratory reading of the same numbers, no verdict
+    assert vary.verdict == "not measured where the paper made it" and vary.scope == "exploratory"
+    assert vary.agents == len(COSINES) and (vary.low, vary.high) == (min(COSINES), max(COSINES))
     assert f"### {OWN.name}" in page and "`own-steps`" in page
     # a claim it does not provide names no target of its own; one pg_diag's targets provide names them
     assert "run fig-grad-variance" in page
