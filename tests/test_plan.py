@@ -104,16 +104,16 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
 
 def test_the_im_mid_report_plans_under_45_minutes_at_a_2_core_cpus_recorded_costs(tmp_path, monkeypatch):
     """At the training costs per batched step the 2-core CPU of docs/plans.md recorded while running `make
-    implementation-matters-report SCALE=mid` with other work beside it (PPO 8.6 ms at 288 agents, 0.56 at 14,
-    0.30 at 7; TRPO 0.30 at 7), the report's programs — the shared runs once, 30 s of compiling each — plan
-    under 45 minutes (37 by hand: 204,800 steps × 8.6 ms, + 115 s, + 3 × 61 s, + 6 × 30 s). A mid scale grown
-    past the budget fails here (the ablation with IM's fourth LR: about 47 minutes)."""
+    implementation-matters-report SCALE=mid` with other work beside it (PPO 8.9 ms at 288 agents, 0.39 at 14,
+    0.24 at 7; TRPO 0.20 at 7), the report's programs — the shared runs once, 30 s of compiling each — plan
+    under 45 minutes (37 by hand: 204,800 steps × (8.9 + 0.39 + 0.24 + 2 × 0.20) ms + 6 × 30 s). A mid scale
+    grown past the budget fails here (the ablation with IM's fourth LR: about 47 minutes)."""
     from pg_diag.run import timings
 
     monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
     programs = [p for t in targets.of_paper("im") for p in _plan(t.name, "mid")]
     statics = {p.spec[0].static.algorithm: p.spec[0].static for p in programs if p.stage == "train"}
-    for algorithm, width, ms in (("ppo", 288, 8.6), ("ppo", 14, 0.56), ("ppo", 7, 0.30), ("trpo", 7, 0.30)):
+    for algorithm, width, ms in (("ppo", 288, 8.9), ("ppo", 14, 0.39), ("ppo", 7, 0.24), ("trpo", 7, 0.20)):
         timings.record(statics[algorithm], width, ms)
     physics = lambda task, width, *a: 0.02 + 0.01 * width   # noqa: E731  (the theorem's steps; widths beyond)
     assert costs.duration(programs, physics) < 45 * 60

@@ -47,8 +47,8 @@ _PAPER_BASE = dict(algorithm="ppo", num_envs=1, steps_per_env=2048, num_iteratio
 #: Its seeds: 6, the fewest whose sign test can pass Holm's first step in IM §3's family of three findings (the
 #: three toggles' necessity, one unit per seed: 2^-6 <= 0.05/3; pg_diag.experiments.findings.agents_for); 5
 #: cannot (1/32 > 0.05/3). 16 combinations x 3 LRs x 6 seeds = 288 agents, 2,048 steps x 100 iterations each:
-#: 13.6 s an iteration on the 2-core CPU of docs/plans.md alone (23 minutes), 29 minutes with other work beside
-#: it, the whole IM report at mid 36 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_plan.py).
+#: 13.3 s an iteration on the 2-core CPU of docs/plans.md alone (22 minutes), 30 minutes with other work beside
+#: it, the whole IM report at mid 35 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_plan.py).
 MID_LEARNING_RATES = (1e-5, 8e-5, 2.2e-4)
 
 SCALES = {
@@ -68,7 +68,7 @@ SCALES = {
         overrides={**_PAPER_BASE, "num_iterations": MID_TRAINING["overrides"]["num_iterations"]},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), 100 iterations, LR "
                     "{1e-5, 8e-5, 2.2e-4} (IM's grid less 1.5e-4), 6 seeds (what the claims need to pass Holm "
-                    "over IM §3's three findings): 288 agents as one compiled sweep, 23–29 minutes on a 2-core "
+                    "over IM §3's three findings): 288 agents as one compiled sweep, 22–30 minutes on a 2-core "
                     "CPU."),
 }
 

@@ -69,9 +69,9 @@ SCALES = {
     # and every IM claim on the tables gets the mid scale's agents per algorithm
     "mid": Scale(tasks=MID_TRAINING["tasks"], seeds=MID_TRAINING["seeds"], overrides=MID_TRAINING["overrides"],
                  description=f"Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the papers' "
-                             f"presets, {MID_TRAINING['seeds']} agents each, 100 iterations: PPO, PPO-M and TRPO are the mid scale's "
-                             "shared runs (those of fig-trust-region and the closer-look targets), TRPO+ and "
-                             "PPO-NoClip train beside them."),
+                             f"presets, {MID_TRAINING['seeds']} agents each, 100 iterations: PPO, PPO-M and TRPO are "
+                             f"the mid scale's shared runs (those of fig-trust-region and the closer-look targets), "
+                             f"TRPO+ and PPO-NoClip train beside them."),
 }
 
 #: scale -> the presets it trains as the runs other targets train too: in the sweeps those targets train them
