@@ -63,6 +63,17 @@ def test_the_implementation_matters_report_runs_at_the_mid_scale():
     assert all("mid" in t.scales for t in targets.of_paper("im"))
 
 
+def test_the_closer_look_tasks_run_the_papers_own_tasks_and_read_them_beside_mid():
+    """`make closer-look-tasks` runs fig-value, fig-trust-region and fig-landscape-concentration at SCALE=tasks
+    (Walker2d, Humanoid) into OUT, then one report over the mid and tasks scales' studies."""
+    done = subprocess.run(["make", "-n", "closer-look-tasks", "OUT=o"], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    assert "fig-value fig-trust-region fig-landscape-concentration SCALE=tasks OUT=o" in done.stdout
+    assert "report --from o --scale mid,tasks --out o/closer-look-report-mid+tasks" in done.stdout
+    assert targets.get("fig-value").scales["tasks"].tasks_of("fig-value") == ("walker2d",)
+    assert targets.get("fig-trust-region").scales["tasks"].tasks_of("fig-trust-region") == ("humanoid",)
+
+
 def test_every_target_has_its_command_functions_scales_and_study():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, t in targets.TARGETS.items():
