@@ -31,7 +31,7 @@ import numpy as np
 from pg_diag import stats
 from pg_diag.experiments.claims_cl import CL_CLAIMS
 from pg_diag.experiments.claims_im import IM_CLAIMS
-from pg_diag.experiments.paper_claims import KINDS, Claim, by_key
+from pg_diag.experiments.paper_claims import KINDS, WINDOWS, Claim, by_key
 
 CLAIMS = CL_CLAIMS + IM_CLAIMS
 
@@ -87,7 +87,6 @@ def _missing_scope(checks: dict, rows) -> str:
 
 
 def _window_words(window: str) -> str:
-    from pg_diag.experiments.paper_claims import WINDOWS
     return WINDOWS[window]
 
 

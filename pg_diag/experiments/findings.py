@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from pg_diag import stats
-from pg_diag.experiments.claims import CLAIMS, NOT_HERE
+from pg_diag.experiments.claims import CLAIMS, MIN_AGENTS, NOT_HERE
 
 ALPHA = 0.05
 OUTCOMES = ("reproduced", "not reproduced", "inconclusive", "too few agents", NOT_HERE, "not measured")
@@ -51,10 +51,8 @@ def _claim_outcome(claim, rows) -> dict:
 
 def _few(rows) -> str:
     least = int(rows.agents.min()) if len(rows) else 0
-    return f"{least} agents where {MIN_AGENTS_WORDS}"
-
-
-MIN_AGENTS_WORDS = "the verdicts need 5 per algorithm (and a family of m findings ⌈log2(20 m)⌉ to survive Holm)"
+    return (f"{least} agents where a verdict needs {MIN_AGENTS} per algorithm (and a section of m findings "
+            f"⌈log2(20 m)⌉ before Holm can pass any)")
 
 
 def agents_for(m: int, alpha: float = ALPHA) -> int:
