@@ -41,6 +41,11 @@ STUDY = "landscape"
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
 
+#: the mid and tasks scales' plane: a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 32
+#: complete episodes
+_MID_PLANE = dict(points=4, envs=8, length_episodes=32)
+_MID_SURROGATE = dict(_MID_PLANE, sizes=(4_000,), step_pairs=(0, 32_768))
+
 SCALES = {
     "paper": Scale(
         tasks={"fig-landscape-concentration": ("humanoid", "lqr"),
@@ -70,11 +75,8 @@ SCALES = {
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
         **MID_TRAINING, measured_at={"landscape-concentration": MID_CHECKPOINTS[::2], "landscape-surrogate": MID_CHECKPOINTS[::2]},
-        # a 4 × 4 grid on 0 … 3 puts the step itself, (1, 0), on the grid; L̂ from 32 complete episodes
-        settings={"landscape-concentration": dict(points=4, sizes=(2_000, 4_000, 8_000), envs=8,
-                                                      length_episodes=32),
-                  "landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
-                                                  length_episodes=32)},
+        settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 4_000, 8_000)),
+                  "landscape-surrogate": _MID_SURROGATE},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
                     "runs: 7 agents per preset (the claims compare planes across agents), 100 iterations, measured "
                     "after 0 and 61 (early, and later as CL's iteration 300 of 488, the learning rate still 0.39 of "
@@ -85,10 +87,8 @@ SCALES = {
         **{**tasks_training(("humanoid",)), "tasks": {"fig-landscape-concentration": ("humanoid",),
                                                        "fig-landscape-surrogate": ("humanoid",)}},
         measured_at={"landscape-concentration": MID_CHECKPOINTS[2:3], "landscape-surrogate": MID_CHECKPOINTS[::2]},
-        settings={"landscape-concentration": dict(points=4, sizes=(2_000, 20_000, 100_000), envs=8,
-                                                      length_episodes=32),
-                  "landscape-surrogate": dict(points=4, sizes=(4_000,), step_pairs=(0, 32_768), envs=8,
-                                                  length_episodes=32)},
+        settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 20_000, 100_000)),
+                  "landscape-surrogate": _MID_SURROGATE},
         description="Humanoid (CL Figs 6, 26, 27) at the mid scale's shape: the runs of fig-trust-region's tasks "
                     "scale (7 agents per preset, 100 iterations), measured after 61 (CL's iteration 300 of 488); a "
                     "4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 norm 2; 2K/20K/100K pairs per point "
