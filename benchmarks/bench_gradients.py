@@ -44,7 +44,7 @@ def subjects(num: int, num_envs: int, steps: int):
 
 
 def study_program(num, k, envs_, steps, largest):
-    from pg_diag.diagnostics import gradients
+    from pg_diag.diagnostics.gradients import measure as gradients
     from pg_diag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, envs_, steps)

@@ -33,7 +33,7 @@ SHAPES = {  # name: (subjects, points per axis, envs per point, sizes of the tru
 
 
 def study_program(num, points, envs_, sizes):
-    from pg_diag.diagnostics import landscape
+    from pg_diag.diagnostics.landscape import measure as landscape
     from pg_diag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, 1, 2048)

@@ -39,7 +39,7 @@ def measurements() -> dict:
 
 
 def configurations(study: str, scale: str):
-    """(the study's Spec, task, {label: Config}, subjects per label, settings) as the target's plan resolves
+    """(the measurement's Diagnostic, task, {label: Config}, subjects per label, settings) as the target's plan resolves
     them."""
     from pg_diag.config import study_preset
     from pg_diag.experiments.scales import pick
@@ -52,10 +52,10 @@ def configurations(study: str, scale: str):
     configs = {a: study_preset(a, task, **over) for a in t.measured_presets}
     first = next(iter(configs.values())).static
     checkpoints = len(sc.checkpoints(m.name) or first.checkpoint_at) or 1
-    return m.spec, task, configs, sc.seeds * checkpoints, sc.measuring(m.name, task)
+    return m.study, task, configs, sc.seeds * checkpoints, sc.measuring(m.name, task)
 
 
-def subjects(spec, settings, configs: dict, labels: tuple, per_label: int):
+def subjects(study, settings, configs: dict, labels: tuple, per_label: int):
     """Freshly initialised agents of ``labels`` (``per_label`` each) stacked as the study stacks checkpoints:
     (states, knobs, keys, the group's first Static)."""
     import jax
@@ -71,7 +71,7 @@ def subjects(spec, settings, configs: dict, labels: tuple, per_label: int):
         trainer = make_train(cfg.static)
         keys = jnp.stack([seed_key(i) for i in range(per_label)])
         init = jax.jit(jax.vmap(trainer.init))(keys, stack_knobs([cfg.knobs] * per_label))
-        if not spec.optimizer(settings):
+        if not study.reads_optimizer(settings):
             init = init.replace(policy_opt=None)
         for i in range(per_label):
             states.append(jax.tree.map(lambda x: x[i], init))
@@ -92,16 +92,16 @@ def measure(study: str, scale: str, groups: str = "all") -> list:
     from pg_diag.diagnostics.memory import available_memory
     from pg_diag.run.shard import pad_and_shard
 
-    spec, task, configs, per_label, changes = configurations(study, scale)
-    settings = engine.settings_of(spec, None, changes)
-    shapes = engine.plan_shapes(spec, task, {a: c.static for a, c in configs.items()}, per_label, changes,
+    diagnostic, task, configs, per_label, changes = configurations(study, scale)
+    settings = engine.settings_of(diagnostic, None, changes)
+    shapes = engine.plan_shapes(diagnostic, task, {a: c.static for a, c in configs.items()}, per_label, changes,
                                 available_memory())
     rows = []
     for shape in shapes[:1] if groups == "first" else shapes:
-        states, knobs, keys, static = subjects(spec, settings, configs, shape.labels, per_label)
+        states, knobs, keys, _ = subjects(diagnostic, settings, configs, shape.labels, per_label)
         args, _ = pad_and_shard((states, knobs, keys), shape.units)
         t0 = time.perf_counter()
-        compiled = spec.program(settings, shape, static).lower(*args).compile()
+        compiled = diagnostic.program(shape).lower(*args).compile()
         seconds = time.perf_counter() - t0
         peak = measured_peak(compiled)
         rows.append({"study": study, "scale": scale, "task": task, "labels": "+".join(shape.labels),

@@ -39,10 +39,10 @@ def train_runs(out: str, iterations: int) -> list:
 
 
 def measure(runs: list) -> list:
-    from pg_diag.diagnostics.baseline_study import baseline_study
-    from pg_diag.diagnostics.gradient_study import gradient_study
-    from pg_diag.diagnostics.landscape_study import landscape_study
-    from pg_diag.diagnostics.step_study import step_study
+    from pg_diag.diagnostics.baselines.study import baseline_study
+    from pg_diag.diagnostics.gradients.study import gradient_study
+    from pg_diag.diagnostics.landscape.study import landscape_study
+    from pg_diag.diagnostics.steps.study import step_study
 
     studies = {
         "gradients (K = 10, N ≤ 8,192)": lambda: gradient_study(runs, save=False, sizes=SIZES, estimates=10),

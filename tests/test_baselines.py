@@ -12,9 +12,10 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics import baselines as bl
-from pg_diag.diagnostics import memory, value_fit
-from pg_diag.diagnostics.baseline_study import baseline_study, load_baseline_study
+from pg_diag.diagnostics.baselines import measure as bl
+from pg_diag.diagnostics import value_fit
+from pg_diag.diagnostics.baselines.memory import baseline_bytes
+from pg_diag.diagnostics.baselines.study import baseline_study, load_baseline_study
 from pg_diag.diagnostics.sampling import Sampling
 from pg_diag.diagnostics.streaming import Grid, stream
 from pg_diag.diagnostics.subjects import load_subjects, plan_subjects
@@ -395,10 +396,10 @@ def test_the_baseline_memory_counts_the_floor_by_hand():
                     own=Sampling(envs=2, steps=4, start="checkpoint"), fit_chunks=10, heldout_chunks=3, tail=6,
                     fit_lanes=1, exact=False, batch_size=8, floor_chunks=2)
     assert r.heldout_apart and r.kept_out == 5
-    assert memory.baseline_bytes(static, r, 2, 3, 1, 10, "vmap") == 2 * 4 * 3120
-    assert memory.baseline_bytes(static, r, 2, 3, 1, 10, "map") == 4 * 3120
+    assert baseline_bytes(static, r, 2, 3, 1, 10, "vmap") == 2 * 4 * 3120
+    assert baseline_bytes(static, r, 2, 3, 1, 10, "map") == 4 * 3120
     no_floor = dataclasses.replace(r, fit_chunks=8, floor_chunks=0)
-    assert memory.baseline_bytes(static, no_floor, 1, 3, 1, 10, "map") == 4 * 2176
+    assert baseline_bytes(static, no_floor, 1, 3, 1, 10, "map") == 4 * 2176
 
 
 def test_resolve_keeps_the_floor_apart_from_the_t_test():

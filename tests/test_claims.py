@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag.diagnostics.gradients import truth_ceiling
+from pg_diag.diagnostics.gradients.measure import truth_ceiling
 from pg_diag.experiments import claims, findings, levels
 from pg_diag.experiments.paper_claims import WINDOWS
 

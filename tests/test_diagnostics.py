@@ -19,8 +19,8 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import make_train, networks, preset, seed_key, stages, sweep
-from pg_diag.diagnostics import (DiagnosticError, gradient_study, load_gradient_study, load_step_study,
-                                 step_study)
+from pg_diag.diagnostics import (GRADIENTS, DiagnosticError, engine, gradient_study, load_gradient_study,
+                                 load_step_study, step_study)
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
 from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, size_masks, snap_sizes, stream
 from pg_diag.diagnostics.tables import crossing
@@ -216,7 +216,7 @@ def test_the_truth_ceiling_from_its_split_half_cosine():
     the next ⌊R/2⌋) have noise v/⌊R/2⌋ and the truth (all R) v/R, so the truth's cosine to g is
     1/√(1 + v/R) (0.8452 at R = 10, 0.6547 at R = 3): c from the halves' cosine must give it. Every cosine
     here fluctuates by about √(v/P) ≈ 0.0045 at most, so the tolerance 0.02 is over 4 standard deviations."""
-    from pg_diag.diagnostics.gradients import truth_ceiling
+    from pg_diag.diagnostics.gradients.measure import truth_ceiling
 
     assert truth_ceiling(0.5, 10) == pytest.approx(math.sqrt(2 / 3))
     assert truth_ceiling(0.5, 3) == pytest.approx(math.sqrt(0.75))
@@ -241,7 +241,7 @@ def test_the_split_half_cosine_is_that_of_the_truth_streams_halves(agent):
     fold_in(key, i) for stream i) run one by one with ``stream``; their sums combined by the parallel
     formulas in float64 (N = Σnᵢ, μ = Σnᵢμᵢ/N, M2 = Σ[M2ᵢ + nᵢ(μᵢ − μ)²]), not by ``merge``; the halves are
     streams 2–3 and 4–5 (⌊5/2⌋ = 2 each, stream 6 in the truth only)."""
-    from pg_diag.diagnostics import gradients as gr
+    from pg_diag.diagnostics.gradients import measure as gr
     from pg_diag.objectives import ADV_EPS
 
     env, state, knobs = agent
@@ -281,7 +281,7 @@ def test_the_split_half_cosine_predicts_the_truths_cosine_to_the_exact_gradient(
     isotropic noise, x = 1/ρ − 1) of log 4. Were the ceiling √ρ (1 − √ρ ≈ (1 − ρ)/2: ratio 2) or ρ itself
     (ratio 1), or the halves not independent, the ratio would sit log 2 = 0.69 or more away, beyond that
     bound."""
-    from pg_diag.diagnostics import gradients as gr
+    from pg_diag.diagnostics.gradients import measure as gr
 
     cfg = preset("ppo", "lqr")
     trainer = make_train(cfg.static)
@@ -367,6 +367,12 @@ def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
                                        rf"{reader} reads; saving this one would replace it. Pass name="):
             gradient_study(run, **asked)
         assert cc.count == 0
+    # a study measuring for its own directory (a target's reader) replaces only what no other study reads
+    with CompileCounter() as cc, pytest.raises(
+            DiagnosticError, match=rf"holds the 'gradients' measurement that {reader} reads, made otherwise "
+                                   rf"\(estimates: 2 saved, 3 asked\); measuring it again for '[^']*mine' would"):
+        engine.run(GRADIENTS, run, estimates=3, reader=str(tmp_path / "mine"), **kw)
+    assert cc.count == 0
     assert files() == {**before, "readers.json": files()["readers.json"]}
     again = gradient_study(run, estimates=2, **kw)                       # the same measurement: saved again
     pd.testing.assert_frame_equal(again.pairs, first.pairs)
@@ -375,6 +381,8 @@ def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
     assert load_gradient_study(run, "k3").pairs.equals(beside.pairs)
     gradient_study(run, estimates=3, replace=True, **kw)
     assert load_gradient_study(run).pairs.equals(beside.pairs)     # the same compiled program as "k3"
+    engine.run(GRADIENTS, run, estimates=2, reader=str(reader), **kw)   # its only reader measures it again
+    pd.testing.assert_frame_equal(load_gradient_study(run).pairs, first.pairs)
     # loading: each run's rows under the path they are read from; measurements made with other settings are
     # not pooled; another kind of study under the name is named, before any table is read
     other = str(tmp_path / "moved")
@@ -593,7 +601,7 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
     chunks), R = ⌈20000/9984⌉ = 3, so 3 × (10 + 3) = 39 streams, and ⌈2048/39⌉ = 53 environments per
     stream. Wide: chunks of 53 × 64 = 3392 pairs, N = 64, 100, 1000 as asked (below one chunk) and
     round(10000/3392) = 3 chunks = 10176, R = ⌈20000/10176⌉ = 2. Resolving touches no device."""
-    from pg_diag.diagnostics.gradients import GradientSettings, widen
+    from pg_diag.diagnostics.gradients.measure import GradientSettings, widen
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
 

@@ -10,7 +10,8 @@ from compare import RTOL
 
 from pg_diag import envs, preset, sweep
 from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics import baselines, gradients
+from pg_diag.diagnostics.baselines import measure as baselines
+from pg_diag.diagnostics.gradients import measure as gradients
 from pg_diag.envs import lqr
 
 

@@ -24,9 +24,9 @@ from jax.flatten_util import ravel_pytree
 from compare import CANCELLING_ATOL
 from pg_diag import load_checkpoint, load_run, make_train, stages
 from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics import landscape as ls
-from pg_diag.diagnostics.memory import landscape_bytes
-from pg_diag.diagnostics.landscape_study import landscape_study, load_landscape_study, sign_agreement
+from pg_diag.diagnostics.landscape import measure as ls
+from pg_diag.diagnostics.landscape.memory import landscape_bytes
+from pg_diag.diagnostics.landscape.study import landscape_study, load_landscape_study, sign_agreement
 from pg_diag.diagnostics.sampling import Sampling
 from pg_diag.diagnostics.subjects import load_subjects, plan_subjects
 from pg_diag.envs import lqr

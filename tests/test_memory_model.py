@@ -7,8 +7,10 @@ import pytest
 
 from pg_diag import preset, sweep
 from pg_diag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
-from pg_diag.diagnostics.gradient_study import SPEC as GRADIENT_STUDY
-from pg_diag.diagnostics.step_study import SPEC as STEP_STUDY
+from pg_diag.diagnostics.gradients import GRADIENTS as GRADIENT_STUDY
+from pg_diag.diagnostics.gradients.memory import gradient_bytes
+from pg_diag.diagnostics.steps import STEPS as STEP_STUDY
+from pg_diag.diagnostics.steps.memory import step_bytes
 from pg_diag.run import CompileCounter
 
 #: a tiny network: 3 observations, 1 action, one hidden layer of 4 (policy) and 5 (value) units
@@ -30,8 +32,8 @@ def test_the_gradient_estimate_by_hand():
     3 × 406 + 36 = 1254 words."""
     r = types.SimpleNamespace(estimates=2, truth_streams=1, sampling=types.SimpleNamespace(chunk=8),
                               grid=types.SimpleNamespace(sizes=(2, 4, 8)))
-    assert memory.gradient_bytes(TINY, r, 2, 3, 1, 10, "vmap") == 4 * 2472
-    assert memory.gradient_bytes(TINY, r, 2, 3, 1, 10, "map") == 4 * 1254
+    assert gradient_bytes(TINY, r, 2, 3, 1, 10, "vmap") == 4 * 2472
+    assert gradient_bytes(TINY, r, 2, 3, 1, 10, "map") == 4 * 1254
 
 
 def test_a_step_holds_the_larger_of_its_backward_and_forward_passes():
@@ -44,8 +46,8 @@ def test_a_step_holds_the_larger_of_its_backward_and_forward_passes():
     ppo, trpo, npg = (types.SimpleNamespace(algorithm=a, **base) for a in ("ppo", "trpo", "npg"))
     assert memory.step_words(ppo) == 12 and memory.step_words(trpo) == 36 and memory.step_words(npg) == 30
     settings = types.SimpleNamespace(batches=3, heldout_envs=0)
-    assert memory.step_bytes(ppo, settings, 2, 3, 1, "vmap") == 10240
-    assert memory.step_bytes(ppo, settings, 2, 3, 1, "map") == 5120
+    assert step_bytes(ppo, settings, 2, 3, 1, "vmap") == 10240
+    assert step_bytes(ppo, settings, 2, 3, 1, "map") == 5120
 
 
 def test_the_policy_parameter_count_by_hand():

@@ -28,6 +28,9 @@ from pg_diag.config import ConfigError
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pg-diag", description="Experiments on deep policy-gradient algorithms.")
+    parser.add_argument("--load", action="append", default=[], metavar="FILE_OR_MODULE",
+                        help="import a Python file or module first, e.g. one that registers targets, algorithms "
+                             "or tasks of your own (repeatable; before the command)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
@@ -107,7 +110,54 @@ def cmd_report(args) -> None:
           + ", ".join(f"{n} {v}" for v, n in counts.items()))
 
 
+def _loads(argv: list) -> list:
+    """The ``--load`` values before the command (they must be imported before the parser lists the targets)."""
+    found, i = [], 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "--load" and i + 1 < len(argv):
+            found.append(argv[i + 1])
+            i += 2
+            continue
+        if argv[i].startswith("--load="):
+            found.append(argv[i].split("=", 1)[1])
+        i += 1
+    return found
+
+
+def load_plugin(what: str) -> None:
+    """Import ``what``: a ``.py`` file (by its path) or a module name; a clear error where neither imports."""
+    import importlib
+    import importlib.util
+
+    if what.endswith(".py"):
+        if not os.path.isfile(what):
+            raise ConfigError(f"--load {what!r}: no such file")
+        name = f"pg_diag_load_{os.path.splitext(os.path.basename(what))[0]}"
+        if name in sys.modules:    # loaded already (main called twice in one process)
+            return
+        spec = importlib.util.spec_from_file_location(name, what)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    else:
+        try:
+            importlib.import_module(what)
+        except ModuleNotFoundError as e:
+            raise ConfigError(f"--load {what!r}: {e}; give a .py file's path or an importable module") from None
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        for what in _loads(argv):
+            load_plugin(what)
+    except ConfigError as err:
+        print(f"pg-diag: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

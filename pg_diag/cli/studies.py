@@ -32,8 +32,6 @@ def cmd_target(args):
     if args.from_dir:
         tasks = _from_args(args)
         out = t.redraw(args.from_dir, out=args.out, **({"tasks": tasks} if t.redraws_by_task else {}), **rules)
-    elif t.kind == "optimize":
-        out = t.train(args.scale or "smoke", out=args.out or args.default_out, steps=args.steps, task=args.task)
     else:
         out = t.train(args.scale or "smoke", out=args.out or args.default_out, **rules, **_experiment_args(args))
     _show(out)
@@ -42,6 +40,8 @@ def cmd_target(args):
 def _experiment_args(args) -> dict:
     task = args.task if isinstance(args.task, (list, tuple)) or args.task is None else [args.task]
     extra = {"presets": tuple(args.algorithm)} if getattr(args, "algorithm", None) else {}
+    if getattr(args, "steps", None) is not None:   # an optimize target's optimizer steps
+        extra["steps"] = args.steps
     return dict(tasks=tuple(task) if task else None, seeds=getattr(args, "seeds", None),
                 progress=getattr(args, "progress", None), **extra,
                 **parse_assignments(getattr(args, "set", None), "--set"))
@@ -93,8 +93,6 @@ def cmd_dry_run(args, kind):
     _check_run_args(args)
     extra = _experiment_args(args)
     extra.pop("progress", None)
-    if getattr(args, "steps", None) is not None:   # fig-theorem's optimizer steps
-        extra["steps"] = args.steps
     diag = parse_settings(kind, args.diag) if kind is not None else None
     from pg_diag.diagnostics.memory import available_memory, memory_source
     from pg_diag.experiments import costs

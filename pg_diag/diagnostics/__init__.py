@@ -12,28 +12,28 @@
 * :func:`landscape_study` — fig-landscape-*: true returns and the algorithm's
   surrogate on the plane of its step and a random direction;
 
-A study is a specification (:class:`.engine.Spec`: its settings, its tables, how it resolves, groups, shapes,
-compiles and tabulates) planned, run, saved and loaded by one engine (:mod:`.engine`), against one memory
-model (:mod:`.memory`); ``<name>.py`` holds a study's program and ``<name>_study.py`` its spec and study.
-Each is one compiled program over agents × checkpoints × estimates × sizes,
-samples the frozen policy (:mod:`.sampling`), streams its sums so memory does
-not grow with N (:mod:`.streaming`), and saves tidy tables in the measured
-run's ``diagnostics/`` directory (:mod:`.tables`).
+A study is a [`Diagnostic`][pg_diag.diagnostics.protocol.Diagnostic] (the study protocol: its settings, its
+tables, how it resolves, groups, shapes, compiles and tabulates) planned, run, saved and loaded by one engine
+([`pg_diag.diagnostics.engine`][]), against one memory model ([`pg_diag.diagnostics.memory`][]). Each lives in
+a package of its own: `<name>/measure.py` its settings and program, `<name>/study.py` its protocol and tables,
+`<name>/memory.py` its memory term. Each is one compiled program over agents × checkpoints × estimates × sizes,
+samples the frozen policy (`sampling`), streams its sums so memory does not grow with N (`streaming`), and saves
+tidy tables in the measured run's `diagnostics/` directory (`tables`).
 """
 
-from pg_diag.diagnostics.baseline_study import BaselineStudy, baseline_study, load_baseline_study
-from pg_diag.diagnostics.baselines import BaselineSettings
-from pg_diag.diagnostics.gradient_study import GradientStudy, gradient_study, load_gradient_study
-from pg_diag.diagnostics.gradients import GradientSettings
-from pg_diag.diagnostics.sizes import PAPER_SIZES
-from pg_diag.diagnostics.landscape import LandscapeSettings
-from pg_diag.diagnostics.landscape_study import LandscapeStudy, landscape_study, load_landscape_study
+from pg_diag.diagnostics.baselines import BASELINES, BaselineSettings, BaselineStudy, baseline_study, load_baseline_study
+from pg_diag.diagnostics.engine import load, run
+from pg_diag.diagnostics.gradients import GRADIENTS, GradientSettings, GradientStudy, gradient_study, load_gradient_study
+from pg_diag.diagnostics.landscape import LANDSCAPE, LandscapeSettings, LandscapeStudy, landscape_study, load_landscape_study
+from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
-from pg_diag.diagnostics.step_study import StepStudy, load_step_study, step_study
-from pg_diag.diagnostics.steps import StepSettings
+from pg_diag.diagnostics.sizes import PAPER_SIZES
+from pg_diag.diagnostics.steps import STEPS, StepSettings, StepStudy, load_step_study, step_study
 from pg_diag.diagnostics.subjects import DiagnosticError
 
-__all__ = ["ADVANTAGES", "BaselineSettings", "BaselineStudy", "DiagnosticError", "LandscapeSettings",
-           "LandscapeStudy", "baseline_study", "landscape_study", "load_baseline_study", "load_landscape_study", "GradientSettings", "GradientStudy", "PAPER_SIZES", "STARTS",
-           "Sampling", "StepSettings", "StepStudy", "gradient_study", "load_gradient_study",
-           "load_step_study", "step_study"]
+__all__ = ["ADVANTAGES", "BASELINES", "BaselineSettings", "BaselineStudy", "Diagnostic", "DiagnosticError",
+           "GRADIENTS", "GradientSettings", "GradientStudy", "Group", "LANDSCAPE", "LandscapeSettings",
+           "LandscapeStudy", "Measured", "PAPER_SIZES", "Record", "STARTS", "STEPS", "Sampling", "Shape", "Sizes",
+           "StepSettings", "StepStudy", "baseline_study", "gradient_study", "landscape_study",
+           "load", "load_baseline_study", "load_gradient_study", "load_landscape_study", "load_step_study", "run",
+           "step_study"]

@@ -1,22 +1,14 @@
-"""One engine for every diagnostic study: a study is a specification, the engine plans, runs, saves and loads it.
+"""One engine for every measurement on checkpointed agents: it plans, runs, saves and loads a
+[`Diagnostic`][pg_diag.diagnostics.protocol.Diagnostic] (the study protocol).
 
-A :class:`Spec` says what a study is — its kind (the manifest's ``kind`` and its default name), its settings
-class, the tables it saves, the class that holds them (with the study's curves and summaries) — and how it
-measures, in pieces the engine calls in one order for every study:
-
-* ``resolve``: the settings against the statics of the runs (bad settings fail here, before any checkpoint
-  is read);
-* ``group_by``: which subjects share a compiled program;
-* ``shape``: one group's program before it compiles (:class:`Shape`: batching, units, pairs, sequential
-  steps, width, the estimated peak bytes of :mod:`.memory` and whether it fits);
-* ``program``: the jitted function over the group's subjects;
-* ``frames``: its outputs as one DataFrame per table; ``record``: the manifest's ``resolved`` entry.
-
-:func:`run` resolves, groups, shapes every group and refuses one that does not fit before the first compile,
-then compiles and runs each program once; :func:`plan_shapes` gives the same shapes for a dry run from the
-configurations a target would train (nothing loaded, nothing compiled). The engine also writes the manifest
+[`run`][pg_diag.diagnostics.engine.run] checks the settings, resolves them against the runs, groups the
+subjects, shapes every group and refuses one that does not fit before the first compile, refuses to save over
+a measurement made otherwise ([`check_replaceable`][pg_diag.diagnostics.engine.check_replaceable], the one
+place that rule lives), then compiles and runs each program once.
+[`plan_shapes`][pg_diag.diagnostics.engine.plan_shapes] gives the same shapes for a dry run from the
+configurations a target would train (nothing loaded, nothing compiled). The engine writes the manifest
 (settings, what they resolved to, subjects, versions, device, timings), saves the tables in each run's
-``diagnostics/<name>/`` (:mod:`.tables`) and loads them back with their kind checked.
+`diagnostics/<name>/` ([`pg_diag.diagnostics.tables`][]) and loads them back with their kind checked.
 """
 
 from __future__ import annotations
@@ -24,66 +16,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Callable
 
 from pg_diag.diagnostics import memory, tables
+from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Sizes
 from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
 from pg_diag.run import distributed, provenance
 
 FORMAT = "pg_diag.diagnostic/1"
 
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    """One compiled program of a study, before it compiles."""
-
-    labels: tuple           # the labels (algorithms) whose subjects it measures
-    batching: str           # "vmap": subjects together; "map": in turn
-    units: int              # subjects
-    pairs: int              # state–action pairs sampled
-    sequential_steps: int   # batched steps one after another
-    width: int              # environments one batched step moves
-    bytes: int              # estimated peak (:mod:`.memory`)
-    fits: bool              # bytes within the memory it was shaped for
-    note: str = ""          # what was changed to fit ("" when nothing)
-    #: what ``program`` compiles: the group's own resolved shape (widened, fitted)
-    plan: object = dataclasses.field(default=None, compare=False, repr=False)
-    #: (what, shape, advice) of the refusal when it does not fit (:func:`memory.require_memory`)
-    refusal: tuple = dataclasses.field(default=(), compare=False, repr=False)
-
-
-def _all(settings, static):
-    return None
-
-
-def _reads_optimizer(settings) -> bool:
-    return True
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    kind: str                  # the manifest's kind, and the study's default name
-    title: str                 # how messages name it ("gradient study")
-    settings: type             # its settings dataclass (with .check())
-    tables: tuple              # the tables it saves
-    study: type                # holds manifest + one DataFrame per table; curves and summaries
-    resolve: Callable          # (settings, statics of the runs) -> resolved settings
-    shape: Callable            # (settings, resolved, statics of a group, subjects, (obs, act, params), bytes) -> Shape
-    program: Callable          # (settings, Shape, static) -> jitted program (states, knobs, keys) -> outputs
-    frames: Callable           # (subjects, settings, resolved, Shape, outputs) -> {table: DataFrame}
-    record: Callable           # (settings, resolved, [(static, Shape)]) -> (manifest's resolved, more entries)
-    group_by: Callable = _all  # (settings, static) -> the key of the program its subjects join
-    optimizer: Callable = _reads_optimizer   # (settings) -> whether the programs read optimizer states
-    describe: Callable | None = None         # (settings, resolved, Shape, static) -> the verbose line
-
-
-def settings_of(spec: Spec, settings, changes: dict):
+def settings_of(study: Diagnostic, settings, changes: dict):
     """``settings`` (default: the class's defaults) with ``changes``, checked; unknown fields named."""
     try:
-        settings = dataclasses.replace(settings or spec.settings(), **changes)
+        settings = dataclasses.replace(settings or study.settings(), **changes)
     except TypeError as e:
-        fields = ", ".join(f.name for f in dataclasses.fields(spec.settings))
-        raise DiagnosticError(f"{e}; {spec.title} settings are: {fields}") from None
+        fields = ", ".join(f.name for f in dataclasses.fields(study.settings))
+        raise DiagnosticError(f"{e}; {study.title} settings are: {fields}") from None
     check_types(settings)     # every field of its kind first (a string where a list goes would be read by letter)
     settings.check()          # then the study's own checks, which name the values it allows
     return settings
@@ -122,112 +70,139 @@ def check_types(settings) -> None:
             raise DiagnosticError(f"seed must be in 0 … 2^32 − 1 (a PRNG key takes 32 bits), got {value!r}")
 
 
-def _groups(spec: Spec, settings, items, statics) -> list:
+def _groups(study: Diagnostic, settings, items, statics) -> list:
     """``items`` grouped by the program their statics need, in order: [[(item, static), ...], ...]."""
     groups: dict = {}
     for item, s in zip(items, statics):
-        groups.setdefault(spec.group_by(settings, s), []).append((item, s))
+        groups.setdefault(study.group_by(settings, s), []).append((item, s))
     return list(groups.values())
 
 
-def plan_shapes(spec: Spec, task: str, statics: dict, subjects_per_label, settings: dict,
+def _shaped(study: Diagnostic, group: Group, labels: tuple) -> Shape:
+    """``study.shape(group)`` with what every shape carries filled in: its labels, settings and configuration."""
+    shape = study.shape(group)
+    return dataclasses.replace(shape, labels=labels, settings=group.settings, static=group.static)
+
+
+def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label, settings: dict,
                 memory_bytes: int) -> list:
-    """The programs the study ``spec`` would compile (:class:`Shape`, one per group) for ``subjects_per_label``
-    subjects of each label's runs (a count for every label, or label -> count; ``statics``: label -> the Static
-    its runs train with) on ``task``, shaped against ``memory_bytes``; nothing is loaded or compiled."""
+    """The programs ``study`` would compile (one [`Shape`][pg_diag.diagnostics.protocol.Shape] per group) for
+    ``subjects_per_label`` subjects of each label's runs (a count for every label, or label -> count;
+    ``statics``: label -> the `Static` its runs train with) on ``task``, shaped against ``memory_bytes``;
+    nothing is loaded or compiled."""
     from pg_diag.envs import sizes as task_sizes
 
     count = subjects_per_label if isinstance(subjects_per_label, dict) else dict.fromkeys(statics, subjects_per_label)
-    settings = settings_of(spec, None, settings)
-    resolved = spec.resolve(settings, list(statics.values()))
+    settings = settings_of(study, None, settings)
+    plan = study.resolve(settings, list(statics.values()))
     first = next(iter(statics.values()))
     obs, act = task_sizes(task, first.model)
-    sizes = (obs, act, memory.num_params(first, obs, act))
+    sizes = Sizes(obs, act, memory.num_params(first, obs, act))
     shapes = []
-    for group in _groups(spec, settings, list(statics), list(statics.values())):
+    for group in _groups(study, settings, list(statics), list(statics.values())):
         units = sum(count[label] for label, _ in group)
-        shape = spec.shape(settings, resolved, [s for _, s in group], units, sizes, memory_bytes)
-        shapes.append(dataclasses.replace(shape, labels=tuple(label for label, _ in group)))
+        g = Group(settings, plan, tuple(s for _, s in group), units, sizes, memory_bytes)
+        shapes.append(_shaped(study, g, tuple(label for label, _ in group)))
     return shapes
 
 
-def measure(spec: Spec, planned: list, settings, verbose: bool = False, before_compiling=None):
+def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, before_compiling=None):
     """Resolve, group, shape (every group's memory checked before the first compile), call
-    ``before_compiling()`` if given, compile and run each program once; returns (frames, manifest's resolved,
-    timings, more manifest entries)."""
+    ``before_compiling()`` if given, compile and run each program once; returns (frames, the manifest's
+    [`Record`][pg_diag.diagnostics.protocol.Record], timings)."""
     import pandas as pd
 
     statics = [run.config(agent).static for run, agent, _ in planned]
-    resolved = spec.resolve(settings, statics)   # bad settings fail before any checkpoint is read
+    plan = study.resolve(settings, statics)   # bad settings fail before any checkpoint is read
     have = memory.available_memory()
     groups = []
-    for group in _groups(spec, settings, planned, statics):
-        subjects = load_subjects([item for item, _ in group], optimizer=spec.optimizer(settings))
-        shape = spec.shape(settings, resolved, [s for _, s in group], len(subjects), subjects.shapes, have)
-        labels = tuple(dict.fromkeys(row["label"] for row in subjects.rows))
-        groups.append((subjects, dataclasses.replace(shape, labels=labels)))
+    for group in _groups(study, settings, planned, statics):
+        subjects = load_subjects([item for item, _ in group], optimizer=study.reads_optimizer(settings))
+        g = Group(settings, plan, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
+        groups.append((subjects, _shaped(study, g, tuple(dict.fromkeys(row["label"] for row in subjects.rows)))))
     for _, shape in groups:
         memory.require_memory(shape.bytes, *shape.refusal, have=have)
     if before_compiling is not None:
         before_compiling()
-    frames, timings = {t: [] for t in spec.tables}, []
+    frames, timings = {t: [] for t in study.tables}, []
     for subjects, shape in groups:
-        if verbose and spec.describe:
-            print(spec.describe(settings, resolved, shape, subjects.static), flush=True)
-        prog = spec.program(settings, shape, subjects.static)
-        out, timing = compile_and_run(prog, subjects, subject_keys(settings.seed, subjects.rows), shape.pairs)
+        if verbose:
+            print(study.describe(shape), flush=True)
+        out, timing = compile_and_run(study.program(shape), subjects, subject_keys(settings.seed, subjects.rows),
+                                      shape.pairs)
         timings.append(timing)
-        for t, f in spec.frames(subjects, settings, resolved, shape, out).items():
+        for t, f in study.frames(Measured(subjects, shape, out)).items():
             frames[t].append(f)
-    record, extra = spec.record(settings, resolved, [(subjects.static, shape) for subjects, shape in groups])
-    return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings, extra
+    record = study.record([shape for _, shape in groups])
+    return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings
 
 
-def check_replaceable(spec: Spec, planned: list, settings, name: str) -> None:
-    """Refuse to save over a run's ``name`` measurement made otherwise (other settings or other subjects): it
-    is someone's result, and the studies recorded as reading it would change with it (:data:`tables.READERS`)."""
+def _readers(path: str, name: str, reader: str | None) -> list:
+    """The studies other than ``reader`` recorded as reading the run's ``name`` measurement, still there."""
+    me = os.path.abspath(reader) if reader else None
+    return [d for d in tables.recorded_readers(path, name) if os.path.isdir(d) and d != me]
+
+
+def check_replaceable(study: Diagnostic, planned: list, settings, name: str, replace: bool = False,
+                      reader: str | None = None) -> None:
+    """The one rule on saving over a run's ``name`` measurement made otherwise (other settings or subjects):
+    it is someone's result, and the studies recorded as reading it ([`tables.READERS`][pg_diag.diagnostics.
+    tables.READERS]) would change with it. Refused unless ``replace``; a study directory ``reader`` (a
+    target measuring for its own study) replaces what no other study reads, and never what another reads."""
     asked = dataclasses.asdict(settings)
     for path in dict.fromkeys(r.path for r, _, _ in planned):
         mine = {(int(a), int(i)) for r, a, i in planned if r.path == path}
         diff = tables.differences(tables.saved_manifest(path, name), asked, mine)
         if not diff or diff == ["none saved"]:
             continue
-        readers = [d for d in tables.recorded_readers(path, name) if os.path.isdir(d)]
+        readers = _readers(path, name, reader)
+        if reader is not None and readers:
+            raise DiagnosticError(
+                f"{study.title}: the run {path!r} holds the {name!r} measurement that {', '.join(readers)} "
+                f"read{'s' if len(readers) == 1 else ''}, made otherwise ({'; '.join(diff)}); measuring it again "
+                f"for {reader!r} would change that study's results. Measure with the settings it has (--diag), or "
+                f"write this study under another output directory, where it trains runs of its own")
+        if reader is not None or replace:
+            continue
         read = f", which {', '.join(readers)} read{'s' if len(readers) == 1 else ''}" if readers else ""
         raise DiagnosticError(
-            f"{spec.title}: {path!r} holds a {name!r} measurement made otherwise ({'; '.join(diff)}){read}; "
+            f"{study.title}: {path!r} holds a {name!r} measurement made otherwise ({'; '.join(diff)}){read}; "
             f"saving this one would replace it. Pass name='...' to save it beside, save=False to keep it in memory "
             f"only, or replace=True to replace it{' (and change what those studies read)' if readers else ''}")
 
 
-def run(spec: Spec, runs, iterations=None, agents=None, settings=None, *, labels=None, save: bool = True,
-        replace: bool = False, name: str | None = None, verbose: bool = False, **changes):
-    """Measure ``spec`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
+def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *, labels=None, save: bool = True,
+        replace: bool = False, name: str | None = None, verbose: bool = False, reader: str | None = None,
+        **changes):
+    """Measure ``study`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
     checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings. Saved
-    (``save``) in each run under ``name``, never over a measurement made otherwise unless ``replace``."""
-    settings = settings_of(spec, settings, changes)
-    tables.check_name(name or spec.kind)    # before anything is loaded or compiled
+    (``save``) in each run under ``name``, never over a measurement made otherwise unless ``replace``
+    ([`check_replaceable`][pg_diag.diagnostics.engine.check_replaceable]; ``reader``: the study directory that
+    will read it)."""
+    settings = settings_of(study, settings, changes)
+    name = name or study.kind
+    tables.check_name(name)    # before anything is loaded or compiled
     planned = plan_subjects(runs, iterations, agents, labels)
-    distributed.agree(spec.title, {"settings": dataclasses.asdict(settings), "name": name or spec.kind,
-                                   "subjects": [(r.path, a, i) for r, a, i in planned], "save": save,
-                                   "replace": replace})
-    guard = functools.partial(check_replaceable, spec, planned, settings, name or spec.kind)
-    frames, resolved, timings, extra = measure(spec, planned, settings, verbose,
-                                               guard if save and not replace else None)
-    manifest = {"format": FORMAT, "study": name or spec.kind, "kind": spec.kind,
-                "settings": dataclasses.asdict(settings), "resolved": resolved,
-                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **extra,
+    distributed.agree(study.title, {"settings": dataclasses.asdict(settings), "name": name,
+                                    "subjects": [(r.path, a, i) for r, a, i in planned], "save": save,
+                                    "replace": replace, "reader": reader})
+    guard = functools.partial(check_replaceable, study, planned, settings, name, replace, reader)
+    frames, record, timings = measure(study, planned, settings, verbose, guard if save else None)
+    manifest = {"format": FORMAT, "study": name, "kind": study.kind, "settings": dataclasses.asdict(settings),
+                "resolved": record.resolved,
+                "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **record.extra,
                 "versions": provenance.versions(), "device": provenance.device_info(), "timings": timings}
-    study = spec.study(manifest=manifest, **{t: frames[t] for t in spec.tables})
+    result = study.result(manifest=manifest, **{t: frames[t] for t in study.tables})
     if save:
-        tables.write_study({t: getattr(study, t) for t in spec.tables}, manifest, name or spec.kind)
-    return study
+        tables.write_study({t: getattr(result, t) for t in study.tables}, manifest, name)
+    return result
 
 
-def load(spec: Spec, run_paths, name: str | None = None):
-    """A saved study of ``spec`` from one or more run directories (no recomputation)."""
-    manifest, frames = tables.read_study(run_paths, name or spec.kind, spec.tables, spec.kind, spec.title)
-    return spec.study(manifest=manifest, **frames)
+def load(study: Diagnostic, run_paths, name: str | None = None):
+    """A saved study of ``study`` from one or more run directories (no recomputation)."""
+    manifest, frames = tables.read_study(run_paths, name or study.kind, study.tables, study.kind, study.title)
+    return study.result(manifest=manifest, **frames)
 
 
-__all__ = ["FORMAT", "Shape", "Spec", "check_replaceable", "load", "measure", "plan_shapes", "run", "settings_of"]
+__all__ = ["FORMAT", "Diagnostic", "Shape", "check_replaceable", "load", "measure", "plan_shapes", "run",
+           "settings_of"]

@@ -48,17 +48,6 @@ def in_flight(num_subjects: int, batching: str) -> int:
     return num_subjects if batching == "vmap" else 1
 
 
-def gradient_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                   batching: str) -> int:
-    """The gradient study (:mod:`.gradients`): a chunk of every stream in flight with its activations, each
-    stream's sums (one gradient per size of the grid plus four: the running sums and the pool's), and the
-    K × G × G pairwise cosines of every subject."""
-    streams = (r.estimates + r.truth_streams) * in_flight(num_subjects, batching)
-    per_stream = r.sampling.chunk * pair_words(obs_size, action_size, static, value_passes=2) \
-        + (len(r.grid.sizes) + 4) * num_params
-    return WORD * streams * per_stream + WORD * num_subjects * r.estimates * len(r.grid.sizes) ** 2
-
-
 def step_words(static) -> float:
     """Words per pair of a batch at the peak of the algorithm's step: the larger of its
     :class:`~pg_diag.algorithms.WorkingSet`'s backward pass (3 words per policy hidden unit of the share it
@@ -68,48 +57,6 @@ def step_words(static) -> float:
     ws = algorithms.get(static.algorithm).working_set_of(static)
     widest = max(tuple(static.policy_hidden) + tuple(static.value_hidden), default=0)
     return max(3 * sum(static.policy_hidden) * ws.differentiated, 2 * widest * ws.forward_passes)
-
-
-def step_bytes(static, settings, num_subjects: int, obs_size: int, action_size: int, batching: str) -> int:
-    """The step study (:mod:`.steps`): every subject's M + 1 batches (the steps' and the held-out one) kept,
-    and the steps, computed side by side, at their peak (:func:`step_words`)."""
-    held = (settings.heldout_envs or static.num_envs) * static.steps_per_env
-    pairs = settings.batches * static.num_envs * static.steps_per_env + held
-    words = stored_words(obs_size, action_size) + step_words(static)
-    return int(WORD * pairs * words * in_flight(num_subjects, batching))
-
-
-def baseline_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                   batching: str) -> int:
-    """The baseline study (:mod:`.baselines`), the larger of its two phases, which run one after the other:
-    the value fit's data (observation, complete return, return cut at the batch end, completion, non-terminal
-    flag and exact value per pair, and a word of slack; the held-out batches, the t-test's and the floor's,
-    included: ``r.fit_pairs`` counts every one) and the fit segments sampled side by side (each
-    ``steps + tail`` long; kept, never differentiated: the training chains, and where the held-out batches are
-    streams of their own, every held-out batch at once); then the K streams' chunks with one advantage head
-    per baseline and their sums per head and size."""
-    heads = len(r.baselines)
-    per_pair = pair_words(obs_size, action_size, static, heads=heads)
-    streams = r.estimates * r.own.chunk * per_pair + r.estimates * heads * (len(r.grid.sizes) + 4) * num_params
-    lanes = r.fit_lanes + (r.kept_out if r.heldout_apart else 0)   # segments sampled side by side
-    fit = r.fit_pairs * (obs_size + 6) + lanes * r.own.envs * (r.own.steps + r.tail) * stored_words(obs_size,
-                                                                                                      action_size)
-    return WORD * max(streams, fit) * in_flight(num_subjects, batching)
-
-
-def landscape_bytes(static, r, num_subjects: int, obs_size: int, action_size: int, num_params: int,
-                    batching: str) -> int:
-    """The landscape (:mod:`.landscape`): the plane's parameter sets, held throughout, and the larger of its
-    two phases, which run one after the other: every grid point's return stream with a chunk of transitions
-    in flight (or the length stream's, before them, where it is wider), each pair's :data:`PAIR_SCALARS`
-    and one mark per size (a return stream reads no observation or action after the step that uses it);
-    the largest step batch kept with the algorithm's step at its peak (:func:`step_words`; the surface then
-    evaluates the grid points on it in turn, one forward pass each)."""
-    streams = len(r.step_envs) * r.grid_points
-    sampling = max(streams * r.envs, r.length_episodes) * r.chunk_steps * (PAIR_SCALARS + len(r.sizes))
-    stepping = max(r.step_envs) * r.own.steps * (stored_words(obs_size, action_size) + step_words(static))
-    per_subject = streams * 2 * num_params + max(sampling, stepping)
-    return WORD * per_subject * in_flight(num_subjects, batching)
 
 
 def num_params(static, obs_size: int, action_size: int) -> int:

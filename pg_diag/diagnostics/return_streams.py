@@ -1,6 +1,6 @@
-"""The landscape's true returns (:mod:`.landscape` explains the estimate): a policy's mean raw return from a
+"""The landscape's true returns (:mod:`pg_diag.diagnostics.landscape.measure` explains the estimate): a policy's mean raw return from a
 number of complete episodes fixed before any is sampled, and L̂, the mean length that converts pairs to
-episodes. ``r`` is the landscape's :class:`~pg_diag.diagnostics.landscape.Resolved` (``envs``,
+episodes. ``r`` is the landscape's :class:`~pg_diag.diagnostics.landscape.measure.Resolved` (``envs``,
 ``chunk_steps``, ``max_chunks``, ``length_episodes``)."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """V*, the baseline study's "true" value function (CL §5.2): its fit data (Monte-Carlo returns of the frozen
 policy's states, each segment run on until its returns are complete), its fit in rounds, and the paired
 t-test on held-out batches that decides whether it predicts the returns better than the agent's network
-(:mod:`.baselines` explains why a squared-error test is the right one). ``r`` and ``settings`` are the
-baseline study's :class:`~pg_diag.diagnostics.baselines.Resolved` and
-:class:`~pg_diag.diagnostics.baselines.BaselineSettings`."""
+(:mod:`pg_diag.diagnostics.baselines.measure` explains why a squared-error test is the right one). ``r`` and ``settings`` are the
+baseline study's :class:`~pg_diag.diagnostics.baselines.measure.Resolved` and
+:class:`~pg_diag.diagnostics.baselines.measure.BaselineSettings`."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
     chunk to chunk unless the algorithm resets), so the sequential length is a few segments, not fit_chunks.
     The last ``r.kept_out`` batches (the t-test's, then the floor's) are held out, each an independent sample of
     the policy's batches:
-    from reset, any chunk is; otherwise (:attr:`pg_diag.diagnostics.baselines.Resolved.heldout_apart`) each is a stream of its own, started
+    from reset, any chunk is; otherwise (:attr:`pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart`) each is a stream of its own, started
     as every diagnostic stream is (:func:`~pg_diag.diagnostics.sampling.start_carry`), one segment long.
     ``exact_value`` (raw state -> V^π, the linear-quadratic task): also the exact value of every kept state.
     Beside the complete returns, each kept state's return cut at the batch end (the first ``steps`` states of

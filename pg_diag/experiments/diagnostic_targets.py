@@ -111,45 +111,6 @@ def saved(run_dirs, name: str, settings: dict, labels=None, iterations=None) -> 
                for run in run_dirs if subjects[run])
 
 
-def _readers(out: str, run: str, name: str) -> list:
-    """The studies other than ``out`` that read the ``name`` measurement of ``run``: those it records
-    (:func:`pg_diag.diagnostics.tables.record_reader`) and those beside ``out``, each still recording that it
-    reads it."""
-    parent, run, mine = os.path.dirname(os.path.abspath(out)), os.path.abspath(run), os.path.abspath(out)
-    beside = [os.path.join(parent, e) for e in sorted(os.listdir(parent))] if os.path.isdir(parent) else []
-    found = []
-    for d in dict.fromkeys(diag_tables.recorded_readers(run, name) + beside):
-        if d == mine or not os.path.isfile(os.path.join(d, study_dir.STUDY_FILE)):
-            continue
-        try:
-            with open(os.path.join(d, study_dir.STUDY_FILE)) as f:
-                record = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if name not in (record.get("diagnostics") or {}).values():
-            continue
-        if any(os.path.abspath(os.path.join(d, r)) == run for dirs in (record.get("runs") or {}).values()
-               for r in dirs):
-            found.append(d)
-    return found
-
-
-def _check_not_read_elsewhere(target: str, out: str, run_dirs, name: str, settings: dict, subjects) -> None:
-    """Refuse to replace a run's saved ``name`` measurement that a study beside ``out`` reads."""
-    for run in run_dirs:
-        manifest = diag_tables.saved_manifest(run, name)
-        if manifest is None:
-            continue
-        diff = diag_tables.differences(manifest, settings, subjects[run] if subjects else None)
-        readers = _readers(out, run, name) if diff else []
-        if readers:
-            raise ConfigError(
-                f"{target}: the run {run!r} holds the {name!r} measurement that {', '.join(readers)} reads, made "
-                f"otherwise ({'; '.join(diff)}); measuring it again for {out!r} would change that study's "
-                f"results. Measure with the settings it has (--diag), or write this study under another output "
-                f"directory, where it trains runs of its own")
-
-
 def recorded(out: str, study: str, scale: str) -> dict:
     """The record an earlier target wrote in ``out`` for the same study and scale ({} if none), so a
     target sharing the study keeps what the others recorded (their runs) beside its own."""
@@ -184,9 +145,8 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         settings = sc.measuring(m.name, task, diag)
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
-            _check_not_read_elsewhere(target.name, out, paths, m.name, settings,
-                                      wanted_subjects(paths, chosen.get("labels"), chosen.get("iterations")))
-            m.measure(paths, verbose=progress is not False, replace=True,  # the check above is the target's
+            # never over a measurement another study reads (the engine's rule; out is this study's reader)
+            m.measure(paths, verbose=progress is not False, reader=out,
                       **{k: v for k, v in chosen.items() if v is not None}, **settings)
         with lead_writes("the readers of a measurement") as lead:   # on several processes, process 0 writes
             for path in paths if lead else ():

@@ -77,8 +77,8 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
                                                                                memory)]
 
 
-def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The programs of the diagnostics study ``spec`` on ``task`` (``statics``: preset -> Static of its runs),
+def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
+    """The programs of the measurement ``study`` (a `Diagnostic`) on ``task`` (``statics``: preset -> Static of its runs),
     shaped as the study shapes them (:func:`pg_diag.diagnostics.engine.plan_shapes`)."""
     first = next(iter(statics.values()))
 
@@ -86,9 +86,9 @@ def measurement_shapes(spec, task, statics: dict, subjects_per: int, settings: d
         s = statics.get(labels[0], first) if labels else first
         return {"model": s.model, "solver": s.solver, "physics": s.physics}
 
-    return [Program(spec.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
+    return [Program(study.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
                     s.fits, s.note, **physics(s.labels))
-            for s in plan_shapes(spec, task, statics, subjects_per, settings, have)]
+            for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
 
 
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
@@ -104,7 +104,7 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
         programs += preset_training(task, trained, seeds, over, memory)
         statics = {a: study_preset(a, task, **over).static for a in target.measured_presets}
         checkpoints = len(sc.checkpoints(m.name) or next(iter(statics.values())).checkpoint_at) or 1
-        programs += measurement_shapes(m.spec, task, statics, seeds * checkpoints, sc.measuring(m.name, task, diag),
+        programs += measurement_shapes(m.study, task, statics, seeds * checkpoints, sc.measuring(m.name, task, diag),
                                        memory)
     return programs
 
@@ -128,7 +128,7 @@ def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, sca
         statics.setdefault(label, static)
         counts[label] = counts.get(label, 0) + 1
     return [p for task, (statics, counts) in by_task.items()
-            for p in measurement_shapes(m.spec, task, statics, counts, sc.measuring(m.name, task, diag), memory)]
+            for p in measurement_shapes(m.study, task, statics, counts, sc.measuring(m.name, task, diag), memory)]
 
 
 def table(programs: list, step_ms=None):

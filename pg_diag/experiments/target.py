@@ -23,6 +23,7 @@ from typing import Callable, Mapping
 from pg_diag.config import ConfigError
 from pg_diag.diagnostics import engine
 from pg_diag.diagnostics.memory import available_memory
+from pg_diag.diagnostics.protocol import Diagnostic
 from pg_diag.experiments import study_dir
 from pg_diag.run import distributed
 
@@ -34,31 +35,31 @@ PAPERS = ("cl", "im")
 
 @dataclasses.dataclass(frozen=True)
 class Measurement:
-    """What a diagnostic target measures on its study's checkpoints: a diagnostics study (its
-    :class:`pg_diag.diagnostics.engine.Spec`), saved under ``name``."""
+    """What a diagnostic target measures on its study's checkpoints: a measurement (its
+    [`Diagnostic`][pg_diag.diagnostics.protocol.Diagnostic]), saved under ``name``."""
 
     name: str                 # its settings' key in a Scale, and its directory in each run's diagnostics/
-    spec: engine.Spec         # the study: gradients, steps, baselines or landscape (or one of your own)
+    study: Diagnostic         # the measurement: gradients, steps, baselines or landscape (or one of your own)
     labels: tuple = ()        # the presets measured (default: every preset the target trains)
     tiny: Mapping = dataclasses.field(default_factory=dict)   # settings at the notebooks' tiny scale
 
     @property
     def kind(self) -> str:
-        return self.spec.kind
+        return self.study.kind
 
     @property
     def settings(self) -> type:
         """Its settings class (checks ``--diag``)."""
-        return self.spec.settings
+        return self.study.settings
 
     def measure(self, run_dirs, verbose: bool = False, **kwargs):
-        """Measure ``run_dirs`` (``labels``, ``iterations`` and settings as :func:`engine.run` takes them) and
-        save it in each run."""
-        return engine.run(self.spec, run_dirs, name=self.name, verbose=verbose, **kwargs)
+        """Measure ``run_dirs`` (``labels``, ``iterations``, ``reader`` and settings as
+        [`engine.run`][pg_diag.diagnostics.engine.run] takes them) and save it in each run."""
+        return engine.run(self.study, run_dirs, name=self.name, verbose=verbose, **kwargs)
 
     def load(self, run_dirs):
         """The measurement saved in ``run_dirs`` (no recomputation)."""
-        return engine.load(self.spec, run_dirs, self.name)
+        return engine.load(self.study, run_dirs, self.name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """Every figure and table target in one table, collected from the study modules that declare them.
 
-Each module of :mod:`pg_diag.experiments.studies` ends with its ``TARGETS``: :class:`~.target.Target` records
-carrying their run, draw, plan and evidence functions and their scales. The ``pg-diag`` sub-commands, the
+Each module of `pg_diag.experiments.studies` ends with its `TARGETS`: [`Target`][pg_diag.experiments.target.Target]
+records carrying their run, draw, plan and evidence functions and their scales; `STUDY_MODULES` lists the
+modules, in the order their targets are shown. The ``pg-diag`` sub-commands, the
 Makefile's targets (``targets.mk``, written from this table by ``python -m pg_diag.experiments.targets``; a test
 checks it is current), ``--dry-run``, the notebooks and the reports iterate :data:`TARGETS` and nothing else,
-so adding a target is one study module in :mod:`pg_diag.experiments.studies` declaring its ``TARGETS`` (or,
-from outside the package, :func:`register`).
+so adding a target is one study module declaring its `TARGETS`, named in `STUDY_MODULES` (or, from outside
+the package, [`register`][pg_diag.experiments.targets.register]).
 
 Targets of one *study* share its training (and its directory, ``results/<study>-<scale>``), so running them in
 turn trains once.
@@ -13,26 +14,16 @@ turn trains once.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
 
 from pg_diag.config import ConfigError
-from pg_diag.experiments import studies
+from pg_diag.experiments.studies import (ablation, baselines, gradients, landscape, presets, solver_compare, theorem,
+                                         trust_region, value)
 from pg_diag.experiments.target import KINDS, Measurement, Target
 
 
-def _study_modules() -> tuple:
-    """Every module of :mod:`pg_diag.experiments.studies` that declares ``TARGETS``, by its ``ORDER`` (one
-    without comes after those with, by name)."""
-    found = [importlib.import_module(f"{studies.__name__}.{info.name}")
-             for info in pkgutil.iter_modules(studies.__path__)]
-    declaring = [m for m in found if hasattr(m, "TARGETS")]
-    return tuple(sorted(declaring, key=lambda m: (getattr(m, "ORDER", float("inf")), m.__name__)))
-
-
 #: the study modules, in the order their targets are listed (make help, the CLI, the README's table)
-STUDY_MODULES = _study_modules()
+STUDY_MODULES = (ablation, trust_region, value, presets, theorem, gradients, baselines, landscape, solver_compare)
 
 TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
 

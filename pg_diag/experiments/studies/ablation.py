@@ -48,7 +48,7 @@ _PAPER_BASE = dict(algorithm="ppo", num_envs=1, steps_per_env=2048, num_iteratio
 #: three toggles' necessity, one unit per seed: 2^-6 <= 0.05/3; pg_diag.experiments.findings.agents_for); 5
 #: cannot (1/32 > 0.05/3). 16 combinations x 3 LRs x 6 seeds = 288 agents, 2,048 steps x 100 iterations each:
 #: 13.3 s an iteration on the 2-core CPU of docs/plans.md alone (22 minutes), 30 minutes with other work beside
-#: it, the whole IM report at mid 35 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_plan.py).
+#: it, the whole IM report at mid 35 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_dry_run.py).
 MID_LEARNING_RATES = (1e-5, 8e-5, 2.2e-4)
 
 SCALES = {
@@ -271,7 +271,6 @@ TARGET = Target("fig-ablation", STUDY, "training", "CL Fig 1 / IM Fig 1",
                 "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds", scales=SCALES, run=run, draw=draw,
                 plan=plan, evidence=evidence, papers=("im",), provides=("ablation_",), presets=("ppo",),
                 notebook="implementation-matters")
-ORDER = 10  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (TARGET,)
 
 __all__ = ["LEARNING_RATES", "MID_LEARNING_RATES", "SCALES", "STUDY", "TARGET", "TARGETS", "TOGGLES", "agent_scores", "agents_at_best_lr",

@@ -23,7 +23,7 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE
 from pg_diag.diagnostics import tables as diag_tables
-from pg_diag.diagnostics.baseline_study import SPEC as BASELINE_STUDY
+from pg_diag.diagnostics.baselines import BASELINES
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -216,14 +216,13 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.baseline_evidence(studies, notes) + ev.baseline_ratio_evidence(studies)
 
 
-ORDER = 70  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-baselines", STUDY, "diagnostic", "CL Figs 5/16",
            "CL Fig 5/16: gradient concentration with the value net, a fitted value net, no baseline and (LQR) the "
            "exact V^π", scales=SCALES, run=diagnostic_targets.run, draw=draw, plan=dry_run.measurement_plan,
            evidence=evidence, papers=("cl",), provides=("baseline_", "value_excess", "value_floor"),
            presets=ALGORITHMS,
-           measurement=Measurement("baselines", BASELINE_STUDY,
+           measurement=Measurement("baselines", BASELINES,
                                    tiny=dict(sizes=(100, 1000), estimates=3, fit_pairs=2048, fit_epochs=2,
                                              floor_chunks=2)),
            notebook="closer-look"),

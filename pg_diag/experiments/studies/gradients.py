@@ -16,7 +16,7 @@ gradient, and the summary reports the large-sample gradient's own cosine to
 
 On every task fig-grad-true draws the truth's own ceiling: the cosine of the
 large-sample gradient itself to the gradient it estimates, from the split-half
-cosine of its streams (:func:`pg_diag.diagnostics.gradients.truth_ceiling`) —
+cosine of its streams (:func:`pg_diag.diagnostics.gradients.measure.truth_ceiling`) —
 an estimate equal to that gradient would reach only this line. The summary
 reports it (``truth_ceiling``) with the split-half cosine (``truth_split_half``)
 and how many times the largest N the truth holds (``true_ratio``; CL Fig 3: 10).
@@ -31,8 +31,8 @@ import numpy as np
 import functools
 
 from pg_diag.config import CPU_SCALE
-from pg_diag.diagnostics.gradient_study import SPEC as GRADIENT_STUDY
-from pg_diag.diagnostics.step_study import SPEC as STEP_STUDY
+from pg_diag.diagnostics.gradients import GRADIENTS
+from pg_diag.diagnostics.steps import STEPS
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -229,12 +229,11 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
     return figures.save(fig, path, title, dpi=100)
 
 
-_GRADIENTS = dict(name="gradients", spec=GRADIENT_STUDY,
+_GRADIENTS = dict(name="gradients", study=GRADIENTS,
                   tiny=dict(sizes=(100, 1000), estimates=3, true_pairs=10_240))   # the truth 10× the largest N
 _COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=diagnostic_targets.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
 
-ORDER = 60  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-grad-variance", paper="CL Figs 2/11", help="CL Fig 2/11: pairwise cosine of gradient estimates vs N",
            draw=functools.partial(draw_gradients, measure="pairwise",
@@ -252,7 +251,7 @@ TARGETS = (
            draw=functools.partial(draw_steps, title="Step variance: pairwise cosine of the algorithm's own steps "
                                                     "and KL between the resulting policies"),
            evidence=step_evidence, provides=("step_",),
-           measurement=Measurement("steps", STEP_STUDY, tiny=dict(batches=2)),
+           measurement=Measurement("steps", STEPS, tiny=dict(batches=2)),
            **_COMMON),
 )
 

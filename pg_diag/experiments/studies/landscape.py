@@ -30,7 +30,7 @@ import functools
 
 from pg_diag import algorithms
 from pg_diag.config import CPU_SCALE
-from pg_diag.diagnostics.landscape_study import SPEC as LANDSCAPE_STUDY
+from pg_diag.diagnostics.landscape import LANDSCAPE
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments import evidence as ev
@@ -260,14 +260,13 @@ def surrogate_evidence(target, from_dir: str, notes: list) -> list:
 _COMMON = dict(study=STUDY, kind="diagnostic", scales=SCALES, run=diagnostic_targets.run, plan=dry_run.measurement_plan,
                papers=("cl",), presets=ALGORITHMS, notebook="closer-look")
 
-ORDER = 80  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-landscape-concentration", paper="CL Figs 6/26/27",
            help="CL Fig 6/26/27: true reward landscape from 2K/20K/100K pairs per point",
            draw=functools.partial(draw, concentration=True,
                                   title="True reward landscape around the policy estimated from N pairs"),
            evidence=concentration_evidence, provides=("landscape_noise", "landscape_step_z"),
-           measurement=Measurement("landscape-concentration", LANDSCAPE_STUDY, labels=("ppo", "trpo"),
+           measurement=Measurement("landscape-concentration", LANDSCAPE, labels=("ppo", "trpo"),
                                    tiny=dict(points=3, extent=2.0, sizes=(512, 1024), envs=4)),
            **_COMMON),
     Target("fig-landscape-surrogate", paper="CL Figs 7/8/17-25",
@@ -275,7 +274,7 @@ TARGETS = (
            draw=functools.partial(draw, concentration=False,
                                   title="True reward vs the algorithm's surrogate on the plane of its step"),
            evidence=surrogate_evidence, provides=("landscape_true_step",),
-           measurement=Measurement("landscape-surrogate", LANDSCAPE_STUDY,
+           measurement=Measurement("landscape-surrogate", LANDSCAPE,
                                    tiny=dict(points=3, extent=2.0, sizes=(1024,), envs=4, step_pairs=(0, 2048))),
            **_COMMON),
 )

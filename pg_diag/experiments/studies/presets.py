@@ -315,7 +315,6 @@ TABLE_3_TARGET = Target("table-3", paper="IM Table 3", help="IM Table 3: PPO vs 
                         draw=functools.partial(draw_table, compared=TABLE_3_PRESETS, with_aai=False,
                                                title="IM Table 3: PPO vs PPO-NoClip"),
                         papers=("im",), options=("statistic", "reporting"), **_COMMON)
-ORDER = 40  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (REWARDS_TARGET, TABLE_2_TARGET, TABLE_3_TARGET)
 
 __all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "SHARED_PRESETS", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET", "TABLE_3_PRESETS",

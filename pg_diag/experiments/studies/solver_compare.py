@@ -154,7 +154,6 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
     return {"table": df, "markdown": md, "csv": csv}
 
 
-ORDER = 90  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("solver-compare", "solver-compare", "training", "fig-ablation and IM Table 2 under both solvers",
            "fig-ablation and Table 2 trained under the converged and the fast solver settings, their conclusions "

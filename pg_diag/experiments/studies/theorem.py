@@ -121,12 +121,18 @@ COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio",
 STUDY = "fig-theorem"
 
 
-def run(target, scale="smoke", out="results/fig-theorem", seed=0, steps=None, task=None):
-    """Optimize L^C on one batch with every optimizer, save the traces and :func:`draw` them."""
+def run(target, scale="smoke", out=None, tasks=None, seeds=None, progress=None, steps=None, seed=0):
+    """Optimize L^C on one batch with every optimizer, save the traces and `draw` them: the shared ``run``
+    signature, with ``tasks`` the one task whose batch is optimized, ``steps`` the optimizer steps (default:
+    the scale's) and ``seed`` the batch's seed."""
     import pandas as pd
 
     sc = pick(target.scales, scale)
-    task, steps = task or sc.tasks_of()[0], steps or sc.settings["optimize"]["steps"]
+    if tasks is not None and len(tuple(tasks)) != 1 or seeds not in (None, 1):
+        raise ConfigError(f"{target.name} optimizes one batch of one task: give one task and one seed, got "
+                          f"tasks={tasks!r}, seeds={seeds!r}")
+    task, steps = (tuple(tasks) if tasks else sc.tasks_of())[0], steps or sc.settings["optimize"]["steps"]
+    out = out or target.default_out
     cfg, params, batch, knobs = fixed_batch(task, seed)
     eps = cfg.clip_eps
     rel = first_step_check(params, batch, knobs, eps)
@@ -218,7 +224,6 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.theorem_evidence(*_traces(target, from_dir))
 
 
-ORDER = 50  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-theorem", STUDY, "optimize", "CL Theorem 5.1", "CL Theorem 5.1: optimizing the clipped objective on "
            "one batch", scales=SCALES, run=run, draw=draw, plan=plan, evidence=evidence, papers=("cl", "im"),

@@ -147,7 +147,6 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.trust_region_evidence(study_dir.load_runs(from_dir, target.study, target.name)[1])
 
 
-ORDER = 20  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-trust-region", "fig-trust-region", "training", "CL Fig 9 / IM Figs 2-4",
            "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=diagnostic_targets.run_training,

@@ -225,7 +225,6 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.value_evidence(study_dir.load_runs(from_dir, STUDY, target.name)[1])
 
 
-ORDER = 30  # the place of its targets in the table (make help, the CLI, the README)
 TARGETS = (
     Target("fig-value", STUDY, "training", "CL Figs 4/14/15",
            "CL Fig 4/14/15: value-network MRE against its target, the returns and (LQR) the exact V^π",

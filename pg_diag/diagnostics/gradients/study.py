@@ -7,10 +7,10 @@
     study.summary("pairwise")     # N at which the mean cosine reaches 0.5 and 0.9, cosine at the batch size
 
 The subjects table records the truth's own convergence beside it (``true_ratio``,
-``truth_split_half``, ``truth_ceiling``: :func:`_frames`). Everything is
+``truth_split_half``, ``truth_ceiling``: `_frames`). Everything is
 validated against the runs before compiling; the measurement is one compiled
-program over all subjects, estimates and sample sizes (:mod:`.gradients`), and
-its rows are saved in each run's ``diagnostics/gradients/`` (:mod:`.tables`).
+program over all subjects, estimates and sample sizes (`pg_diag.diagnostics.gradients.measure`), and
+its rows are saved in each run's ``diagnostics/gradients/`` (`pg_diag.diagnostics.tables`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import dataclasses
 
 import numpy as np
 
-from pg_diag.diagnostics import engine, gradients, memory, tables
+from pg_diag.diagnostics import engine, tables
+from pg_diag.diagnostics.gradients import measure as gradients
+from pg_diag.diagnostics.gradients.memory import gradient_bytes
+from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape
 from pg_diag.diagnostics.sizes import TRUE_RATIO
 
 NAME = "gradients"
@@ -59,66 +62,77 @@ class GradientStudy:
         return tables.summary(self.curves(measure), self.batch_size)
 
 
-def _group(settings, static):
-    """The surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
-    algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)."""
-    return static.algorithm if settings.objective == "own" else None
+class Gradients(Diagnostic[gradients.Resolved]):
+    """The gradient study as the engine runs it (`pg_diag.diagnostics.protocol`)."""
+
+    kind, title, settings = NAME, "gradient-study", gradients.GradientSettings
+    tables, result = TABLES, GradientStudy
+
+    def resolve(self, settings, statics) -> gradients.Resolved:
+        return gradients.resolve(settings, statics)
+
+    def group_by(self, settings, static):
+        """The surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
+        algorithm's own objective is its own program, fed its optimizer state (PPO-KL's β)."""
+        return static.algorithm if settings.objective == "own" else None
+
+    def reads_optimizer(self, settings) -> bool:
+        return settings.objective == "own"
+
+    def shape(self, group: Group) -> Shape:
+        """One program: the streams widened on MJX while they fit (`gradients.widen`)."""
+        settings, n, batching = group.settings, group.units, group.settings.batching
+
+        def need(r):
+            return gradient_bytes(group.static, r, n, *group.sizes, batching)
+
+        r = gradients.widen(settings, list(group.statics), n, lambda r: need(r) <= group.memory)
+        turns = 1 if batching == "vmap" else n
+        return Shape(
+            labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),
+            sequential_steps=(r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in) * turns,
+            width=n // turns * (r.estimates + r.truth_streams) * r.sampling.envs, bytes=need(r),
+            fits=need(r) <= group.memory, plan=r,
+            refusal=("the study", f"{n} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} "
+                                  f"pairs per chunk", "lower envs or steps (smaller chunks), or use batching='map' "
+                                                      "(subjects in turn)"))
+
+    def describe(self, shape: Shape) -> str:
+        r, n = shape.plan, shape.units
+        truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
+                 f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
+        return (f"gradient study: {n} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}{truth}; "
+                f"{shape.pairs:,} pairs in chunks of {r.sampling.envs} envs × {r.sampling.steps} steps "
+                f"({r.sampling.start}); objective: {r.objective}")
+
+    def program(self, shape: Shape):
+        return gradients.program(shape.static, shape.plan, shape.batching)
+
+    def record(self, shapes) -> Record:
+        """The manifest's resolved shape: the last program's (the groups differ only in their subjects)."""
+        r = shapes[-1].plan
+        return Record({"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
+                       "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
+                       "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
+                       "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective,
+                       # how the truth compares with the estimates (CL Fig 3: ≥ TRUE_RATIO × the largest N) and
+                       # where sizes below the batch draw their pairs from
+                       "true_ratio": r.true_ratio, "true_ratio_required": TRUE_RATIO,
+                       "half_streams": r.half_streams, "subset_pool": r.grid.pool})
+
+    def frames(self, measured: Measured) -> dict:
+        return _frames(measured)
 
 
-def _shape(settings, resolved, statics, n: int, sizes, have: int) -> engine.Shape:
-    """One program: the streams widened on MJX while they fit (:func:`gradients.widen`)."""
-    batching = settings.batching
-
-    def need(r):
-        return memory.gradient_bytes(statics[0], r, n, *sizes, batching)
-
-    r = gradients.widen(settings, statics, n, lambda r: need(r) <= have)
-    turns = 1 if batching == "vmap" else n
-    return engine.Shape(
-        labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),
-        sequential_steps=(r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in) * turns,
-        width=n // turns * (r.estimates + r.truth_streams) * r.sampling.envs, bytes=need(r),
-        fits=need(r) <= have, plan=r,
-        refusal=("the study", f"{n} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} pairs "
-                              f"per chunk", "lower envs or steps (smaller chunks), or use batching='map' (subjects "
-                                            "in turn)"))
-
-
-def _describe(settings, resolved, shape: engine.Shape, static) -> str:
-    r, n = shape.plan, shape.units
-    truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
-             f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
-    return (f"gradient study: {n} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}{truth}; "
-            f"{shape.pairs:,} pairs in chunks of {r.sampling.envs} envs × {r.sampling.steps} steps "
-            f"({r.sampling.start}); objective: {r.objective}")
-
-
-def _program(settings, shape: engine.Shape, static):
-    return gradients.program(static, shape.plan, settings.batching)
-
-
-def _record(settings, resolved, groups) -> tuple:
-    """The manifest's resolved shape: the last program's (the groups differ only in their subjects)."""
-    r = groups[-1][1].plan
-    return {"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
-            "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
-            "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
-            "stream_pairs": r.grid.num_chunks * r.grid.chunk, "objective": r.objective,
-            # how the truth compares with the estimates (CL Fig 3: ≥ TRUE_RATIO × the largest N) and where
-            # sizes below the batch draw their pairs from
-            "true_ratio": r.true_ratio, "true_ratio_required": TRUE_RATIO, "half_streams": r.half_streams,
-            "subset_pool": r.grid.pool}, {}
-
-
-def _frames(subjects, settings, resolved, shape: engine.Shape, out) -> dict:
+def _frames(measured: Measured) -> dict:
     """The tables. Per subject, beside the truth's norm and cosine to ∇J (``true_to_exact``, LQR only):
     ``true_pairs`` and ``true_ratio`` (the truth's pairs, and them over the largest N), ``truth_split_half``
     (the cosine between the truth's two halves of ⌊R/2⌋ streams; NaN for R < 2) and ``truth_ceiling`` (the
     truth's own cosine to g estimated from it, the ceiling of the cosines to the truth:
-    :func:`gradients.truth_ceiling`)."""
+    `gradients.truth_ceiling`)."""
     import pandas as pd
 
-    r = shape.plan
+    r, out, subjects = measured.plan, measured.outputs, measured.subjects
     sizes, K = list(r.grid.sizes), r.estimates
     iu, ju = np.triu_indices(K, 1)
     pairs, ests, subs = [], [], []
@@ -140,10 +154,8 @@ def _frames(subjects, settings, resolved, shape: engine.Shape, out) -> dict:
             "subjects": pd.DataFrame(subs)}
 
 
-SPEC = engine.Spec(kind=NAME, title="gradient-study", settings=gradients.GradientSettings, tables=TABLES,
-                   study=GradientStudy, resolve=gradients.resolve, shape=_shape, program=_program, frames=_frames,
-                   record=_record, group_by=_group, optimizer=lambda settings: settings.objective == "own",
-                   describe=_describe)
+#: the gradient study, as targets and `pg_diag.diagnostics.engine` take it
+GRADIENTS = Gradients()
 
 
 def gradient_study(runs, iterations=None, agents=None, settings: gradients.GradientSettings | None = None, *,
@@ -151,10 +163,10 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
                    **changes) -> GradientStudy:
     """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
     ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
-    return engine.run(SPEC, runs, iterations, agents, settings, save=save, replace=replace, name=name,
+    return engine.run(GRADIENTS, runs, iterations, agents, settings, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_gradient_study(run_paths, name: str = NAME) -> GradientStudy:
     """A saved gradient study from one or more run directories (no recomputation)."""
-    return engine.load(SPEC, run_paths, name)
+    return engine.load(GRADIENTS, run_paths, name)

@@ -14,7 +14,7 @@ the pre-update policy.
 Unlike a training iteration, the batches are sampled with the observation
 normalizer and reward scaler frozen (a training batch would push its own
 observations first; empty statistics are warmed first, see
-:mod:`.sampling`), so the M steps are from one fixed policy.
+:mod:`pg_diag.diagnostics.sampling`), so the M steps are from one fixed policy.
 """
 
 from __future__ import annotations

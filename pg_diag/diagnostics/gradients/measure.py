@@ -1,20 +1,20 @@
 """Gradient-estimate variance and distance to the true gradient: ONE compiled program (ref §4.2 items 1–2).
 
 For every subject (an agent at a checkpointed iteration) the program runs
-K + R independent streams of the frozen policy (:mod:`.sampling`), all
-vmapped together, and streams the sums of :mod:`.streaming` through them:
+K + R independent streams of the frozen policy (:mod:`pg_diag.diagnostics.sampling`), all
+vmapped together, and streams the sums of :mod:`pg_diag.diagnostics.streaming` through them:
 
 * the K *estimate* streams give ĝ_N at every N of the grid, nested within a
   stream: at and above the algorithm's batch size B, N is the stream's first
   N pairs (whole batches, the first one the algorithm's own batch); below B,
   N pairs drawn uniformly at random from the stream's first whole batch,
-  advantages computed on the whole batch (:mod:`.streaming`, ``Grid.pool``).
+  advantages computed on the whole batch (:mod:`pg_diag.diagnostics.streaming`, ``Grid.pool``).
   So every estimate's states are distributed as in the algorithm's batch and
   only the count changes with N; a smaller N's pairs are among a larger N's;
 * the R *truth* streams are merged into one "true" gradient from
   R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates.
   CL Fig 3 takes it from ten million pairs against estimates up to 1e6: the
-  scales ask :data:`~.sizes.TRUE_RATIO` × the largest N or more, and the
+  scales ask :data:`~pg_diag.diagnostics.sizes.TRUE_RATIO` × the largest N or more, and the
   ratio reached is recorded (``true_ratio``). Its own convergence is measured
   by the split-half cosine (:func:`truth_ceiling`): the truth streams split
   into two halves of ⌊R/2⌋ streams, the cosine between the halves' merged
@@ -86,7 +86,7 @@ class GradientSettings:
     def check(self) -> None:
         """Errors name the value and what is allowed; raised before anything compiles.
 
-        A true gradient from fewer than :data:`~.sizes.TRUE_RATIO` × the largest N (but at least the
+        A true gradient from fewer than :data:`~pg_diag.diagnostics.sizes.TRUE_RATIO` × the largest N (but at least the
         largest N) is allowed — a cheap look — and recorded: the study's ``true_ratio`` (manifest and
         subjects table) says how many times the largest N the truth holds, so a report can decline to
         judge the estimates against a truth barely better than they are."""

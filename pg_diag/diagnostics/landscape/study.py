@@ -10,8 +10,8 @@
 
 Validated before compiling; one compiled program per distinct training
 configuration (PPO and TRPO steps differ), vmapped over subjects × planes ×
-grid points (:mod:`.landscape`); rows saved in each run's
-``diagnostics/<name>/`` (:mod:`.tables`).
+grid points (`pg_diag.diagnostics.landscape.measure`); rows saved in each run's
+``diagnostics/<name>/`` (`pg_diag.diagnostics.tables`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import jax
 import numpy as np
 
 from pg_diag import algorithms
-from pg_diag.diagnostics import engine, landscape, tables
+from pg_diag.diagnostics import engine, tables
+from pg_diag.diagnostics.landscape import measure as landscape
+from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape
 from pg_diag.diagnostics.subjects import DiagnosticError
 
 NAME = "landscape"
@@ -32,45 +34,6 @@ ESTIMATOR = ("true return at N pairs: mean raw return of n = round(N / L̂) comp
              "policy, each from reset to its own end (termination or time limit), their number fixed before "
              "sampling: unbiased for E[L], SE SD(L)/√m (not the episodes ending inside one batch, which "
              "censoring biases short)")
-
-
-def _group(settings, static):
-    """One program per distinct training configuration (PPO's and TRPO's steps differ)."""
-    return static.program()
-
-
-def _shape(settings, r: landscape.Resolved, statics, n: int, sizes, have: int) -> engine.Shape:
-    """The plan that fits (:func:`landscape.fit`: subjects in turn, then shorter chunks); a point's stream is
-    ⌈N / envs⌉ batched steps at the largest N."""
-    fitted, batching, need, changed = landscape.fit(statics[0], r, n, *sizes, settings.batching, have)
-    turns = n if batching == "map" else 1
-    return engine.Shape(
-        labels=(), batching=batching, units=n, pairs=landscape.pairs_total(r, n),
-        sequential_steps=-(-max(r.sizes) // r.envs) * turns,
-        width=r.envs * r.grid_points * len(r.step_envs) * (n // turns), bytes=need, fits=need <= have,
-        note=changed, plan=fitted,
-        refusal=("the landscape", f"{n} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
-                                  f"{r.envs} environments, even with subjects in turn and chunks of "
-                                  f"{fitted.chunk_steps} steps", "lower points or envs"))
-
-
-def _describe(settings, r, shape: engine.Shape, static) -> str:
-    return (f"landscape: {shape.units} subjects ({static.algorithm}) × {len(r.step_envs)} planes × "
-            f"{r.grid_points} points × N = {list(r.sizes)}: {shape.pairs:,} pairs"
-            + (f" ({shape.note}, to fit the memory)" if shape.note else ""))
-
-
-def _program(settings, shape: engine.Shape, static):
-    return landscape.program(static, shape.plan, shape.batching)
-
-
-def _record(settings, r, groups) -> tuple:
-    resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
-                "estimator": ESTIMATOR, "step_pairs": list(r.step_pairs), "random_norm": r.random_norm,
-                "length_episodes": r.length_episodes, "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
-    splits = [{"algorithm": s.algorithm, "changed": shape.note, "bytes": shape.bytes} for s, shape in groups
-              if shape.note]
-    return resolved, {"fitted": splits}
 
 
 def _constraint(algorithm: str, knobs, s: int) -> dict:
@@ -85,8 +48,10 @@ def _knob(knobs, name, subject) -> float:
     return float(knobs[name][subject]) if name in knobs else float("nan")
 
 
-def _frames(subjects, settings, r: landscape.Resolved, shape, out) -> dict:
+def _frames(measured: Measured) -> dict:
     import pandas as pd
+
+    r, out, subjects = measured.plan, measured.outputs, measured.subjects
 
     G = len(r.coords)
     xs = np.repeat(r.coords, G)   # x major, as landscape.plane
@@ -204,20 +169,69 @@ class LandscapeStudy:
         return pd.DataFrame(rows)
 
 
-SPEC = engine.Spec(kind=NAME, title="landscape", settings=landscape.LandscapeSettings, tables=TABLES,
-                   study=LandscapeStudy, resolve=landscape.resolve, shape=_shape, program=_program,
-                   frames=_frames, record=_record, group_by=_group, describe=_describe)
+class Landscape(Diagnostic[landscape.Resolved]):
+    """The landscape study as the engine runs it (`pg_diag.diagnostics.protocol`)."""
+
+    kind, title, settings = NAME, "landscape", landscape.LandscapeSettings
+    tables, result = TABLES, LandscapeStudy
+
+    def resolve(self, settings, statics) -> landscape.Resolved:
+        return landscape.resolve(settings, statics)
+
+    def group_by(self, settings, static):
+        """One program per distinct training configuration (PPO's and TRPO's steps differ)."""
+        return static.program()
+
+    def shape(self, group: Group) -> Shape:
+        """The plan that fits (`landscape.fit`: subjects in turn, then shorter chunks); a point's stream is
+        ⌈N / envs⌉ batched steps at the largest N."""
+        r, n = group.plan, group.units
+        fitted, batching, need, changed = landscape.fit(group.static, r, n, *group.sizes, group.settings.batching,
+                                                        group.memory)
+        turns = n if batching == "map" else 1
+        return Shape(
+            labels=(), batching=batching, units=n, pairs=landscape.pairs_total(r, n),
+            sequential_steps=-(-max(r.sizes) // r.envs) * turns,
+            width=r.envs * r.grid_points * len(r.step_envs) * (n // turns), bytes=need, fits=need <= group.memory,
+            note=changed, plan=fitted,
+            refusal=("the landscape", f"{n} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
+                                      f"{r.envs} environments, even with subjects in turn and chunks of "
+                                      f"{fitted.chunk_steps} steps", "lower points or envs"))
+
+    def describe(self, shape: Shape) -> str:
+        r = shape.plan
+        return (f"landscape: {shape.units} subjects ({shape.static.algorithm}) × {len(r.step_envs)} planes × "
+                f"{r.grid_points} points × N = {list(r.sizes)}: {shape.pairs:,} pairs"
+                + (f" ({shape.note}, to fit the memory)" if shape.note else ""))
+
+    def program(self, shape: Shape):
+        return landscape.program(shape.static, shape.plan, shape.batching)
+
+    def record(self, shapes) -> Record:
+        r = shapes[-1].plan
+        resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
+                    "estimator": ESTIMATOR, "step_pairs": list(r.step_pairs), "random_norm": r.random_norm,
+                    "length_episodes": r.length_episodes, "exact": r.exact, "batch_size": r.own.envs * r.own.steps}
+        splits = [{"algorithm": s.static.algorithm, "changed": s.note, "bytes": s.bytes} for s in shapes if s.note]
+        return Record(resolved, {"fitted": splits})
+
+    def frames(self, measured: Measured) -> dict:
+        return _frames(measured)
+
+
+#: the landscape study, as targets and `pg_diag.diagnostics.engine` take it
+LANDSCAPE = Landscape()
 
 
 def landscape_study(runs, iterations=None, agents=None, settings: landscape.LandscapeSettings | None = None, *,
                     labels=None, save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                     **changes) -> LandscapeStudy:
     """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
-    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
-    return engine.run(SPEC, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
+    ``iterations``; ``changes`` override fields of `LandscapeSettings`."""
+    return engine.run(LANDSCAPE, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:
     """A saved landscape study from one or more run directories (no recomputation)."""
-    return engine.load(SPEC, run_paths, name)
+    return engine.load(LANDSCAPE, run_paths, name)

@@ -21,7 +21,7 @@ the study costs one rollout per stream, not one per baseline.
 V* is a "true" value function (CL §5.2) only if it is closer to E[R | s] than
 the agent's network, and closeness to a conditional mean is a squared-error
 statement: for any V, E[(V(s) − R)²] = E[(V(s) − V^π(s))²] + E[(R − V^π(s))²],
-the last term the same for every V. So :func:`~.value_fit.fit_value` fits V* in rounds of
+the last term the same for every V. So :func:`~pg_diag.diagnostics.value_fit.fit_value` fits V* in rounds of
 ``fit_epochs`` epochs and after each round compares it with the agent's
 network on at least 20 held-out batches (independent batches of the
 algorithm's shape) by a one-sided paired t-test of their per-batch squared
@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from pg_diag import envs, stages
-from pg_diag.diagnostics import gradients
+from pg_diag.diagnostics.gradients import measure as gradients
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream

@@ -15,7 +15,7 @@ The plane (CL §5.3, Figs 6–8): θ(x, y) = θ + x·Δ + y·d, where
 both axes span 0 … ``extent`` on a ``points`` × ``points`` grid. At every grid
 point the program estimates the true mean return of the perturbed policy
 (observation normalizer and reward scaler frozen) from complete episodes
-from reset (:func:`~.return_streams.return_stream`). A sample of N pairs stands for
+from reset (:func:`~pg_diag.diagnostics.return_streams.return_stream`). A sample of N pairs stands for
 n = round(N / L̂) episodes; every one of the n episodes runs to termination or
 the time limit, however long, and the estimate is their mean raw return, with
 its standard error and the pairs the n episodes actually took (the returns
@@ -30,7 +30,7 @@ own stream (independent noise, so the picture shows the noise an estimate
 from N pairs has). Memory does not depend on N: streams run in chunks of
 ``chunk_steps``.
 
-L̂, the subject's mean episode length (:func:`~.return_streams.episode_length`), is the mean
+L̂, the subject's mean episode length (:func:`~pg_diag.diagnostics.return_streams.episode_length`), is the mean
 length of m = ``length_episodes`` complete episodes of the subject's own
 policy, m environments each run from reset to its own episode's end
 (termination or the time limit, as every episode of the task), their number
@@ -70,7 +70,7 @@ from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
-from pg_diag.diagnostics.memory import landscape_bytes
+from pg_diag.diagnostics.landscape.memory import landscape_bytes
 from pg_diag.diagnostics.return_streams import episode_counts, episode_length, return_stream
 from pg_diag.diagnostics.sizes import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry

@@ -1,0 +1,97 @@
+"""A measurement of one's own (examples/own_study.py: the gradient's signal and noise energies against N), written
+outside the package against the study protocol: its arithmetic against a closed form, its numbers against a
+second method (the gradient study's saved tables, from the same compiled program), and its target through the
+CLI, the dry run, --from and the report."""
+
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pg_diag.cli import load_plugin, main
+from pg_diag.diagnostics import gradient_study
+from pg_diag.experiments import diagnostic_targets, study_dir, targets
+
+PATH = pathlib.Path(__file__).parent.parent / "examples" / "own_study.py"
+
+
+@pytest.fixture(scope="module")
+def example():
+    load_plugin(str(PATH))
+    import sys
+    yield sys.modules["pg_diag_load_own_study"]
+    targets.unregister("fig-grad-snr")
+
+
+def test_energies_recover_a_known_signal_and_noise(example):
+    """K = 10 estimates g + e_k in d = 20,000 dimensions, e_k ~ N(0, σ²I): signal S = ‖g‖² = 4, noise V = dσ² = 12.
+    The signal estimate, the mean over the K(K−1)/2 pairs of ‖g‖² + g·(e_i + e_j) + e_i·e_j, has variance
+    4SV/(dK) + 2V²/(dK(K−1)); the noise estimate adds the mean ‖e_k‖² (variance 2V²/(dK)) and 2g·ē (variance
+    4SV/(dK)), so its standard deviation is at most the sum of the three. Six of each bounds a deviation but
+    with probability < 4e-9 (the draw is seeded: it passes on any CPU; the bound says how unlikely a failure
+    was)."""
+    rng = np.random.default_rng(0)
+    d, k, S, V = 20_000, 10, 4.0, 12.0
+    g = np.full(d, np.sqrt(S / d))
+    est = g + np.sqrt(V / d) * rng.standard_normal((k, d))
+    norms = np.linalg.norm(est, axis=1)
+    cosines = est @ est.T / np.outer(norms, norms)
+    signal, noise = example.energies(cosines, norms)
+    sd_signal = np.sqrt(4 * S * V / (d * k) + 2 * V ** 2 / (d * k * (k - 1)))
+    sd_noise = sd_signal + np.sqrt(2 * V ** 2 / (d * k)) + np.sqrt(4 * S * V / (d * k))
+    assert abs(signal - S) < 6 * sd_signal and abs(noise - V) < 6 * sd_noise
+    assert 6 * (sd_signal + sd_noise) < V - S        # the bounds are tight enough to tell the two apart
+
+
+@pytest.fixture(scope="module")
+def trained(example, tmp_path_factory):
+    root = tmp_path_factory.mktemp("own-study")
+    out = root / "grad-snr"
+    assert main(["--load", str(PATH), "fig-grad-snr", "--out", str(out), "--no-progress"]) == 0
+    return root, out
+
+
+def test_the_target_runs_through_the_cli_the_dry_run_from_and_the_report(trained, tmp_path, capsys):
+    root, out = trained
+    assert (out / "fig-grad-snr.png").exists() and (out / "fig-grad-snr-summary.csv").exists()
+    summary = pd.read_csv(out / "fig-grad-snr-summary.csv")
+    assert set(summary.label) == {"ppo", "trpo"} and set(summary.iteration) == {0, 3}
+
+    capsys.readouterr()
+    assert main(["--load", str(PATH), "fig-grad-snr", "--dry-run", "--seeds", "3"]) == 0
+    shown = capsys.readouterr().out
+    assert "grad-snr" in shown and "lqr" in shown
+
+    assert main(["--load", str(PATH), "fig-grad-snr", "--from", str(out), "--out", str(tmp_path / "again")]) == 0
+    again = pd.read_csv(tmp_path / "again" / "fig-grad-snr-summary.csv")
+    pd.testing.assert_frame_equal(again, summary)
+
+    assert main(["--load", str(PATH), "report", "--from", str(root), "--out", str(tmp_path / "report")]) == 0
+    assert "### fig-grad-snr" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_bad_load_is_named():
+    assert main(["--load", "no/such/file.py", "tasks"]) == 2
+    assert main(["--load", "no_such_module_here", "tasks"]) == 2
+
+
+def test_its_energies_equal_the_gradient_studys_tables(example, trained):
+    """The gradient study with the same settings compiles the same program with the same keys: its saved
+    cosines and norms, reassembled with pandas, give the same energies (float64 arithmetic on the same float32
+    outputs, in another order: equal to float64 rounding)."""
+    _, out = trained
+    record, studies = diagnostic_targets.load_measured(example.TARGET, str(out))
+    runs = [study_dir.run_dir(str(out), d, "fig-grad-snr") for d in record["runs"]["lqr"]]
+    mine = studies["lqr"].snr
+    g = gradient_study(runs, iterations=sorted(set(mine.iteration)), sizes=(64, 256, 1024), estimates=4,
+                       save=False)
+    assert len(g.pairs.groupby(["run", "agent", "iteration", "n"])) == len(mine) > 0
+    keys = ["run", "agent", "iteration", "n"]
+    for key, part in g.pairs.groupby(keys):
+        norms = g.estimates.set_index(keys + ["k"]).loc[key].sort_index().norm.to_numpy()
+        dots = part.cosine * norms[part.i] * norms[part.j]
+        signal = dots.mean()
+        noise = np.mean(norms.astype(np.float64) ** 2) - signal
+        row = mine.set_index(keys).loc[key]
+        np.testing.assert_allclose([row.signal, row.noise], [signal, noise], rtol=1e-12)
