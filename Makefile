@@ -32,12 +32,15 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 # The documentation site from docs/ (MkDocs, Material theme, the API from the docstrings) into site/; warnings
-# are errors (mkdocs.yml: strict). Open site/index.html.
+# are errors (mkdocs.yml: strict). Open site/index.html. First the pages' generated parts are rewritten from the
+# code (the settings reference from the settings' declarations, each target page's scales from its Scale records:
+# pg_diag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current).
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $@
 
 docs: $(VENV)/.docs-installed
+	$(PY) -m pg_diag.cli.gen_docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its

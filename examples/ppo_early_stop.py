@@ -46,8 +46,8 @@ EARLY_STOP = pg_diag.Algorithm(
     init_state=ppo.init_state, step=step, objective=ppo.objective,
     constraint=algorithms.Constraint(kind="kl", knob="kl_target", label="d_targ"),
     knobs={"clip_eps": ppo.KNOBS["clip_eps"], "kl_target": ppo_kl.KNOBS["kl_target"],
-           "stop_factor": pg_diag.Option(1.5, "Stop once the mean KL exceeds this × d_targ.", "a number > 0",
-                                         lambda v: v > 0)},
+           "stop_factor": pg_diag.Option(1.5, "Stop once the mean KL exceeds this × d_targ.",
+                                         pg_diag.config.Range(0, low_open=True))},
     static=ppo.STATIC)
 
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from pg_diag.cli import gen_docs
 from pg_diag.experiments import targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,16 +58,23 @@ def test_every_target_has_its_page_in_the_navigation():
         assert f"(docs/targets/{name}.md)" in readme, f"the README's table of targets lacks {name}"
 
 
-def test_every_target_page_lists_its_scales_as_the_code_describes_them():
-    """A target's page has a row per scale, ending in the description its scale carries (what the CLI's
-    --help and dry runs print), so the page cannot drift from what the target trains."""
-    for name in targets.TARGETS:
-        page = open(os.path.join(ROOT, "docs", "targets", f"{name}.md"), encoding="utf-8").read().split("\n")
-        for scale, sc in targets.get(name).scales.items():
-            rows = [line for line in page if line.startswith(f"| `{scale}` |")]
-            assert len(rows) == 1, f"docs/targets/{name}.md: {len(rows)} rows for scale {scale!r}"
-            assert rows[0].endswith(f"| {sc.description.strip()} |"), \
-                f"docs/targets/{name}.md: scale {scale!r} is described in the code as {sc.description!r}"
+def test_the_generated_pages_are_current():
+    """The settings reference and every target page's table of scales are written from the code (the settings'
+    declarations, the targets' Scale records) by `python -m pg_diag.cli.gen_docs` (`make docs`): the committed
+    pages must be what it writes, so they cannot drift from what the code allows and trains."""
+    pages = gen_docs.pages()
+    assert set(pages) >= {os.path.join("docs", "targets", f"{name}.md") for name in targets.TARGETS}
+    for path, text in pages.items():
+        assert open(os.path.join(ROOT, path), encoding="utf-8").read() == text, \
+            f"{path} is not current: run python -m pg_diag.cli.gen_docs"
+
+
+def test_every_generated_table_row_names_a_declared_setting():
+    """The settings reference has a row for every declared knob and static setting."""
+    from pg_diag.config import KNOB_SETTINGS, STATIC_SETTINGS
+    page = open(os.path.join(ROOT, gen_docs.SETTINGS_PAGE), encoding="utf-8").read()
+    for name in (*KNOB_SETTINGS, *STATIC_SETTINGS):
+        assert f"| `{name}` |" in page, f"{gen_docs.SETTINGS_PAGE} has no row for {name}"
 
 
 def test_every_page_is_in_the_navigation():

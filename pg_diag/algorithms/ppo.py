@@ -17,7 +17,7 @@ from flax import struct
 from pg_diag import networks
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms, ValueStep, WorkingSet
 from pg_diag.algorithms.epochs import epochs, lockstep_epochs, value_minibatch
-from pg_diag.config import Option
+from pg_diag.config import Option, Range
 from pg_diag.objectives import clipped_surrogate, entropy, normalize_advantages, probability_ratio
 from pg_diag.optim import adam, apply_update, clip_by_global_norm
 from pg_diag.rollout import UpdateBatch
@@ -115,9 +115,8 @@ def init_state(policy, knobs):
 
 #: PPO's own settings (ref §2.5): the ratio clip ε and the number of policy epochs.
 KNOBS = {"clip_eps": Option(0.2, "PPO ratio clip ε; float('inf') (or 1e32) disables it: PPO-NoClip.",
-                            "a number > 0 (inf disables the clip)", lambda v: v > 0, allow_inf=True)}
-STATIC = {"ppo_epochs": Option(10, "Passes over the batch in the policy update.", "a positive int",
-                               lambda v: v >= 1)}
+                            Range(0, low_open=True), allow_inf=True, why="inf disables the clip")}
+STATIC = {"ppo_epochs": Option(10, "Passes over the batch in the policy update.", Range(1))}
 
 def working_set(static) -> WorkingSet:
     """Its epochs differentiate one minibatch at a time."""

@@ -20,7 +20,7 @@ from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo,
 from pg_diag.algorithms.epochs import epochs
 from pg_diag.algorithms.ppo import STATIC as PPO_STATIC
 from pg_diag.algorithms.ppo import working_set
-from pg_diag.config import Option
+from pg_diag.config import Option, Range
 from pg_diag.objectives import entropy, kl, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.optim import adam, apply_update, clip_by_global_norm
 
@@ -82,9 +82,8 @@ def init_state(policy, knobs) -> State:
 #: PPO-KL's own settings (PPO paper §4): d_targ and β₀; its epochs are PPO's setting.
 KNOBS = {
     "kl_target": Option(0.01, "PPO-KL: the target mean KL d_targ that adapts the penalty coefficient β.",
-                        "a number > 0", lambda v: v > 0),
-    "kl_beta_init": Option(1.0, "PPO-KL: the initial KL penalty coefficient β.", "a number >= 0",
-                           lambda v: v >= 0),
+                        Range(0, low_open=True)),
+    "kl_beta_init": Option(1.0, "PPO-KL: the initial KL penalty coefficient β.", Range(0)),
 }
 
 PPO_KL = Algorithm(

@@ -30,7 +30,7 @@ from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks
 from pg_diag.algorithms.base import Algorithm, Constraint, PolicyStep, StepInfo, Terms, WorkingSet
-from pg_diag.config import Option
+from pg_diag.config import Option, Range
 from pg_diag.objectives import kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.rollout import UpdateBatch
 
@@ -162,22 +162,19 @@ def fisher_size(static) -> int:
     return max(1, int(static.fisher_fraction * static.batch_size))
 
 
-_nonnegative = ("a number >= 0", lambda v: v >= 0)
+_nonnegative = Range(0)
 #: TRPO's own settings (ref §2.7); NPG declares the ones it shares.
 KNOBS = {
-    "kl_bound": Option(0.01, "TRPO/NPG mean-KL step size δ (the original's max_kl).", "a number > 0",
-                       lambda v: v > 0),
-    "damping": Option(0.1, "TRPO/NPG Fisher damping λ: CG solves (F + λI)x = g.", *_nonnegative),
+    "kl_bound": Option(0.01, "TRPO/NPG mean-KL step size δ (the original's max_kl).", Range(0, low_open=True)),
+    "damping": Option(0.1, "TRPO/NPG Fisher damping λ: CG solves (F + λI)x = g.", _nonnegative),
     "accept_ratio": Option(0.1, "TRPO line search: accept when actual/expected improvement exceeds this.",
-                           *_nonnegative),
+                           _nonnegative),
 }
 STATIC = {
-    "cg_iterations": Option(10, "TRPO/NPG conjugate-gradient iterations (fixed, no early stop).", "a positive int",
-                            lambda v: v >= 1),
-    "line_search_steps": Option(10, "TRPO backtracking line search: step scales 2^0 … 2^-(n-1).", "a positive int",
-                                lambda v: v >= 1),
+    "cg_iterations": Option(10, "TRPO/NPG conjugate-gradient iterations (fixed, no early stop).", Range(1)),
+    "line_search_steps": Option(10, "TRPO backtracking line search: step scales 2^0 … 2^-(n-1).", Range(1)),
     "fisher_fraction": Option(0.1, "TRPO/NPG: fraction of the batch (a random subset, fixed size) for the "
-                                   "Fisher-vector product.", "a number in (0, 1]", lambda v: 0 < v <= 1),
+                                   "Fisher-vector product.", Range(0, 1, low_open=True)),
 }
 
 def working_set(static) -> WorkingSet:

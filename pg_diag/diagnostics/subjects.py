@@ -18,12 +18,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pg_diag.config import ConfigError, Static, stack_knobs
+from pg_diag.config import ConfigError, Range, Static, stack_knobs
 from pg_diag.run import checkpoints, store
 from pg_diag.run.shard import AXIS, gather, over_devices, pad_and_shard
 
 #: Static settings that must agree for runs to share one sampling program.
 SHARED_STATIC = ("task", "physics", "physics_threads", "solver", "policy_hidden", "value_hidden")
+
+
+#: What every study's settings allow of the fields they share: subjects' batching, a seed (32 bits), resamples.
+BATCHING = ("vmap", "map")
+SEED_RANGE = Range(0, 2 ** 32 - 1)
+RESAMPLES = Range(10)
 
 
 class DiagnosticError(ConfigError):

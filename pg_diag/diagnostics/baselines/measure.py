@@ -47,11 +47,13 @@ import jax
 import jax.numpy as jnp
 
 from pg_diag import envs, stages
+from pg_diag.config import Range, check_record, setting
 from pg_diag.diagnostics.gradients import measure as gradients
+from pg_diag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
 from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
+from pg_diag.diagnostics.subjects import DiagnosticError, over_subjects, require
 from pg_diag.diagnostics.value_fit import empty_report, fit_data, fit_value
 
 #: value: the agent's network; fitted: V* fit to Monte-Carlo returns; zero: returns in place of advantages, through
@@ -75,67 +77,52 @@ FIT_WIDTH = 64
 FIT_STARTS = ("agent", "fresh")
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 @dataclasses.dataclass(frozen=True)
 class BaselineSettings:
-    sizes: tuple = PAPER_SIZES["baselines"]
-    estimates: int = 10                      # K estimates per baseline and N
-    baselines: tuple = ("value", "fitted", "zero")   # + "exact", added on the LQR task
-    fit_pairs: int = 500_000                 # pairs the fitted value network learns from (CL: 5e5 or 5e6)
-    fit_epochs: int = 30                     # passes of Adam over them per round, the learning rate annealed to 0
-    fit_rounds: int = 4                      # the most rounds of fit_epochs epochs (the cap of the stopping rule)
-    fit_level: float = 0.05                  # level of "V* shown better" over all rounds (each round's test at
-    #                                          fit_level / fit_rounds: Bonferroni over the looks)
-    fit_minibatch: int = 1024
-    fit_lr: float = 1e-3
-    fit_start: str = "agent"                 # the fit starts from the agent's value network, or "fresh" (new init)
-    heldout_fraction: float = 0.1            # share of the fit pairs kept out to report the fit's error
-    heldout_chunks: int = MIN_HELDOUT_CHUNKS  # held-out batches at least (independent streams; the t-test's sample)
-    floor_chunks: int = FLOOR_CHUNKS         # further held-out batches, never looked at by the stopping rule: the
-    #                                          floor (V*'s own error) and the agent's error on the same states
-    seed: int = 0
-    batching: str = "vmap"
-    resamples: int = 500
-    objective: str = "surrogate"             # CL eq. 15's surrogate, or "own": the algorithm's own objective
+    """What a baseline study compares (the baselines at every N) and how V*, the fitted value network, is fit."""
+
+    sizes: tuple = setting(PAPER_SIZES["baselines"], "The N of the estimates (state–action pairs).",
+                           items=Range(2, MAX_PAIRS), item="N", nonempty=True)
+    estimates: int = setting(10, "K estimates per baseline and N.", Range(2), label="estimates (K)",
+                             why="a pairwise cosine needs two estimates")
+    baselines: tuple = setting(("value", "fitted", "zero"), "The baselines compared (+ \"exact\", added on the "
+                                                            "LQR task).", items=BASELINES, nonempty=True)
+    fit_pairs: int = setting(500_000, "Pairs the fitted value network learns from (CL: 5e5 or 5e6).", Range(1))
+    fit_epochs: int = setting(30, "Passes of Adam over them per round, the learning rate annealed to 0.", Range(1))
+    fit_rounds: int = setting(4, "The most rounds of fit_epochs epochs V* is fit for (the cap of the stopping "
+                                 "rule).", Range(1))
+    fit_level: float = setting(0.05, "Level of \"V* shown better\" over all rounds (each round's test at "
+                                     "fit_level / fit_rounds: Bonferroni over the looks).",
+                               Range(0, 1, low_open=True, high_open=True),
+                               why="the level of the one-sided test that V* is better")
+    fit_minibatch: int = setting(1024, "Minibatch of the fit's Adam steps.", Range(2))
+    fit_lr: float = setting(1e-3, "Learning rate of the fit's Adam.", Range(0, low_open=True))
+    fit_start: str = setting("agent", "The fit starts from the agent's value network, or \"fresh\" (a new "
+                                      "initialization).", FIT_STARTS)
+    heldout_fraction: float = setting(0.1, "Share of the fit pairs kept out to report the fit's error.",
+                                      Range(0, 1, low_open=True, high_open=True))
+    heldout_chunks: int = setting(MIN_HELDOUT_CHUNKS, "Held-out batches at least (independent streams; the "
+                                                      "t-test's sample).", Range(MIN_HELDOUT_CHUNKS),
+                                  why="the held-out batches V* and the agent's network are compared on by a "
+                                      "paired t-test")
+    floor_chunks: int = setting(FLOOR_CHUNKS, "Further held-out batches, never looked at by the stopping rule: the "
+                                              "floor (V*'s own error) and the agent's error on the same states.",
+                                Range(2), why="the held-out batches, apart from the t-test's, that V*'s and the "
+                                              "agent's errors are read on")
+    seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
+    batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).",
+                            BATCHING)
+    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
+    objective: str = setting("surrogate", "CL eq. 15's surrogate, or \"own\": the algorithm's own objective.",
+                             gradients.OBJECTIVES)
 
     def check(self) -> None:
-        sizes = tuple(self.sizes)
-        require(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
-             f"sizes must be a non-empty list of integers, got {self.sizes!r}")
-        require(min(sizes) >= 2 and max(sizes) <= MAX_PAIRS, f"every N must be in 2 … 2^24, got {min(sizes)} … "
-                                                          f"{max(sizes)}")
-        require(isinstance(self.estimates, int) and self.estimates >= 2,
-             f"estimates (K) must be an integer ≥ 2: a pairwise cosine needs two estimates; got {self.estimates!r}")
-        unknown = [b for b in self.baselines if b not in BASELINES]
-        require(len(self.baselines) > 0 and not unknown,
-             f"baselines must be a non-empty list of {', '.join(BASELINES)}; got {list(self.baselines)!r}")
-        require(0 < self.heldout_fraction < 1, f"heldout_fraction must be in (0, 1), got {self.heldout_fraction!r}")
-        require(_is_int(self.heldout_chunks) and self.heldout_chunks >= MIN_HELDOUT_CHUNKS,
-                f"heldout_chunks must be an integer ≥ {MIN_HELDOUT_CHUNKS} (the held-out batches V* and the agent's "
-                f"network are compared on by a paired t-test), got {self.heldout_chunks!r}")
-        require(_is_int(self.floor_chunks) and self.floor_chunks >= 2,
-                f"floor_chunks must be an integer ≥ 2 (the held-out batches, apart from the t-test's, that V*'s "
-                f"and the agent's errors are read on), got {self.floor_chunks!r}")
-        require(_is_int(self.fit_rounds) and self.fit_rounds >= 1,
-                f"fit_rounds must be an integer ≥ 1 (the most rounds of fit_epochs epochs V* is fit for), got "
-                f"{self.fit_rounds!r}")
-        require(isinstance(self.fit_level, (int, float)) and 0 < self.fit_level < 1,
-                f"fit_level must be in (0, 1) (the level of the one-sided test that V* is better), got "
-                f"{self.fit_level!r}")
-        require(isinstance(self.fit_pairs, int) and self.fit_minibatch <= self.fit_pairs * (1 - self.heldout_fraction)
-             <= MAX_PAIRS, f"fit_pairs must be an integer with at least one minibatch ({self.fit_minibatch}) of "
-                           f"training pairs and at most 2^24, got {self.fit_pairs!r}")
-        require(_is_int(self.fit_epochs) and self.fit_epochs >= 1 and self.fit_lr > 0 and self.fit_minibatch >= 2,
-             f"fit_epochs ≥ 1, fit_lr > 0 and fit_minibatch ≥ 2 are needed, got {self.fit_epochs}, {self.fit_lr}, "
-             f"{self.fit_minibatch}")
-        require(self.objective in gradients.OBJECTIVES, f"objective must be one of "
-                                                        f"{', '.join(gradients.OBJECTIVES)}, got {self.objective!r}")
-        require(self.fit_start in FIT_STARTS, f"fit_start must be one of {', '.join(FIT_STARTS)}, got "
-                                              f"{self.fit_start!r}")
-        check_batching(self.batching, self.resamples)
+        """Each field against its declaration, then the fit's training pairs against its minibatch."""
+        check_record(self, DiagnosticError)
+        training = self.fit_pairs * (1 - self.heldout_fraction)
+        require(self.fit_minibatch <= training <= MAX_PAIRS,
+                f"fit_pairs must be an integer with at least one minibatch ({self.fit_minibatch}) of training pairs "
+                f"and at most 2^24, got {self.fit_pairs!r}")
 
 
 @dataclasses.dataclass(frozen=True)

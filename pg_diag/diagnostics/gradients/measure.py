@@ -50,11 +50,12 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
+from pg_diag.config import Range, check_record, setting
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
                                          independent_burn_in, needs_warmup, start_carry)
 from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
+from pg_diag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE, DiagnosticError, over_subjects, require
 
 #: advantage modes that need the closed forms of the linear-quadratic task
 EXACT_ADVANTAGES = ("exact", "gae_exact_value")
@@ -62,53 +63,49 @@ EXACT_ADVANTAGES = ("exact", "gae_exact_value")
 #: what a gradient study differentiates (see the module docstring)
 OBJECTIVES = ("surrogate", "own")
 
+def _at_most_max_pairs(sizes) -> "bool | str":
+    return max(sizes) <= MAX_PAIRS or f"N = {max(sizes)} is beyond the largest allowed, 2^24 = {MAX_PAIRS}"
 
 
 @dataclasses.dataclass(frozen=True)
 class GradientSettings:
     """What a gradient study samples and computes. ``0`` means "the run's own"."""
 
-    sizes: tuple = PAPER_SIZES["gradients"]     # the N of the estimates (state–action pairs)
-    estimates: int = 10            # K independent estimates at every N
-    true_pairs: int = 0            # pairs of the "true" gradient (0: none; CL Fig 3: 1e7, TRUE_RATIO × N ≤ 1e6)
-    envs: int = 0                  # environments per stream (0: the run's num_envs, a chunk is one batch; wider on MJX)
-    steps: int = 0                 # steps per environment per chunk (0: the run's steps_per_env)
-    start: str = "algorithm"       # "algorithm" (the run's own: reset or checkpoint) or one of STARTS
-    burn_in: int = 0               # steps discarded at a stream's start (start="stationary")
-    advantages: str = "gae"        # one of ADVANTAGES
-    normalize: bool = True         # normalize Â over each estimate's N pairs, as the algorithms do
-    objective: str = "surrogate"   # one of OBJECTIVES: CL eq. 15's surrogate, or the algorithm's own objective
-    with_batch_size: bool = True   # add the algorithm's batch size to the sizes
-    seed: int = 0
-    batching: str = "vmap"         # subjects vmapped together, or "map": in turn (less memory)
-    resamples: int = 500           # bootstrap resamples of the confidence intervals
+    sizes: tuple = setting(PAPER_SIZES["gradients"], "The N of the estimates (state–action pairs).",
+                           items=Range(2), item="N", nonempty=True, check=_at_most_max_pairs,
+                           why="advantages are normalized by their std")
+    estimates: int = setting(10, "K independent estimates at every N.", Range(2), label="estimates (K)",
+                             why="a pairwise cosine needs two estimates")
+    true_pairs: int = setting(0, "Pairs of the \"true\" gradient (0: none; CL Fig 3: 1e7, TRUE_RATIO × N ≤ 1e6).",
+                              Range(0))
+    envs: int = setting(0, "Environments per stream (0: the run's num_envs, a chunk is one batch; wider on MJX).",
+                        Range(0))
+    steps: int = setting(0, "Steps per environment per chunk (0: the run's steps_per_env).", Range(0))
+    start: str = setting("algorithm", "Where streams start: the run's own (reset or checkpoint) or one of STARTS.",
+                         ("algorithm",) + STARTS)
+    burn_in: int = setting(0, "Steps discarded at a stream's start (start=\"stationary\").", Range(0))
+    advantages: str = setting("gae", "How the advantages are estimated.", ADVANTAGES)
+    normalize: bool = setting(True, "Normalize Â over each estimate's N pairs, as the algorithms do.")
+    objective: str = setting("surrogate", "What is differentiated: CL eq. 15's surrogate, or the algorithm's own "
+                                          "objective.", OBJECTIVES)
+    with_batch_size: bool = setting(True, "Add the algorithm's batch size to the sizes.")
+    seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
+    batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).", BATCHING)
+    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
 
     def check(self) -> None:
-        """Errors name the value and what is allowed; raised before anything compiles.
+        """Errors name the value and what is allowed; raised before anything compiles: each field against its
+        declaration, then the true gradient's size against the sizes.
 
-        A true gradient from fewer than :data:`~pg_diag.diagnostics.sizes.TRUE_RATIO` × the largest N (but at least the
+        A true gradient from fewer than `TRUE_RATIO` × the largest N (but at least the
         largest N) is allowed — a cheap look — and recorded: the study's ``true_ratio`` (manifest and
         subjects table) says how many times the largest N the truth holds, so a report can decline to
         judge the estimates against a truth barely better than they are."""
-        sizes = tuple(self.sizes)
-        require(len(sizes) > 0 and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes),
-             f"sizes must be a non-empty list of integers, got {self.sizes!r}")
-        require(min(sizes) >= 2, f"every N must be ≥ 2 (advantages are normalized by their std), got {min(sizes)}")
-        require(max(sizes) <= MAX_PAIRS, f"N = {max(sizes)} is beyond the largest allowed, 2^24 = {MAX_PAIRS}")
-        require(isinstance(self.estimates, int) and self.estimates >= 2,
-             f"estimates (K) must be an integer ≥ 2: a pairwise cosine needs two estimates; got {self.estimates!r}")
-        require(self.true_pairs == 0 or max(sizes) <= self.true_pairs <= 16 * MAX_PAIRS,
-             f"true_pairs must be 0 (none) or between the largest N ({max(sizes)}) and {16 * MAX_PAIRS}, "
-             f"got {self.true_pairs!r}")
-        require(self.envs >= 0 and self.steps >= 0 and self.burn_in >= 0,
-             f"envs, steps and burn_in must be ≥ 0, got {self.envs}, {self.steps}, {self.burn_in}")
-        require(self.start in ("algorithm",) + STARTS,
-             f"start must be one of {', '.join(('algorithm',) + STARTS)}, got {self.start!r}")
-        require(self.advantages in ADVANTAGES, f"advantages must be one of {', '.join(ADVANTAGES)}, got "
-                                            f"{self.advantages!r}")
-        require(self.objective in OBJECTIVES, f"objective must be one of {', '.join(OBJECTIVES)}, got "
-                                              f"{self.objective!r}")
-        check_batching(self.batching, self.resamples)
+        check_record(self, DiagnosticError)
+        largest = max(self.sizes)
+        require(self.true_pairs == 0 or largest <= self.true_pairs <= 16 * MAX_PAIRS,
+                f"true_pairs must be 0 (none) or between the largest N ({largest}) and {16 * MAX_PAIRS}, "
+                f"got {self.true_pairs!r}")
 
 
 @dataclasses.dataclass(frozen=True)

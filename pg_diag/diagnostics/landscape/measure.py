@@ -65,72 +65,55 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import algorithms, envs, stages
+from pg_diag.config import Range, check_record, setting
 from pg_diag.diagnostics.landscape.memory import landscape_bytes
 from pg_diag.diagnostics.return_streams import episode_counts, episode_length, return_stream
 from pg_diag.diagnostics.sizes import MAX_PAIRS
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
-from pg_diag.diagnostics.subjects import DiagnosticError, check_batching, over_subjects, require
+from pg_diag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE
+from pg_diag.diagnostics.subjects import DiagnosticError, over_subjects, require
 from pg_diag.objectives import surrogate
 from pg_diag.optim import annealed_learning_rate
 
 
+_POSITIVE = Range(0, low_open=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class LandscapeSettings:
-    points: int = 7                         # grid points per axis (CL: ticks every 0.5 on 0 … 3)
-    extent: float = 3.0                     # both axes span 0 … extent (CL: 3)
-    random_norm: float = 2.0                # L2 norm of the random direction d, 1 unit on the y axis (CL Fig 6:
-    #                                         "a random Gaussian vector, rescaled to norm 2")
-    sizes: tuple = (2_000, 20_000, 100_000)  # pairs per grid point of the true return (nested)
-    step_pairs: tuple = (0,)                # pairs of each step's batch (rounded to whole segments of the run's
-    #                                         steps_per_env); 0 = the algorithm's own batch
-    envs: int = 16                          # environments per grid point
-    chunk_steps: int = 250                  # steps per environment per chunk of a return stream (memory, not N)
-    length_episodes: int = 256              # complete episodes from reset behind L̂, the subject's mean episode
-    #                                         length (n = round(N / L̂) episodes per point), one per environment
-    #                                         of its stream; SE of L̂: SD(L)/√m
-    seed: int = 0
-    batching: str = "vmap"                  # subjects vmapped together, or "map": in turn (less memory)
-    resamples: int = 500                    # bootstrap resamples of the sign-agreement CIs
+    """The plane a landscape study draws, the returns' sample sizes on it and the steps it draws."""
+
+    points: int = setting(7, "Grid points per axis (CL: ticks every 0.5 on 0 … 3).", Range(2))
+    extent: float = setting(3.0, "Both axes span 0 … extent (CL: 3).", _POSITIVE,
+                            why="a plane axis of zero length has no landscape")
+    random_norm: float = setting(2.0, "L2 norm of the random direction d, 1 unit on the y axis (CL Fig 6: \"a "
+                                      "random Gaussian vector, rescaled to norm 2\").", _POSITIVE,
+                                 why="CL: 2; a random direction of zero length spans no plane")
+    sizes: tuple = setting((2_000, 20_000, 100_000), "Pairs per grid point of the true return (nested).",
+                           items=Range(1, MAX_PAIRS), item="size", nonempty=True, why="pairs per grid point")
+    step_pairs: tuple = setting((0,), "Pairs of each step's batch (rounded to whole segments of the run's "
+                                      "steps_per_env); 0 = the algorithm's own batch.",
+                                items=Range(0, MAX_PAIRS), nonempty=True, why="0 = the algorithm's own batch")
+    envs: int = setting(16, "Environments per grid point (at most the smallest size).", Range(1))
+    chunk_steps: int = setting(250, "Steps per environment per chunk of a return stream (memory, not N).",
+                               Range(1, 100_000))
+    length_episodes: int = setting(256, "Complete episodes from reset behind L̂, the subject's mean episode "
+                                        "length (n = round(N / L̂) episodes per point), one per environment of "
+                                        "its stream; SE of L̂: SD(L)/√m.", Range(2, MAX_PAIRS),
+                                   why="2 at least for the standard error of the mean episode length")
+    seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
+    batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).", BATCHING)
+    resamples: int = setting(500, "Bootstrap resamples of the sign-agreement CIs.", RESAMPLES)
 
     def check(self) -> None:
-        require(isinstance(self.points, int) and self.points >= 2,
-             f"points must be an integer ≥ 2 (grid points per axis), got {self.points!r}")
-        require(_finite(self.extent) and self.extent > 0,
-                f"extent must be a finite number > 0: a plane axis of zero length has no landscape; got "
-                f"{self.extent!r}")
-        require(_finite(self.random_norm) and self.random_norm > 0,
-                f"random_norm must be a finite number > 0 (the L2 norm of the random direction; CL: 2): a random "
-                f"direction of zero length spans no plane; got {self.random_norm!r}")
-        sizes = tuple(self.sizes)
-        require(len(sizes) > 0 and all(isinstance(n, int) and n > 0 for n in sizes),
-             f"sizes must be a non-empty list of positive integers, got {self.sizes!r}")
-        require(max(sizes) <= MAX_PAIRS, f"sizes: {max(sizes)} pairs per point is beyond the largest allowed, "
-                                      f"2^24 = {MAX_PAIRS}")
-        require(isinstance(self.envs, int) and 1 <= self.envs <= min(sizes),
-             f"envs must be an integer between 1 and the smallest size ({min(sizes)}), got {self.envs!r}")
-        require(isinstance(self.chunk_steps, int) and not isinstance(self.chunk_steps, bool)
-                and 1 <= self.chunk_steps <= 100_000,
-                f"chunk_steps must be an integer in 1 … 100000 (steps per chunk of a return stream), got "
-                f"{self.chunk_steps!r}")
-        require(isinstance(self.length_episodes, int) and not isinstance(self.length_episodes, bool)
-                and 2 <= self.length_episodes <= MAX_PAIRS,
-                f"length_episodes must be an integer in 2 … 2^24 (complete episodes behind the mean episode "
-                f"length; 2 at least for its standard error), got {self.length_episodes!r}")
-        steps = tuple(self.step_pairs)
-        require(len(steps) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_PAIRS
-                                    for n in steps),
-             f"step_pairs must be a non-empty list of integers in 0 … 2^24 (0 = the algorithm's own batch), got "
-             f"{self.step_pairs!r}")
-        check_batching(self.batching, self.resamples)
-
-
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
+        """Each field against its declaration, then the environments against the smallest size."""
+        check_record(self, DiagnosticError)
+        require(self.envs <= min(self.sizes),
+                f"envs must be an integer between 1 and the smallest size ({min(self.sizes)}), got {self.envs!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,6 +26,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from pg_diag import networks, stages
+from pg_diag.config import Range, check_record, setting
+from pg_diag.diagnostics.subjects import RESAMPLES, SEED_RANGE
 from pg_diag.diagnostics.sampling import algorithm_sampling, frozen_filters, start_carry
 from pg_diag.diagnostics.subjects import DiagnosticError
 from pg_diag.objectives import kl
@@ -34,18 +36,18 @@ from pg_diag.optim import annealed_learning_rate
 
 @dataclasses.dataclass(frozen=True)
 class StepSettings:
-    batches: int = 100        # M independent batches per subject (CL: 100)
-    heldout_envs: int = 0     # held-out states: environments × the run's steps_per_env (0: the run's num_envs)
-    seed: int = 0
-    resamples: int = 500
+    """What a step study samples: M batches per subject, the held-out states its KLs are read on."""
+
+    batches: int = setting(100, "M independent batches per subject (CL: 100).", Range(2), label="batches (M)",
+                           why="a pairwise cosine needs two steps")
+    heldout_envs: int = setting(0, "Held-out states: environments × the run's steps_per_env (0: the run's "
+                                   "num_envs).", Range(0))
+    seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
+    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
 
     def check(self):
-        if not isinstance(self.batches, int) or isinstance(self.batches, bool) or self.batches < 2:
-            raise DiagnosticError(f"batches (M) must be an integer ≥ 2: a pairwise cosine needs two steps; "
-                                  f"got {self.batches!r}")
-        if self.heldout_envs < 0 or self.resamples < 10:
-            raise DiagnosticError(f"heldout_envs must be ≥ 0 and resamples ≥ 10, got {self.heldout_envs}, "
-                                  f"{self.resamples}")
+        """Each field against its declaration (the errors name the value and what is allowed)."""
+        check_record(self, DiagnosticError)
 
 
 def _cosines(x):
