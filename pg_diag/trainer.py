@@ -123,7 +123,15 @@ class Trainer(NamedTuple):
 
 def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration; each takes the traced knobs as arrays
-    (``config.knobs.as_arrays()``), e.g. ``make_train(config.static).train(key, config.knobs.as_arrays())``."""
+    (``config.knobs.as_arrays()``), e.g. ``make_train(config.static).train(key, config.knobs.as_arrays())``.
+
+    Args:
+        static: the static settings (``config.static``): what a compiled program's shapes depend on.
+
+    Returns:
+        ``init``, ``iteration``, ``collect``, ``learn``, ``run``, ``run_agents`` and ``train``, beside
+        ``static`` and the task's ``env``.
+    """
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
     exact = envs.exact_answers(static.task, static.policy_hidden)  # closed forms where the task has them

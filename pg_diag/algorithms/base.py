@@ -104,6 +104,10 @@ class WorkingSet:
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
+    """A policy-gradient algorithm: its policy step, objective, optional trust-region constraint and its own
+    knobs and static settings; added to the registry by
+    [`register_algorithm`][pg_diag.algorithms.base.register_algorithm]."""
+
     name: str
     summary: str
     init_state: Callable      # (policy params, knobs) -> optimizer state

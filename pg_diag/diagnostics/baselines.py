@@ -81,6 +81,8 @@ def _is_int(x) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class BaselineSettings:
+    """What a baseline study samples, fits and computes. ``0`` means "the run's own"."""
+
     sizes: tuple = PAPER_SIZES["baselines"]
     estimates: int = 10                      # K estimates per baseline and N
     baselines: tuple = ("value", "fitted", "zero")   # + "exact", added on the LQR task

@@ -81,6 +81,8 @@ from pg_diag.optim import annealed_learning_rate
 
 @dataclasses.dataclass(frozen=True)
 class LandscapeSettings:
+    """The plane a landscape study evaluates, and how it estimates the returns on it."""
+
     points: int = 7                         # grid points per axis (CL: ticks every 0.5 on 0 … 3)
     extent: float = 3.0                     # both axes span 0 … extent (CL: 3)
     random_norm: float = 2.0                # L2 norm of the random direction d, 1 unit on the y axis (CL Fig 6:

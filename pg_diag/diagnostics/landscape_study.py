@@ -144,6 +144,10 @@ def sign_agreement(true_mean, true_se, surrogate, resamples: int = 500, seed: in
 
 @dataclasses.dataclass
 class LandscapeStudy:
+    """A landscape study's tables (pandas DataFrames) and manifest, as
+    [`landscape_study`][pg_diag.diagnostics.landscape_study.landscape_study] returns it
+    and [`load_landscape_study`][pg_diag.diagnostics.landscape_study.load_landscape_study] reads it back."""
+
     manifest: dict
     returns: object   # DataFrame: KEYS, step_pairs, x, y, n (pairs asked), episodes (n / L̂ complete episodes),
     #                   pairs (the pairs those episodes took: their total length), mean, se
@@ -213,11 +217,36 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
                     labels=None, save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                     **changes) -> LandscapeStudy:
     """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
-    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`."""
+    ``iterations``; ``changes`` override fields of :class:`~pg_diag.diagnostics.landscape.LandscapeSettings`.
+
+    Args:
+        runs: run directories with checkpoints (or loaded runs), one or several with the same task.
+        iterations: checkpointed iterations to measure at; None: every saved one.
+        agents: agent indices in each run; None: all.
+        settings: the study's settings ([`LandscapeSettings`][pg_diag.diagnostics.landscape.LandscapeSettings]);
+            None: the defaults.
+        labels: keep only the agents with these labels (a sweep's grid-point labels).
+        save: save the tables in each run's ``diagnostics/`` directory.
+        replace: save over a measurement made with other settings (otherwise refused).
+        name: the name it is saved under (load it with ``name=``).
+        verbose: print a line describing each compiled program (its subjects, sizes and chunks).
+        **changes: fields of the settings to change, e.g. ``points=7, extent=3.0``.
+
+    Returns:
+        The study: its manifest and tables (returns, surface, planes).
+    """
     return engine.run(SPEC, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:
-    """A saved landscape study from one or more run directories (no recomputation)."""
+    """A saved landscape study from one or more run directories (no recomputation).
+
+    Args:
+        run_paths: one or more run directories (or loaded runs) the study was saved in.
+        name: the name it was saved under.
+
+    Returns:
+        The study, as it was saved.
+    """
     return engine.load(SPEC, run_paths, name)

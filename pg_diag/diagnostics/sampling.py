@@ -73,7 +73,9 @@ from pg_diag.envs.base import Env
 from pg_diag.normalize import NORM_EPS
 from pg_diag.rollout import EnvCarry, Filters, build_batch, collect, discounted_returns, gae_advantages, reset_envs
 
+#: Where a chunk's environments start (``start=``; the module's docstring describes each).
 STARTS = ("reset", "checkpoint", "stationary", "independent")
+#: The advantage estimators (``advantages=``; the module's docstring describes each).
 ADVANTAGES = ("gae", "returns", "exact", "gae_exact_value")
 
 

@@ -34,6 +34,8 @@ from pg_diag.optim import annealed_learning_rate
 
 @dataclasses.dataclass(frozen=True)
 class StepSettings:
+    """What a step study samples and computes. ``0`` means "the run's own"."""
+
     batches: int = 100        # M independent batches per subject (CL: 100)
     heldout_envs: int = 0     # held-out states: environments × the run's steps_per_env (0: the run's num_envs)
     seed: int = 0

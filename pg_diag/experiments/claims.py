@@ -300,7 +300,16 @@ def evaluate(evidence, claims=None, paper: str | None = None):
     pair) the estimate, its interval and coverage, the agents, how many agree, the verdict, whether it was
     measured where the paper made it (``scope``: paper / exploratory, ``why``) and its one-sided p-values.
     ``evidence``: a DataFrame with columns evidence, task, label, agent, value (one row per measurement) and,
-    where a claim reads them, iteration, progress, lr_share and pairs."""
+    where a claim reads them, iteration, progress, lr_share and pairs.
+
+    Args:
+        evidence: the measurements, one row each (above).
+        claims: the claims to test; None: every claim of ``paper``.
+        paper: ``"CL"`` or ``"IM"``; None: both.
+
+    Returns:
+        A DataFrame with one row per claim, task and algorithm (or pair).
+    """
     import pandas as pd
 
     rows = []

@@ -94,7 +94,16 @@ def _levels(claim, rows, outcome: dict, alpha: float) -> None:
 
 def findings(results, paper: str | None = None, alpha: float = ALPHA):
     """One row per finding (claims whose role is "finding") of ``paper`` (default both): its outcome, the level
-    reached, its p-values before and after Holm, the tests it rests on, and why it has no verdict."""
+    reached, its p-values before and after Holm, the tests it rests on, and why it has no verdict.
+
+    Args:
+        results: [`evaluate`][pg_diag.experiments.claims.evaluate]'s table.
+        paper: ``"CL"`` or ``"IM"``; None: both.
+        alpha: the family-wise level of the Holm correction.
+
+    Returns:
+        A DataFrame with one row per finding.
+    """
     import pandas as pd
 
     out, by_claim = [], {}

@@ -242,7 +242,14 @@ def is_training(manifest: dict) -> bool:
 
 
 def load_run(path: str) -> RunResult:
-    """Load a run directory written by :func:`pg_diag.sweep`."""
+    """Load a run directory written by :func:`pg_diag.sweep`.
+
+    Args:
+        path: the run directory.
+
+    Returns:
+        The run: its manifest, its metrics and its path.
+    """
     path = os.fspath(path)
     manifest = read_manifest(path)
     if not is_training(manifest):
