@@ -34,14 +34,19 @@ setup: $(VENV)/.installed
 # The documentation site from docs/ (MkDocs, Material theme, the API from the docstrings) into site/; warnings
 # are errors (mkdocs.yml: strict). Open site/index.html. First the pages' generated parts are rewritten from the
 # code (the settings reference from the settings' declarations, each target page's scales from its Scale records:
-# pg_diag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current).
+# pg_diag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current). Then what the build does
+# not see: reST roles in the docstrings (`$(PY) tools/docstring_roles.py` rewrites them into cross-references) or
+# left in the pages, and public names (__all__ of pg_diag, pg_diag.diagnostics) missing from the API reference or
+# without a docstring.
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $@
 
 docs: $(VENV)/.docs-installed
 	$(PY) -m pg_diag.cli.gen_docs
+	$(PY) tools/docstring_roles.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	$(PY) tools/check_api_docs.py site
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
 # fixtures (trained runs, compiled programs) are made once. Most of the suite's time is XLA compiling small

@@ -21,7 +21,7 @@ size ~σ/n to a mean of size up to ~25σ (Hopper), and a term of size ~σ² to
 a sum S of size ~nσ², so the rounding of every addition (relative 6e-8 of
 the *accumulator*) becomes large against the increment; after 10⁶ pushes
 the std and mean are off by ~3e-4 to 2e-3 of σ, and a float32 count stops
-at 2²⁴. Without enabling x64, :class:`RunningStat` therefore stores the
+at 2²⁴. Without enabling x64, [`RunningStat`][pg_diag.normalize.RunningStat] therefore stores the
 mean and S as double-float pairs ``hi + lo`` (float32 each, |lo| ≤
 ulp(hi)/2) updated with error-free transformations (TwoSum / Fast2Sum),
 which keeps the accumulators to ~2⁻⁴⁸ relative; a batch's moments are taken
@@ -179,7 +179,7 @@ def scale_reward(ret_stat: RunningStat, rew_stat: RunningStat, ret: jax.Array, r
 
 def reward_affine(ret_stat: RunningStat, rew_stat: RunningStat, knobs):
     """(a, b) with scaled reward = a·r + b under frozen statistics (before clipping): the map
-    :func:`scale_reward` applies, so a value of raw rewards converts to the learner's units."""
+    [`scale_reward`][pg_diag.normalize.scale_reward] applies, so a value of raw rewards converts to the learner's units."""
     by_returns = 1.0 / (ret_stat.std + NORM_EPS)
     a_rew = 1.0 / (rew_stat.std + NORM_EPS)
     a = jnp.where(knobs["reward_scaling_uses_rewards"], a_rew, by_returns)

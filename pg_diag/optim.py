@@ -11,7 +11,7 @@ TORCH_CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_ adds this to the norm
 
 def adam(eps) -> optax.GradientTransformation:
     """Adam's moment scaling (β = 0.9, 0.999; ``eps`` added after the square
-    root, as in torch). The learning rate is applied by :func:`apply_update`."""
+    root, as in torch). The learning rate is applied by [`apply_update`][pg_diag.optim.apply_update]."""
     return optax.scale_by_adam(b1=0.9, b2=0.999, eps=eps)
 
 

@@ -6,7 +6,7 @@
 
 Raw observations go through the observation filter with the statistics the
 agent had at that iteration (normalize, then clip; ref §2.2), never updated.
-A :class:`FrozenPolicy` is a pytree, so it can be passed into ``jit``/``vmap``.
+A [`FrozenPolicy`][pg_diag.policy.FrozenPolicy] is a pytree, so it can be passed into ``jit``/``vmap``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from pg_diag.normalize import RunningStat, observation_filter
 
 @struct.dataclass
 class FrozenPolicy:
+    """A saved agent's policy with its observation normalizer frozen, to evaluate or sample
+    ([`load_policy`][pg_diag.run.checkpoints.load_policy])."""
+
     params: dict
     obs_stat: RunningStat  # the observation normalizer's statistics, frozen
     knobs: dict            # the agent's knobs (activation and filter settings are what the policy reads)

@@ -91,7 +91,7 @@ def _select(mask, a, b):
 def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
             num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False):
     """Run ``num_steps`` steps in every environment. Returns the new carry and
-    filters and the :class:`Transitions`. ``freeze_actions`` (bool []) replaces
+    filters and the [`Transitions`][pg_diag.rollout.Transitions]. ``freeze_actions`` (bool []) replaces
     actions by zeros, so a diverged agent cannot feed NaNs to the physics;
     ``frozen`` (static) keeps the filters' statistics as given; ``keep_raw_obs``
     (static) also records the unfiltered observations (for exact values)."""
@@ -194,7 +194,7 @@ class UpdateBatch:
 
 def build_batch(value_params, transitions: Transitions, next_obs, knobs) -> UpdateBatch:
     """Values, GAE advantages and value targets from the pre-update value
-    network (ref §2.1 steps 2–3), flattened into an :class:`UpdateBatch`.
+    network (ref §2.1 steps 2–3), flattened into an [`UpdateBatch`][pg_diag.rollout.UpdateBatch].
 
     ``next_obs`` [N, obs] is the filtered observation after the last step,
     whose value bootstraps the batch end; with ``reference_batch_end`` the

@@ -63,22 +63,22 @@ def value_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs,
 
 
 def policy_init(static: Static, policy, knobs):
-    """The algorithm's optimizer state for a fresh ``policy`` (:mod:`pg_diag.algorithms`)."""
+    """The algorithm's optimizer state for a fresh ``policy`` ([`pg_diag.algorithms`][pg_diag.algorithms])."""
     return algorithms.get(static.algorithm).init_state(policy, knobs)
 
 
 def policy_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs, key) -> PolicyStep:
     """The algorithm's policy step from ``params`` on ``batch`` (PPO ref §2.5, TRPO ref §2.7, the others
-    in their modules of :mod:`pg_diag.algorithms`), returned without being applied to any agent."""
+    in their modules of [`pg_diag.algorithms`][pg_diag.algorithms]), returned without being applied to any agent."""
     return algorithms.get(static.algorithm).step(static, params, opt_state, batch, lr, knobs, key)
 
 
 def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs,
            key_value, key_policy) -> tuple[ValueStep, PolicyStep]:
-    """Training's update: :func:`value_step` and :func:`policy_step`, each with its own key.
+    """Training's update: [`value_step`][pg_diag.stages.value_step] and [`policy_step`][pg_diag.stages.policy_step], each with its own key.
 
     An algorithm may fuse the two (PPO with as many value as policy epochs runs
-    both in one loop, :func:`pg_diag.algorithms.ppo.ppo_update`, a little faster
+    both in one loop, [`pg_diag.algorithms.ppo.ppo_update`][pg_diag.algorithms.ppo.ppo_update], a little faster
     on a CPU), with the same numbers as the two calls one after the other."""
     fused = algorithms.get(static.algorithm).update
     both = None if fused is None else fused(static, policy, policy_opt, value, value_opt, batch, lr_policy,
@@ -90,7 +90,7 @@ def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBa
 
 
 def objective_terms(policy, old, batch: UpdateBatch, knobs) -> Terms:
-    """The :class:`pg_diag.algorithms.Terms` of ``policy`` on ``batch`` collected by ``old``, advantages
+    """The [`pg_diag.algorithms.Terms`][pg_diag.algorithms.base.Terms] of ``policy`` on ``batch`` collected by ``old``, advantages
     normalized over the whole batch (what an algorithm's ``objective`` is written in)."""
     mean, log_std = networks.policy_apply(policy, batch.obs, knobs)
     old_mean, old_log_std = networks.policy_apply(old, batch.obs, knobs)
@@ -133,8 +133,8 @@ class ValueTargets:
 
 
 def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | None = None) -> ValueTargets:
-    """The targets of :func:`value_errors` on a collected batch. ``exact_value`` (raw observation → V,
-    see :func:`exact_value`) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
+    """The targets of [`value_errors`][pg_diag.stages.value_errors] on a collected batch. ``exact_value`` (raw observation → V,
+    see [`exact_value`][pg_diag.stages.exact_value]) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
     continue the batch's environments past its end; the complete returns are then those of the segment
     run on (``full_returns``), ``returns`` staying cut at the batch end (the original's reading)."""
     tr = data.transitions
@@ -156,8 +156,8 @@ def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | 
 
 def exact_value(answers: ExactAnswers, policy, filters: Filters, knobs):
     """Raw state → the exact V^π of ``policy`` behind the frozen ``filters`` from the task's closed forms
-    (:class:`pg_diag.envs.ExactAnswers`), with the learner's γ and in the learner's reward units: the scaled
-    reward a·r + b (before clipping, :func:`pg_diag.normalize.reward_affine`)."""
+    ([`pg_diag.envs.ExactAnswers`][pg_diag.envs.base.ExactAnswers]), with the learner's γ and in the learner's reward units: the scaled
+    reward a·r + b (before clipping, [`pg_diag.normalize.reward_affine`][pg_diag.normalize.reward_affine])."""
     a, b = reward_affine(filters.ret, filters.rew, knobs)
     return answers.value(policy, filters.obs, knobs, knobs["gamma"], a, b)
 
@@ -182,7 +182,7 @@ class ValueErrors:
 
 def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     """Mean relative errors of the value network ``value_params`` against the targets of one batch
-    (:func:`pg_diag.objectives.mean_relative_error`).
+    ([`pg_diag.objectives.mean_relative_error`][pg_diag.objectives.mean_relative_error]).
 
     Against the returns two readings: ``returns`` counts only samples whose episode
     ends inside the batch (complete returns); ``returns_truncated`` counts every
@@ -199,7 +199,7 @@ def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     ``floor_mre_truncated``) say what a perfect value function reads: an error at the floor is the returns'
     noise (or, truncated, the target's cut), not the network's.
 
-    ``gae_original`` is the original code's "GAE MRE" (:func:`pg_diag.objectives.original_gae_relative_error`,
+    ``gae_original`` is the original code's "GAE MRE" ([`pg_diag.objectives.original_gae_relative_error`][pg_diag.objectives.original_gae_relative_error],
     ref §4.1 item 3), the value loss as configured over |target|, with V_old = ``t.old_values`` (unclipped when
     they are not given)."""
     v = networks.value_apply(value_params, t.obs, knobs)
@@ -255,7 +255,7 @@ def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_env
     task's closed forms, where it has them) adds the exact V^π to its value targets.
 
     The value targets' returns are complete for every state: after the batch its environments run on for
-    ``tail`` more steps (default: the task's episode length, at most :data:`HELDOUT_TAIL`) with the batch's
+    ``tail`` more steps (default: the task's episode length, at most [`HELDOUT_TAIL`][pg_diag.stages.HELDOUT_TAIL]) with the batch's
     statistics frozen, so each state's episode ends inside the segment and its discounted return is the
     whole of it. Keeping only the states whose episode happens to end inside the batch instead would select
     on the outcome (short episodes, early termination). The batch itself — the trust-region metrics' states,

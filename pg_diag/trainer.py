@@ -1,16 +1,16 @@
 """``make_train(static) -> Trainer``: one agent's training as pure functions.
 
 ``Trainer.train(key, knobs)`` runs the whole training and returns the final
-:class:`AgentState` and per-iteration metrics; ``Trainer.init`` and
+[`AgentState`][pg_diag.trainer.AgentState] and per-iteration metrics; ``Trainer.init`` and
 ``Trainer.run(state, knobs, n)`` split it into chunks so a host loop can
 report progress and save checkpoints between compiled pieces. All of them act
-on ONE agent; :mod:`pg_diag.run` vmaps them over agents. Every knob is
+on ONE agent; [`pg_diag.run`][pg_diag.run] vmaps them over agents. Every knob is
 traced, so one compiled program serves any knob values.
 
-One iteration (ref §2.1), each stage a function of :mod:`pg_diag.stages`:
+One iteration (ref §2.1), each stage a function of [`pg_diag.stages`][pg_diag.stages]:
 [reset the environments] → collect T steps and build the batch → value step →
 policy step → trust-region and training metrics; the first two are ``collect``, the
-rest ``learn``, which :mod:`pg_diag.run.split` places on two devices.
+rest ``learn``, which [`pg_diag.run.split`][pg_diag.run.split] places on two devices.
 """
 
 from __future__ import annotations
@@ -123,7 +123,15 @@ class Trainer(NamedTuple):
 
 def make_train(static: Static) -> Trainer:
     """Build the pure training functions for one static configuration; each takes the traced knobs as arrays
-    (``config.knobs.as_arrays()``), e.g. ``make_train(config.static).train(key, config.knobs.as_arrays())``."""
+    (``config.knobs.as_arrays()``), e.g. ``make_train(config.static).train(key, config.knobs.as_arrays())``.
+
+    Args:
+        static: the static settings (``config.static``): what a compiled program's shapes depend on.
+
+    Returns:
+        ``init``, ``iteration``, ``collect``, ``learn``, ``run``, ``run_agents`` and ``train``, beside
+        ``static`` and the task's ``env``.
+    """
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
     exact = envs.exact_answers(static.task, static.policy_hidden)  # closed forms where the task has them
@@ -156,7 +164,7 @@ def make_train(static: Static) -> Trainer:
         return data, held, (key, k_val, k_pol)
 
     def learn(state: AgentState, data: stages.Collected, held, keys, knobs, heldout_now):
-        """An iteration's update and metrics from :func:`collect`'s output: the learner's new fields
+        """An iteration's update and metrics from `collect`'s output: the learner's new fields
         (networks, optimizer states, counter, divergence flag) and the metrics. Reads no environment state
         (``data.carry`` may be ``None``)."""
         lr_pi = annealed_learning_rate(knobs["lr_policy"], state.iteration, static.num_iterations, knobs)
@@ -180,7 +188,7 @@ def make_train(static: Static) -> Trainer:
         return learned, metrics
 
     def iteration(state: AgentState, knobs, heldout_now=None):
-        """One training iteration: :func:`collect`, then :func:`learn`. ``heldout_now`` (bool scalar; by
+        """One training iteration: `collect`, then `learn`. ``heldout_now`` (bool scalar; by
         default from the iteration counter and ``static.heldout_every``) adds the held-out trust-region
         measurement; in a sweep it is shared by all agents, so it stays a real branch under vmap."""
         heldout_now = heldout_due(static, state.iteration) if heldout_now is None else heldout_now
@@ -238,7 +246,7 @@ def heldout_due(static: Static, iteration) -> jax.Array:
 def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_tr, heldout_now,
              train_v: stages.ValueErrors, held_v, policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v,
              diverged, frozen) -> dict:
-    """The per-iteration :data:`METRICS` of one agent, as scalars of fixed dtypes. ``frozen``: the agent had
+    """The per-iteration [`METRICS`][pg_diag.trainer.METRICS] of one agent, as scalars of fixed dtypes. ``frozen``: the agent had
     diverged before this iteration's rollout, whose actions were then held at zero: its episodes' returns
     and lengths are not its policy's, so they are NaN."""
     nan = jnp.float32(jnp.nan)

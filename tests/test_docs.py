@@ -129,3 +129,112 @@ def test_every_reference_citation_names_an_entry_of_the_semantics_page():
                     f"{os.path.relpath(path, ROOT)} cites {m.group(0)!r}: docs/semantics.md has no entry {n} in §{section}")
                 cited += 1
     assert cited >= 30   # the code and the docs cite the page's entries throughout
+
+
+# The API reference's own checks: tools/docstring_roles.py (reST roles -> cross-references) and
+# tools/check_api_docs.py (what `make docs` checks on the built site), on small fixtures.
+
+def _tool(name):
+    import importlib.util
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tools", f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(os.path.join(ROOT, "tools"))
+
+
+def _package(tmp_path, files):
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(tmp_path / "fakepkg")
+
+
+FAKE = {
+    "fakepkg/__init__.py": '"""The package: :func:`study` and :mod:`.tables`."""\n'
+                           "from fakepkg.study import study\nfrom fakepkg.tables import Table, helper\n\n"
+                           '__all__ = ["study", "Table", "helper", "missing"]\n',
+    "fakepkg/study.py": '"""Runs :func:`~.tables.helper`; see :class:`Table`, :func:`numpy.mean` and :func:`nowhere`."""\n'
+                        "import numpy as np\nfrom fakepkg.tables import Table  # a :class:`Table`\n\n\n"
+                        'def study():\n    """A study: :meth:`Table.rows` of each :data:`.tables.LIMIT`."""\n\n\n'
+                        'X = ":func:`study`"  # a string the code uses: left as it is\n',
+    "fakepkg/tables.py": '"""Tables."""\n\n#: the most rows\nLIMIT = 3\n\n\n'
+                         'class Table:\n    """A table; :meth:`rows` counts them."""\n\n'
+                         '    def rows(self):\n        """Its rows."""\n\n\n'
+                         'def helper():\n    """Helps."""\n',
+}
+
+
+def test_docstring_roles_become_cross_references_once(tmp_path, capsys):
+    roles = _tool("docstring_roles")
+    pkg = _package(tmp_path, FAKE)
+    assert roles.main([pkg, "--check"]) == 1
+    assert roles.main([pkg]) == 0
+    init, study, tables = (open(os.path.join(pkg, f), encoding="utf-8").read()
+                           for f in ("__init__.py", "study.py", "tables.py"))
+    assert "[`study`][fakepkg.study.study] and [`tables`][fakepkg.tables]" in init
+    assert "Runs [`helper`][fakepkg.tables.helper]; see [`Table`][fakepkg.tables.Table]" in study
+    assert "`numpy.mean` and `nowhere`." in study                       # unresolvable: plain code
+    assert "# a [`Table`][fakepkg.tables.Table]" in study                # comments too
+    assert "[`Table.rows`][fakepkg.tables.Table.rows] of each [`tables.LIMIT`][fakepkg.tables.LIMIT]" in study
+    assert 'X = ":func:`study`"' in study                                # not a docstring: untouched, reported
+    assert "[`rows`][fakepkg.tables.Table.rows] counts them" in tables   # a method from its class's docstring
+    assert roles.main([pkg, "--check"]) == 1 and "outside a docstring" in capsys.readouterr().err
+    (tmp_path / "fakepkg" / "study.py").write_text(study.replace('X = ":func:`study`"', "X = 1"), encoding="utf-8")
+    assert roles.main([pkg, "--check"]) == 0                             # idempotent
+    # a module moves: the cross-references into it are re-resolved, or become plain code
+    os.rename(os.path.join(pkg, "tables.py"), os.path.join(pkg, "_tables.py"))
+    (tmp_path / "fakepkg" / "__init__.py").write_text(init.replace("fakepkg.tables", "fakepkg._tables"),
+                                                      encoding="utf-8")
+    assert roles.main([pkg, "--check"]) == 1
+    assert roles.main([pkg]) == 0
+    study = open(os.path.join(pkg, "study.py"), encoding="utf-8").read()
+    assert "Runs [`helper`][fakepkg._tables.helper]" in study and "[`tables`][" not in study
+
+
+def test_the_package_holds_no_rest_roles():
+    """`python tools/docstring_roles.py` rewrites them (and, after a module moves, stale cross-references)."""
+    assert _tool("docstring_roles").main(["--check", os.path.join(ROOT, "pg_diag")]) == 0
+
+
+def _object(ident, kind, docstring="<p>Does it.</p>", signature=True):
+    sig = '<div class="doc-signature highlight"><pre><code>f()</code></pre></div>' if signature else ""
+    return (f'<div class="doc doc-object doc-{kind}"><h3 id="{ident}" class="doc doc-heading">'
+            f'<span class="doc doc-object-name">{ident}</span></h3>{sig}'
+            f'<div class="doc doc-contents first">{docstring}<div class="doc doc-children"></div></div></div>')
+
+
+def test_the_api_check_reads_rendered_objects_and_flags_what_is_missing(tmp_path):
+    check = _tool("check_api_docs")
+    pkg = _package(tmp_path, FAKE)
+    site = tmp_path / "site"
+    (site / "reference" / "api").mkdir(parents=True)
+    page = "".join([_object("fakepkg.study", "module"),                  # the submodule, not the function
+                    _object("fakepkg.tables.Table", "class", "<p>A table; <code>rows</code> counts them.</p>"),
+                    _object("fakepkg.helper", "function", "")])          # rendered, no docstring
+    (site / "reference" / "api" / "index.html").write_text(page, encoding="utf-8")
+    (site / "index.html").write_text("<p>Use :func:<code>study</code> here.</p>", encoding="utf-8")
+    assert check.rendered_objects(page) == {"fakepkg.study": ("module", True), "fakepkg.tables.Table": ("class", True),
+                                            "fakepkg.helper": ("function", False)}
+    problems = check.check(str(site), pkg, str(tmp_path / "api.md"), "reference/api/index.html", ("fakepkg",))
+    text = "\n".join(problems)
+    assert "index.html: a reST role left as text" in text and len(problems) == 5, text
+    assert "fakepkg.study: rendered as a module, but the package exports a function" in text
+    assert "fakepkg.study: not in the API reference" in text
+    assert "fakepkg.Table" not in text                                   # at the path of what it names
+    assert "fakepkg.helper: has no docstring" in text
+    assert "fakepkg.missing: in __all__ but not defined" in text
+    # fixed: the function at its own path, a docstring, no role
+    page = page.replace(_object("fakepkg.helper", "function", ""), _object("fakepkg.helper", "function"))
+    page += _object("fakepkg.study.study", "function")
+    (site / "reference" / "api" / "index.html").write_text(page, encoding="utf-8")
+    (site / "index.html").write_text("<p>Use <code>study</code> here.</p>", encoding="utf-8")
+    problems = check.check(str(site), pkg, str(tmp_path / "api.md"), "reference/api/index.html", ("fakepkg",))
+    assert [p for p in problems if "missing" not in p] == [
+        "reference/api/index.html: fakepkg.study: rendered as a module, but the package exports a function by that "
+        "name (a submodule named 'study' shadows it; rename the submodule)"]

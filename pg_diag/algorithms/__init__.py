@@ -1,9 +1,9 @@
-"""The policy-update algorithms, one module each behind one protocol (:mod:`.base`), and their registry.
+"""The policy-update algorithms, one module each behind one protocol ([`base`][pg_diag.algorithms.base]), and their registry.
 
 Built in: ``ppo`` and ``trpo`` (the papers'), ``ppo-kl`` (PPO's adaptive KL
 penalty), ``npg`` (the natural policy gradient) and ``vpg`` (vanilla policy
-gradient). A user's algorithm is an :class:`Algorithm` passed to
-:func:`register_algorithm` (``examples/`` shows one).
+gradient). A user's algorithm is an [`Algorithm`][pg_diag.algorithms.base.Algorithm] passed to
+[`register_algorithm`][pg_diag.algorithms.base.register_algorithm] (``examples/`` shows one).
 """
 
 from pg_diag.algorithms.base import (Algorithm, AlgorithmError, Constraint, PolicyStep, StepInfo, Terms, ValueStep,

@@ -1,6 +1,6 @@
 """The algorithm protocol and its registry.
 
-An algorithm is one record (:class:`Algorithm`) of pure functions, registered
+An algorithm is one record ([`Algorithm`][pg_diag.algorithms.base.Algorithm]) of pure functions, registered
 under its name. Training, the step study, the trust-region metrics and the
 surrogate landscape call the registry; no code outside an algorithm's module
 compares algorithm names. What an algorithm provides:
@@ -10,17 +10,17 @@ compares algorithm names. What an algorithm provides:
 * ``step(static, policy, state, batch, lr, knobs, key) -> PolicyStep`` — the
   policy step on one batch, returned and never applied;
 * ``objective(terms, knobs, state) -> value`` — what it maximizes, written on
-  :class:`Terms` at the batch's θ_old (advantages normalized over the batch):
+  [`Terms`][pg_diag.algorithms.base.Terms] at the batch's θ_old (advantages normalized over the batch):
   the landscape draws it and the gradient study can differentiate it;
 * ``constraint`` — what the figures draw as its trust region (``1 ± ε`` for a
   ratio clip, ``δ`` for a KL bound, or ``None``);
 * ``knobs`` / ``static`` — its own knobs and static settings, declared here
-  (name → :class:`pg_diag.config.Option`: default, doc, allowed values) and kept
+  (name → [`pg_diag.config.Option`][pg_diag.config.knobs.Option]: default, doc, allowed values) and kept
   in a configuration under its name; the shared ones (learning rates, γ, λ,
   the code-level optimizations, batch shape, ...) are every algorithm's. Another
   algorithm's settings are refused for it unless left at their defaults;
 * ``update`` (optional) — the value and policy updates fused into one program,
-  with the same numbers as :func:`pg_diag.stages.value_step` followed by
+  with the same numbers as [`pg_diag.stages.value_step`][pg_diag.stages.value_step] followed by
   ``step``.
 """
 
@@ -104,6 +104,10 @@ class WorkingSet:
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
+    """A policy-gradient algorithm: its policy step, objective, optional trust-region constraint and its own
+    knobs and static settings; added to the registry by
+    [`register_algorithm`][pg_diag.algorithms.base.register_algorithm]."""
+
     name: str
     summary: str
     init_state: Callable      # (policy params, knobs) -> optimizer state
@@ -128,7 +132,7 @@ class Algorithm:
 
 def register_algorithm(algorithm: Algorithm) -> Algorithm:
     """Add ``algorithm`` to the registry under its name; returns it. Its own knobs and static settings are
-    declared as :class:`pg_diag.config.Option` records; their names must not be shared settings, and a name
+    declared as [`pg_diag.config.Option`][pg_diag.config.knobs.Option] records; their names must not be shared settings, and a name
     that several algorithms declare must be of the same kind (knob or static) and type in each."""
     if not isinstance(algorithm, Algorithm):
         raise AlgorithmError(f"register_algorithm takes an Algorithm, got {type(algorithm).__name__}")

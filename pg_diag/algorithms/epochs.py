@@ -2,9 +2,9 @@
 
 Every algorithm trains its value network the same way: ``epochs`` passes of
 ``num_minibatches`` shuffled minibatches, one Adam step each on
-:func:`pg_diag.objectives.value_loss`. Minibatch algorithms (PPO, PPO-KL) run
+[`pg_diag.objectives.value_loss`][pg_diag.objectives.value_loss]. Minibatch algorithms (PPO, PPO-KL) run
 their policy epochs through the same loop, and training may run both
-networks in one loop (:func:`lockstep_epochs`), each on its own shuffles,
+networks in one loop ([`lockstep_epochs`][pg_diag.algorithms.epochs.lockstep_epochs]), each on its own shuffles,
 with the numbers each gives alone.
 """
 
@@ -50,7 +50,7 @@ def epochs(minibatch, carry, key, batch_size: int, num_epochs: int, num_minibatc
 
 
 def value_minibatch(batch: UpdateBatch, lr, knobs):
-    """One Adam step of the value network on :func:`pg_diag.objectives.value_loss` over the
+    """One Adam step of the value network on [`pg_diag.objectives.value_loss`][pg_diag.objectives.value_loss] over the
     minibatch ``idx``: ``((params, opt_state), idx) -> ((params, opt_state), loss)``."""
 
     def loss_fn(p, idx):
@@ -67,7 +67,7 @@ def value_minibatch(batch: UpdateBatch, lr, knobs):
 
 
 def value_update(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: int, num_minibatches: int):
-    """``num_epochs`` × ``num_minibatches`` Adam steps on :func:`pg_diag.objectives.value_loss`.
+    """``num_epochs`` × ``num_minibatches`` Adam steps on [`pg_diag.objectives.value_loss`][pg_diag.objectives.value_loss].
     Returns params, optimizer state and the losses [epochs, minibatches]."""
     (params, opt_state), losses = epochs(value_minibatch(batch, lr, knobs), (params, opt_state), key,
                                          batch.obs.shape[0], num_epochs, num_minibatches)

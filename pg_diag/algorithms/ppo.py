@@ -4,7 +4,7 @@
 each, advantages normalized per minibatch, the gradient clipped in global
 norm when IM opt. 9 is on. Its state is the policy's Adam moments. Training
 runs the policy and value epochs in one loop when their counts are equal
-(:func:`ppo_update`), each network on its own shuffles, with the numbers of
+([`ppo_update`][pg_diag.algorithms.ppo.ppo_update]), each network on its own shuffles, with the numbers of
 one after the other.
 """
 
@@ -48,7 +48,7 @@ class PPOInfo:
 
 
 def policy_minibatch(batch: UpdateBatch, lr, knobs):
-    """One PPO minibatch step (ref §2.5): the gradient of :func:`policy_loss` over the
+    """One PPO minibatch step (ref §2.5): the gradient of [`policy_loss`][pg_diag.algorithms.ppo.policy_loss] over the
     minibatch ``idx``, clipped in global norm (IM opt. 9), one Adam step:
     ``((params, opt_state), idx) -> ((params, opt_state), PPOInfo)``."""
 
@@ -64,8 +64,8 @@ def policy_minibatch(batch: UpdateBatch, lr, knobs):
 
 
 def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: int, num_minibatches: int):
-    """PPO's policy step (ref §2.5): ``num_epochs`` passes of :func:`policy_minibatch`.
-    Returns the new parameters, optimizer state and a :class:`PPOInfo` [epochs, minibatches]."""
+    """PPO's policy step (ref §2.5): ``num_epochs`` passes of [`policy_minibatch`][pg_diag.algorithms.ppo.policy_minibatch].
+    Returns the new parameters, optimizer state and a [`PPOInfo`][pg_diag.algorithms.ppo.PPOInfo] [epochs, minibatches]."""
     (params, opt_state), info = epochs(policy_minibatch(batch, lr, knobs), (params, opt_state), key,
                                        batch.obs.shape[0], num_epochs, num_minibatches)
     return params, opt_state, info
@@ -73,8 +73,8 @@ def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: 
 
 def ppo_update(policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs, key_value,
                key_policy, num_epochs: int, num_minibatches: int):
-    """The value update and :func:`ppo_step` with equal epoch counts, run in one
-    loop (:func:`lockstep_epochs`); each result equals the separate call's with the
+    """The value update and [`ppo_step`][pg_diag.algorithms.ppo.ppo_step] with equal epoch counts, run in one
+    loop ([`lockstep_epochs`][pg_diag.algorithms.epochs.lockstep_epochs]); each result equals the separate call's with the
     same key. Returns ``((value, value_opt, losses), (policy, policy_opt, PPOInfo))``."""
     ((value, value_opt), (policy, policy_opt)), (losses, info) = lockstep_epochs(
         (value_minibatch(batch, lr_value, knobs), policy_minibatch(batch, lr_policy, knobs)),
@@ -84,7 +84,7 @@ def ppo_update(policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_poli
 
 
 def as_step(params, opt_state, info: PPOInfo) -> PolicyStep:
-    """The :class:`PolicyStep` of PPO's epochs: the last epoch's mean loss and clip fraction, the mean norm."""
+    """The [`PolicyStep`][pg_diag.algorithms.base.PolicyStep] of PPO's epochs: the last epoch's mean loss and clip fraction, the mean norm."""
     return PolicyStep(params=params, opt_state=opt_state,
                       info=StepInfo(policy_loss=jnp.mean(info.loss[-1]), clip_fraction=jnp.mean(info.clip_fraction[-1]),
                                     grad_norm=jnp.mean(info.grad_norm), step_scale=jnp.float32(jnp.nan)))

@@ -1,6 +1,6 @@
 """PPO with an adaptive KL penalty (Schulman et al. 2017, §4).
 
-Epochs of minibatch Adam (as PPO's, :mod:`.ppo`) on
+Epochs of minibatch Adam (as PPO's, [`ppo`][pg_diag.algorithms.ppo]) on
 L^KLPEN(θ) = mean(r·Â) − β·mean KL(π_old ‖ π_θ) + c·H, advantages normalized
 per minibatch and the gradient clipped in global norm when IM opt. 9 is on.
 After the epochs, d = the mean KL over the whole batch sets the next

@@ -183,7 +183,7 @@ def main(argv=None) -> int:
 
 
 def entry() -> None:
-    """The ``pg-diag`` command: :func:`main`'s exit code. An interrupted command leaves at once, once its run
+    """The ``pg-diag`` command: [`main`][pg_diag.cli.main]'s exit code. An interrupted command leaves at once, once its run
     directory is written and its message printed: the interpreter's teardown with one of XLA's compilations
     cut short could end the process with a segmentation fault instead of exit code 130."""
     code = main()

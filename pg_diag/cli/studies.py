@@ -1,5 +1,5 @@
 """The ``pg-diag`` commands of the paper figures and tables: train a study (``--scale``) or measure given
-runs (``--run``), or redraw saved results (``--from``); each one a thin call into :mod:`pg_diag.experiments`."""
+runs (``--run``), or redraw saved results (``--from``); each one a thin call into [`pg_diag.experiments`][pg_diag.experiments]."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _check_run_args(args) -> None:
 
 
 def cmd_dry_run(args, kind):
-    """``--dry-run``: the target's plan (:mod:`pg_diag.experiments.dry_run`), printed; nothing compiled."""
+    """``--dry-run``: the target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run]), printed; nothing compiled."""
     from pg_diag.diagnostics.memory import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import dry_run, targets
@@ -179,7 +179,7 @@ def _add_from(p, default_out, scales: dict):
 
 
 def _add_target(sub, t) -> None:
-    """The sub-command of target ``t`` (:mod:`pg_diag.experiments.targets`)."""
+    """The sub-command of target ``t`` ([`pg_diag.experiments.targets`][pg_diag.experiments.targets])."""
     p = sub.add_parser(t.name, help=t.help.replace("%", "%%"))   # argparse formats help with %
     _add_from(p, t.default_out, {s: t.scales[s].description
                                  for s in sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s))})
@@ -212,7 +212,7 @@ def _add_target(sub, t) -> None:
 
 
 def add_studies(sub) -> None:
-    """Every figure and table target (:data:`pg_diag.experiments.targets.TARGETS`) as a subcommand of ``sub``."""
+    """Every figure and table target ([`pg_diag.experiments.targets.TARGETS`][pg_diag.experiments.targets.TARGETS]) as a subcommand of ``sub``."""
     from pg_diag.experiments import targets
     for t in targets.TARGETS.values():
         _add_target(sub, t)

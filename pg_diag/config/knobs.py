@@ -30,7 +30,7 @@ class Knobs:
     The first nine boolean fields are the code-level optimizations of IM §3
     (``implementation-matters-ppo-trpo.txt``); semantics follow the original
     code (reference/original-code.md §2, §6). Values here are plain Python
-    scalars; :meth:`as_arrays` turns them into the JAX pytree the compiled
+    scalars; [`as_arrays`][pg_diag.config.knobs.Knobs.as_arrays] turns them into the JAX pytree the compiled
     program consumes.
     """
 

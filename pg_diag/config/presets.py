@@ -159,11 +159,26 @@ for _algo in ALGORITHM_PRESETS + MORE_PRESETS:
 
 
 def preset_names() -> list[str]:
+    """The algorithms that have presets (``preset``'s first argument), sorted."""
     return sorted({a for a, _ in PRESETS})
 
 
 def preset(algorithm: str, task: str, /, **overrides) -> Config:
-    """The papers' configuration of ``algorithm`` on ``task``, with overrides."""
+    """The papers' configuration of ``algorithm`` on ``task``, with overrides.
+
+    Args:
+        algorithm: a preset's algorithm, e.g. ``"ppo"``, ``"trpo"``, ``"ppo-m"`` (case-insensitive; see
+            [`preset_names`][pg_diag.config.presets.preset_names]).
+        task: the task, e.g. ``"hopper"`` (case-insensitive).
+        **overrides: knobs and static settings to change, e.g. ``lr_policy=1e-4, num_iterations=50``
+            (not ``algorithm`` or ``task``: another pair is another preset).
+
+    Returns:
+        The configuration, named ``"<algorithm>/<task>"``.
+
+    Raises:
+        ConfigError: no preset for that pair, or an override that is not a setting or not allowed.
+    """
     chosen = sorted(set(overrides) & {"algorithm", "task"})
     if chosen:  # a preset is its algorithm on its task: another one is another preset
         raise ConfigError(f"preset({algorithm!r}, {task!r}): {', '.join(f'{k}={overrides[k]!r}' for k in chosen)} "
@@ -182,10 +197,10 @@ def preset(algorithm: str, task: str, /, **overrides) -> Config:
 
 
 def study_preset(algorithm: str, task: str, /, **overrides) -> Config:
-    """:func:`preset` for one of several presets that a study trains with one set of ``overrides``: a knob
+    """[`preset`][pg_diag.config.presets.preset] for one of several presets that a study trains with one set of ``overrides``: a knob
     that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the presets of those
     algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's runs as they
-    are. :func:`preset` itself refuses such a knob for another algorithm."""
+    are. [`preset`][pg_diag.config.presets.preset] itself refuses such a knob for another algorithm."""
     values, _ = PRESETS.get((str(algorithm).lower(), str(task).lower()), ({}, ""))
     algo = values.get("algorithm")
     kept = {k: v for k, v in overrides.items() if not registry.owners(k) or algo in registry.owners(k)}

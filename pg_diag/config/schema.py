@@ -1,18 +1,18 @@
 """Configuration schema: static settings, traced knobs and their validation.
 
-A run is described by one :class:`Config`. Its fields fall in two halves:
+A run is described by one [`Config`][pg_diag.config.schema.Config]. Its fields fall in two halves:
 
-* **static** fields (:class:`Static`) fix array shapes or program structure
+* **static** fields ([`Static`][pg_diag.config.static.Static]) fix array shapes or program structure
   (task, batch sizes, epochs, iterations, network widths). They are part of
   the compile key: changing one recompiles.
-* **knobs** (:class:`Knobs`) are traced scalars, one per agent. Every
+* **knobs** ([`Knobs`][pg_diag.config.knobs.Knobs]) are traced scalars, one per agent. Every
   code-level optimization of IM §3, the PPO ratio clip, both learning rates,
   γ, λ and the entropy coefficient are knobs, so a sweep over any of them is
   one compiled program (vmapped over agents).
 
 ``Config.replace(**changes)`` routes each name to its half and validates the
 result; every error names the bad value and what is allowed, and is raised
-before anything is compiled. The halves live in :mod:`.static` and :mod:`.knobs`; this module joins
+before anything is compiled. The halves live in [`static`][pg_diag.config.static] and [`knobs`][pg_diag.config.knobs]; this module joins
 them and checks what involves both.
 """
 
@@ -31,10 +31,10 @@ from pg_diag.config.static import STATIC_FIELDS, STATIC_NAMES, Static, check_sta
 class Config:
     """A full run description: ``static`` settings plus traced ``knobs``.
 
-    Build one with :func:`preset` or ``Config().replace(...)``; read any field
+    Build one with [`preset`][pg_diag.config.presets.preset] or ``Config().replace(...)``; read any field
     directly (``cfg.lr_policy``, ``cfg.num_envs``, the algorithm's own ``cfg.clip_eps``).
     The running algorithm's own settings (declared in its module, see
-    :class:`pg_diag.Algorithm`) live in ``static.own`` and ``knobs.own``, always
+    [`pg_diag.Algorithm`][pg_diag.algorithms.base.Algorithm]) live in ``static.own`` and ``knobs.own``, always
     complete: another algorithm's are not there.
     """
 
@@ -119,7 +119,7 @@ class Config:
 
     @staticmethod
     def from_dict(d: Mapping) -> "Config":
-        """The inverse of :meth:`to_dict`. Also reads the earlier flat record (every algorithm's settings in
+        """The inverse of [`to_dict`][pg_diag.config.schema.Config.to_dict]. Also reads the earlier flat record (every algorithm's settings in
         "static" and "knobs"): there, settings the run's algorithm does not declare are dropped, since it never
         read them."""
         algo_name = d["static"].get("algorithm", Static.algorithm)

@@ -1,15 +1,15 @@
 """Diagnostics of the policy-gradient primitives on checkpointed runs (ref §4.2).
 
-* :func:`gradient_study` — fig-grad-variance and fig-grad-true: K gradient
+* [`gradient_study`][pg_diag.diagnostics.gradients.study.gradient_study] — fig-grad-variance and fig-grad-true: K gradient
   estimates at every N of a nested grid, their pairwise cosines and their
   cosine to a large-sample (and, on the linear-quadratic task, the exact)
   gradient;
-* :func:`step_study` — fig-step-variance: M steps of the algorithm itself from
+* [`step_study`][pg_diag.diagnostics.steps.study.step_study] — fig-step-variance: M steps of the algorithm itself from
   independent batches at one policy, their pairwise cosines and KLs;
-* :func:`baseline_study` — fig-baselines: gradient concentration with the agent's
+* [`baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study] — fig-baselines: gradient concentration with the agent's
   value network, a value network fit to Monte-Carlo returns, no baseline and
   (LQR) the exact V^π, on the same trajectories;
-* :func:`landscape_study` — fig-landscape-*: true returns and the algorithm's
+* [`landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study] — fig-landscape-*: true returns and the algorithm's
   surrogate on the plane of its step and a random direction;
 
 A study is a [`Diagnostic`][pg_diag.diagnostics.protocol.Diagnostic] (the study protocol: its settings, its

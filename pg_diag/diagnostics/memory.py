@@ -1,9 +1,9 @@
 """The memory model of the diagnostic studies: what a program is estimated to need and what the host has.
 
-Every study is refused before it compiles when its estimated peak exceeds :func:`available_memory`, and
+Every study is refused before it compiles when its estimated peak exceeds [`available_memory`][pg_diag.diagnostics.memory.available_memory], and
 chooses how to batch its subjects (together, "vmap", or in turn, "map") by the same estimate. The estimates
 are sums of a few named terms in 4-byte words (float32 everywhere): the state–action pairs a program holds
-at once, each costing :func:`pair_words`, and the gradient-sized vectors it keeps. ``benchmarks/
+at once, each costing [`pair_words`][pg_diag.diagnostics.memory.pair_words], and the gradient-sized vectors it keeps. ``benchmarks/
 bench_memory.py`` compares them with XLA's own peak of the compiled programs.
 """
 
@@ -27,13 +27,13 @@ PAIR_SCALARS = 12
 def stored_words(obs_size: int, action_size: int) -> int:
     """Words one sampled pair costs while it is kept (a chunk's transitions, a fit segment, a return stream's
     chunk): ``2 × obs`` (the observation and the next one, for the value after the step), ``2 × action`` (the
-    action and the policy's mean) and :data:`PAIR_SCALARS` scalars."""
+    action and the policy's mean) and [`PAIR_SCALARS`][pg_diag.diagnostics.memory.PAIR_SCALARS] scalars."""
     return 2 * obs_size + 2 * action_size + PAIR_SCALARS
 
 
 def pair_words(obs_size: int, action_size: int, static, value_passes: int = 3, heads: int = 0) -> int:
     """Words one state–action pair costs while it is differentiated (ref §4.2: sampling, GAE and the VJP): its
-    :func:`stored_words`, and its activations
+    [`stored_words`][pg_diag.diagnostics.memory.stored_words], and its activations
 
     * ``3`` words per policy hidden unit: pre-activation, activation and its cotangent in the backward pass;
     * ``value_passes`` per value hidden unit: 2 for a forward pass whose activations are kept (the gradient
@@ -50,7 +50,7 @@ def in_flight(num_subjects: int, batching: str) -> int:
 
 def step_words(static) -> float:
     """Words per pair of a batch at the peak of the algorithm's step: the larger of its
-    :class:`~pg_diag.algorithms.WorkingSet`'s backward pass (3 words per policy hidden unit of the share it
+    [`WorkingSet`][pg_diag.algorithms.base.WorkingSet]'s backward pass (3 words per policy hidden unit of the share it
     differentiates at once: PPO's minibatch) and its forward passes over the whole batch (2 words per unit
     of the widest layer, its input and output, each: TRPO's line search tries its scales together; the
     value network's pass over the batch for GAE is one)."""
@@ -73,7 +73,7 @@ def device_limit():
 
 
 def memory_source() -> str:
-    """What :func:`available_memory` reads, in words."""
+    """What [`available_memory`][pg_diag.diagnostics.memory.available_memory] reads, in words."""
     dev, limit = device_limit()
     return f"80% of the {dev.device_kind}'s memory" if limit else "half this host's RAM"
 
@@ -95,7 +95,7 @@ def fmt_bytes(n: int) -> str:
 
 def require_memory(need: int, what: str, shape: str, advice: str, have: int | None = None) -> None:
     """Refuse, before compiling, a program estimated to need more than ``have`` (default:
-    :func:`available_memory`)."""
+    [`available_memory`][pg_diag.diagnostics.memory.available_memory])."""
     have = available_memory() if have is None else have
     if need > have:
         raise DiagnosticError(f"{what} needs about {fmt_bytes(need)} but {fmt_bytes(have)} is available: {shape}; "

@@ -1,6 +1,6 @@
-"""The landscape's true returns (:mod:`pg_diag.diagnostics.landscape.measure` explains the estimate): a policy's mean raw return from a
+"""The landscape's true returns ([`pg_diag.diagnostics.landscape.measure`][pg_diag.diagnostics.landscape.measure] explains the estimate): a policy's mean raw return from a
 number of complete episodes fixed before any is sampled, and L̂, the mean length that converts pairs to
-episodes. ``r`` is the landscape's :class:`~pg_diag.diagnostics.landscape.measure.Resolved` (``envs``,
+episodes. ``r`` is the landscape's [`Resolved`][pg_diag.diagnostics.landscape.measure.Resolved] (``envs``,
 ``chunk_steps``, ``max_chunks``, ``length_episodes``)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def episode_counts(sizes, mean_length) -> jax.Array:
 
 def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return") -> ReturnSums:
     """The mean raw return of ``counts[s]`` complete episodes from reset under ``policy`` (filters frozen),
-    for every size s: a [sizes]-stacked :class:`ReturnSums` (``of="length"``: of their lengths instead).
+    for every size s: a [sizes]-stacked [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] (``of="length"``: of their lengths instead).
 
     ``r.envs`` environments run from reset through episode ends, in chunks of ``r.chunk_steps`` steps;
     environment e owns episodes e, e + envs, e + 2·envs, … of the sample, so size s counts the first
@@ -84,7 +84,7 @@ def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return
 
 def episode_length(env, r, policy, filters, knobs, key) -> ReturnSums:
     """L̂: the mean length of ``r.length_episodes`` complete episodes of ``policy`` (filters frozen), as many
-    environments each run from reset to its own episode's end, a :class:`ReturnSums` of their lengths
+    environments each run from reset to its own episode's end, a [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] of their lengths
     (``mean`` = L̂, ``m2`` for its standard error). Their number is fixed before any is sampled and every
     one starts from its own reset, so the lengths are i.i.d. draws of the episode length and E[L̂] = E[L]
     (CL §5.3 counts a point's sample in pairs; this converts pairs to episodes without the censoring of

@@ -5,7 +5,7 @@ environments stepped together; every ``steps`` steps they form a *chunk* of
 ``envs × steps`` state–action pairs, sampled with the checkpoint's policy and
 its observation normalizer and reward scaler frozen (``collect(frozen=True)``).
 
-Which states a chunk visits (:class:`Sampling`):
+Which states a chunk visits ([`Sampling`][pg_diag.diagnostics.sampling.Sampling]):
 
 * ``start="reset"`` — every chunk starts its environments from reset, so each
   environment contributes one ``steps``-step segment from reset, running on
@@ -41,7 +41,7 @@ Statistics: a checkpoint's observation normalizer and reward scaler are used
 as saved, except when one of them holds fewer than two samples (the initial
 state, iteration 0): training never acts with those — its first batch pushes
 every observation before normalizing it — and frozen they would divide by
-σ = 0. Then :func:`frozen_filters` first collects one batch of the algorithm's
+σ = 0. Then [`frozen_filters`][pg_diag.diagnostics.sampling.frozen_filters] first collects one batch of the algorithm's
 own shape with the frozen policy and the statistics updating, as training's
 next batch would, and freezes the statistics after it.
 
@@ -54,10 +54,10 @@ Advantages (``advantages``):
   item 5, "Zero" baseline), cut at the segment end;
 * ``"gae_exact_value"`` — the linear-quadratic task only: the ``"gae"`` estimator
   with the exact V^π of the learner's (scaled) rewards and γ in place of the
-  value network (:func:`pg_diag.stages.exact_value`): the perfect baseline;
+  value network ([`pg_diag.stages.exact_value`][pg_diag.stages.exact_value]): the perfect baseline;
 * ``"exact"`` — the linear-quadratic task only: GAE (γ = 1, the agent's λ) on
   the raw rewards with the exact V^π of the reported return
-  (:func:`pg_diag.envs.lqr.value_function`), an unbiased estimate of A^π(s, a)
+  ([`pg_diag.envs.lqr.value_function`][pg_diag.envs.lqr.value_function]), an unbiased estimate of A^π(s, a)
   for any λ because every TD error has conditional mean zero.
 """
 
@@ -73,7 +73,9 @@ from pg_diag.envs.base import Env
 from pg_diag.normalize import NORM_EPS
 from pg_diag.rollout import EnvCarry, Filters, build_batch, collect, discounted_returns, gae_advantages, reset_envs
 
+#: Where a chunk's environments start (``start=``; the module's docstring describes each).
 STARTS = ("reset", "checkpoint", "stationary", "independent")
+#: The advantage estimators (``advantages=``; the module's docstring describes each).
 ADVANTAGES = ("gae", "returns", "exact", "gae_exact_value")
 
 
@@ -132,7 +134,7 @@ def needs_warmup(filters: Filters) -> jax.Array:
 
 
 def frozen_filters(env: Env, own: Sampling, agent, knobs, key) -> Filters:
-    """The statistics a frozen policy acts with: the checkpoint's, or, when :func:`needs_warmup`, those after
+    """The statistics a frozen policy acts with: the checkpoint's, or, when [`needs_warmup`][pg_diag.diagnostics.sampling.needs_warmup], those after
     one batch of the algorithm's shape ``own`` collected with the statistics updating."""
     k_start, k_roll = jax.random.split(jax.random.fold_in(key, WARMUP_KEY))
     if own.start == "checkpoint":
@@ -144,7 +146,7 @@ def frozen_filters(env: Env, own: Sampling, agent, knobs, key) -> Filters:
 
 
 def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
-    """The environments a stream starts from (``agent``: an :class:`~pg_diag.trainer.AgentState`)."""
+    """The environments a stream starts from (``agent``: an [`AgentState`][pg_diag.trainer.AgentState])."""
     if sampling.start == "checkpoint":
         n = agent.envs.obs.shape[0]
         take = jnp.arange(sampling.envs) % n
@@ -169,7 +171,7 @@ def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
 
 
 def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None, heads=None):
-    """One chunk from ``carry``: returns the carry to continue from and the :class:`Chunk`.
+    """One chunk from ``carry``: returns the carry to continue from and the [`Chunk`][pg_diag.diagnostics.sampling.Chunk].
     ``exact_value`` (``advantages="exact"`` or ``"gae_exact_value"``): raw state [.., obs] -> V^π.
 
     ``heads``: several advantage estimators on the very same pairs, a tuple of (advantages kind, value

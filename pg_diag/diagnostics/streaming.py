@@ -20,7 +20,7 @@ forward pass and two VJPs (cotangents Â and 1), never a per-sample gradient.
 
 Unnormalized (``normalize=False``): ĝ_N = S_Â∇ / N.
 
-Which N pairs (:class:`Grid`): a size N at or above ``pool`` is the stream's
+Which N pairs ([`Grid`][pg_diag.diagnostics.streaming.Grid]): a size N at or above ``pool`` is the stream's
 first N pairs (within the first chunk, or whole chunks). A size below
 ``pool`` is N pairs drawn uniformly at random, without replacement, from the
 stream's first ``pool`` pairs — with ``pool`` the algorithm's batch, from one
@@ -159,7 +159,7 @@ def first_chunk_order(grid: Grid, key) -> jax.Array:
 
 def size_masks(grid: Grid, key) -> jax.Array:
     """[M, chunk] bool: the first chunk's pairs each size of ``grid.partial`` keeps, then the whole chunk
-    (``key``: the stream's key, as :func:`stream` takes it)."""
+    (``key``: the stream's key, as [`stream`][pg_diag.diagnostics.streaming.stream] takes it)."""
     cuts = jnp.asarray(grid.partial + (grid.chunk,), jnp.int32)
     return first_chunk_order(grid, jax.random.fold_in(key, SUBSET_KEY))[None, :] < cuts[:, None]
 
@@ -187,7 +187,7 @@ def stream(env, sampling: Sampling, grid: Grid, agent, knobs, key, normalize: bo
 
     Chunk c is sampled with key fold_in(key, c): a stream's first N pairs do not
     depend on how long it runs or on the other sizes asked for; nor does the random
-    order sizes below ``grid.pool`` draw in (:func:`size_masks`)."""
+    order sizes below ``grid.pool`` draw in ([`size_masks`][pg_diag.diagnostics.streaming.size_masks])."""
     single = heads is None
     if single:
         heads = ((sampling.advantages, agent.value, normalize),)

@@ -2,7 +2,7 @@
 
 ``load_subjects(runs, iterations, agents)`` validates the request against
 what the run directories hold (before anything is compiled) and stacks the
-checkpointed :class:`~pg_diag.trainer.AgentState` of every (run, agent,
+checkpointed [`AgentState`][pg_diag.trainer.AgentState] of every (run, agent,
 iteration) along one leading axis, with their knobs and a table row each.
 Runs can be measured together when their sampling programs agree: same task,
 physics, solver setting and network shapes (PPO and TRPO runs of one task do).
@@ -37,7 +37,7 @@ class DiagnosticError(ConfigError):
 
 
 def require(ok: bool, message: str) -> None:
-    """A settings check: raise :class:`DiagnosticError` with ``message`` (naming the value and what is
+    """A settings check: raise [`DiagnosticError`][pg_diag.diagnostics.subjects.DiagnosticError] with ``message`` (naming the value and what is
     allowed) unless ``ok``."""
     if not ok:
         raise DiagnosticError(message)
@@ -52,7 +52,7 @@ def check_batching(batching: str, resamples: int) -> None:
 def over_subjects(subject, batching: str = "vmap"):
     """A study's jitted program over stacked subjects, ``(states, knobs, keys) -> outputs [S, ...]``:
     ``subject`` vmapped over them (or, with "map", run in turn), on each device's block of subjects
-    (:mod:`pg_diag.run.shard`: on several devices or processes, each steps its own subjects' physics)."""
+    ([`pg_diag.run.shard`][pg_diag.run.shard]: on several devices or processes, each steps its own subjects' physics)."""
     if batching == "vmap":
         fn = jax.vmap(subject)
     else:
@@ -62,7 +62,7 @@ def over_subjects(subject, batching: str = "vmap"):
 
 
 def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
-    """Compile ``prog`` (:func:`over_subjects`) for the stacked subjects, run it and fetch its outputs
+    """Compile ``prog`` ([`over_subjects`][pg_diag.diagnostics.subjects.over_subjects]) for the stacked subjects, run it and fetch its outputs
     (every subject's, on every process). Returns the outputs and the timing record a study's manifest
     keeps (compile and run seconds, pairs sampled per second)."""
     import time
@@ -85,7 +85,7 @@ def subject_keys(seed: int, rows: list) -> jax.Array:
     """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject
     measured alone or beside others gets the same estimates, wherever its streams' width is its own (native
     physics, the pure-JAX tasks, or ``envs`` set; on MJX with ``envs=0`` the width follows the number of
-    subjects measured together: :func:`pg_diag.diagnostics.gradients.measure.widen`)."""
+    subjects measured together: [`pg_diag.diagnostics.gradients.measure.widen`][pg_diag.diagnostics.gradients.measure.widen])."""
     base = jax.random.PRNGKey(seed)
     return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
 
@@ -120,7 +120,7 @@ def label_of(run: store.RunResult, agent: int) -> str:
 
 
 def resolve_runs(runs) -> list:
-    """Run directories or :class:`RunResult` objects -> loaded runs with directories."""
+    """Run directories or [`RunResult`][pg_diag.run.store.RunResult] objects -> loaded runs with directories."""
     if isinstance(runs, (str, os.PathLike, store.RunResult)) or not isinstance(runs, Sequence):
         runs = [runs]
     if not runs:

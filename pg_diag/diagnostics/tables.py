@@ -168,7 +168,7 @@ def curve(frame, value: str, by: list, **_):
 
 def pairwise_curve(frame, value: str, by: list, **_):
     """Mean over the pairs (columns ``i`` < ``j``) of ``value`` per group of ``by`` with its 95% interval from
-    the jackknife over the estimates (:func:`pg_diag.stats.pairwise_interval`: a pairwise mean's unit is the
+    the jackknife over the estimates ([`pg_diag.stats.pairwise_interval`][pg_diag.stats.pairwise_interval]: a pairwise mean's unit is the
     estimate, not the pair), as columns mean, low, high, count (the number of estimates)."""
     return _per_group(frame, by, lambda part: stats.pairwise_interval(part["i"].to_numpy(), part["j"].to_numpy(),
                                                                       part[value].to_numpy()), value in COSINES)
@@ -215,7 +215,7 @@ def _at(n, values, size) -> float:
 
 def summary(curves, batch_size: int, levels=(0.5, 0.9), group=("label", "iteration")):
     """Per ``group`` (mean over its agents' curves): the N at which the mean cosine first reaches each
-    level, and the mean cosine at the algorithm's batch size (:func:`_at`)."""
+    level, and the mean cosine at the algorithm's batch size ([`_at`][pg_diag.diagnostics.tables._at])."""
     import pandas as pd
 
     rows = []

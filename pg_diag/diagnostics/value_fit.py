@@ -1,9 +1,9 @@
 """V*, the baseline study's "true" value function (CL §5.2): its fit data (Monte-Carlo returns of the frozen
 policy's states, each segment run on until its returns are complete), its fit in rounds, and the paired
 t-test on held-out batches that decides whether it predicts the returns better than the agent's network
-(:mod:`pg_diag.diagnostics.baselines.measure` explains why a squared-error test is the right one). ``r`` and ``settings`` are the
-baseline study's :class:`~pg_diag.diagnostics.baselines.measure.Resolved` and
-:class:`~pg_diag.diagnostics.baselines.measure.BaselineSettings`."""
+([`pg_diag.diagnostics.baselines.measure`][pg_diag.diagnostics.baselines.measure] explains why a squared-error test is the right one). ``r`` and ``settings`` are the
+baseline study's [`Resolved`][pg_diag.diagnostics.baselines.measure.Resolved] and
+[`BaselineSettings`][pg_diag.diagnostics.baselines.measure.BaselineSettings]."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
     chunk to chunk unless the algorithm resets), so the sequential length is a few segments, not fit_chunks.
     The last ``r.kept_out`` batches (the t-test's, then the floor's) are held out, each an independent sample of
     the policy's batches:
-    from reset, any chunk is; otherwise (:attr:`pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart`) each is a stream of its own, started
-    as every diagnostic stream is (:func:`~pg_diag.diagnostics.sampling.start_carry`), one segment long.
+    from reset, any chunk is; otherwise ([`pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart`][pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart]) each is a stream of its own, started
+    as every diagnostic stream is ([`start_carry`][pg_diag.diagnostics.sampling.start_carry]), one segment long.
     ``exact_value`` (raw state -> V^π, the linear-quadratic task): also the exact value of every kept state.
     Beside the complete returns, each kept state's return cut at the batch end (the first ``steps`` states of
     a segment are one batch of the algorithm's shape) and whether it is a done step."""
@@ -189,7 +189,7 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
     fit_rounds — Bonferroni over the rounds looked at, so "better" is a level-fit_level statement however
     many rounds ran — or after ``fit_rounds`` rounds. Under vmap a stopped subject's parameters stay as they
     are while the others go on (``lax.while_loop`` on a per-subject flag). Returns the parameters and a
-    :class:`FitReport`.
+    [`FitReport`][pg_diag.diagnostics.value_fit.FitReport].
 
     The rule stops at a look its test chunks favour, so errors read on them are biased low for V*; the floor
     (``floor_*``) is read on the ``r.floor_chunks`` chunks after them, which no look reads."""
@@ -260,7 +260,7 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
 
 
 def _floor(data: FitData, start: int, fitted, agent_value, knobs) -> dict:
-    """The floor fields of :class:`FitReport` on the chunks ``data[start:]`` (the floor's, which the stopping
+    """The floor fields of [`FitReport`][pg_diag.diagnostics.value_fit.FitReport] on the chunks ``data[start:]`` (the floor's, which the stopping
     rule never read), all states of those chunks pooled: non-terminal states, against the complete returns where
     they are complete and against the returns cut at the batch end on every one."""
     nan = jnp.float32(jnp.nan)

@@ -1,18 +1,18 @@
-"""Task registry: ``make(name, physics, threads)`` returns an :class:`Env` (pure reset/step);
-:func:`register_task` adds one (the built-in tasks register here, a user's own :class:`Env` the same way).
+"""Task registry: ``make(name, physics, threads)`` returns an [`Env`][pg_diag.envs.base.Env] (pure reset/step);
+[`register_task`][pg_diag.envs.register_task] adds one (the built-in tasks register here, a user's own [`Env`][pg_diag.envs.base.Env] the same way).
 
 MuJoCo tasks run on one of three physics backends: ``mjx`` (pure JAX; the
 backend for GPUs and TPUs), ``warp`` (MuJoCo Warp through MJX's Warp implementation, with the
 ``warp-lang`` package; for NVIDIA GPUs, runs slowly on CPUs) or ``native`` (MuJoCo's C library, multithreaded,
 called from the compiled program through an XLA FFI handler on a CPU, a host
-callback elsewhere: :mod:`.native_ffi`; the fast backend on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
-and MJX otherwise; given the batch a program steps (:func:`choose_physics`,
+callback elsewhere: [`native_ffi`][pg_diag.envs.native_ffi]; the fast backend on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
+and MJX otherwise; given the batch a program steps ([`choose_physics`][pg_diag.envs.choose_physics],
 what sweeps use), it picks the backend measured faster for that batch on this
-host (:mod:`pg_diag.envs.crossover`). Pure-JAX tasks have no physics backend.
+host ([`pg_diag.envs.crossover`][pg_diag.envs.crossover]). Pure-JAX tasks have no physics backend.
 
 The MuJoCo tasks come on two models (``MODELS``): ``brax`` (Brax's MJCF, the
 default) and ``gym`` (Gym-v2's MJCF as the papers trained on, read from the
-installed Gymnasium package; :mod:`pg_diag.envs.gym_tasks`). Gym's Humanoid
+installed Gymnasium package; [`pg_diag.envs.gym_tasks`][pg_diag.envs.gym_tasks]). Gym's Humanoid
 runs on native MuJoCo only (MJX has no PGS solver), and ``auto`` picks native
 for it rather than swapping the model.
 """
@@ -24,11 +24,11 @@ import os
 
 from pg_diag.envs.base import Env, EnvState, ExactAnswers, time_limit
 
-#: The registry, filled by :func:`register_task` (the built-in tasks below; a user's own the same way):
+#: The registry, filled by [`register_task`][pg_diag.envs.register_task] (the built-in tasks below; a user's own the same way):
 #: name -> (kind, one-line description); kind "jax" (pure JAX) or "mujoco" (a physics backend)
 TASKS: dict = {}
 #: name -> (observation size, action size), known without building the task (plans, memory estimates);
-#: :func:`make` checks it against the task built
+#: [`make`][pg_diag.envs.make] checks it against the task built
 TASK_SIZES: dict = {}
 #: name -> time limit in steps
 EPISODE_LIMITS: dict = {}
@@ -36,7 +36,7 @@ EPISODE_LIMITS: dict = {}
 TASK_MODELS: dict = {}
 #: (name, model) -> (observation size, action size) where a model's sizes differ from TASK_SIZES'
 MODEL_SIZES: dict = {}
-#: name -> the task's closed-form answers (:class:`ExactAnswers`), for the tasks that declare them
+#: name -> the task's closed-form answers ([`ExactAnswers`][pg_diag.envs.base.ExactAnswers]), for the tasks that declare them
 EXACT: dict = {}
 #: MuJoCo models (see the module's docstring)
 MODELS = ("brax", "gym")
@@ -47,8 +47,8 @@ def register_task(name: str, make_env, *, obs_size: int, action_size: int, episo
                   description: str = "", kind: str = "jax", exact: ExactAnswers | None = None) -> None:
     """Add a task to the registry. ``make_env(physics, threads, solver) -> Env`` builds it (a pure-JAX
     task ignores the three); its sizes and time limit are declared here so that plans and memory
-    estimates need not build it, and :func:`make` checks the built task against them. ``exact``: the
-    task's closed-form J, ∇J and V^π (:class:`ExactAnswers`), which every diagnostic then uses."""
+    estimates need not build it, and [`make`][pg_diag.envs.make] checks the built task against them. ``exact``: the
+    task's closed-form J, ∇J and V^π ([`ExactAnswers`][pg_diag.envs.base.ExactAnswers]), which every diagnostic then uses."""
     if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"a task's name must be letters, digits, '-' or '_', got {name!r}")
     if name in TASKS:
@@ -123,7 +123,7 @@ register_task("lqr", _pure("pg_diag.envs.lqr", "make_lqr"), obs_size=2, action_s
               description="Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
                           "(mean 50 steps); J, ∇J and V^π in closed form.")
 PHYSICS = ("auto", "mjx", "native", "warp")
-#: MuJoCo solver settings (:data:`pg_diag.envs.mujoco_tasks.SOLVERS`): the task's converged ones, or Brax's fast ones.
+#: MuJoCo solver settings ([`pg_diag.envs.mujoco_tasks.SOLVERS`][pg_diag.envs.mujoco_tasks.SOLVERS]): the task's converged ones, or Brax's fast ones.
 SOLVERS = ("converged", "fast")
 
 
@@ -157,7 +157,7 @@ def mjx_missing(task: str, model: str = "brax") -> str:
 def default_threads() -> int:
     """The native backend's threads where none are asked for: the host's cores, shared among the CPU devices
     a program runs on. Each device steps its block of agents at the same time as the others
-    (:mod:`pg_diag.run.host_devices`), so one thread each keeps the cores busy without a pool per call
+    ([`pg_diag.run.host_devices`][pg_diag.run.host_devices]), so one thread each keeps the cores busy without a pool per call
     contending for them (64 Walker2d agents on 2 cores and 2 devices: 4.3 s against 5.9 s with two threads
     each and 7.7 s on one device). The thread count never changes results."""
     import jax
@@ -170,7 +170,7 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
     """The backend and thread count a task actually runs with: ("jax", 0) for
     pure-JAX tasks; for MuJoCo tasks ``auto`` means native MuJoCo on a CPU and
     MJX on an accelerator (native where MJX cannot run the model), and 0 threads
-    means every core (:func:`default_threads`)."""
+    means every core ([`default_threads`][pg_diag.envs.default_threads])."""
     check_model(task, model)
     if physics not in PHYSICS:
         raise ValueError(f"unknown physics backend {physics!r}; choose one of: {', '.join(PHYSICS)}")
@@ -195,9 +195,9 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
 
 def choose_physics(task: str, physics: str, threads: int, solver: str, batch: int,
                    model: str = "brax") -> tuple[str, int, str]:
-    """:func:`resolve_physics` for a program that steps ``batch`` environments per batched step on each
+    """[`resolve_physics`][pg_diag.envs.resolve_physics] for a program that steps ``batch`` environments per batched step on each
     device: ``auto`` takes the backend measured faster at that batch on this host
-    (:func:`pg_diag.envs.crossover.choose`). Returns the backend, its thread count and why."""
+    ([`pg_diag.envs.crossover.choose`][pg_diag.envs.crossover.choose]). Returns the backend, its thread count and why."""
     backend, resolved = resolve_physics(task, physics, threads, model)
     if backend == "jax" or physics != "auto":
         return backend, resolved, "pure-JAX task" if backend == "jax" else "asked for"
@@ -212,7 +212,7 @@ def choose_physics(task: str, physics: str, threads: int, solver: str, batch: in
 
 
 def recorded_physics(task: str, physics: str, threads: int, solver: str, batch: int, model: str = "brax") -> str:
-    """The backend :func:`choose_physics` would take, from this host's recorded measurements alone (nothing
+    """The backend [`choose_physics`][pg_diag.envs.choose_physics] would take, from this host's recorded measurements alone (nothing
     timed, nothing written): ``auto`` where they do not decide is native MuJoCo, as on a CPU. For plans."""
     backend, _ = resolve_physics(task, physics, threads, model)
     if backend == "jax" or physics != "auto" or mjx_missing(task, model):

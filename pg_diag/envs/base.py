@@ -56,8 +56,8 @@ class Env:
 @dataclasses.dataclass(frozen=True)
 class ExactAnswers:
     """What a task can say in closed form about a policy network behind a frozen observation normalizer (the
-    linear-quadratic task: :mod:`pg_diag.envs.lqr`), declared when the task is registered
-    (:func:`pg_diag.envs.register_task`). Wherever a run's task has them and they hold for its policy, training
+    linear-quadratic task: [`pg_diag.envs.lqr`][pg_diag.envs.lqr]), declared when the task is registered
+    ([`pg_diag.envs.register_task`][pg_diag.envs.register_task]). Wherever a run's task has them and they hold for its policy, training
     reports value errors against the exact V^π, the gradient study measures cosines to the exact ∇J (and can use
     exact advantages), the baseline study adds V^π as a baseline and the landscapes the exact J.
 
@@ -65,7 +65,7 @@ class ExactAnswers:
     * ``value(policy, obs_stat, knobs, gamma, scale, offset)`` -> (raw state -> V^π(s)) of the reward
       ``scale·r + offset`` (the learner's scaled reward; ``scale=1, offset=0``: the task's own), discount γ;
     * ``policy_return(policy, obs_stat, knobs) -> J``: the expected undiscounted return from the start
-      distribution, differentiable in ``policy`` (∇J is its gradient, :meth:`gradient`)."""
+      distribution, differentiable in ``policy`` (∇J is its gradient, [`gradient`][pg_diag.envs.base.ExactAnswers.gradient])."""
 
     applies: Callable[[tuple], bool]
     value: Callable

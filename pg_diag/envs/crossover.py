@@ -9,13 +9,13 @@ solver setting, the accelerator and the host's cores, so it is measured,
 never assumed:
 
 * measurements are rows ``{task, solver, batch, native_ms, mjx_ms[, warp_ms]}`` per host
-  (device kind, cores, thread count, library versions and the native step's build: :func:`host_key`),
+  (device kind, cores, thread count, library versions and the native step's build: [`host_key`][pg_diag.envs.crossover.host_key]),
   kept in ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``).
   ``benchmarks/bench_crossover.py --record`` fills it over a grid of batches;
 * a batch is decided by a row at that batch or by the two rows around it
-  when they agree (:func:`decide`);
+  when they agree ([`decide`][pg_diag.envs.crossover.decide]);
 * a batch the rows cannot decide on an accelerator is measured on the spot
-  (one batched step of each backend at that batch, :func:`measure`) and
+  (one batched step of each backend at that batch, [`measure`][pg_diag.envs.crossover.measure]) and
   recorded. A CPU host without rows uses native MuJoCo, measured faster there
   at every batch from 4 to 256 environments with the converged solver
   (1.9-30×) and from 64 with the fast one; where MJX's fast solver wins (a
@@ -137,7 +137,7 @@ def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, step
     """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
     random actions from reset states, the best of ``repeats`` timings of ``steps`` steps, compiling
     excluded). Native physics is timed in a program compiled for the host's CPU, where training steps it
-    (on an accelerator host, ``placement='split'``: :mod:`pg_diag.run.split`)."""
+    (on an accelerator host, ``placement='split'``: [`pg_diag.run.split`][pg_diag.run.split])."""
     import contextlib
 
     import jax
@@ -174,8 +174,8 @@ def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
 
 def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2,
             model: str = "brax", backends: tuple | None = None) -> dict:
-    """:func:`step_ms` of each backend at ``batch`` (``backends``, default :func:`backends_here`): a row for
-    :func:`record`."""
+    """[`step_ms`][pg_diag.envs.crossover.step_ms] of each backend at ``batch`` (``backends``, default [`backends_here`][pg_diag.envs.crossover.backends_here]): a row for
+    [`record`][pg_diag.envs.crossover.record]."""
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
     if model != "brax":  # rows without a model are Brax's (as recorded before models existed)
         row["model"] = model
@@ -199,7 +199,7 @@ def choose(task: str, solver: str, batch: int, threads: int, model: str = "brax"
 
 
 def recorded_choice(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str] | None:
-    """:func:`decide` from this host's recorded rows (nothing timed): what ``auto`` takes before measuring."""
+    """[`decide`][pg_diag.envs.crossover.decide] from this host's recorded rows (nothing timed): what ``auto`` takes before measuring."""
     return decide(load(host_key(threads)), task, solver, batch, model)
 
 
@@ -215,7 +215,7 @@ def _choose_here(task, solver, batch, threads, model="brax"):
 
 
 def measure_and_record(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str]:
-    """:func:`measure` at ``batch``, recorded for this host: the faster backend and why. Said before it starts:
+    """[`measure`][pg_diag.envs.crossover.measure] at ``batch``, recorded for this host: the faster backend and why. Said before it starts:
     compiling every backend's step takes from seconds to minutes (MJX's RK4 Gym models the longest)."""
     print(f"pg_diag: physics=auto times {', '.join(backends_here())} on {task} ({model}'s model, {solver}) at "
           f"{batch:,} environments; recorded for this host in {cache_path()}", flush=True)

@@ -10,13 +10,13 @@ Under an affine Gaussian policy a = K s + k + diag(σ)ε — what a linear
 policy network (``policy_hidden=()``) is, behind a frozen observation
 normalizer — every quantity is exact:
 
-* :func:`value_function` — V^π(s) = sᵀUs + uᵀs + c, from a discrete Lyapunov
+* [`value_function`][pg_diag.envs.lqr.value_function] — V^π(s) = sᵀUs + uᵀs + c, from a discrete Lyapunov
   equation solved by doubling (Smith's method, no LAPACK call);
-* :func:`expected_return` — J(π) = E_{s₀}[V^π(s₀)] (γ = 1: the mean raw episode
+* [`expected_return`][pg_diag.envs.lqr.expected_return] — J(π) = E_{s₀}[V^π(s₀)] (γ = 1: the mean raw episode
   return the engine reports);
-* :func:`exact_gradient` — ∇_θ J by automatic differentiation through those
+* [`exact_gradient`][pg_diag.envs.lqr.exact_gradient] — ∇_θ J by automatic differentiation through those
   closed forms with respect to the policy network's parameters;
-* :func:`optimal_controller` — the optimal linear controller K* of the
+* [`optimal_controller`][pg_diag.envs.lqr.optimal_controller] — the optimal linear controller K* of the
   discounted problem (discounted Riccati equation) and its return (σ = 0).
 
 Exactness needs the policy to be affine in the state: a linear network
@@ -161,7 +161,7 @@ def affine_policy(params, obs_stat, knobs):
 
 
 def policy_return(spec: LQRSpec, params, obs_stat, knobs, gamma=1.0):
-    """J of the policy network ``params`` (see :func:`affine_policy`)."""
+    """J of the policy network ``params`` (see [`affine_policy`][pg_diag.envs.lqr.affine_policy])."""
     return expected_return(spec, *affine_policy(params, obs_stat, knobs), gamma)
 
 
@@ -190,7 +190,7 @@ def optimal_controller(spec: LQRSpec, gamma=1.0, iterations: int = 5000):
 
 
 def exact_answers(spec: LQRSpec | None = None) -> ExactAnswers:
-    """The task's closed forms for a linear policy (:class:`pg_diag.envs.base.ExactAnswers`): V^π of the scaled
+    """The task's closed forms for a linear policy ([`pg_diag.envs.base.ExactAnswers`][pg_diag.envs.base.ExactAnswers]): V^π of the scaled
     reward a·r + b is a·V^π + b/(1 − γp), p the probability an episode continues after a step. ``spec``
     (default: the task's own, built when first used)."""
 

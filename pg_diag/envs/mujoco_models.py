@@ -1,4 +1,4 @@
-"""The MuJoCo tasks by model: Brax's MJCF (:mod:`.mujoco_tasks`) or Gym-v2's (:mod:`.gym_tasks`)."""
+"""The MuJoCo tasks by model: Brax's MJCF ([`mujoco_tasks`][pg_diag.envs.mujoco_tasks]) or Gym-v2's ([`gym_tasks`][pg_diag.envs.gym_tasks])."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ BY_MODEL = {"brax": MUJOCO_TASKS, "gym": GYM_TASKS}
 
 
 def mujoco_task(name: str, model: str = "brax") -> MujocoTask:
-    """The task's definition on one of its models (:data:`pg_diag.envs.MODELS`)."""
+    """The task's definition on one of its models ([`pg_diag.envs.MODELS`][pg_diag.envs.MODELS])."""
     if model not in BY_MODEL:
         raise ValueError(f"unknown MuJoCo model {model!r}; choose one of: {', '.join(BY_MODEL)}")
     return BY_MODEL[model][name]

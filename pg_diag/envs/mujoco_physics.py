@@ -1,7 +1,7 @@
 """The compiled physics backends of the MuJoCo tasks: ``advance(qpos, qvel, ctrl) -> (qpos, qvel)`` after a
 task's ``n_frames`` substeps with MJX or MuJoCo Warp (MJX's Warp implementation), inside the compiled program,
 and the derived fields (kinematics, inertias, actuator forces) of the new state in JAX. Native MuJoCo, which
-steps the batch on the host's cores and reads the derived fields from MuJoCo itself, is :mod:`.native_physics`;
+steps the batch on the host's cores and reads the derived fields from MuJoCo itself, is [`native_physics`][pg_diag.envs.native_physics];
 the refusals of a backend that cannot run a task are here."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def warp_advance(task, model):
     Warp keeps one contact buffer for all the worlds (environments) a step is vmapped over, sized when its
     data is made (``naconmax``, by default one world's worth): a batch that outgrows it loses contacts, with
     nothing but a printed warning. So the step counts its worlds: each vmap level around it, however deep
-    (agents × environments, streams × ...), multiplies the worlds its data is made for (:func:`_world_counting`),
+    (agents × environments, streams × ...), multiplies the worlds its data is made for ([`_world_counting`][pg_diag.envs.mujoco_physics._world_counting]),
     and the buffers hold a world's default share for every one of them."""
     import warp
 
@@ -187,7 +187,7 @@ def _world_counting(for_worlds):
 
 def compiled_advance(task, model, physics: str, derived):
     """(physics dict, ctrl) -> the next physics dict: ``n_frames`` MJX or MuJoCo Warp steps, the new state's
-    derived fields from ``derived`` (:func:`make_derived_fields`), all inside the compiled program."""
+    derived fields from ``derived`` ([`make_derived_fields`][pg_diag.envs.mujoco_physics.make_derived_fields]), all inside the compiled program."""
     step = mjx_advance(task, model) if physics == "mjx" else warp_advance(task, model)
 
     def advance(before, ctrl):

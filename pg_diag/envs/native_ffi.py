@@ -6,8 +6,8 @@ microseconds.
 
 The handler is compiled on first use against the installed MuJoCo's headers and library and jaxlib's FFI
 headers, into ``$PG_DIAG_BUILD_DIR`` (default ``~/.cache/pg_diag/native``; one build per MuJoCo, jaxlib and
-source version, shared by every process; ``make setup`` builds it ahead). Where no C++ compiler is found or the build fails, :func:`library` returns ``None`` with the
-reason in :func:`unavailable`, and the tasks step through the host-callback path (same results, bitwise).
+source version, shared by every process; ``make setup`` builds it ahead). Where no C++ compiler is found or the build fails, [`library`][pg_diag.envs.native_ffi.library] returns ``None`` with the
+reason in [`unavailable`][pg_diag.envs.native_ffi.unavailable], and the tasks step through the host-callback path (same results, bitwise).
 ``PG_DIAG_NATIVE_FFI=0`` asks for the callback path."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def build(verbose: bool = False) -> str:
 @functools.lru_cache(maxsize=None)
 def library():
     """The loaded handler library with both handlers registered for the CPU, or ``None`` (see
-    :func:`unavailable`)."""
+    [`unavailable`][pg_diag.envs.native_ffi.unavailable])."""
     if os.environ.get("PG_DIAG_NATIVE_FFI", "1") == "0":
         _why_not.append("PG_DIAG_NATIVE_FFI=0")
         return None
@@ -135,7 +135,7 @@ def unavailable() -> str | None:
 
 class FfiStepper:
     """One stepper of ``native_step.cc``: a copy of ``model``, ``threads`` MuJoCo data and threads. ``mode``
-    0 steps from qpos/qvel as MuJoCo's rollout does, ``fields`` (of :data:`KINEMATIC_FIELDS`) those of the new
+    0 steps from qpos/qvel as MuJoCo's rollout does, ``fields`` (of [`KINEMATIC_FIELDS`][pg_diag.envs.native_ffi.KINEMATIC_FIELDS]) those of the new
     state (``n_frames=0``: of the given state); mode 1 as Gym does, reading ``fields`` back. The C object lives
     as long as the process (compiled programs hold its address)."""
 

@@ -1,6 +1,6 @@
 """The claims of Ilyas et al., "A Closer Look at Deep Policy Gradients" (CL; the 2018 text's figure numbers),
 each where the paper made it: its figures' tasks, CL's checkpoints 0/150/300/450 of a 488-iteration run, and
-its sample sizes (docs/claims.md has the table). Levels on cosines come from :mod:`.levels`."""
+its sample sizes (docs/claims.md has the table). Levels on cosines come from [`levels`][pg_diag.experiments.levels]."""
 
 from __future__ import annotations
 

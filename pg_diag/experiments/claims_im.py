@@ -1,7 +1,7 @@
 """The claims of Engstrom et al., "Implementation Matters in Deep Policy Gradients" (IM), each where the paper
 made it. A score is an agent's own (the mean of its last five iterations' mean reward); the tables compare
 algorithms by their median agents, whose intervals hold on skewed and failed-seed populations
-(:func:`pg_diag.stats.median_difference_interval`)."""
+([`pg_diag.stats.median_difference_interval`][pg_diag.stats.median_difference_interval])."""
 
 from __future__ import annotations
 

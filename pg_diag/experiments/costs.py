@@ -1,5 +1,5 @@
 """What a plan costs on this host: per-step physics costs (recorded or measured now) and the estimated
-duration of a plan's programs (:mod:`pg_diag.experiments.dry_run`)."""
+duration of a plan's programs ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run])."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 #: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
 OVERHEAD = {"train": 2.5, "optimize": 1.0}
 #: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where
-#: the iteration runs (:func:`where_here`); added, not multiplied: the update no longer costs what the rollout
+#: the iteration runs ([`where_here`][pg_diag.experiments.costs.where_here]); added, not multiplied: the update no longer costs what the rollout
 #: does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the accelerator): the
 #: policy's sampling and the filters around the physics, the networks' and batch's transfers and the update
 #: spread over the iteration's steps; an H200 host (16 cores, the collection in per-core blocks) measured 0.04
@@ -28,11 +28,11 @@ COMPILE_S = 30.0
 
 def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
     """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
-    measure it once), plus :data:`COMPILE_S` each: sequential steps × this host's recorded time per step of
-    training programs like it (:func:`training_ms`, everything a step costs) where there is one, else ×
+    measure it once), plus [`COMPILE_S`][pg_diag.experiments.costs.COMPILE_S] each: sequential steps × this host's recorded time per step of
+    training programs like it ([`training_ms`][pg_diag.experiments.costs.training_ms], everything a step costs) where there is one, else ×
     ``step_ms(task, width, model, solver, physics)`` (the program's physics) × the program kind's overhead (a
-    training program on an accelerator host: physics + :data:`ACCELERATOR_FIXED_MS` for where it runs,
-    :func:`where_here`); ``recorded=False``: from step costs alone. None where a step cost is unknown."""
+    training program on an accelerator host: physics + [`ACCELERATOR_FIXED_MS`][pg_diag.experiments.costs.ACCELERATOR_FIXED_MS] for where it runs,
+    [`where_here`][pg_diag.experiments.costs.where_here]); ``recorded=False``: from step costs alone. None where a step cost is unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
         seconds = run_seconds(p, step_ms, recorded)
@@ -43,7 +43,7 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
 
 
 def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
-    """One program's estimated seconds without compiling (see :func:`duration`); None where unknown."""
+    """One program's estimated seconds without compiling (see [`duration`][pg_diag.experiments.costs.duration]); None where unknown."""
     ms = training_ms(program, step_ms) if recorded else None
     if ms is None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
@@ -57,12 +57,12 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
 
 def where_here(program) -> str | None:
     """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the
-    collection on the host's CPU, the update on the accelerator: :func:`pg_diag.run.split.resolve`),
+    collection on the host's CPU, the update on the accelerator: [`pg_diag.run.split.resolve`][pg_diag.run.split.resolve]),
     ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
     pure-JAX task, native physics on the accelerator's own callback path, native physics over several
     devices), where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout
     does; on the callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded
-    measurements pick for the batch each device steps (:func:`pg_diag.envs.recorded_physics`, as a sweep
+    measurements pick for the batch each device steps ([`pg_diag.envs.recorded_physics`][pg_diag.envs.recorded_physics], as a sweep
     decides it), native MuJoCo where they do not."""
     import dataclasses
 
@@ -91,7 +91,7 @@ def where_here(program) -> str | None:
 
 def training_ms(program, step_ms=None) -> float | None:
     """A training program's time per batched step from this host's own runs of programs like it
-    (:mod:`pg_diag.run.timings`); None where none is recorded. Between recorded widths by :func:`interpolate`;
+    ([`pg_diag.run.timings`][pg_diag.run.timings]); None where none is recorded. Between recorded widths by [`interpolate`][pg_diag.experiments.costs.interpolate];
     outside them, the nearest recorded width's cost scaled by the physics' own cost at the two widths
     (``step_ms``): a run of 512 environments says little of one of 8 by its width alone (flat, it charged 8
     environments what 512 cost), while its cost over its physics carries to the physics of another width."""
@@ -112,15 +112,15 @@ def training_ms(program, step_ms=None) -> float | None:
     return near_ms * here / there
 
 
-#: the batch widths at which :func:`measured_step_ms` times a task's step; widths between are interpolated
+#: the batch widths at which [`measured_step_ms`][pg_diag.experiments.costs.measured_step_ms] times a task's step; widths between are interpolated
 LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
     """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded
-    per-step cost where the recorded batches reach ``width`` (:func:`recorded_step_ms`), else measured now on
+    per-step cost where the recorded batches reach ``width`` ([`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms]), else measured now on
     the backend asked for (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
-    :data:`LADDER` widths around ``width`` (linear between them, proportional beyond the last), each timed
+    [`LADDER`][pg_diag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond the last), each timed
     once per process, model and backend."""
     import os
 
@@ -195,7 +195,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
 
 
 def interpolate(points, width: float) -> float:
-    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as :func:`recorded_step_ms`
+    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as [`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms]
     describes: linear between the two around it, flat below the first, proportional beyond the last."""
     (lo, lo_ms), (hi, hi_ms) = points[0], points[-1]
     if width <= lo:

@@ -1,13 +1,13 @@
-"""The runs the closer-look targets train, and the loop every diagnostic target runs (:func:`run`).
+"""The runs the closer-look targets train, and the loop every diagnostic target runs ([`run`][pg_diag.experiments.diagnostic_targets.run]).
 
-:func:`train_runs` trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
+[`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs] trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
 — in the directory that holds it, so every study written there shares it — each run named by its
-configuration (:func:`pg_diag.experiments.training.train_study`). Targets of one scale whose training agrees
-(the mid scale's :data:`pg_diag.experiments.scales.MID_TRAINING`) therefore train each (preset, seed) once and
+configuration ([`pg_diag.experiments.training.train_study`][pg_diag.experiments.training.train_study]). Targets of one scale whose training agrees
+(the mid scale's [`pg_diag.experiments.scales.MID_TRAINING`][pg_diag.experiments.scales.MID_TRAINING]) therefore train each (preset, seed) once and
 read the same runs; a run of another configuration gets a directory of its own, never one already there. A
 study records its runs relative to its own directory (``../runs/...``), so a results tree moves as one.
 
-:func:`measure_target`: train (or take given runs), measure each task's runs unless they hold the measurement
+[`measure_target`][pg_diag.experiments.diagnostic_targets.measure_target]: train (or take given runs), measure each task's runs unless they hold the measurement
 made with the same settings on the same subjects, and record the study. A measurement is saved in the run's
 directory: one that another study beside this one reads is never replaced by a different one (refused, naming
 that study).
@@ -65,7 +65,7 @@ def trained_presets(sc, own, chosen=None) -> tuple:
 
 
 def train_runs(out: str, sc, tasks, presets, seeds, progress=None, user: dict | None = None) -> dict:
-    """Train every one of ``presets`` on every task with ``seeds`` into :func:`runs_root` (every
+    """Train every one of ``presets`` on every task with ``seeds`` into [`runs_root`][pg_diag.experiments.diagnostic_targets.runs_root] (every
     configuration validated first; matching runs on disk reused seed by seed): the scale ``sc``'s settings,
     then its task's, then the ``user``'s. Returns the study record's ``runs`` (task -> run directories relative
     to ``out``; one per program: PPO and PPO-M share one, told apart by their labels) and ``run_seeds``
@@ -125,7 +125,7 @@ def recorded(out: str, study: str, scale: str) -> dict:
 
 def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=None, progress=None, runs=None,
                    diag=None, overrides: dict | None = None) -> str:
-    """Train at ``scale`` (:func:`train_runs`: the scale's presets, else the target's) or take ``runs``, run the
+    """Train at ``scale`` ([`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]: the scale's presets, else the target's) or take ``runs``, run the
     target's measurement (saved under its name in each run) on each task's runs — when it trained them, of the
     presets it measures at the checkpoints the scale measures — unless they hold it with the same settings and
     subjects, and record the study in ``out``, keeping what the study's other targets recorded there. Every
@@ -164,7 +164,7 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
 def run(target, scale: str = "smoke", out=None, tasks=None, seeds=None, progress=None, runs=None, diag=None,
         **overrides) -> dict:
     """A diagnostic target's ``run``: train (or take ``runs``), measure what it needs unless saved with the same
-    settings (:func:`measure_target`), then draw it."""
+    settings ([`measure_target`][pg_diag.experiments.diagnostic_targets.measure_target]), then draw it."""
     out = measure_target(target, scale, out, tasks=tasks, seeds=seeds, progress=progress, runs=runs, diag=diag,
                          overrides=overrides)
     return target.redraw(out)

@@ -1,12 +1,12 @@
 """A paper's findings as a referee counts them: one outcome per claim, the family-wise error controlled per paper
 section.
 
-A claim is tested on every task and algorithm it was measured for where the paper made it (:mod:`.claims`). As
+A claim is tested on every task and algorithm it was measured for where the paper made it ([`claims`][pg_diag.experiments.claims]). As
 one *finding* it is **reproduced** when it holds on each of them — an intersection–union test, its p-value the
 largest of theirs — and **not reproduced** when it fails on any — its p-value the smallest of theirs times
 their number (Bonferroni). Within a family (a paper section: CL §5.1 gradients, …) the findings' p-values are
-adjusted by Holm's step-down (:func:`pg_diag.stats.holm`) in each direction, so the chance that any finding of
-a family is wrongly called reproduced (or wrongly not reproduced) is at most :data:`ALPHA`, whatever their
+adjusted by Holm's step-down ([`pg_diag.stats.holm`][pg_diag.stats.holm]) in each direction, so the chance that any finding of
+a family is wrongly called reproduced (or wrongly not reproduced) is at most [`ALPHA`][pg_diag.experiments.findings.ALPHA], whatever their
 dependence. A claim's stronger level (one series, two thresholds: "poorly concentrated" then "virtually
 uncorrelated") is one finding: tested only where the claim is reproduced, at the level Holm gave it (a fixed
 sequence), so it adds no error. Extensions and checks are shown, never counted; a claim measured only outside
@@ -94,7 +94,16 @@ def _levels(claim, rows, outcome: dict, alpha: float) -> None:
 
 def findings(results, paper: str | None = None, alpha: float = ALPHA):
     """One row per finding (claims whose role is "finding") of ``paper`` (default both): its outcome, the level
-    reached, its p-values before and after Holm, the tests it rests on, and why it has no verdict."""
+    reached, its p-values before and after Holm, the tests it rests on, and why it has no verdict.
+
+    Args:
+        results: [`evaluate`][pg_diag.experiments.claims.evaluate]'s table.
+        paper: ``"CL"`` or ``"IM"``; None: both.
+        alpha: the family-wise level of the Holm correction.
+
+    Returns:
+        A DataFrame with one row per finding.
+    """
     import pandas as pd
 
     out, by_claim = [], {}

@@ -7,7 +7,7 @@ is ρ = tr Σ / (N |g|²). With many parameters the cross terms g·e and e₁·e
 * the **cosine to the gradient itself** is cos(ĝ, g) ≈ |g| / √(|g|² + tr Σ/N) = 1/√(1 + ρ) = √c.
 
 A "true" gradient from T pairs is itself g + e_T: the cosine of an estimate to it is ≈ cos(ĝ, g) · κ, with κ its
-own cosine to g (its *ceiling*, :func:`pg_diag.diagnostics.gradients.measure.truth_ceiling`, from its split-half
+own cosine to g (its *ceiling*, [`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling], from its split-half
 cosine). The claims read the cosine to the truth over κ, so a level on cos(ĝ, g) applies to it unchanged.
 
 The words: "poorly concentrated" / "far from the true gradient" — the noise's energy exceeds the signal's,
@@ -38,7 +38,7 @@ def to_gradient_level(rho: float) -> float:
 
 
 def noise_ratio(pairwise_cosine):
-    """ρ = 1/c − 1 from a pairwise cosine (the inverse of :func:`pairwise_level`; +inf at c ≤ 0)."""
+    """ρ = 1/c − 1 from a pairwise cosine (the inverse of [`pairwise_level`][pg_diag.experiments.levels.pairwise_level]; +inf at c ≤ 0)."""
     import numpy as np
 
     c = np.asarray(pairwise_cosine, np.float64)

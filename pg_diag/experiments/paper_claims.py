@@ -1,20 +1,20 @@
 """The claims of both papers as data: each quotes the paper's sentence, names the evidence series it is tested
-on, states its rule, threshold and why, and declares where the paper made it (:class:`Scope`: the figure's
-tasks, the point of training, the sample sizes). How a claim is tested is :mod:`.claims`; the statements
-themselves are :mod:`.claims_cl` (A Closer Look) and :mod:`.claims_im` (Implementation Matters)."""
+on, states its rule, threshold and why, and declares where the paper made it ([`Scope`][pg_diag.experiments.paper_claims.Scope]: the figure's
+tasks, the point of training, the sample sizes). How a claim is tested is [`claims`][pg_diag.experiments.claims]; the statements
+themselves are [`claims_cl`][pg_diag.experiments.claims_cl] (A Closer Look) and [`claims_im`][pg_diag.experiments.claims_im] (Implementation Matters)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-#: how a claim is tested (:mod:`.claims`): the median agent, two groups' median agents, the smallest of several
+#: how a claim is tested ([`claims`][pg_diag.experiments.claims]): the median agent, two groups' median agents, the smallest of several
 #: differences of median agents, or a deterministic check of a theorem
 KINDS = ("agents", "groups", "min-difference", "exact")
 #: what a claim is on the page: a *finding* of the paper (counted, multiplicity-controlled), an *extension* (a
 #: sounder estimand beside the paper's, never counted), a *check* (an identity or a demonstration: shown, not
 #: a finding)
 ROLES = ("finding", "extension", "check")
-#: the points of training a claim reads (:func:`.claims.in_window`), as a fraction of the run (progress) and the
+#: the points of training a claim reads ([`claims.in_window`][pg_diag.experiments.claims.in_window]), as a fraction of the run (progress) and the
 #: annealed learning rate's share of its start (lr_share)
 WINDOWS = {
     "initial": "the initial policy (iteration 0)",
@@ -33,7 +33,7 @@ class Scope:
 
     figure: str                  # the figure(s) the claim rests on
     tasks: tuple = ()            # their tasks (empty: any)
-    window: str = "after-first"  # the point of training (:data:`WINDOWS`)
+    window: str = "after-first"  # the point of training ([`WINDOWS`][pg_diag.experiments.paper_claims.WINDOWS])
     pairs: tuple = (0, float("inf"))   # the sample sizes the claim rests on (a row's ``pairs`` inside)
     sizes: str = ""              # those sample sizes in words (the advice names them)
 
@@ -74,7 +74,7 @@ class Claim:
     labels: tuple = ()  # the algorithms the claim is about (empty: every measured one)
     versus: str = ""    # groups: the second group's label, or "tasks": the hardest task against the easier ones
     differences: tuple = ()  # min-difference: the (a, b) pairs of labels
-    stronger: tuple = ()     # :class:`Level` s read on the same series
+    stronger: tuple = ()     # [`Level`][pg_diag.experiments.paper_claims.Level] s read on the same series
     within: str = "mean"     # how one agent's measurements (checkpoints, iterations) become its value
     floor: str = ""          # the evidence of the noise floor a band needs (a band the floor reaches is not a finding)
     note: str = ""           # what the page says beside the rule (e.g. a paper that disagrees)

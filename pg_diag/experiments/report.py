@@ -5,9 +5,9 @@
 
 finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale
 where several are there), redraws their figures from disk, extracts each claim's evidence
-(:mod:`.evidence`) from the saved tables, tests it where the paper made it (:mod:`.claims`: agents as units,
+([`evidence`][pg_diag.experiments.evidence]) from the saved tables, tests it where the paper made it ([`claims`][pg_diag.experiments.claims]: agents as units,
 intervals with stated coverage), counts the findings per paper section with Holm's adjustment
-(:mod:`.findings`), and writes ``report.md`` — a summary first, then per claim the paper's sentence, where
+([`findings`][pg_diag.experiments.findings]), and writes ``report.md`` — a summary first, then per claim the paper's sentence, where
 the paper made it, the rule and its reason, per task and algorithm the estimate, interval, agents, how many
 agree and the verdict, and what is missing where there is none; then every figure — with ``findings.csv``,
 ``claims.csv`` and ``evidence.csv`` beside it. Nothing is trained, measured or compiled.
@@ -240,7 +240,19 @@ def default_out(from_dir: str, found: dict, paper: str, scale: str | None) -> st
 
 
 def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl") -> dict:
-    """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``."""
+    """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``.
+
+    Args:
+        from_dir: the directory holding the studies' output directories (``make``'s ``OUT``, ``results/``).
+        out: the directory to write ``report.md``, its figures and CSVs (evidence, claims, findings) into;
+            None: ``<from_dir>/<paper's report>-<scale>``.
+        scale: the scale(s) whose studies to read, e.g. ``"mid"`` or ``"mid,tasks"``; None: every scale found.
+        paper: ``"cl"`` (Ilyas et al., A Closer Look) or ``"im"`` (Engstrom et al., Implementation Matters).
+
+    Returns:
+        ``report`` (the page's path), ``claims``, ``findings`` and ``evidence`` (DataFrames), ``figures``,
+        ``studies`` (the directories read) and ``notes``.
+    """
     found = find_studies(from_dir, scale, paper)
     out = out or default_out(from_dir, found, paper, scale)
     notes: list = []

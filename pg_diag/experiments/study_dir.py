@@ -37,7 +37,7 @@ def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
 
 def prepare(out: str, study: str, target: str) -> None:
     """Check ``out`` for ``study`` before anything trains or compiles: a directory that can be written (or
-    made), not a run's directory and not another study's (a :class:`ConfigError` naming it otherwise)."""
+    made), not a run's directory and not another study's (a [`ConfigError`][pg_diag.config.setting.ConfigError] naming it otherwise)."""
     from pg_diag.run.claim import holds_training_run
 
     where = f"{target} --out {out!r}"
@@ -92,7 +92,7 @@ def _holds(path: str) -> str:
 
 
 def read(from_dir: str, study: str, target: str) -> dict:
-    """The study record in ``from_dir``; a :class:`ConfigError` unless it holds ``study``."""
+    """The study record in ``from_dir``; a [`ConfigError`][pg_diag.config.setting.ConfigError] unless it holds ``study``."""
     where = f"{target} --from {from_dir!r}"
     if not os.path.isdir(from_dir):
         raise ConfigError(f"{where}: no such directory; {target} needs {_needs(study, target)}")
@@ -139,7 +139,7 @@ def with_configs(run):
     algorithm), ``clip_eps`` and ``kl_bound`` from the manifest's base configuration and the
     agent's grid point, its run's ``num_iterations`` and ``lr_annealing`` (where a claim reads the point of
     training), and the algorithm's constraint as registered
-    (:class:`pg_diag.algorithms.Constraint`): ``constraint`` ('ratio', 'kl' or '') and
+    ([`pg_diag.algorithms.Constraint`][pg_diag.algorithms.base.Constraint]): ``constraint`` ('ratio', 'kl' or '') and
     ``constraint_value`` (its knob's value; NaN for none) — what reference lines must show."""
     from pg_diag import algorithms
 
@@ -169,13 +169,13 @@ def tidy(metrics, task: str):
 def runs_entry(runs: dict) -> dict:
     """A study record's ``runs`` (task -> run directories relative to the study) and ``run_seeds``
     (directory -> the seeds the study takes from it) from ``{task: [(name, seeds)]}`` under ``runs/``
-    (what :func:`pg_diag.experiments.training.train_study` returns)."""
+    (what [`pg_diag.experiments.training.train_study`][pg_diag.experiments.training.train_study] returns)."""
     return {"runs": {t: [f"runs/{d}" for d, _ in r] for t, r in runs.items()},
             "run_seeds": {f"runs/{d}": [int(s) for s in seeds] for r in runs.values() for d, seeds in r}}
 
 
 def _agents_of(record: dict, from_dir: str, name: str, target: str):
-    """One listed run's metrics with its configurations (:func:`with_configs`), only the seeds the study
+    """One listed run's metrics with its configurations ([`with_configs`][pg_diag.experiments.study_dir.with_configs]), only the seeds the study
     takes from it (``run_seeds``; a study written before it took every seed)."""
     from pg_diag.run import load_run
 
@@ -187,7 +187,7 @@ def _agents_of(record: dict, from_dir: str, name: str, target: str):
 def load_runs(from_dir: str, study: str, target: str, tasks=None):
     """``(record, metrics)`` of a study of labelled sweeps (fig-trust-region, the algorithms
     study): its algorithms' metrics on its tasks, read from the run directories it lists, with
-    each agent's configured ``program``, ``clip_eps`` and ``kl_bound`` (:func:`with_configs`)."""
+    each agent's configured ``program``, ``clip_eps`` and ``kl_bound`` ([`with_configs`][pg_diag.experiments.study_dir.with_configs])."""
     import pandas as pd
 
     record = read(from_dir, study, target)

@@ -4,7 +4,7 @@ Each module of `pg_diag.experiments.studies` ends with its `TARGETS`: [`Target`]
 records carrying their run, draw, plan and evidence functions and their scales; `STUDY_MODULES` lists the
 modules, in the order their targets are shown. The ``pg-diag`` sub-commands, the
 Makefile's targets (``targets.mk``, written from this table by ``python -m pg_diag.experiments.targets``; a test
-checks it is current), ``--dry-run``, the notebooks and the reports iterate :data:`TARGETS` and nothing else,
+checks it is current), ``--dry-run``, the notebooks and the reports iterate [`TARGETS`][pg_diag.experiments.targets.TARGETS] and nothing else,
 so adding a target is one study module declaring its `TARGETS`, named in `STUDY_MODULES` (or, from outside
 the package, [`register`][pg_diag.experiments.targets.register]).
 
@@ -29,7 +29,7 @@ TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
 
 
 def register(target: Target) -> Target:
-    """Add a target of one's own (a :class:`Target` with its functions) to the table: the CLI, dry runs and
+    """Add a target of one's own (a [`Target`][pg_diag.experiments.target.Target] with its functions) to the table: the CLI, dry runs and
     reports built after this call include it. Refused where the name is taken."""
     if not isinstance(target, Target):
         raise ConfigError(f"register: expected a pg_diag.experiments.target.Target, got {type(target).__name__}")
@@ -40,7 +40,7 @@ def register(target: Target) -> Target:
 
 
 def unregister(name: str) -> None:
-    """Remove a target added with :func:`register` (the package's own targets stay)."""
+    """Remove a target added with [`register`][pg_diag.experiments.targets.register] (the package's own targets stay)."""
     if any(t.name == name for m in STUDY_MODULES for t in m.TARGETS):
         raise ConfigError(f"unregister: {name!r} is one of pg_diag's own targets")
     TARGETS.pop(name, None)

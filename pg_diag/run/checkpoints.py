@@ -106,8 +106,16 @@ def resume_point(path: str, base: Config, num_agents: int):
 
 
 def load_checkpoint(run: RunResult | str, iteration: int | None = None):
-    """The stacked :class:`~pg_diag.trainer.AgentState` of every agent saved after
-    ``iteration`` (default: the last checkpoint of the run)."""
+    """The stacked [`AgentState`][pg_diag.trainer.AgentState] of every agent saved after
+    ``iteration`` (default: the last checkpoint of the run).
+
+    Args:
+        run: a run directory or a loaded run.
+        iteration: a checkpointed iteration; None: the last.
+
+    Returns:
+        The agents' states, stacked along a leading agent axis.
+    """
     run = load_run(os.fspath(run)) if isinstance(run, (str, os.PathLike)) else run
     if run.path is None:
         raise ValueError("this run has no directory")
@@ -123,8 +131,17 @@ def load_checkpoint(run: RunResult | str, iteration: int | None = None):
 
 
 def load_policy(run: RunResult | str, iteration: int | None = None, agent: int = 0):
-    """Agent ``agent``'s policy after ``iteration`` as a :class:`~pg_diag.policy.FrozenPolicy`:
-    its parameters with its observation normalizer frozen, ready to evaluate or sample."""
+    """Agent ``agent``'s policy after ``iteration`` as a [`FrozenPolicy`][pg_diag.policy.FrozenPolicy]:
+    its parameters with its observation normalizer frozen, ready to evaluate or sample.
+
+    Args:
+        run: a run directory or a loaded run.
+        iteration: a checkpointed iteration; None: the last.
+        agent: the agent's index in the run.
+
+    Returns:
+        The agent's frozen policy.
+    """
     from pg_diag.policy import FrozenPolicy
 
     run = load_run(os.fspath(run)) if isinstance(run, (str, os.PathLike)) else run

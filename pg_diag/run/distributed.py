@@ -1,7 +1,7 @@
 """Several processes (hosts) as one SPMD program, on ``jax.distributed``.
 
 Every process runs the same command; the agent axis is sharded over the
-global device mesh (:mod:`pg_diag.run.shard`), each process steps the physics
+global device mesh ([`pg_diag.run.shard`][pg_diag.run.shard]), each process steps the physics
 of its own agents, and process 0 writes the run directory. Where the
 processes come from:
 

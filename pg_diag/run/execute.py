@@ -60,7 +60,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
           overwrite: bool = False) -> store.RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
-    Returns a :class:`~pg_diag.run.store.RunResult`; with ``out`` it also
+    Returns a [`RunResult`][pg_diag.run.store.RunResult]; with ``out`` it also
     writes the run directory (``manifest.json``, ``metrics.parquet`` and
     ``checkpoints/``), refreshed after every chunk. The agents' states after
     the iterations in ``base.checkpoint_at`` / ``checkpoint_every`` are kept,
@@ -73,7 +73,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     with the configuration recorded in it (``base``, ``grid``, ``seeds`` and
     ``labels`` may each be omitted; given, they must match).
 
-    A run directory is written once (:mod:`pg_diag.run.claim`): ``out``
+    A run directory is written once ([`pg_diag.run.claim`][pg_diag.run.claim]): ``out``
     holding a run is refused unless ``overwrite=True``, which removes that
     run's files first; a second process writing the same ``out`` fails at
     once. Both are checked before anything is compiled.
@@ -84,6 +84,26 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     over agents inside the same compiled program: every agent is bitwise
     identical to the same configuration and seed run alone (with "map"),
     at some cost in speed.
+
+    Args:
+        base: the configuration every agent starts from (e.g. [`preset`][pg_diag.config.presets.preset]);
+            may be omitted with ``resume``.
+        grid: knob -> values (their Cartesian product is swept) or a sequence of knob -> value mappings
+            (exactly those points); None: ``base`` alone.
+        seeds: a count (seeds 0 … n − 1) or a list of seeds; None: seed 0.
+        out: the run directory to write; None: nothing written.
+        progress: draw a progress bar; None: when attached to a terminal.
+        chunk_iterations: iterations per compiled chunk (metrics and checkpoints are written after each);
+            None: about a twentieth of the run.
+        save_checkpoint: also keep every agent's final state.
+        label: the run's label (default: ``base``'s name).
+        batching: ``"vmap"`` or ``"map"`` (above).
+        labels: a name per grid point (a ``label`` column in the metrics).
+        resume: an interrupted run directory to continue.
+        overwrite: replace the run that ``out`` holds.
+
+    Returns:
+        The run: its manifest and per-iteration metrics (one row per agent and iteration), and ``out``.
     """
     if resume is not None:
         given = [f"{k}={v!r}" for k, v, default in (("out", out, None), ("chunk_iterations", chunk_iterations, None),
@@ -148,18 +168,47 @@ def pin_physics(p: Plan, backend: str) -> Plan:
 
 
 def train(config: Config, seed: int = 0, out: str | None = None, **kwargs) -> store.RunResult:
-    """Train one agent: a sweep of one configuration and one seed."""
+    """Train one agent: a sweep of one configuration and one seed.
+
+    Args:
+        config: the agent's configuration (e.g. [`preset`][pg_diag.config.presets.preset]).
+        seed: its seed.
+        out: the run directory to write; None: nothing written.
+        **kwargs: [`sweep`][pg_diag.run.execute.sweep]'s other options (``progress``, ``chunk_iterations``,
+            ``save_checkpoint``, ``batching``, ``overwrite``, …).
+
+    Returns:
+        The run of one agent.
+    """
     return sweep(config, None, seeds=[seed], out=out, **kwargs)
 
 
 def resume(run_dir: str, progress: bool | None = None) -> store.RunResult:
-    """Continue the interrupted run in ``run_dir`` from its last saved state."""
+    """Continue the interrupted run in ``run_dir`` from its last saved state.
+
+    Args:
+        run_dir: a run directory that [`sweep`][pg_diag.run.execute.sweep] (or the command line) wrote and
+            did not finish.
+        progress: draw a progress bar; None: when attached to a terminal.
+
+    Returns:
+        The finished run, as if it had not been interrupted.
+    """
     return sweep(resume=run_dir, progress=progress)
 
 
 def rerun(run_dir: str, out: str | None = None, progress: bool | None = None) -> store.RunResult:
     """The run recorded in ``run_dir`` again from scratch: its configuration, grid, seeds, labels,
-    chunking, batching and checkpoints (the same seeds give the same numbers). ``out``: a new directory."""
+    chunking, batching and checkpoints (the same seeds give the same numbers).
+
+    Args:
+        run_dir: the recorded run directory.
+        out: a new run directory to write (not ``run_dir``); None: nothing written.
+        progress: draw a progress bar; None: when attached to a terminal.
+
+    Returns:
+        The new run.
+    """
     manifest = _training_manifest(run_dir, "rerun")
     if out is not None and os.path.abspath(out) == os.path.abspath(run_dir):
         raise ConfigError(f"rerun writes a new run directory: --out must differ from {run_dir!r}")

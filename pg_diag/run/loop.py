@@ -1,6 +1,6 @@
 """The run loop of a sweep: its agents trained chunk by chunk as one compiled program, the run directory
 written after every chunk (states, then metrics, then manifest), signals handled so that the directory always
-stays consistent (:mod:`pg_diag.run.interrupts`)."""
+stays consistent ([`pg_diag.run.interrupts`][pg_diag.run.interrupts])."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from pg_diag.trainer import seed_key
 
 def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool):
     """Train the agents of ``p`` chunk by chunk from their initial states, or, with ``resume``, from the run
-    directory's resume point (:func:`~pg_diag.run.checkpoints.resume_point`), writing ``out`` after every chunk;
-    the directory's lock is held by the caller. Returns the :class:`~pg_diag.run.store.RunResult`."""
+    directory's resume point ([`resume_point`][pg_diag.run.checkpoints.resume_point]), writing ``out`` after every chunk;
+    the directory's lock is held by the caller. Returns the [`RunResult`][pg_diag.run.store.RunResult]."""
     static, n = p.base.static, p.num_agents
     program, batching, chunk = static.program(), manifest["batching"], manifest["chunk_iterations"]
     chunk_program = split.chunk if split.resolve(static)[0] == "split" else programs.chunk_program

@@ -15,7 +15,7 @@ from pg_diag import algorithms
 from pg_diag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
 from pg_diag.trainer import METRICS
 
-#: the metrics table's own columns (:func:`pg_diag.run.store.metrics_frame`): a grid axis is a column too
+#: the metrics table's own columns ([`pg_diag.run.store.metrics_frame`][pg_diag.run.store.metrics_frame]): a grid axis is a column too
 TABLE_COLUMNS = ("agent", "point", "seed", "label", "iteration", "env_steps", *METRICS)
 
 
@@ -80,6 +80,15 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
     swept) or a sequence of mappings knob -> value (exactly those points).
     ``seeds`` is a count (seeds 0..n-1) or an explicit sequence of ints.
     ``labels`` optionally names each grid point (a ``label`` column in the metrics).
+
+    Args:
+        base: the configuration every agent starts from.
+        grid: knob -> values, or a sequence of knob -> value mappings; None: ``base`` alone.
+        seeds: a count or a sequence of seeds.
+        labels: a name per grid point.
+
+    Returns:
+        The validated plan: its configurations, seeds and agents, nothing compiled.
     """
     if not isinstance(base, Config):
         raise ConfigError(f"base must be a pg_diag Config, got {type(base).__name__}")

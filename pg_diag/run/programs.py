@@ -3,7 +3,7 @@
 Each is compiled once per (static configuration, agent count, batching) and cached, so a notebook that
 repeats a sweep of the same shape does not compile again. The chunk program takes the number of
 iterations to run (up to its length), so one program serves every chunk of a run however its
-checkpoints cut it. On several devices the agent axis is sharded across them (:mod:`.shard`).
+checkpoints cut it. On several devices the agent axis is sharded across them ([`shard`][pg_diag.run.shard]).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def git_revision() -> str | None:
 
 def physics_info(static, batch: int | None = None) -> dict:
     """The physics backend a run uses (``auto`` resolved: by the ``batch`` each device steps when
-    given, :func:`pg_diag.envs.choose_physics`), its thread count and why it was chosen."""
+    given, [`pg_diag.envs.choose_physics`][pg_diag.envs.choose_physics]), its thread count and why it was chosen."""
     from importlib import metadata
 
     from pg_diag.envs import choose_physics, resolve_physics

@@ -1,13 +1,13 @@
 """Placing the agent axis across devices and processes: one block of agents per device.
 
 Agents never talk to each other, so a sweep over several devices (and several
-processes, :mod:`pg_diag.run.distributed`) is the single-device program run
+processes, [`pg_diag.run.distributed`][pg_diag.run.distributed]) is the single-device program run
 on each device's block of agents under ``shard_map``: no collectives inside
 the program, and a host callback (native MuJoCo's physics) is called by the
 process that owns the block, with that block's data only. Every process
 builds the same global inputs from the plan (they are small: keys and knobs)
 but materializes only its own agents' rows; results come back to every
-process by :func:`gather`.
+process by [`gather`][pg_diag.run.shard.gather].
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def padded_count(n_agents: int) -> int:
 def over_devices(fn, out_specs, in_specs=PartitionSpec(AXIS)):
     """``fn`` (a function of agent-stacked arrays) run on each device's block of agents. ``out_specs``
     (``in_specs``): where the agent axis is in each output (input), ``PartitionSpec``s as a pytree prefix;
-    ``PartitionSpec()`` for a value every device sees whole (see :func:`replicated`)."""
+    ``PartitionSpec()`` for a value every device sees whole (see [`replicated`][pg_diag.run.shard.replicated])."""
     mesh = agent_mesh()
     if mesh is None:
         return fn

@@ -2,7 +2,7 @@
 
     RUN_DIR/manifest.json        configuration, grid, seeds, agents, versions, device, timings, status
     RUN_DIR/metrics.parquet      one row per (agent, iteration)
-    RUN_DIR/checkpoints/<k>/     every agent's full state after iteration k (orbax; :mod:`.checkpoints`)
+    RUN_DIR/checkpoints/<k>/     every agent's full state after iteration k (orbax; [`checkpoints`][pg_diag.run.checkpoints])
 
 Every file is written whole and renamed into place (orbax does the same for
 its directories), so a crash never leaves a half-written manifest, table or
@@ -113,8 +113,8 @@ def read_manifest(path: str) -> dict:
 
 
 def requested_config(manifest: dict) -> dict:
-    """The base configuration as it was asked for, as :meth:`Config.to_dict` writes it today (an earlier
-    manifest's flat record is read through :meth:`Config.from_dict`): the manifest's ``base_config`` names
+    """The base configuration as it was asked for, as [`Config.to_dict`][pg_diag.config.schema.Config.to_dict] writes it today (an earlier
+    manifest's flat record is read through [`Config.from_dict`][pg_diag.config.schema.Config.from_dict]): the manifest's ``base_config`` names
     the physics backend the run used, ``physics.requested`` what was asked (``auto``)."""
     base = json.loads(json.dumps(manifest["base_config"]))
     requested = (manifest.get("physics") or {}).get("requested")
@@ -124,7 +124,7 @@ def requested_config(manifest: dict) -> dict:
 
 
 def plan_from_manifest(manifest: dict) -> Plan:
-    """The :class:`Plan` a run directory was made from."""
+    """The [`Plan`][pg_diag.run.plan.Plan] a run directory was made from."""
     from pg_diag.run.plan import plan
 
     base = Config.from_dict(manifest["base_config"])
@@ -158,7 +158,7 @@ def metrics_frame(plan_: Plan, history: dict):
 
 
 def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
-    """The inverse of :func:`metrics_frame` for the first ``iterations`` iterations. A metric the saved rows lack
+    """The inverse of [`metrics_frame`][pg_diag.run.store.metrics_frame] for the first ``iterations`` iterations. A metric the saved rows lack
     (the run was interrupted under a version that did not record it, and is resumed under this one) is NaN
     for those iterations: not measured, rather than a resume refused."""
     frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])
@@ -242,7 +242,14 @@ def is_training(manifest: dict) -> bool:
 
 
 def load_run(path: str) -> RunResult:
-    """Load a run directory written by :func:`pg_diag.sweep`."""
+    """Load a run directory written by [`pg_diag.sweep`][pg_diag.run.execute.sweep].
+
+    Args:
+        path: the run directory.
+
+    Returns:
+        The run: its manifest, its metrics and its path.
+    """
     path = os.fspath(path)
     manifest = read_manifest(path)
     if not is_training(manifest):

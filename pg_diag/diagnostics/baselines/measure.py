@@ -6,11 +6,11 @@ the grid with each baseline, all streams vmapped in one program:
 * ``value`` — the agent's own value network (GAE, as the algorithm);
 * ``fitted`` — a "true" value function V*: a value network of the agent's
   shape (from the agent's network, or fresh) fit to the Monte-Carlo returns
-  of ``fit_pairs`` pairs of the frozen policy (:func:`pg_diag.diagnostics.value_fit.fit_value`), then used
+  of ``fit_pairs`` pairs of the frozen policy ([`pg_diag.diagnostics.value_fit.fit_value`][pg_diag.diagnostics.value_fit.fit_value]), then used
   in the same GAE;
 * ``zero`` — no baseline: the discounted returns in place of the advantages;
 * ``exact`` — on the linear-quadratic task, the exact V^π in the learner's
-  units (:func:`pg_diag.stages.exact_value`) in the same GAE: the best a
+  units ([`pg_diag.stages.exact_value`][pg_diag.stages.exact_value]) in the same GAE: the best a
   baseline can do.
 
 Every baseline is computed on the very same pairs: each of the K streams is
@@ -21,7 +21,7 @@ the study costs one rollout per stream, not one per baseline.
 V* is a "true" value function (CL §5.2) only if it is closer to E[R | s] than
 the agent's network, and closeness to a conditional mean is a squared-error
 statement: for any V, E[(V(s) − R)²] = E[(V(s) − V^π(s))²] + E[(R − V^π(s))²],
-the last term the same for every V. So :func:`~pg_diag.diagnostics.value_fit.fit_value` fits V* in rounds of
+the last term the same for every V. So [`fit_value`][pg_diag.diagnostics.value_fit.fit_value] fits V* in rounds of
 ``fit_epochs`` epochs and after each round compares it with the agent's
 network on at least 20 held-out batches (independent batches of the
 algorithm's shape) by a one-sided paired t-test of their per-batch squared

@@ -56,6 +56,10 @@ def _frames(measured: Measured) -> dict:
 
 @dataclasses.dataclass
 class BaselineStudy:
+    """A baseline study's tables (pandas DataFrames) and manifest, as
+    [`baseline_study`][pg_diag.diagnostics.baseline_study] returns it
+    and [`load_baseline_study`][pg_diag.diagnostics.load_baseline_study] reads it back."""
+
     manifest: dict
     pairs: object      # DataFrame: KEYS, baseline, n, i, j, cosine
     estimates: object  # DataFrame: KEYS, baseline, n, k, norm
@@ -150,11 +154,35 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
                    save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                    **changes) -> BaselineStudy:
     """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
-    ``iterations``; ``changes`` override fields of `BaselineSettings`."""
+    ``iterations``; ``changes`` override fields of [`BaselineSettings`][pg_diag.diagnostics.baselines.measure.BaselineSettings].
+
+    Args:
+        runs: run directories with checkpoints (or loaded runs), one or several with the same task.
+        iterations: checkpointed iterations to measure at; None: every saved one.
+        agents: agent indices in each run; None: all.
+        settings: the study's settings ([`BaselineSettings`][pg_diag.diagnostics.baselines.BaselineSettings]);
+            None: the defaults.
+        save: save the tables in each run's ``diagnostics/`` directory.
+        replace: save over a measurement made with other settings (otherwise refused).
+        name: the name it is saved under (load it with ``name=``).
+        verbose: print a line describing each compiled program (its subjects, sizes and chunks).
+        **changes: fields of the settings to change, e.g. ``fit_pairs=500_000``.
+
+    Returns:
+        The study: its manifest and tables (pairs, estimates, fits).
+    """
     return engine.run(BASELINES, runs, iterations, agents, settings, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_baseline_study(run_paths, name: str = NAME) -> BaselineStudy:
-    """A saved baseline study from one or more run directories (no recomputation)."""
+    """A saved baseline study from one or more run directories (no recomputation).
+
+    Args:
+        run_paths: one or more run directories (or loaded runs) the study was saved in.
+        name: the name it was saved under.
+
+    Returns:
+        The study, as it was saved.
+    """
     return engine.load(BASELINES, run_paths, name)

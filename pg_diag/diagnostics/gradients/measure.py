@@ -1,22 +1,22 @@
 """Gradient-estimate variance and distance to the true gradient: ONE compiled program (ref §4.2 items 1–2).
 
 For every subject (an agent at a checkpointed iteration) the program runs
-K + R independent streams of the frozen policy (:mod:`pg_diag.diagnostics.sampling`), all
-vmapped together, and streams the sums of :mod:`pg_diag.diagnostics.streaming` through them:
+K + R independent streams of the frozen policy ([`pg_diag.diagnostics.sampling`][pg_diag.diagnostics.sampling]), all
+vmapped together, and streams the sums of [`pg_diag.diagnostics.streaming`][pg_diag.diagnostics.streaming] through them:
 
 * the K *estimate* streams give ĝ_N at every N of the grid, nested within a
   stream: at and above the algorithm's batch size B, N is the stream's first
   N pairs (whole batches, the first one the algorithm's own batch); below B,
   N pairs drawn uniformly at random from the stream's first whole batch,
-  advantages computed on the whole batch (:mod:`pg_diag.diagnostics.streaming`, ``Grid.pool``).
+  advantages computed on the whole batch ([`pg_diag.diagnostics.streaming`][pg_diag.diagnostics.streaming], ``Grid.pool``).
   So every estimate's states are distributed as in the algorithm's batch and
   only the count changes with N; a smaller N's pairs are among a larger N's;
 * the R *truth* streams are merged into one "true" gradient from
   R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates.
   CL Fig 3 takes it from ten million pairs against estimates up to 1e6: the
-  scales ask :data:`~pg_diag.diagnostics.sizes.TRUE_RATIO` × the largest N or more, and the
+  scales ask [`TRUE_RATIO`][pg_diag.diagnostics.sizes.TRUE_RATIO] × the largest N or more, and the
   ratio reached is recorded (``true_ratio``). Its own convergence is measured
-  by the split-half cosine (:func:`truth_ceiling`): the truth streams split
+  by the split-half cosine ([`truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]): the truth streams split
   into two halves of ⌊R/2⌋ streams, the cosine between the halves' merged
   gradients;
 * on the linear-quadratic task with a linear policy, ∇J of the reported return
@@ -25,10 +25,10 @@ vmapped together, and streams the sums of :mod:`pg_diag.diagnostics.streaming` t
 What is differentiated (``objective``): ``"surrogate"`` (the default, as CL)
 is eq. 15's surrogate mean(r·Â) at θ_old, whose gradient is the policy
 gradient estimate; ``"own"`` is the algorithm's own objective as its registry
-entry writes it (:mod:`pg_diag.algorithms`: PPO's entropy term, PPO-KL's
+entry writes it ([`pg_diag.algorithms`][pg_diag.algorithms]: PPO's entropy term, PPO-KL's
 penalty). Its gradient at θ_old is the surrogate's plus that of the other
 terms, and the latter is computed once per subject on one batch of the
-algorithm's own shape (:func:`objective_extra`): exact for terms that do not
+algorithm's own shape ([`objective_extra`][pg_diag.diagnostics.gradients.measure.objective_extra]): exact for terms that do not
 depend on the samples (the entropy of a state-independent σ) or whose
 gradient vanishes at θ_old (a KL penalty, a ratio clip), a one-batch
 estimate for any other.
@@ -179,16 +179,16 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
 #: On MJX a batched step costs about as much for a few hundred environments as for a few thousand (an
 #: H100: Hopper 1.6 ms per step at 320 environments, 1.4 ms at 4,096, with the fast solver), so a study
 #: whose streams are one environment wide leaves it idle. With ``envs`` left at 0, an MJX study widens
-#: its streams until all of them together step about this many environments (:func:`widen`).
+#: its streams until all of them together step about this many environments ([`widen`][pg_diag.diagnostics.gradients.measure.widen]).
 MJX_WIDE_BATCH = 2048
 
 
 def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lambda r: True) -> Resolved:
-    """:func:`resolve`, with the streams widened on MJX.
+    """[`resolve`][pg_diag.diagnostics.gradients.measure.resolve], with the streams widened on MJX.
 
     When ``envs`` is 0 and the runs step MJX, each stream gets ``w`` × the run's ``num_envs``
     environments, ``w`` the smallest width at which the study's streams (``num_subjects`` × (K + R))
-    step :data:`MJX_WIDE_BATCH` environments together, no more than the narrow stream's chunk count
+    step [`MJX_WIDE_BATCH`][pg_diag.diagnostics.gradients.measure.MJX_WIDE_BATCH] environments together, no more than the narrow stream's chunk count
     (wider would only lengthen the streams) and halved until ``fits(resolved)`` (the memory check)
     holds. A segment is still ``steps`` steps from the same start, so the pairs' distribution, and
     each estimate's, is the narrow study's; the sizes snap to the wider chunk (the tables record

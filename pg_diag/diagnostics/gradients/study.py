@@ -32,6 +32,10 @@ MEASURES = {"pairwise": ("pairs", "cosine"), "true": ("estimates", "to_true"), "
 
 @dataclasses.dataclass
 class GradientStudy:
+    """A gradient study's tables (pandas DataFrames) and manifest, as
+    [`gradient_study`][pg_diag.diagnostics.gradient_study] returns it
+    and [`load_gradient_study`][pg_diag.diagnostics.load_gradient_study] reads it back."""
+
     manifest: dict
     pairs: object      # DataFrame: KEYS, n, i, j, cosine (i < j)
     estimates: object  # DataFrame: KEYS, n, k, norm, to_true, to_exact
@@ -162,11 +166,35 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
                    save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                    **changes) -> GradientStudy:
     """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
-    ``iterations`` (default: all saved). ``changes`` override fields of :class:`GradientSettings`."""
+    ``iterations`` (default: all saved). ``changes`` override fields of [`GradientSettings`][pg_diag.diagnostics.gradients.measure.GradientSettings].
+
+    Args:
+        runs: run directories with checkpoints (or loaded runs), one or several with the same task.
+        iterations: checkpointed iterations to measure at; None: every saved one.
+        agents: agent indices in each run; None: all.
+        settings: the study's settings ([`GradientSettings`][pg_diag.diagnostics.gradients.GradientSettings]);
+            None: the defaults.
+        save: save the tables in each run's ``diagnostics/`` directory.
+        replace: save over a measurement made with other settings (otherwise refused).
+        name: the name it is saved under (load it with ``name=``).
+        verbose: print a line describing each compiled program (its subjects, sizes and chunks).
+        **changes: fields of the settings to change, e.g. ``estimates=10, true_pairs=10_000_000``.
+
+    Returns:
+        The study: its manifest and tables (pairs, estimates, subjects).
+    """
     return engine.run(GRADIENTS, runs, iterations, agents, settings, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_gradient_study(run_paths, name: str = NAME) -> GradientStudy:
-    """A saved gradient study from one or more run directories (no recomputation)."""
+    """A saved gradient study from one or more run directories (no recomputation).
+
+    Args:
+        run_paths: one or more run directories (or loaded runs) the study was saved in.
+        name: the name it was saved under.
+
+    Returns:
+        The study, as it was saved.
+    """
     return engine.load(GRADIENTS, run_paths, name)

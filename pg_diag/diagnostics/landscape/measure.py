@@ -2,7 +2,7 @@
 
 The plane (CL §5.3, Figs 6–8): θ(x, y) = θ + x·Δ + y·d, where
 
-* Δ is the step the algorithm takes from θ (:func:`pg_diag.stages.policy_step`
+* Δ is the step the algorithm takes from θ ([`pg_diag.stages.policy_step`][pg_diag.stages.policy_step]
   on a batch of the frozen policy, from the checkpoint's optimizer state and
   learning rate): x = 1 is the policy the step produces;
 * d is a Gaussian direction in parameter space rescaled to the L2 norm
@@ -15,7 +15,7 @@ The plane (CL §5.3, Figs 6–8): θ(x, y) = θ + x·Δ + y·d, where
 both axes span 0 … ``extent`` on a ``points`` × ``points`` grid. At every grid
 point the program estimates the true mean return of the perturbed policy
 (observation normalizer and reward scaler frozen) from complete episodes
-from reset (:func:`~pg_diag.diagnostics.return_streams.return_stream`). A sample of N pairs stands for
+from reset ([`return_stream`][pg_diag.diagnostics.return_streams.return_stream]). A sample of N pairs stands for
 n = round(N / L̂) episodes; every one of the n episodes runs to termination or
 the time limit, however long, and the estimate is their mean raw return, with
 its standard error and the pairs the n episodes actually took (the returns
@@ -30,7 +30,7 @@ own stream (independent noise, so the picture shows the noise an estimate
 from N pairs has). Memory does not depend on N: streams run in chunks of
 ``chunk_steps``.
 
-L̂, the subject's mean episode length (:func:`~pg_diag.diagnostics.return_streams.episode_length`), is the mean
+L̂, the subject's mean episode length ([`episode_length`][pg_diag.diagnostics.return_streams.episode_length]), is the mean
 length of m = ``length_episodes`` complete episodes of the subject's own
 policy, m environments each run from reset to its own episode's end
 (termination or the time limit, as every episode of the task), their number
@@ -187,7 +187,7 @@ def surrogate_surface(static, policy, old, batch, knobs, state=None) -> Surface:
 
 def step_data(env, static, own: Sampling, agent, knobs, key, num_envs: int):
     """``num_envs`` × ``steps_per_env`` pairs of the frozen policy, from where the algorithm would sample next
-    (:func:`pg_diag.stages.collect_batch`'s result: the update batch and the transitions)."""
+    ([`pg_diag.stages.collect_batch`][pg_diag.stages.collect_batch]'s result: the update batch and the transitions)."""
     k_start, k_roll = jax.random.split(key)
     carry = start_carry(env, dataclasses.replace(own, envs=num_envs), agent, knobs, k_start)
     return stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll, own.steps,
@@ -195,7 +195,7 @@ def step_data(env, static, own: Sampling, agent, knobs, key, num_envs: int):
 
 
 def step_batch(env, static, own: Sampling, agent, knobs, key, num_envs: int):
-    """The update batch of :func:`step_data`."""
+    """The update batch of [`step_data`][pg_diag.diagnostics.landscape.measure.step_data]."""
     return step_data(env, static, own, agent, knobs, key, num_envs).batch
 
 

@@ -37,7 +37,7 @@ ESTIMATOR = ("true return at N pairs: mean raw return of n = round(N / L̂) comp
 
 
 def _constraint(algorithm: str, knobs, s: int) -> dict:
-    """The subject's registered constraint (:class:`pg_diag.algorithms.Constraint`): its kind ('ratio', 'kl'
+    """The subject's registered constraint ([`pg_diag.algorithms.Constraint`][pg_diag.algorithms.base.Constraint]): its kind ('ratio', 'kl'
     or '' for none) and its knob's value."""
     c = algorithms.get(algorithm).constraint
     return {"constraint": c.kind if c else "", "constraint_value": float(knobs[c.knob][s]) if c else float("nan")}
@@ -109,6 +109,10 @@ def sign_agreement(true_mean, true_se, surrogate, resamples: int = 500, seed: in
 
 @dataclasses.dataclass
 class LandscapeStudy:
+    """A landscape study's tables (pandas DataFrames) and manifest, as
+    [`landscape_study`][pg_diag.diagnostics.landscape_study] returns it
+    and [`load_landscape_study`][pg_diag.diagnostics.load_landscape_study] reads it back."""
+
     manifest: dict
     returns: object   # DataFrame: KEYS, step_pairs, x, y, n (pairs asked), episodes (n / L̂ complete episodes),
     #                   pairs (the pairs those episodes took: their total length), mean, se
@@ -141,7 +145,7 @@ class LandscapeStudy:
 
     def agreement(self, n: int | None = None):
         """Per plane (subject × step): the sign agreement of surrogate and true return along the step
-        (:func:`sign_agreement`) with its CI, and the step's own effect: the true return at (1, 0) minus
+        ([`sign_agreement`][pg_diag.diagnostics.landscape.study.sign_agreement]) with its CI, and the step's own effect: the true return at (1, 0) minus
         (0, 0) with its standard error, beside the surrogate's change (NaN where the grid has no x = 1); the step's norm and its ratio to the
         random direction's, and the pairs a point's true return used on average (asked: ``n``)."""
         import pandas as pd
@@ -227,11 +231,36 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
                     labels=None, save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                     **changes) -> LandscapeStudy:
     """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
-    ``iterations``; ``changes`` override fields of `LandscapeSettings`."""
+    ``iterations``; ``changes`` override fields of [`LandscapeSettings`][pg_diag.diagnostics.landscape.measure.LandscapeSettings].
+
+    Args:
+        runs: run directories with checkpoints (or loaded runs), one or several with the same task.
+        iterations: checkpointed iterations to measure at; None: every saved one.
+        agents: agent indices in each run; None: all.
+        settings: the study's settings ([`LandscapeSettings`][pg_diag.diagnostics.landscape.LandscapeSettings]);
+            None: the defaults.
+        labels: keep only the agents with these labels (a sweep's grid-point labels).
+        save: save the tables in each run's ``diagnostics/`` directory.
+        replace: save over a measurement made with other settings (otherwise refused).
+        name: the name it is saved under (load it with ``name=``).
+        verbose: print a line describing each compiled program (its subjects, sizes and chunks).
+        **changes: fields of the settings to change, e.g. ``points=7, extent=3.0``.
+
+    Returns:
+        The study: its manifest and tables (returns, surface, planes).
+    """
     return engine.run(LANDSCAPE, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:
-    """A saved landscape study from one or more run directories (no recomputation)."""
+    """A saved landscape study from one or more run directories (no recomputation).
+
+    Args:
+        run_paths: one or more run directories (or loaded runs) the study was saved in.
+        name: the name it was saved under.
+
+    Returns:
+        The study, as it was saved.
+    """
     return engine.load(LANDSCAPE, run_paths, name)

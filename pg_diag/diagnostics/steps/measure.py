@@ -3,7 +3,7 @@
 At a checkpoint, M independent batches of the algorithm's own shape
 (num_envs × steps_per_env, from the states the algorithm would sample next)
 are drawn from the frozen policy, and from each the algorithm's own step is
-computed with :func:`pg_diag.stages.policy_step` — PPO: its full epochs of
+computed with [`pg_diag.stages.policy_step`][pg_diag.stages.policy_step] — PPO: its full epochs of
 minibatch Adam from the checkpoint's optimizer state and learning rate;
 TRPO: the natural-gradient step with its line search — never applied. The
 M steps Δθ_m are vmapped; per subject the program returns their pairwise
@@ -14,7 +14,7 @@ the pre-update policy.
 Unlike a training iteration, the batches are sampled with the observation
 normalizer and reward scaler frozen (a training batch would push its own
 observations first; empty statistics are warmed first, see
-:mod:`pg_diag.diagnostics.sampling`), so the M steps are from one fixed policy.
+[`pg_diag.diagnostics.sampling`][pg_diag.diagnostics.sampling]), so the M steps are from one fixed policy.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ TABLES = ("pairs", "steps")
 
 @dataclasses.dataclass
 class StepStudy:
+    """A step study's tables (pandas DataFrames) and manifest, as
+    [`step_study`][pg_diag.diagnostics.step_study] returns it
+    and [`load_step_study`][pg_diag.diagnostics.load_step_study] reads it back."""
+
     manifest: dict
     pairs: object   # DataFrame: KEYS, i, j, cosine, kl_ij, kl_ji (i < j)
     steps: object   # DataFrame: KEYS, m, norm, kl_from_old
@@ -106,11 +110,35 @@ STEPS = Steps()
 
 def step_study(runs, iterations=None, agents=None, settings: StepSettings | None = None, *, save: bool = True,
                replace: bool = False, name: str = NAME, verbose: bool = False, **changes) -> StepStudy:
-    """The step variance of every agent of ``runs`` at the checkpointed ``iterations``."""
+    """The step variance of every agent of ``runs`` at the checkpointed ``iterations``.
+
+    Args:
+        runs: run directories with checkpoints (or loaded runs), one or several with the same task.
+        iterations: checkpointed iterations to measure at; None: every saved one.
+        agents: agent indices in each run; None: all.
+        settings: the study's settings ([`StepSettings`][pg_diag.diagnostics.steps.StepSettings]);
+            None: the defaults.
+        save: save the tables in each run's ``diagnostics/`` directory.
+        replace: save over a measurement made with other settings (otherwise refused).
+        name: the name it is saved under (load it with ``name=``).
+        verbose: print a line describing each compiled program (its subjects, sizes and chunks).
+        **changes: fields of the settings to change, e.g. ``batches=100``.
+
+    Returns:
+        The study: its manifest and tables (pairs, steps).
+    """
     return engine.run(STEPS, runs, iterations, agents, settings, save=save, replace=replace, name=name,
                       verbose=verbose, **changes)
 
 
 def load_step_study(run_paths, name: str = NAME) -> StepStudy:
-    """A saved step study from one or more run directories (no recomputation)."""
+    """A saved step study from one or more run directories (no recomputation).
+
+    Args:
+        run_paths: one or more run directories (or loaded runs) the study was saved in.
+        name: the name it was saved under.
+
+    Returns:
+        The study, as it was saved.
+    """
     return engine.load(STEPS, run_paths, name)

@@ -3,9 +3,9 @@
 
 Each function here is a pure function of the tables a study saves (tested on constructed tables with answers
 worked out by hand, tests/test_evidence.py). ``agent`` names the independent unit: the trained agent
-(:mod:`.claims` makes one value of an agent's rows), or for the ablation the seed. Every checkpoint is kept,
-the initial policy's too: which ones a claim reads is its scope (:class:`.paper_claims.Scope`), decided in
-:mod:`.claims` from ``iteration``, ``progress`` (iteration over the run's iterations) and ``lr_share`` (the
+([`claims`][pg_diag.experiments.claims] makes one value of an agent's rows), or for the ablation the seed. Every checkpoint is kept,
+the initial policy's too: which ones a claim reads is its scope ([`paper_claims.Scope`][pg_diag.experiments.paper_claims.Scope]), decided in
+[`claims`][pg_diag.experiments.claims] from ``iteration``, ``progress`` (iteration over the run's iterations) and ``lr_share`` (the
 annealed learning rate's share of its start there; 1 without annealing); ``pairs`` is the sample size a
 row rests on where a claim's scope names one.
 """

@@ -8,7 +8,7 @@ from pg_diag.experiments.evidence.common import rows_of, with_point, with_unit
 
 
 def landscape_evidence(concentration: dict, surrogate: dict) -> list:
-    """Both landscape studies' evidence: :func:`concentration_evidence` and :func:`surrogate_evidence`."""
+    """Both landscape studies' evidence: [`concentration_evidence`][pg_diag.experiments.evidence.landscape.concentration_evidence] and [`surrogate_evidence`][pg_diag.experiments.evidence.landscape.surrogate_evidence]."""
     return concentration_evidence(concentration) + surrogate_evidence(surrogate)
 
 

@@ -63,7 +63,7 @@ def theorem_evidence(record: dict, trace) -> list:
 
 def ablation_evidence(selected: dict, toggles) -> list:
     """From the ablation's selected agents ({task: frame of seed, toggles, score}; one per seed and toggle
-    combination, at the LR the other seeds chose: :func:`.studies.ablation.agents_at_held_out_best_lr`): per
+    combination, at the LR the other seeds chose: [`studies.ablation.agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]): per
     toggle and seed, the score with it on minus off, averaged over the pairs matched by the other toggles.
     The seed is the unit:
     agents with one seed share their initial weights and environment noise across toggle combinations

@@ -8,7 +8,7 @@ toggle combination the learning rate with the best seed-average is chosen;
 the agents at those learning rates (seeds × 2^4) are split by each toggle
 on/off and their scores drawn as histograms. The claims read each toggle's
 effect from each seed's agents at the learning rate the other seeds chose
-(:func:`agents_at_held_out_best_lr`), free of the in-sample selection.
+([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), free of the in-sample selection.
 
 Base configuration: the review-period code's PPO defaults that the grid was
 run with ([C] ``MuJoCo.json``, ref §3): ε = 0.2 (also the value-clipping ε,
@@ -43,7 +43,7 @@ _PAPER_BASE = dict(algorithm="ppo", num_envs=1, steps_per_env=2048, num_iteratio
 #: 1e-5 the claims read LR annealing's effect inconclusive (2 of 6 seeds > 0) where the whole grid reads it
 #: negative in all 6; these three read every toggle's effect with the whole grid's signs. Three, not four: the
 #: fourth would take the IM report at mid past 45 minutes; at least 2, for the claims read each seed's agents at
-#: the learning rate the other seeds chose (:func:`agents_at_held_out_best_lr`).
+#: the learning rate the other seeds chose ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]).
 #: Its seeds: 6, the fewest whose sign test can pass Holm's first step in IM §3's family of three findings (the
 #: three toggles' necessity, one unit per seed: 2^-6 <= 0.05/3; pg_diag.experiments.findings.agents_for); 5
 #: cannot (1/32 > 0.05/3). 16 combinations x 3 LRs x 6 seeds = 288 agents, 2,048 steps x 100 iterations each:
@@ -113,7 +113,7 @@ def agents_at_best_lr(scores):
 
 def agents_at_held_out_best_lr(scores):
     """Each seed's agents at the LR their combination scores best on average over the *other* seeds
-    (leave-one-seed-out; with one seed, its own): seeds × 2^4 agents, as :func:`agents_at_best_lr`, but no
+    (leave-one-seed-out; with one seed, its own): seeds × 2^4 agents, as [`agents_at_best_lr`][pg_diag.experiments.studies.ablation.agents_at_best_lr], but no
     seed's scores choose its own learning rate. In-sample, the maximum over the LRs of a seed-average keeps
     its noise, so a toggle under which scores vary more gains in the comparison without raising any LR's
     mean; the seeds are independent, so a seed's score at a learning rate the others chose is an unbiased
@@ -131,7 +131,7 @@ def agents_at_held_out_best_lr(scores):
 
 
 def saved_scores(from_dir: str, name: str, tasks) -> dict:
-    """{task: (its RunResult, :func:`agent_scores`)} of the ablation study ``name`` saved in ``from_dir``."""
+    """{task: (its RunResult, [`agent_scores`][pg_diag.experiments.studies.ablation.agent_scores])} of the ablation study ``name`` saved in ``from_dir``."""
     from pg_diag.run import load_run
 
     out = {}
@@ -198,7 +198,7 @@ def _configured(task: str, sc: Scale, overrides: dict) -> Config:
 
 def run(target, scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
-    """Train the ablation (one compiled sweep per task), record the study and :func:`draw` it.
+    """Train the ablation (one compiled sweep per task), record the study and [`draw`][pg_diag.experiments.studies.ablation.draw] it.
 
     Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
     ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
@@ -260,7 +260,7 @@ def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 <
 
 def evidence(target, from_dir: str, notes: list) -> list:
     """Each toggle's effect on matched pairs of agents at their combination's best LR chosen on the other
-    seeds (:func:`agents_at_held_out_best_lr`), per task."""
+    seeds ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), per task."""
     record = study_dir.read(from_dir, target.study, target.name)
     selected = {t: agents_at_held_out_best_lr(scores)
                 for t, (_, scores) in saved_scores(from_dir, target.name, record["tasks"]).items()}

@@ -1,7 +1,7 @@
 """fig-baselines — CL §5.2, Figs 5/16 (ref §4.2 item 5): how much gradient variance each baseline removes.
 
 PPO and TRPO are trained with checkpoints (``OUT/runs/``), then measured by
-:func:`pg_diag.diagnostics.baseline_study`: at every checkpoint, K gradient
+[`pg_diag.diagnostics.baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study]: at every checkpoint, K gradient
 estimates per N with the agent's value network, a value network fit to
 Monte-Carlo returns ("true" V), no baseline (returns) and, on the LQR task,
 the exact V^π — on the same trajectories. The figure draws the mean pairwise
@@ -11,7 +11,7 @@ where it was shown closer to the returns than the agent's network (a one-sided
 paired t-test of their squared errors over ≥ 20 held-out batches; its fit
 goes on in rounds until then, up to a cap); the summary gives both networks'
 held-out MSE, relative error and explained variance. Training and
-measurements with the same settings are reused; :func:`draw` redraws from the
+measurements with the same settings are reused; [`draw`][pg_diag.experiments.studies.baselines.draw] redraws from the
 saved tables alone.
 """
 

@@ -2,8 +2,8 @@
 
 The three targets share one study: PPO and TRPO trained with checkpoints
 (``OUT/runs/<task>-<ppo|trpo>/``), then measured at those checkpoints by
-:func:`pg_diag.diagnostics.gradient_study` (fig-grad-variance and
-fig-grad-true: one measurement) or :func:`pg_diag.diagnostics.step_study`.
+[`pg_diag.diagnostics.gradient_study`][pg_diag.diagnostics.gradients.study.gradient_study] (fig-grad-variance and
+fig-grad-true: one measurement) or [`pg_diag.diagnostics.step_study`][pg_diag.diagnostics.steps.study.step_study].
 Training and measurements already on disk with the same settings are reused,
 so running the three targets in turn trains once. ``runs=[DIR, …]`` measures
 existing run directories instead of training. Figures and summary tables are
@@ -16,7 +16,7 @@ gradient, and the summary reports the large-sample gradient's own cosine to
 
 On every task fig-grad-true draws the truth's own ceiling: the cosine of the
 large-sample gradient itself to the gradient it estimates, from the split-half
-cosine of its streams (:func:`pg_diag.diagnostics.gradients.measure.truth_ceiling`) —
+cosine of its streams ([`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]) —
 an estimate equal to that gradient would reach only this line. The summary
 reports it (``truth_ceiling``) with the split-half cosine (``truth_split_half``)
 and how many times the largest N the truth holds (``true_ratio``; CL Fig 3: 10).

@@ -1,7 +1,7 @@
 """fig-landscape-concentration and fig-landscape-surrogate — CL §5.3, Figs 6–8 and 17–27 (ref §4.2 items 6–7).
 
 Both targets share one study: PPO, PPO-M and TRPO trained with checkpoints
-(``OUT/runs/``), each measured by :func:`pg_diag.diagnostics.landscape_study`
+(``OUT/runs/``), each measured by [`pg_diag.diagnostics.landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study]
 on the plane of its own step (x, 1 = the full step) and a random direction
 (y, 1 = a Gaussian vector of L2 norm 2, CL Fig 6), both 0 … 3:
 
@@ -16,7 +16,7 @@ on the plane of its own step (x, 1 = the full step) and a random direction
   the surrogate's and the true return's change along the step, with its CI;
   on the LQR task, the exact J beside them.
 
-Measurements saved with the same settings are reused; :func:`draw` redraws
+Measurements saved with the same settings are reused; [`draw`][pg_diag.experiments.studies.landscape.draw] redraws
 from the saved tables alone.
 """
 
@@ -127,7 +127,7 @@ MAX_ROWS = 4
 
 
 def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
-    """The figure at ``path``, or where it would hold more than :data:`MAX_ROWS` rows of panels one file per
+    """The figure at ``path``, or where it would hold more than [`MAX_ROWS`][pg_diag.experiments.studies.landscape.MAX_ROWS] rows of panels one file per
     task (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
     rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
     if concentration:

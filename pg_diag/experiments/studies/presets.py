@@ -23,11 +23,11 @@ an episode ending on the batch's last step is left out unless it is the only
 one), so the tables can be computed exactly as published.
 
 Training writes ``OUT/runs/<task>-<ppo|trpo>-<key>/`` and ``OUT/study.json``; the
-drawing functions (:func:`draw_rewards`, :func:`draw_table`) only read them, and
+drawing functions ([`draw_rewards`][pg_diag.experiments.studies.presets.draw_rewards], [`draw_table`][pg_diag.experiments.studies.presets.draw_table]) only read them, and
 the training entry points end by calling them. At the mid scale the runs go to
 ``runs/`` beside ``OUT`` instead, where fig-trust-region and the closer-look
 targets keep theirs: its PPO, PPO-M and TRPO are the closer look's mid training
-(:data:`SHARED_PRESETS`), trained once for all of them.
+([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]), trained once for all of them.
 """
 
 from __future__ import annotations
@@ -77,14 +77,14 @@ SCALES = {
 #: scale -> the presets it trains as the runs other targets train too: in the sweeps those targets train them
 #: (PPO with PPO-M, TRPO alone), not with the study's other presets (PPO-NoClip would join PPO's sweep as a
 #: third grid point, another configuration), into ``runs/`` beside the study's directory where the others keep
-#: theirs (:func:`pg_diag.experiments.diagnostic_targets.train_runs`): trained once between them. The study's
+#: theirs ([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]): trained once between them. The study's
 #: other presets train in sweeps of their own beside them.
 SHARED_PRESETS = {"mid": tuple(MID_TRAINING["presets"])}
 
 
 def training_groups(scale: str, presets) -> tuple:
-    """The presets a study trains at ``scale``, grouped as they train: one :func:`train_study` (its sweeps
-    grouped by static configuration) per group — the shared presets (:data:`SHARED_PRESETS`), then the rest —
+    """The presets a study trains at ``scale``, grouped as they train: one [`train_study`][pg_diag.experiments.training.train_study] (its sweeps
+    grouped by static configuration) per group — the shared presets ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]), then the rest —
     or every preset in one group where the scale shares none."""
     shared = SHARED_PRESETS.get(scale, ())
     if not shared or not set(shared) <= set(presets):
@@ -104,7 +104,7 @@ def _check_rules(statistic: str, reporting: str) -> None:
 def agent_scores(metrics, statistic: str = "final", reporting: str = "pg_diag"):
     """One score per (task, algorithm, agent): the mean of the last five iterations'
     mean reward (``final``) or the max over training (``max``), the mean reward under
-    ``reporting``'s rule (see :data:`REPORTING`)."""
+    ``reporting``'s rule (see [`REPORTING`][pg_diag.experiments.studies.presets.REPORTING])."""
     _check_rules(statistic, reporting)
     column, keys = REPORTING[reporting], ["task", "algorithm", "agent"]
     if column not in metrics:
@@ -119,7 +119,7 @@ def agent_scores(metrics, statistic: str = "final", reporting: str = "pg_diag"):
 
 def summarize(scores):
     """Mean score and its 95% Student-t interval over agents per (task, algorithm) (the agent the unit; the
-    paper's percentile bootstrap covered 0.87 at 8 agents, :mod:`pg_diag.stats`)."""
+    paper's percentile bootstrap covered 0.87 at 8 agents, [`pg_diag.stats`][pg_diag.stats])."""
     import pandas as pd
 
     rows = []
@@ -139,7 +139,7 @@ def _fmt(mean, low, high):
 def table(summary, algorithms, with_aai: bool, scores=None):
     """The table as a DataFrame (one row per algorithm, one column per task) with
     the published values in parallel columns; with the agents' ``scores``
-    (:func:`agent_scores`), AAI and ACLI carry their intervals (:func:`pg_diag.stats.index_interval`)."""
+    ([`agent_scores`][pg_diag.experiments.studies.presets.agent_scores]), AAI and ACLI carry their intervals ([`pg_diag.stats.index_interval`][pg_diag.stats.index_interval])."""
     import pandas as pd
 
     tasks = list(dict.fromkeys(summary.task))
@@ -209,8 +209,8 @@ TABLE_3_PRESETS = ("ppo", "ppo-noclip")
 
 def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> None:
     """Train every preset on every task (reusing matching runs on disk) and record the study: into
-    ``OUT/runs/``, or at a scale whose runs other targets share (:data:`SHARED_PRESETS`) into ``runs/`` beside
-    ``OUT``, group by group (:func:`training_groups`)."""
+    ``OUT/runs/``, or at a scale whose runs other targets share ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]) into ``runs/`` beside
+    ``OUT``, group by group ([`training_groups`][pg_diag.experiments.studies.presets.training_groups])."""
     sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
@@ -229,9 +229,9 @@ def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> N
 
 
 def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
-    """The sweeps :func:`run` starts: per task, one per group of presets (:func:`training_groups`) and static
+    """The sweeps [`run`][pg_diag.experiments.studies.presets.run] starts: per task, one per group of presets ([`training_groups`][pg_diag.experiments.studies.presets.training_groups]) and static
     configuration; at the mid scale the shared ones are the programs fig-trust-region plans (the same
-    :class:`~pg_diag.experiments.dry_run.Program`, which a plan of several targets costs once)."""
+    [`Program`][pg_diag.experiments.dry_run.Program], which a plan of several targets costs once)."""
     sc = pick(target.scales, scale)
     over = {**sc.overrides, **overrides}
     return [p for t in tuple(tasks or sc.tasks_of()) for group in training_groups(scale, target.presets)
@@ -262,8 +262,8 @@ AAI_CI_NOTE = ("; AAI and ACLI each the larger |difference| of two means, its in
 
 def _coverage_note(summary) -> str:
     """What the tables' Student-t intervals cover when agents' scores are skewed: simulated at the fewest agents
-    of a cell (lognormal σ = 1; :func:`pg_diag.stats.t_coverage_on_skewed`). The claims compare median agents
-    instead (:mod:`pg_diag.experiments.claims`)."""
+    of a cell (lognormal σ = 1; [`pg_diag.stats.t_coverage_on_skewed`][pg_diag.stats.t_coverage_on_skewed]). The claims compare median agents
+    instead ([`pg_diag.experiments.claims`][pg_diag.experiments.claims])."""
     n = int(summary.agents.min()) if len(summary) else 0
     if n < 2:
         return ""

@@ -10,7 +10,7 @@ train once with ``solver=converged`` (MuJoCo's own settings, the default) and on
 * Table 2: each algorithm's mean agent reward with its 95% interval — intervals overlapping? The same
   ranking of the algorithms, and the same verdict on IM's conclusion that the code-level optimizations
   matter more than the step choice (in the 2 × 2 design: min(TRPO+ − PPO-M, PPO − TRPO) > 0, with
-  simultaneous Welch intervals, :data:`pg_diag.stats.OPTIMIZATIONS_OVER_STEP`)?
+  simultaneous Welch intervals, [`pg_diag.stats.OPTIMIZATIONS_OVER_STEP`][pg_diag.stats.OPTIMIZATIONS_OVER_STEP])?
 
 ``OUT/converged/`` and ``OUT/fast/`` hold the two studies (each redrawable by its own target with
 ``--from``); ``draw`` works from them alone.
@@ -50,7 +50,7 @@ def _no_solver(overrides: dict) -> None:
 
 def run(target, scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None,
         **overrides) -> dict:
-    """Train both studies under both solver settings (reusing what is on disk), then :func:`draw`."""
+    """Train both studies under both solver settings (reusing what is on disk), then [`draw`][pg_diag.experiments.studies.solver_compare.draw]."""
     _no_solver(overrides)
     for solver in SOLVERS:
         for part in PARTS:
@@ -82,7 +82,7 @@ def effect_verdict(m, lo, hi) -> str:
 
 def _ablation(from_dir: str) -> dict:
     """{(task, toggle): (effect, low, high)} of one solver's ablation study: the claims' per-seed effects
-    (:func:`pg_diag.experiments.evidence.ablation_evidence`) and their Student-t interval over seeds."""
+    ([`pg_diag.experiments.evidence.ablation_evidence`][pg_diag.experiments.evidence.training.ablation_evidence]) and their Student-t interval over seeds."""
     record = study_dir.read(from_dir, ablation.STUDY, "solver-compare")
     out = {}
     for task, (_, scores) in ablation.saved_scores(from_dir, "solver-compare", record["tasks"]).items():
@@ -104,8 +104,8 @@ def _table_2(from_dir: str) -> tuple:
 
 
 def compare(effects: dict, scores: dict, agents: dict):
-    """The side-by-side table from ``effects[solver]`` (:func:`_ablation`), ``scores[solver]`` and
-    ``agents[solver]`` (:func:`_table_2`)."""
+    """The side-by-side table from ``effects[solver]`` ([`_ablation`][pg_diag.experiments.studies.solver_compare._ablation]), ``scores[solver]`` and
+    ``agents[solver]`` ([`_table_2`][pg_diag.experiments.studies.solver_compare._table_2])."""
     import pandas as pd
 
     a, b = SOLVERS

@@ -15,9 +15,9 @@ What the theorem and the gradient formula that follows it predict:
   past 1 + ε: the clipped objective has many optima outside the trust region,
   and which one is reached depends on the optimizer, not on the objective.
 
-:func:`run` writes the traces (``fig-theorem.csv``) and what the figure needs
+[`run`][pg_diag.experiments.studies.theorem.run] writes the traces (``fig-theorem.csv``) and what the figure needs
 besides them (``study.json``: first-step check, ceiling, ε, batch size);
-:func:`draw` makes the figure and ``summary.csv`` from those two files alone.
+[`draw`][pg_diag.experiments.studies.theorem.draw] makes the figure and ``summary.csv`` from those two files alone.
 """
 
 from __future__ import annotations

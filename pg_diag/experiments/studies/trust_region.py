@@ -8,9 +8,9 @@ held-out batch from the pre-update policy every ``heldout_every`` iterations
 
 The reference lines (1 + ε, TRPO's δ) are the values the runs were trained
 with, read from their manifests, so a run with another ε shows its own line.
-Training writes its runs into ``runs/`` beside ``OUT`` (:func:`pg_diag.experiments.diagnostic_targets.train_runs`:
+Training writes its runs into ``runs/`` beside ``OUT`` ([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]:
 named by configuration, shared with the other targets written there) and ``OUT/study.json``;
-:func:`draw` redraws the figure and summary from them alone.
+[`draw`][pg_diag.experiments.studies.trust_region.draw] redraws the figure and summary from them alone.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def reference_values(metrics) -> dict:
     """Per task, the reference lines as the runs were configured, from each algorithm's registered
     constraint: ``ratio`` = 1 + ε for every distinct ratio clip ε (PPO; no line for a disabled clip)
     and ``kl_bound`` = every distinct KL bound (TRPO's δ, NPG's δ, PPO-KL's d_targ). ``metrics``
-    needs the ``constraint`` and ``constraint_value`` columns of :func:`study_dir.with_configs`."""
+    needs the ``constraint`` and ``constraint_value`` columns of [`study_dir.with_configs`][pg_diag.experiments.study_dir.with_configs]."""
     out = {}
     for task, m in metrics.groupby("task", sort=False):
         ratio = m[(m.constraint == "ratio") & (m.constraint_value < study_dir.NO_CLIP)]

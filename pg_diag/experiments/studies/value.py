@@ -1,7 +1,7 @@
 """fig-value — CL §5.2, Figs 4/14/15: does the value network predict the value?
 
 Every training iteration records the mean relative error of the *updated*
-value network (``trainer.METRICS``, :func:`pg_diag.stages.value_errors`):
+value network (``trainer.METRICS``, [`pg_diag.stages.value_errors`][pg_diag.stages.value_errors]):
 
 * against its own training target V_old + Â (GAE MRE) — what it is fit to; and
   the original code's "GAE MRE" (``value_mre_gae_original``), the value loss
@@ -32,7 +32,7 @@ returns on the same states (``heldout_value_mre_floor``,
 there, so an MRE "off by 50%" can be told from the returns' own scatter. A relative error has no such floor to read against, and returns
 near 0 inflate it without bound. This target trains PPO
 and TRPO with the held-out batch on and draws the errors per iteration (log
-scale, mean over agents with a 95% Student-t band); :func:`draw` redraws
+scale, mean over agents with a 95% Student-t band); [`draw`][pg_diag.experiments.studies.value.draw] redraws
 from the run directories alone.
 """
 
