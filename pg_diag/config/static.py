@@ -105,14 +105,14 @@ STATIC_NAMES = tuple(STATIC_FIELDS)
 
 def check_static(name: str, value) -> Any:
     """Validate one static setting; return it normalized."""
-    from pg_diag.envs import TASKS  # late import: envs import config-free modules only
+    from pg_diag.envs import REGISTRY  # late import: envs import config-free modules only
 
     if name not in STATIC_FIELDS:
         raise ConfigError(f"unknown setting {name!r}; static settings are: {', '.join(STATIC_NAMES)}; "
                           f"knobs are: {', '.join(KNOB_NAMES)}")
     if name == "task":
-        if not isinstance(value, str) or value not in TASKS:
-            raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(TASKS))}")
+        if not isinstance(value, str) or value not in REGISTRY:
+            raise ConfigError(f"unknown task {value!r}; tasks are: {', '.join(sorted(REGISTRY))}")
         return value
     if name == "algorithm":
         if not isinstance(value, str) or value not in registry.names():
