@@ -283,14 +283,14 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
 
 def filtered(sc: dict, tasks=None, targets=None) -> dict:
     """The scale ``sc`` restricted to ``tasks`` (every section) and ``targets`` (the programs section)."""
-    from pg_diag.envs import TASKS
+    from pg_diag.envs import REGISTRY
     from pg_diag.experiments import targets as table
 
     sc = dict(sc)
     if tasks:
-        bad = [t for t in tasks if t not in TASKS]
+        bad = [t for t in tasks if t not in REGISTRY]
         if bad:
-            raise SystemExit(f"accelerator-report: unknown task(s) {bad}; tasks: {', '.join(TASKS)}")
+            raise SystemExit(f"accelerator-report: unknown task(s) {bad}; tasks: {', '.join(REGISTRY)}")
         sc["tasks"] = tuple(t for t in sc["tasks"] if t in tasks)
         sc["only_tasks"] = tuple(tasks)
         if sc["throughput_task"] not in tasks:

@@ -85,10 +85,10 @@ def _summary(result) -> str:
 
 
 def cmd_tasks(args):
-    from pg_diag.envs import TASK_MODELS, TASKS, sizes
-    for name, (kind, desc) in TASKS.items():
-        print(f"{name:12s} {kind:7s} {desc}")
-        for model in TASK_MODELS.get(name, ()):
+    from pg_diag.envs import REGISTRY, sizes
+    for name, entry in REGISTRY.items():
+        print(f"{name:12s} {entry.kind:7s} {entry.description}")
+        for model in entry.models:
             from pg_diag.envs.mujoco_models import mujoco_task
             obs, act = sizes(name, model)
             print(f"{'':12s} {'':7s} model={model}: {obs}-d obs, {act}-d action. {mujoco_task(name, model).description}")

@@ -165,8 +165,8 @@ def _check_foreign(key, value, algo_name: str) -> None:
 
 
 def task_kind(task: str) -> str:
-    from pg_diag.envs import TASKS
-    return TASKS[task][0]
+    from pg_diag.envs import REGISTRY
+    return REGISTRY[task].kind
 
 
 def validate(cfg: Config) -> None:

@@ -32,7 +32,7 @@ class Static:
     """Settings that shape the compiled program (part of the compile key)."""
 
     task: str = setting("hopper", "Task name (see `pg-diag tasks`).",
-                         Choices(_registered("TASKS", sort=True), noun="task", intro="tasks are"))
+                         Choices(_registered("REGISTRY", sort=True), noun="task", intro="tasks are"))
     physics: str = setting("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library, multithreaded, "
                                    "called from the compiled program), 'mjx' (pure JAX), 'warp' (MuJoCo Warp "
                                    "through MJX's Warp implementation; needs pg_diag[warp], for NVIDIA GPUs) or "

@@ -126,7 +126,7 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
 
     import jax
 
-    from pg_diag.envs import TASKS, crossover
+    from pg_diag.envs import REGISTRY, crossover
 
     recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
@@ -134,9 +134,9 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     def at(task, width, model, solver, physics):
         key = (task, width, model, solver, physics)
         if key not in cache:
-            if TASKS[task][0] == "mujoco" and physics != "auto":   # the backend asked for
+            if REGISTRY[task].kind == "mujoco" and physics != "auto":   # the backend asked for
                 cache[key] = crossover.step_ms(task, physics, threads, solver, width, model=model)
-            elif TASKS[task][0] == "mujoco" and jax.default_backend() != "cpu":
+            elif REGISTRY[task].kind == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
                 row = crossover.measure(task, solver, width, threads, model=model)
                 try:
@@ -145,7 +145,7 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
                     pass  # an unwritable cache costs a measurement next time, nothing else
                 cache[key] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
             else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
-                mujoco = TASKS[task][0] == "mujoco"
+                mujoco = REGISTRY[task].kind == "mujoco"
                 cache[key] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
                                                model=model if mujoco else "brax")
         return cache[key]
@@ -176,7 +176,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
     with ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
     import os
 
-    from pg_diag.envs import TASKS, crossover
+    from pg_diag.envs import REGISTRY, crossover
 
     rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
 
@@ -187,7 +187,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
                 ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
-        if TASKS[task][0] != "mujoco" or not costs or (not beyond and width > max(costs)):
+        if REGISTRY[task].kind != "mujoco" or not costs or (not beyond and width > max(costs)):
             return None
         return interpolate(sorted(costs.items()), width)
 

@@ -208,7 +208,7 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
         k_fit, k_net, k_streams = jax.random.split(jax.random.fold_in(key, 0x5EED), 3)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_streams, i))(jnp.arange(r.estimates))
         report, fitted = empty_report(), None
-        exact_value = (stages.exact_value(envs.EXACT[static.task], agent.policy, agent.filters, knobs)
+        exact_value = (stages.exact_value(envs.REGISTRY[static.task].exact, agent.policy, agent.filters, knobs)
                        if r.exact else None)
         if "fitted" in r.baselines:
             fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit, exact_value),

@@ -266,7 +266,7 @@ def subject_program(env, r: Resolved, static=None):
         agent = agent.replace(filters=frozen_filters(env, r.own, agent, knobs, key))
         exact_value = exact_grad = None
         if r.exact:  # the task's closed forms: V^π of its own reward (γ = 1) and ∇J
-            answers = envs.EXACT[static.task if static is not None else env.name]
+            answers = envs.REGISTRY[static.task if static is not None else env.name].exact
             exact_value = answers.value(agent.policy, agent.filters.obs, knobs, 1.0)
             if r.sampling.advantages == "gae_exact_value":
                 exact_value = stages.exact_value(answers, agent.policy, agent.filters, knobs)

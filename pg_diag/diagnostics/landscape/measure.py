@@ -257,7 +257,7 @@ def subject_program(env, static, r: Resolved):
             out["step_kl"].append(surrogate_surface(static, unravel(theta + delta), agent.policy, batch, knobs,
                                                     agent.policy_opt).kl)
             if r.exact:  # the task's closed-form J
-                answers = envs.EXACT[static.task]
+                answers = envs.REGISTRY[static.task].exact
                 out["exact"].append(jax.vmap(lambda th: answers.policy_return(unravel(th), agent.filters.obs,
                                                                               knobs))(thetas))
             else:
