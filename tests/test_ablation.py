@@ -10,7 +10,7 @@ import pytest
 from pg_diag import ConfigError
 from pg_diag.cli import main
 from pg_diag.experiments import targets
-from pg_diag.experiments.studies import ablation
+from pg_diag.experiments.studies.ablation import targets as ablation
 from pg_diag.run import CompileCounter
 from pg_diag.experiments.studies.ablation import TOGGLES
 
@@ -58,7 +58,7 @@ def test_held_out_selection_removes_the_in_sample_bias_of_the_best_learning_rate
     the held-out effect's expectation is exactly 0. Over 200 simulated ablations (each one unit: the mean
     of its 5 per-seed effects from evidence.ablation_evidence), both means lie within 4 standard errors of
     these values: a false failure has probability < 1.3e-4 (two normal tails at 4σ, twice)."""
-    from pg_diag.experiments import evidence
+    from pg_diag.experiments.studies.ablation import evidence
 
     rng = np.random.default_rng(7)
     combos = list(itertools.product([False, True], repeat=4))

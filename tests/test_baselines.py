@@ -374,7 +374,7 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     s = again.summary()
     assert set(s.baseline) == {"value", "fitted", "zero", "zero_raw", "exact"} and np.isfinite(s.at_batch_size).all()
     # the figure's summary carries the floor's means over agents beside the t-test batches' errors
-    from pg_diag.experiments.studies import baselines as target
+    from pg_diag.experiments.studies.baselines import targets as target
     table = target.summary({"lqr": again})
     floor = table[list(target.FLOOR_MEANS)].to_numpy(float)
     assert np.isfinite(floor).all()

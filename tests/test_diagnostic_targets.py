@@ -11,7 +11,7 @@ from pg_diag import preset, sweep
 from pg_diag.cli import main
 from pg_diag.config import ConfigError
 from pg_diag.experiments import targets
-from pg_diag.experiments.studies import gradients
+from pg_diag.experiments.studies.gradients import targets as gradients
 from pg_diag.run import CompileCounter
 
 DIAG = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)

@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag.experiments import claims, evidence
+from pg_diag.experiments import claims, evidence_rows
+from pg_diag.experiments.studies.ablation.evidence import ablation_evidence
+from pg_diag.experiments.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
+from pg_diag.experiments.studies.gradients.evidence import gradient_evidence
+from pg_diag.experiments.studies.landscape.evidence import landscape_evidence
+from pg_diag.experiments.studies.presets.evidence import score_evidence
+from pg_diag.experiments.studies.theorem.evidence import theorem_evidence
+from pg_diag.experiments.studies.trust_region.evidence import trust_region_evidence
+from pg_diag.experiments.studies.value.evidence import value_evidence
 
 BATCH = 1000
 ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's "later"), unannealed
@@ -17,7 +25,7 @@ ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's
 @pytest.fixture(autouse=True)
 def _runs_of_twenty_iterations(monkeypatch):
     """The constructed studies name runs that are not on disk: each agent's run has 20 iterations, no annealing."""
-    monkeypatch.setattr(evidence.common, "_schedule", lambda run: _Every((ITERATIONS, False)))
+    monkeypatch.setattr(evidence_rows, "_schedule", lambda run: _Every((ITERATIONS, False)))
 
 
 class _Every(dict):
@@ -75,7 +83,7 @@ def test_gradient_evidence_by_hand():
     study = _gradient_study({0: {100: 0.3, 1000: 0.6, 10000: 0.9}, 10: {100: 0.1, 1000: 0.2, 10000: 0.5}},
                             {0: {100: 0.2, 1000: 0.4, 4000: 0.7, 10000: 0.9},
                              10: {100: 0.1, 1000: 0.3, 4000: 0.5, 10000: 0.9}})
-    rows = evidence.gradient_evidence({"hopper": study})
+    rows = gradient_evidence({"hopper": study})
     at_b = _values(rows, "grad_pairwise_at_batch", 10)
     assert at_b == {f"runs/ppo:{a}": pytest.approx(0.2 + 0.01 * a) for a in range(6)}
     assert _values(rows, "grad_pairwise_at_batch", 0)["runs/ppo:0"] == pytest.approx(0.6)
@@ -96,7 +104,7 @@ def test_gradient_evidence_by_hand():
 def test_a_truth_from_too_few_pairs_gives_no_evidence_against_it_and_says_so():
     study = _gradient_study({0: {1000: 0.5}, 10: {1000: 0.2}}, {0: {1000: 0.4}, 10: {1000: 0.3}}, true_ratio=4.0)
     notes = []
-    rows = evidence.gradient_evidence({"hopper": study}, notes)
+    rows = gradient_evidence({"hopper": study}, notes)
     assert not any(r["evidence"].startswith("grad_true") for r in rows) and _values(rows, "grad_pairwise_at_batch")
     assert len(notes) == 1 and "4× the largest N (fewer than 10×" in notes[0]
 
@@ -104,7 +112,7 @@ def test_a_truth_from_too_few_pairs_gives_no_evidence_against_it_and_says_so():
 def test_concentrated_gradients_fail_the_concentration_claims():
     study = _gradient_study({0: {100: 0.9, 1000: 0.9, 10000: 0.95}, 10: {100: 0.85, 1000: 0.9, 10000: 0.95}},
                             {0: {100: 0.9, 1000: 0.9, 10000: 0.9}, 10: {100: 0.9, 1000: 0.9, 10000: 0.9}})
-    verdicts = claims.evaluate(pd.DataFrame(evidence.gradient_evidence({"hopper": study})), paper="CL")
+    verdicts = claims.evaluate(pd.DataFrame(gradient_evidence({"hopper": study})), paper="CL")
     verdicts = verdicts[verdicts.level == ""].set_index("claim").verdict
     for key in ("gradients-poorly-concentrated", "gradients-far-from-true", "gradients-need-several-fold-samples"):
         assert verdicts[key] == "does not hold", key
@@ -114,15 +122,15 @@ def test_a_truth_without_a_ceiling_gives_no_evidence_against_it():
     study = _gradient_study({10: {1000: 0.5}}, {10: {1000: 0.4}})
     study.subjects = study.subjects.drop(columns="truth_ceiling")
     notes = []
-    rows = evidence.gradient_evidence({"hopper": study}, notes)
+    rows = gradient_evidence({"hopper": study}, notes)
     assert not any(r["evidence"].startswith("grad_true") for r in rows) and "split-half ceiling" in notes[0]
 
 
 def test_crossing_ratio_by_hand():
     # 0.5 lies halfway from 0.4 (N = 1000) to 0.6 (N = 4000): log-linearly, N = 1000 · 4^0.5 = 2000
-    assert evidence.crossing_ratio([4000, 1000, 100], [0.6, 0.4, 0.1], 0.5, 1000) == pytest.approx(2.0)
-    assert evidence.crossing_ratio([100, 1000], [0.1, 0.2], 0.5, 1000) == np.inf
-    assert evidence.crossing_ratio([100, 1000], [0.7, 0.8], 0.5, 1000) == 0.1
+    assert evidence_rows.crossing_ratio([4000, 1000, 100], [0.6, 0.4, 0.1], 0.5, 1000) == pytest.approx(2.0)
+    assert evidence_rows.crossing_ratio([100, 1000], [0.1, 0.2], 0.5, 1000) == np.inf
+    assert evidence_rows.crossing_ratio([100, 1000], [0.7, 0.8], 0.5, 1000) == 0.1
 
 
 def _per_agent(rows, name):
@@ -147,7 +155,7 @@ def test_value_evidence_is_one_row_per_measured_iteration_by_hand():
                       "value_mre_returns": 0.9,
                       "heldout_value_mre_returns_truncated": np.where(held, 0.6 + 0.01 * it, np.nan),
                       "value_mre_returns_truncated": 0.2 + 0.01 * it})
-    rows = evidence.value_evidence(m)
+    rows = value_evidence(m)
     assert _per_agent(rows, "value_heldout_gae_mre") == {"0": pytest.approx(0.39)}
     assert _per_agent(rows, "value_heldout_gae_mre_true") == {"0": pytest.approx(0.1)}
     assert sorted(r["iteration"] for r in rows if r["evidence"] == "value_heldout_returns_mre") == [5, 9]
@@ -157,7 +165,7 @@ def test_value_evidence_is_one_row_per_measured_iteration_by_hand():
     assert first["progress"] == pytest.approx(0.3) and first["lr_share"] == pytest.approx(0.7)
     assert not any(r["evidence"].startswith("value_floor") for r in rows)
     # a run recorded before the original's GAE "MRE" existed: no row for it, the others as before
-    old = evidence.value_evidence(m.drop(columns="heldout_value_mre_gae_original"))
+    old = value_evidence(m.drop(columns="heldout_value_mre_gae_original"))
     assert not _per_agent(old, "value_heldout_gae_mre") and _per_agent(old, "value_heldout_gae_mre_true")
 
 
@@ -170,7 +178,7 @@ def test_generalization_pairs_the_iterations_and_the_states():
                       "heldout_value_mre_returns_truncated": np.where(np.isin(it, (6, 8)), 0.3, np.nan),
                       "value_mre_returns_truncated": np.where(it % 2 == 0, 0.1, 0.5),
                       "value_mre_returns": 5.0})
-    assert _per_agent(evidence.value_evidence(m), "value_returns_generalization") == {"3": pytest.approx(0.2)}
+    assert _per_agent(value_evidence(m), "value_returns_generalization") == {"3": pytest.approx(0.2)}
 
 
 def test_on_lqr_a_perfect_value_function_reads_the_floor():
@@ -197,7 +205,7 @@ def test_on_lqr_a_perfect_value_function_reads_the_floor():
                       "heldout_value_mre_returns": net_full, "heldout_value_mre_returns_truncated": net_cut,
                       "value_mre_returns_truncated": net_cut,
                       "heldout_value_mre_floor": floor_full, "heldout_value_mre_floor_truncated": floor_cut})
-    rows = evidence.value_evidence(m)
+    rows = value_evidence(m)
     assert _per_agent(rows, "value_floor_mre") == {"1": pytest.approx(floor_full)}
     assert _per_agent(rows, "value_floor_agent_mre") == _per_agent(rows, "value_floor_mre")
     assert _per_agent(rows, "value_floor_truncated_mre") == {"1": pytest.approx(floor_cut)}
@@ -229,8 +237,8 @@ def test_baseline_evidence_by_hand_and_gated_on_v_star():
     error on the floor's batches 2.0/1.6 − 1 = 0.25 (on the t-test's, 20/1.6 − 1 = 11.5, not read); the
     floor's MREs per agent and checkpoint, with the checkpoint."""
     study = _baseline_study(2.0, 1.6, [True, False] * 3)
-    rows = evidence.baseline_evidence({"hopper": study})
-    ratios = pd.DataFrame(evidence.baseline_ratio_evidence({"hopper": study}))
+    rows = baseline_evidence({"hopper": study})
+    ratios = pd.DataFrame(baseline_ratio_evidence({"hopper": study}))
     value = ratios[ratios.evidence == "baseline_variance_ratio_value"]
     assert value[value.pairs == BATCH].value.to_numpy() == pytest.approx([27 / 7] * 6)
     assert value[value.pairs == 4 * BATCH].value.to_numpy() == pytest.approx([8 / 3] * 6)
@@ -251,14 +259,14 @@ def test_a_study_without_the_floor_gives_no_floor_evidence_and_says_so():
     """A study saved before the floor was read apart: its agent_mse / fitted_mse were read on the batches that
     stopped V*'s fit, so no value_excess_error or value_floor_* comes from it, and a note says so."""
     notes = []
-    rows = evidence.baseline_evidence({"hopper": _baseline_study(2.0, 1.6, [True] * 6, floor=False)}, notes)
+    rows = baseline_evidence({"hopper": _baseline_study(2.0, 1.6, [True] * 6, floor=False)}, notes)
     assert not any(r["evidence"].startswith("value_") for r in rows)
     assert len(notes) == 1 and "measure it again" in notes[0]
 
 
 def test_a_perfect_value_function_fails_not_the_true_value():
     """The agent's network at the noise floor: its held-out MSE below V*'s (V* is itself an estimate)."""
-    rows = evidence.baseline_evidence({"hopper": _baseline_study(1.0, 1.05, [False] * 6)})
+    rows = baseline_evidence({"hopper": _baseline_study(1.0, 1.05, [False] * 6)})
     out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim")
     assert out.loc["value-not-the-true-value", "verdict"] == "does not hold"
     assert "true-value-baseline-helps-more" not in out.index      # never gated in: V* never shown better
@@ -279,7 +287,7 @@ def _surrogate(changes_first, changes_last, large):
 def test_landscape_evidence_by_hand_and_a_surrogate_that_tracks_the_true_reward():
     """Own-batch steps change the true return by 4(1 + 0.1a) at checkpoint 0 and −6(1 + 0.1a) at 10 (halfway:
     "later"), standard error 2; steps from 1e6 pairs by −3, SE 1."""
-    rows = evidence.landscape_evidence({}, {"hopper": _surrogate(4.0, -6.0, -3.0)})
+    rows = landscape_evidence({}, {"hopper": _surrogate(4.0, -6.0, -3.0)})
     assert _values(rows, "landscape_true_step_own", 0)["r:0"] == pytest.approx(2.0)      # 4 / 2 standard errors
     assert _values(rows, "landscape_true_step_own", 10)["r:5"] == pytest.approx(-4.5)    # −6 · 1.5 / 2
     assert _all(_values(rows, "landscape_true_step_many"), -3.0)
@@ -287,7 +295,7 @@ def test_landscape_evidence_by_hand_and_a_surrogate_that_tracks_the_true_reward(
     out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
     assert out["surrogate-aligned-early"] == "holds" and out["surrogate-misleads-later"] == "holds"
     assert out["ppo-step-lowers-true-reward-with-many-samples"] == "holds"
-    tracks = claims.evaluate(pd.DataFrame(evidence.landscape_evidence({}, {"hopper": _surrogate(4.0, 3.0, 2.0)})),
+    tracks = claims.evaluate(pd.DataFrame(landscape_evidence({}, {"hopper": _surrogate(4.0, 3.0, 2.0)})),
                              paper="CL").set_index("claim").verdict
     assert tracks["surrogate-misleads-later"] == "does not hold"
     assert tracks["ppo-step-lowers-true-reward-with-many-samples"] == "does not hold"
@@ -304,7 +312,7 @@ def test_landscape_concentration_by_hand():
                             for n in (2_000, 100_000) for (x, y, m) in ((0, 0, 1.0), (1, 0, 2.0), (0, 1, 3.0),
                                                                        (1, 1, 4.0))])
     study = types.SimpleNamespace(sizes=[2_000, 100_000], returns=returns)
-    rows = evidence.landscape_evidence({"humanoid": study}, {})
+    rows = landscape_evidence({"humanoid": study}, {})
     assert _values(rows, "landscape_step_z_small") == {"r:0": pytest.approx(1 / np.sqrt(10.0))}
     assert _values(rows, "landscape_noise_ratio_large") == {"r:0": pytest.approx(se_large / np.sqrt(1.25 - se_large ** 2))}
     assert {r["pairs"] for r in rows} == {2_000.0, 100_000.0} and {r["progress"] for r in rows} == {0.5}
@@ -329,7 +337,7 @@ def test_a_landscape_of_known_noise_is_noisy_only_where_its_noise_hides_the_step
     claim = claims.by_key("landscape-noisy-at-small-n")
     for se, verdict, z in ((20.0, "holds", 10 / (20 * np.sqrt(2))), (2.0, "does not hold", 10 / (2 * np.sqrt(2)))):
         study = types.SimpleNamespace(sizes=[2_000, 100_000], returns=_planes(10.0, se))
-        rows = evidence.landscape_evidence({"humanoid": study}, {})
+        rows = landscape_evidence({"humanoid": study}, {})
         assert _all(_values(rows, "landscape_step_z_small"), z)
         assert claims.evaluate(pd.DataFrame(rows), claims=[claim]).verdict.iloc[0] == verdict
 
@@ -351,7 +359,7 @@ def test_trust_region_evidence_by_hand_and_a_policy_inside_its_region():
     held-out KL 0.08 ≤ δ at every check."""
     ppo = _trust_region("ppo", "ratio", 0.2, [9.0, 1.1, 1.5, 1.6, 1.7], 0.01, 1.0)
     trpo = _trust_region("trpo", "kl", 0.1, [1.0] * 5, 0.09, 100.0, heldout=0.08)
-    rows = pd.DataFrame(evidence.trust_region_evidence(pd.concat([ppo, trpo])))
+    rows = pd.DataFrame(trust_region_evidence(pd.concat([ppo, trpo])))
     per = lambda name, label: claims.per_agent(rows[(rows.evidence == name) & (rows.label == label)  # noqa: E731
                                                     & (rows.iteration > 0)])
     assert set(per("tr_ratio_outside", "ppo")) == {0.75}
@@ -362,7 +370,7 @@ def test_trust_region_evidence_by_hand_and_a_policy_inside_its_region():
     assert out["ppo-max-ratio-leaves-region"] == "holds" and out["max-kl-orders-above-bound"] == "holds"
     assert out["trpo-kl-holds-on-heldout"] == "holds" and out["ppo-constrains-mean-kl"] == "holds"
     inside = _trust_region("ppo", "ratio", 0.2, [1.1, 1.05, 1.1, 1.15, 1.19], 0.01, 1.0)
-    out = claims.evaluate(pd.DataFrame(evidence.trust_region_evidence(inside)), paper="CL").set_index("claim").verdict
+    out = claims.evaluate(pd.DataFrame(trust_region_evidence(inside)), paper="CL").set_index("claim").verdict
     assert out["ppo-max-ratio-leaves-region"] == "does not hold"
 
 
@@ -371,7 +379,7 @@ def test_ablation_pairs_agents_that_differ_in_one_toggle_by_hand():
     of a seed; b's is 1 for seed 0 and 2 for seed 1: one unit per seed, the mean of its pairs."""
     rows = [{"seed": s, "a": a, "b": b, "score": 10 + 5 * a + (1 + s) * b + s} for s in (0, 1)
             for a in (False, True) for b in (False, True)]
-    out = evidence.ablation_evidence({"hopper": pd.DataFrame(rows)}, ("a", "b"))
+    out = ablation_evidence({"hopper": pd.DataFrame(rows)}, ("a", "b"))
     assert _values(out, "ablation_a") == {"0": 5.0, "1": 5.0}
     assert _values(out, "ablation_b") == {"0": 1.0, "1": 2.0}
 
@@ -379,11 +387,11 @@ def test_ablation_pairs_agents_that_differ_in_one_toggle_by_hand():
 def test_scores_and_theorem_evidence_by_hand():
     scores = pd.DataFrame({"task": "hopper", "algorithm": ["ppo", "ppo", "ppo-noclip"], "agent": [0, 1, 2],
                            "score": [2000.0, 3000.0, 2750.0]})
-    rows = evidence.score_evidence(scores)
+    rows = score_evidence(scores)
     assert _values(rows, "im_score_relative") == {"0": 0.8, "1": 1.2, "2": 1.1}
     trace = pd.DataFrame({"optimizer": ["sgd", "sgd", "adam", "adam"], "step": [0, 9, 0, 9],
                           "max_ratio": [1.0, 1.1, 1.0, 5.0]})
-    rows = evidence.theorem_evidence({"tasks": ["hopper"], "first_step_relative_difference": 3e-7, "clip_eps": 0.2},
+    rows = theorem_evidence({"tasks": ["hopper"], "first_step_relative_difference": 3e-7, "clip_eps": 0.2},
                                      trace)
     assert _values(rows, "theorem_first_step") == {"batch": 3e-7}
     assert _values(rows, "theorem_max_ratio_excess") == {"sgd": pytest.approx(-0.1), "adam": pytest.approx(3.8)}

@@ -18,7 +18,11 @@ from compare import assert_frames_close
 from pg_diag import ConfigError, networks, preset, sweep
 from pg_diag.cli import main
 from pg_diag.experiments import diagnostic_targets, study_dir, targets, training
-from pg_diag.experiments.studies import gradients, presets, theorem, trust_region, value
+from pg_diag.experiments.studies.gradients import targets as gradients
+from pg_diag.experiments.studies.presets import targets as presets
+from pg_diag.experiments.studies.theorem import targets as theorem
+from pg_diag.experiments.studies.trust_region import targets as trust_region
+from pg_diag.experiments.studies.value import targets as value
 from pg_diag.experiments.scales import Scale
 from pg_diag.objectives import normalize_advantages, probability_ratio
 from pg_diag.run import CompileCounter

@@ -149,7 +149,7 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
 def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_random_norm(study, tmp_path):
     """The two targets' summaries carry the pairs each point used, L̂ and ‖Δ‖ / random_norm (worked out here
     from the tables), and both figures draw from the study's tables alone."""
-    from pg_diag.experiments.studies import landscape as lf
+    from pg_diag.experiments.studies.landscape import targets as lf
 
     p = study.planes.iloc[0]
     c = lf.summary(True, {"lqr": study})
@@ -172,7 +172,7 @@ def test_a_figure_too_tall_is_one_file_per_task_and_algorithm(study, tmp_path, m
     """Rows of panels within MAX_ROWS: one file; more: one file per task, and per algorithm (label) where a task
     alone has more. The study has one row (one TRPO agent at one iteration): MAX_ROWS = 1 keeps it whole,
     MAX_ROWS = 0 makes the task alone too tall, so it is cut by label."""
-    from pg_diag.experiments.studies import landscape as lf
+    from pg_diag.experiments.studies.landscape import targets as lf
 
     (label,) = set(lf._subjects(study).label)
     assert len(lf._subjects(study)) == 1
@@ -189,7 +189,7 @@ def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tm
     finite values are 1 and 99; −5e34 lies more than their range (98) below, so the scale is [1, 99] and two
     cells (−5e34 and 100) lie beyond it. Without the outlier the full range stands."""
     from pg_diag.experiments import figures
-    from pg_diag.experiments.studies import landscape as lf
+    from pg_diag.experiments.studies.landscape import targets as lf
 
     values = np.append(np.arange(1.0, 101.0), [-5e34, np.nan])
     assert figures.robust_range(values) == (1.0, 99.0, 2)

@@ -5,7 +5,7 @@ import pytest
 
 from pg_diag.config import ConfigError
 from pg_diag.experiments import targets
-from pg_diag.experiments.studies import solver_compare as sc
+from pg_diag.experiments.studies.solver_compare import targets as sc
 
 
 def test_the_table_sets_the_verdicts_side_by_side():

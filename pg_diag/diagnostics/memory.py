@@ -102,6 +102,5 @@ def require_memory(need: int, what: str, shape: str, advice: str, have: int | No
                               f"{advice}")
 
 
-__all__ = ["PAIR_SCALARS", "WORD", "available_memory", "baseline_bytes", "device_limit", "fmt_bytes",
-           "gradient_bytes", "in_flight", "landscape_bytes", "memory_source", "num_params", "pair_words",
-           "require_memory", "step_bytes", "step_words", "stored_words"]
+__all__ = ["PAIR_SCALARS", "WORD", "available_memory", "device_limit", "fmt_bytes", "in_flight", "memory_source",
+           "num_params", "pair_words", "require_memory", "step_words", "stored_words"]

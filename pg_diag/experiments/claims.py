@@ -3,7 +3,7 @@ coverage is stated and the one-sided p-values the findings' multiplicity control
 
 A claim names one *evidence* series — rows of task, label, agent, value, with the point of training
 (iteration, progress, lr_share) and the sample size (pairs) where they matter, extracted from saved studies by
-[`evidence`][pg_diag.experiments.evidence]. Rows inside the claim's [`Scope`][pg_diag.experiments.paper_claims.Scope] (the figure's tasks, the point of training,
+`evidence`. Rows inside the claim's [`Scope`][pg_diag.experiments.paper_claims.Scope] (the figure's tasks, the point of training,
 the sample sizes) are tested; a task or algorithm measured only outside it gives an *exploratory* row, verdict
 "not measured where the paper made it", never counted. The unit is the **agent**: its rows in scope become one
 value (their mean, or median where the claim says so or one is censored, ±inf). Tests:

@@ -4,6 +4,9 @@ duration of a plan's programs ([`pg_diag.experiments.dry_run`][pg_diag.experimen
 from __future__ import annotations
 
 import math
+from pg_diag.config import task_kind
+from pg_diag.envs import REGISTRY, crossover, recorded_physics
+from pg_diag.run import split, timings
 
 #: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
 #: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
@@ -68,14 +71,12 @@ def where_here(program) -> str | None:
 
     import jax
 
-    from pg_diag.config import task_kind
 
     if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
         return None
     static = program.spec[0].static
     if task_kind(static.task) != "mujoco":
         return None
-    from pg_diag.envs import recorded_physics
 
     physics = static.physics
     if physics == "auto":
@@ -84,7 +85,6 @@ def where_here(program) -> str | None:
                                    static.model)
     if physics in ("mjx", "warp"):
         return "accelerator"
-    from pg_diag.run import split
 
     return "split" if split.resolve(dataclasses.replace(static, physics="native"))[0] == "split" else None
 
@@ -97,7 +97,6 @@ def training_ms(program, step_ms=None) -> float | None:
     environments what 512 cost), while its cost over its physics carries to the physics of another width."""
     if program.stage != "train" or program.spec is None:
         return None
-    from pg_diag.run import timings
 
     rows = timings.recorded(program.spec[0].static)
     if not rows:
@@ -126,7 +125,6 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
 
     import jax
 
-    from pg_diag.envs import REGISTRY, crossover
 
     recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
@@ -176,7 +174,6 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
     with ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
     import os
 
-    from pg_diag.envs import REGISTRY, crossover
 
     rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
 

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import os
 
-from pg_diag.config import ConfigError, study_preset
+from pg_diag.config import Config, ConfigError, study_preset
 from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.experiments import study_dir
 from pg_diag.experiments.training import presets_of, train_study
 from pg_diag.experiments.scales import pick
 from pg_diag.run import store
 from pg_diag.run.distributed import lead_writes
+from pg_diag.diagnostics.subjects import DiagnosticError, plan_subjects
 
 #: the shared runs' directory, beside the studies' output directories
 RUNS = "runs"
@@ -46,7 +47,6 @@ def check_settings(cls, settings: dict) -> None:
 def given_runs(runs, out: str) -> dict:
     """Run directories given by the user, grouped by the task they trained on (figures and tables name it) and
     recorded relative to ``out`` (the study's directory)."""
-    from pg_diag.config import Config
 
     by_task = {}
     for r in runs:
@@ -89,7 +89,6 @@ def wanted_subjects(run_dirs, labels=None, iterations=None) -> dict | None:
     """run directory -> the (agent, iteration) a measurement of the agents with ``labels`` at ``iterations``
     takes from it (None for either: every one); None where the runs cannot give them (the measurement
     itself then says why)."""
-    from pg_diag.diagnostics.subjects import DiagnosticError, plan_subjects
 
     try:
         planned = plan_subjects(list(run_dirs), iterations, None, labels)

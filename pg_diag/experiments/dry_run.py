@@ -20,6 +20,7 @@ from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments.costs import run_seconds
 from pg_diag.experiments.scales import pick
 from pg_diag.experiments.training import preset_groups, presets_of
+from pg_diag.diagnostics.subjects import DiagnosticError, label_of, plan_subjects
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +114,6 @@ def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, sca
     """A diagnostic target's programs on saved ``runs`` (``--run``): its measurement of every agent at every
     checkpoint they keep, task by task, with the settings the measurement would take (the scale's, the
     task's, then ``diag``); the manifests are read, no checkpoint is loaded and nothing is compiled."""
-    from pg_diag.diagnostics.subjects import DiagnosticError, label_of, plan_subjects
 
     sc, m = pick(target.scales, scale), target.measurement
     try:

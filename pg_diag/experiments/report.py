@@ -5,7 +5,7 @@
 
 finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale
 where several are there), redraws their figures from disk, extracts each claim's evidence
-([`evidence`][pg_diag.experiments.evidence]) from the saved tables, tests it where the paper made it ([`claims`][pg_diag.experiments.claims]: agents as units,
+([`evidence_rows`][pg_diag.experiments.evidence_rows]) from the saved tables, tests it where the paper made it ([`claims`][pg_diag.experiments.claims]: agents as units,
 intervals with stated coverage), counts the findings per paper section with Holm's adjustment
 ([`findings`][pg_diag.experiments.findings]), and writes ``report.md`` — a summary first, then per claim the paper's sentence, where
 the paper made it, the rule and its reason, per task and algorithm the estimate, interval, agents, how many
@@ -22,9 +22,10 @@ import numpy as np
 
 from pg_diag.config import ConfigError
 from pg_diag.experiments import claims as claim_specs
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments import evidence_rows as ev
 from pg_diag.experiments import figures, study_dir, targets
 from pg_diag.experiments import findings as findings_mod
+from pg_diag.run.distributed import lead_writes
 
 PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
           "im": ("IM", "Implementation matters: the claims of Engstrom et al. (IM) on these runs",
@@ -265,7 +266,6 @@ def report(from_dir: str, out: str | None = None, scale: str | None = None, pape
     figures.write_csv(found_findings, os.path.join(out, "findings.csv"), index=False)
     path = os.path.join(out, "report.md")
     text = page(results, figs, found, paper, notes, found_findings)
-    from pg_diag.run.distributed import lead_writes
     with lead_writes("report") as lead:
         if lead:
             with open(path, "w") as f:

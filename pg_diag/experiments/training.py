@@ -15,6 +15,9 @@ import os
 from pg_diag.config import ALGORITHM_PRESETS, ConfigError, preset_names, study_preset
 from pg_diag.experiments import study_dir
 from pg_diag.experiments.figures import LABELS
+from pg_diag.run.store import requested_config
+from pg_diag.run import load_run, plan, sweep
+from pg_diag.run.claim import held_run
 
 
 def presets_of(chosen, default) -> tuple:
@@ -64,7 +67,6 @@ def config_key(wanted: dict) -> str:
 
 def _saved_manifest(run_dir: str) -> dict | None:
     """The manifest of a training run directory with its requested configuration (None: none readable)."""
-    from pg_diag.run.store import requested_config
 
     try:
         with open(os.path.join(run_dir, "manifest.json")) as f:
@@ -97,8 +99,6 @@ def _seeds_name(seeds) -> str:
 def _train_into(path: str, wanted: dict, base, grid, seeds, labels, progress, label: str):
     """Train ``seeds`` into the new run directory ``path``. A directory already there is never replaced: an
     interrupted run of the same configuration and seeds is resumed, anything else refused."""
-    from pg_diag.run import sweep
-    from pg_diag.run.claim import held_run
 
     # a directory holding no run files (a run stopped while compiling leaves only its lock) is trained into
     if os.path.lexists(path) and (not os.path.isdir(path) or held_run(path)):
@@ -119,7 +119,6 @@ def train_once(path: str, base, grid, seeds, progress=None, labels=None, label: 
     """The run of ``base`` × ``grid`` × ``seeds`` in ``path``: loaded where ``path`` holds it complete,
     continued where it was interrupted, trained where ``path`` is free; any other run there is refused
     (a study asked twice never trains twice, and never replaces a run)."""
-    from pg_diag.run import load_run, plan
 
     p = plan(base, grid, seeds, labels)
     wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
@@ -142,7 +141,6 @@ def train_study(task: str, seeds, out: str, presets=ALGORITHM_PRESETS, progress=
     ones asked for."""
     import pandas as pd
 
-    from pg_diag.run import load_run, plan
 
     frames, runs = [], []
     for base, points in preset_groups(task, presets, **overrides):

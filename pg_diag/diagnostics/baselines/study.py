@@ -19,7 +19,8 @@ import numpy as np
 from pg_diag.diagnostics import engine, tables
 from pg_diag.diagnostics.baselines import measure as baselines
 from pg_diag.diagnostics.baselines.memory import baseline_bytes
-from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape
+from pg_diag.diagnostics.gradients.study import ObjectiveDiagnostic
+from pg_diag.diagnostics.protocol import Group, Measured, Record, Shape
 
 NAME = "baselines"
 TABLES = ("pairs", "estimates", "fits")
@@ -89,24 +90,16 @@ class BaselineStudy:
         return out.merge(largest.rename("at_largest_n").reset_index(), on=["label", "iteration", "baseline"])
 
 
-class Baselines(Diagnostic[baselines.Resolved]):
-    """The baseline study as the engine runs it (`pg_diag.diagnostics.protocol`)."""
+class Baselines(ObjectiveDiagnostic):
+    """The baseline study as the engine runs it (`pg_diag.diagnostics.protocol`). One program for every
+    subject of the surrogate: its estimates read only the task, the value network's shape and the batch's
+    shape (`resolve` checks the last agrees), so PPO's and TRPO's agents are measured together."""
 
     kind, title, settings = NAME, "baseline-study", baselines.BaselineSettings
     tables, result = TABLES, BaselineStudy
 
     def resolve(self, settings, statics) -> baselines.Resolved:
         return baselines.resolve(settings, statics)
-
-    def group_by(self, settings, static):
-        """One program for every subject: the surrogate's estimates read only the task, the value network's
-        shape and the batch's shape (`resolve` checks the last agrees), so PPO's and TRPO's agents are
-        measured together. An algorithm's own objective is its own program, fed its optimizer state (PPO-KL's
-        β)."""
-        return static.algorithm if settings.objective == "own" else None
-
-    def reads_optimizer(self, settings) -> bool:
-        return settings.objective == "own"
 
     def shape(self, group: Group) -> Shape:
         """Subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)."""

@@ -66,14 +66,8 @@ class GradientStudy:
         return tables.summary(self.curves(measure), self.batch_size)
 
 
-class Gradients(Diagnostic[gradients.Resolved]):
-    """The gradient study as the engine runs it (`pg_diag.diagnostics.protocol`)."""
-
-    kind, title, settings = NAME, "gradient-study", gradients.GradientSettings
-    tables, result = TABLES, GradientStudy
-
-    def resolve(self, settings, statics) -> gradients.Resolved:
-        return gradients.resolve(settings, statics)
+class ObjectiveDiagnostic(Diagnostic):
+    """A study of gradient estimates of either objective (`gradients.OBJECTIVES`: its settings' `objective`)."""
 
     def group_by(self, settings, static):
         """The surrogate's gradient is the same program for every algorithm (optimizer states are not read); an
@@ -82,6 +76,16 @@ class Gradients(Diagnostic[gradients.Resolved]):
 
     def reads_optimizer(self, settings) -> bool:
         return settings.objective == "own"
+
+
+class Gradients(ObjectiveDiagnostic):
+    """The gradient study as the engine runs it (`pg_diag.diagnostics.protocol`)."""
+
+    kind, title, settings = NAME, "gradient-study", gradients.GradientSettings
+    tables, result = TABLES, GradientStudy
+
+    def resolve(self, settings, statics) -> gradients.Resolved:
+        return gradients.resolve(settings, statics)
 
     def shape(self, group: Group) -> Shape:
         """One program: the streams widened on MJX while they fit (`gradients.widen`)."""

@@ -33,7 +33,7 @@ from pg_diag.config import CPU_SCALE
 from pg_diag.diagnostics.landscape import LANDSCAPE
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.landscape import evidence as ev
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Measurement, Target
 
@@ -127,7 +127,7 @@ MAX_ROWS = 4
 
 
 def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
-    """The figure at ``path``, or where it would hold more than [`MAX_ROWS`][pg_diag.experiments.studies.landscape.MAX_ROWS] rows of panels one file per
+    """The figure at ``path``, or where it would hold more than [`MAX_ROWS`][pg_diag.experiments.studies.landscape.targets.MAX_ROWS] rows of panels one file per
     task (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
     rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
     if concentration:

@@ -24,10 +24,11 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE, Config, ConfigError
 from pg_diag.experiments import dry_run, figures, study_dir
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.ablation import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.experiments.target import Target
 from pg_diag.experiments.training import train_once
+from pg_diag.run import load_run
 
 TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
@@ -132,7 +133,6 @@ def agents_at_held_out_best_lr(scores):
 
 def saved_scores(from_dir: str, name: str, tasks) -> dict:
     """{task: (its RunResult, [`agent_scores`][pg_diag.experiments.studies.ablation.agent_scores])} of the ablation study ``name`` saved in ``from_dir``."""
-    from pg_diag.run import load_run
 
     out = {}
     for task in tasks:

@@ -35,7 +35,7 @@ from pg_diag.diagnostics.gradients import GRADIENTS
 from pg_diag.diagnostics.steps import STEPS
 from pg_diag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.gradients import evidence as ev
 from pg_diag.experiments.figures import COLORS
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target

@@ -44,7 +44,7 @@ import numpy as np
 
 from pg_diag.config import CPU_SCALE
 from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.value import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Target

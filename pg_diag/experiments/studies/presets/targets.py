@@ -39,7 +39,7 @@ import numpy as np
 
 from pg_diag.config import ALGORITHM_PRESETS, CPU_SCALE, ConfigError, study_preset
 from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.presets import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
 from pg_diag.experiments.target import Target
@@ -229,7 +229,7 @@ def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> N
 
 
 def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
-    """The sweeps [`run`][pg_diag.experiments.studies.presets.run] starts: per task, one per group of presets ([`training_groups`][pg_diag.experiments.studies.presets.training_groups]) and static
+    """The sweeps [`run`][pg_diag.experiments.studies.presets.targets.run] starts: per task, one per group of presets ([`training_groups`][pg_diag.experiments.studies.presets.training_groups]) and static
     configuration; at the mid scale the shared ones are the programs fig-trust-region plans (the same
     [`Program`][pg_diag.experiments.dry_run.Program], which a plan of several targets costs once)."""
     sc = pick(target.scales, scale)

@@ -24,9 +24,10 @@ import os
 import numpy as np
 
 from pg_diag.config import ConfigError
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.ablation import evidence as ev
 from pg_diag.experiments import figures, study_dir
-from pg_diag.experiments.studies import ablation, presets
+from pg_diag.experiments.studies.ablation import targets as ablation
+from pg_diag.experiments.studies.presets import targets as presets
 from pg_diag.experiments.target import Target
 from pg_diag.stats import OPTIMIZATIONS_OVER_STEP, min_difference_interval, t_interval
 
@@ -82,7 +83,7 @@ def effect_verdict(m, lo, hi) -> str:
 
 def _ablation(from_dir: str) -> dict:
     """{(task, toggle): (effect, low, high)} of one solver's ablation study: the claims' per-seed effects
-    ([`pg_diag.experiments.evidence.ablation_evidence`][pg_diag.experiments.evidence.training.ablation_evidence]) and their Student-t interval over seeds."""
+    (`pg_diag.experiments.studies.ablation.evidence.ablation_evidence`) and their Student-t interval over seeds."""
     record = study_dir.read(from_dir, ablation.STUDY, "solver-compare")
     out = {}
     for task, (_, scores) in ablation.saved_scores(from_dir, "solver-compare", record["tasks"]).items():
@@ -104,8 +105,8 @@ def _table_2(from_dir: str) -> tuple:
 
 
 def compare(effects: dict, scores: dict, agents: dict):
-    """The side-by-side table from ``effects[solver]`` ([`_ablation`][pg_diag.experiments.studies.solver_compare._ablation]), ``scores[solver]`` and
-    ``agents[solver]`` ([`_table_2`][pg_diag.experiments.studies.solver_compare._table_2])."""
+    """The side-by-side table from ``effects[solver]`` ([`_ablation`][pg_diag.experiments.studies.solver_compare.targets._ablation]), ``scores[solver]`` and
+    ``agents[solver]`` ([`_table_2`][pg_diag.experiments.studies.solver_compare.targets._table_2])."""
     import pandas as pd
 
     a, b = SOLVERS

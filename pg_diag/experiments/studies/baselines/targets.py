@@ -26,7 +26,7 @@ from pg_diag.diagnostics import tables as diag_tables
 from pg_diag.diagnostics.baselines import BASELINES
 from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.baselines import evidence as ev
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
 

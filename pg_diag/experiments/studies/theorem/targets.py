@@ -15,9 +15,9 @@ What the theorem and the gradient formula that follows it predict:
   past 1 + ε: the clipped objective has many optima outside the trust region,
   and which one is reached depends on the optimizer, not on the objective.
 
-[`run`][pg_diag.experiments.studies.theorem.run] writes the traces (``fig-theorem.csv``) and what the figure needs
+[`run`][pg_diag.experiments.studies.theorem.targets.run] writes the traces (``fig-theorem.csv``) and what the figure needs
 besides them (``study.json``: first-step check, ceiling, ε, batch size);
-[`draw`][pg_diag.experiments.studies.theorem.draw] makes the figure and ``summary.csv`` from those two files alone.
+[`draw`][pg_diag.experiments.studies.theorem.targets.draw] makes the figure and ``summary.csv`` from those two files alone.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pg_diag.config import ConfigError, preset
 from pg_diag.diagnostics.memory import WORD, pair_words
 from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments import dry_run, figures, study_dir
-from pg_diag.experiments import evidence as ev
+from pg_diag.experiments.studies.theorem import evidence as ev
 from pg_diag.experiments.scales import Scale, pick
 from pg_diag.experiments.target import Target
 from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate

@@ -1,4 +1,15 @@
-"""The claims' evidence rows and where each was made: the helpers every extractor shares."""
+"""The claims' evidence rows — one per measurement: evidence, task, label, agent, value, and where it was made
+(iteration, progress, lr_share, pairs) — and what every study's evidence extractor shares.
+
+Each study's extractor (`pg_diag.experiments.studies.<study>.evidence`) is a pure function of the tables the
+study saves, tested on constructed tables with answers worked out by hand (tests/test_evidence.py). `agent`
+names the independent unit: the trained agent ([`claims`][pg_diag.experiments.claims] makes one value of an
+agent's rows), or for the ablation the seed. Every checkpoint is kept, the initial policy's too: which ones a
+claim reads is its scope ([`paper_claims.Scope`][pg_diag.experiments.paper_claims.Scope]), decided in
+[`claims`][pg_diag.experiments.claims] from `iteration`, `progress` (iteration over the run's iterations) and
+`lr_share` (the annealed learning rate's share of its start there; 1 without annealing); `pairs` is the sample
+size a row rests on where a claim's scope names one.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +18,12 @@ import functools
 import numpy as np
 
 from pg_diag.diagnostics import tables as diag_tables
+from pg_diag.config import Config
+from pg_diag.run.store import read_manifest
+
+
+#: the columns of every evidence row
+COLUMNS = ["evidence", "task", "label", "agent", "value", "iteration", "progress", "lr_share", "pairs"]
 
 
 def rows_of(evidence: str, task: str, frame, value: str, agent: str = "agent", pairs=None) -> list:
@@ -32,8 +49,6 @@ def with_unit(frame):
 @functools.lru_cache(maxsize=512)
 def _schedule(run: str) -> dict:
     """{agent: (iterations of its run, whether its learning rate anneals)} from a run directory's manifest."""
-    from pg_diag.config import Config
-    from pg_diag.run.store import read_manifest
 
     manifest = read_manifest(run)
     base = Config.from_dict(manifest["base_config"])
