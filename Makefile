@@ -6,11 +6,11 @@ PY     := $(VENV)/bin/python
 SCALE  ?= smoke
 OUT    ?= results
 # FROM=DIR: redraw a figure/table from the study saved in DIR (a previous output directory) without training,
-# e.g. make fig-ablation FROM=results/fig-ablation-smoke
+# e.g. make fig-ablation FROM=results/ablation-smoke
 FROM   ?=
 # ARGS="...": more options for the target's pg-diag command (see `pg-diag TARGET --help`), e.g.
 # make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"; with FROM, the redraw's own
-# (make table-2 FROM=results/table-2-paper ARGS="--statistic max")
+# (make table-2 FROM=results/algorithms-paper ARGS="--statistic max")
 ARGS   ?=
 
 # The figure and table targets, each with its study's directory and options: written from the one table of

@@ -101,7 +101,7 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
                                   check_dtype=False)  # float32 scores, written in their shortest form
     assert os.path.getsize(tmp_path / "redraw" / "fig-ablation.png") > 10_000
     # the ablation's directory is refused by the other targets, before anything is compiled
-    with pytest.raises(ConfigError, match="'fig-ablation' study"):
+    with pytest.raises(ConfigError, match="'ablation' study"):
         targets.get("fig-trust-region").redraw(str(tmp_path))
 
 

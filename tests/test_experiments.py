@@ -416,7 +416,7 @@ def test_trust_region_lines_for_every_distinct_value():
 def test_theorem_target_saves_what_the_figure_needs_and_redraws_it(tmp_path):
     out = targets.get("fig-theorem").train("smoke", out=str(tmp_path), steps=6, tasks=("point_mass",))
     saved = json.load(open(tmp_path / "study.json"))
-    assert saved["study"] == "fig-theorem" and saved["tasks"] == ["point_mass"] and saved["steps"] == 6
+    assert saved["study"] == "theorem" and saved["tasks"] == ["point_mass"] and saved["steps"] == 6
     assert saved["ceiling"] == out["ceiling"] and saved["clip_eps"] == preset("ppo", "point_mass").clip_eps
     with CompileCounter() as counter:
         again = targets.get("fig-theorem").redraw(str(tmp_path), out=str(tmp_path / "redraw"))

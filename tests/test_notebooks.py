@@ -218,8 +218,8 @@ def test_closer_look_value_curves_are_the_recorded_metrics_and_redraw(executed, 
     from pg_diag.experiments import study_dir
     from pg_diag.run import CompileCounter
 
-    out = executed["closer-look"][1] / "fig-value"
-    _, m = study_dir.load_runs(str(out), "fig-value", "fig-value")
+    out = executed["closer-look"][1] / "value"
+    _, m = study_dir.load_runs(str(out), "value", "fig-value")
     c = pd.read_csv(out / "fig-value-curves.csv")
     assert set(m.algorithm) == {"ppo", "trpo"} and m.agent.nunique() == 2
     for kind in ("gae", "returns", "exact"):
@@ -243,7 +243,7 @@ def test_closer_look_baselines_cover_every_baseline_and_redraw(executed, tmp_pat
     from pg_diag.cli import main
     from pg_diag.run import CompileCounter
 
-    out = executed["closer-look"][1] / "fig-baselines"
+    out = executed["closer-look"][1] / "baselines"
     s = pd.read_csv(out / "fig-baselines-summary.csv")
     assert set(s.label) == {"ppo", "trpo"} and set(s.task) == {"lqr"} and set(s.iteration) == {0, 5}
     assert set(s.baseline) == {"value", "fitted", "zero", "exact"}

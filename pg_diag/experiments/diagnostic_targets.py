@@ -117,7 +117,7 @@ def recorded(out: str, study: str, scale: str) -> dict:
     if os.path.exists(path):
         with open(path) as f:
             old = json.load(f)
-        if old.get("study") == study and old.get("scale") == scale:
+        if study_dir.study_of(old) == study and old.get("scale") == scale:
             return old
     return {}
 

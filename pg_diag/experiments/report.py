@@ -61,8 +61,8 @@ def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict
                 record = json.load(f)
         except (OSError, ValueError):
             continue
-        if record.get("study") in names and (wanted is None or record.get("scale") in wanted):
-            found.setdefault(record["study"], []).append((d, record.get("scale")))
+        if study_dir.study_of(record) in names and (wanted is None or record.get("scale") in wanted):
+            found.setdefault(study_dir.study_of(record), []).append((d, record.get("scale")))
     if not found:
         names = [t.name for t in targets.of_paper(paper)]
         raise ConfigError(f"report --from {root!r}: no study of {PAPERS[paper][0]} there"

@@ -22,6 +22,18 @@ from pg_diag.run.store import write_json
 STUDY_FILE = "study.json"
 FORMAT = "pg_diag.study/1"
 
+#: the names studies were saved under before each was named after its study rather than its first target: a
+#: saved study under one of them reads as the study it is now
+FORMER_NAMES = {"fig-ablation": "ablation", "fig-baselines": "baselines", "fig-theorem": "theorem",
+                "fig-trust-region": "trust-region", "fig-value": "value"}
+
+
+def study_of(record) -> str | None:
+    """The study a study record holds (a former name read as today's)."""
+    found = record.get("study") if isinstance(record, dict) else None
+    return FORMER_NAMES.get(found, found)
+
+
 #: a clip ε at or above this disables clipping (PPO-NoClip uses 1e32): no 1 + ε line for it
 NO_CLIP = 1e30
 
@@ -48,7 +60,7 @@ def prepare(out: str, study: str, target: str) -> None:
                           f"with; give a directory of its own")
     try:
         with open(os.path.join(out, STUDY_FILE)) as f:
-            found = json.load(f).get("study")
+            found = study_of(json.load(f))
     except (OSError, ValueError, AttributeError):
         found = None
     if found not in (None, study):
@@ -105,7 +117,7 @@ def read(from_dir: str, study: str, target: str) -> dict:
             record = json.load(f)
     except (OSError, ValueError) as err:
         raise ConfigError(f"{where}: cannot read {path}: {err}") from None
-    found = record.get("study") if isinstance(record, dict) else None
+    found = study_of(record)
     if found != study:
         raise ConfigError(f"{where}: the directory holds the {found!r} study ("
                           f"{record.get('scale')} scale, tasks {', '.join(record.get('tasks', []))}); "

@@ -183,7 +183,7 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
     return figures.save(fig, path, title, dpi=110)
 
 
-STUDY = "fig-ablation"
+STUDY = "ablation"
 
 
 def _configured(task: str, sc: Scale, overrides: dict) -> Config:
@@ -196,7 +196,7 @@ def _configured(task: str, sc: Scale, overrides: dict) -> Config:
     return base_config(task, sc).replace(**overrides)
 
 
-def run(target, scale: str = "smoke", out: str = "results/fig-ablation", tasks: tuple | None = None,
+def run(target, scale: str = "smoke", out: str = "results/ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
     """Train the ablation (one compiled sweep per task), record the study and [`draw`][pg_diag.experiments.studies.ablation.draw] it.
 

@@ -30,7 +30,7 @@ from pg_diag.experiments.studies.baselines import evidence as ev
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pg_diag.experiments.target import Measurement, Target
 
-STUDY = "fig-baselines"
+STUDY = "baselines"
 ALGORITHMS = ("ppo", "trpo")
 COLORS = {"value": "tab:blue", "fitted": "tab:green", "zero": "tab:red", "zero_raw": "tab:orange", "exact": "k"}
 NAMES = {"value": "agent's value net V_t", "fitted": "fitted value net (\"true\" V)", "zero": "no baseline (returns)",

@@ -118,7 +118,7 @@ def first_step_check(params, batch, knobs, eps):
 COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio", "mean_kl", "fraction_outside")
 
 
-STUDY = "fig-theorem"
+STUDY = "theorem"
 
 
 def run(target, scale="smoke", out=None, tasks=None, seeds=None, progress=None, steps=None, seed=0):

@@ -148,7 +148,7 @@ def evidence(target, from_dir: str, notes: list) -> list:
 
 
 TARGETS = (
-    Target("fig-trust-region", "fig-trust-region", "training", "CL Fig 9 / IM Figs 2-4",
+    Target("fig-trust-region", "trust-region", "training", "CL Fig 9 / IM Figs 2-4",
            "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=diagnostic_targets.run_training,
            draw=draw, plan=dry_run.training_plan, evidence=evidence, papers=("cl", "im"), provides=("tr_",),
            presets=ALGORITHMS, options=("algorithm",)),

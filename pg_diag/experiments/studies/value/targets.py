@@ -50,7 +50,7 @@ from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
 from pg_diag.experiments.target import Target
 from pg_diag.stats import t_interval
 
-STUDY = "fig-value"
+STUDY = "value"
 ALGORITHMS = ("ppo", "trpo")
 #: (metric suffix, panel title); each panel draws the training and the held-out batch
 ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
