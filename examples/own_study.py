@@ -22,7 +22,7 @@ from pg_diag.diagnostics.gradients import GRADIENTS, GradientSettings
 from pg_diag.diagnostics.gradients import measure as gradients
 from pg_diag.experiments import diagnostic_targets, dry_run, figures, targets
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
-from pg_diag.experiments.target import Measurement, Target
+from pg_diag.experiments.targets import Measurement, Target
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pg_diag.cli import main
 from pg_diag.config import preset
 from pg_diag.experiments import dry_run, study_dir, targets
 from pg_diag.experiments.scales import Scale, pick
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.targets import Target
 
 # Six agents' step cosines, all below the 0.5 of CL's "steps-vary" claim: the median agent's exact interval at 6
 # agents is [min, max] = [0.05, 0.3] (coverage 1 − 2/64 ≈ 0.97), wholly below 0.5, so the claim holds.

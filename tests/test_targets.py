@@ -145,7 +145,7 @@ def test_registering_a_target_is_checked():
     own = targets.get("fig-value")
     with pytest.raises(ConfigError, match="a target named 'fig-value' exists"):
         targets.register(own)
-    with pytest.raises(ConfigError, match="expected a pg_diag.experiments.target.Target, got dict"):
+    with pytest.raises(ConfigError, match="expected a pg_diag.experiments.target_types.Target, got dict"):
         targets.register({"name": "x"})
     with pytest.raises(ConfigError, match="'fig-value' is one of pg_diag's own targets"):
         targets.unregister("fig-value")

@@ -170,7 +170,7 @@ def cmd_train(args):
 
 def cmd_sweep(args):
     from pg_diag.run import sweep
-    from pg_diag.run.plan import plan
+    from pg_diag.run.planning import plan
     cfg = _config_from_args(args)
     grid = parse_grid(args.grid)
     plan(cfg, grid, args.seeds)     # the grid and seeds checked before a directory is named

@@ -43,7 +43,7 @@ def check_types(settings) -> None:
     field, the value and what is allowed, before anything is loaded or compiled."""
     import numbers
 
-    from pg_diag.run.plan import SEED_LIMIT
+    from pg_diag.run.planning import SEED_LIMIT
 
     kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
              (int, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "an integer"),

@@ -1,6 +1,6 @@
 """Every figure and table target in one table, collected from the study modules that declare them.
 
-Each module of `pg_diag.experiments.studies` ends with its `TARGETS`: [`Target`][pg_diag.experiments.target.Target]
+Each module of `pg_diag.experiments.studies` ends with its `TARGETS`: [`Target`][pg_diag.experiments.target_types.Target]
 records carrying their run, draw, plan and evidence functions and their scales; `STUDY_MODULES` lists the
 modules, in the order their targets are shown. The ``pg-diag`` sub-commands, the
 Makefile's targets (``targets.mk``, written from this table by ``python -m pg_diag.experiments.targets``; a test
@@ -19,7 +19,7 @@ import sys
 from pg_diag.config import ConfigError
 from pg_diag.experiments.studies import (ablation, baselines, gradients, landscape, presets, solver_compare, theorem,
                                          trust_region, value)
-from pg_diag.experiments.target import KINDS, Measurement, Target
+from pg_diag.experiments.target_types import KINDS, Measurement, Target
 
 
 #: the study modules, in the order their targets are listed (make help, the CLI, the README's table)
@@ -29,10 +29,10 @@ TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
 
 
 def register(target: Target) -> Target:
-    """Add a target of one's own (a [`Target`][pg_diag.experiments.target.Target] with its functions) to the table: the CLI, dry runs and
+    """Add a target of one's own (a [`Target`][pg_diag.experiments.target_types.Target] with its functions) to the table: the CLI, dry runs and
     reports built after this call include it. Refused where the name is taken."""
     if not isinstance(target, Target):
-        raise ConfigError(f"register: expected a pg_diag.experiments.target.Target, got {type(target).__name__}")
+        raise ConfigError(f"register: expected a pg_diag.experiments.target_types.Target, got {type(target).__name__}")
     if target.name in TARGETS:
         raise ConfigError(f"register: a target named {target.name!r} exists; choose another name")
     TARGETS[target.name] = target

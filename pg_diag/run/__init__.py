@@ -1,6 +1,6 @@
 """Sweeps and run directories.
 
-* [`plan`][pg_diag.run.plan] — a base config × a knob grid × seeds -> the validated agents;
+* [`planning`][pg_diag.run.planning] — `plan`: a base config × a knob grid × seeds -> the validated agents;
 * [`execute`][pg_diag.run.execute] — one compiled program over the agents, run in chunks, resumable;
 * [`programs`][pg_diag.run.programs] — the compiled programs themselves (initialization, a chunk of iterations);
 * [`store`][pg_diag.run.store] — the run directory: manifest, metrics; loading them back;
@@ -15,7 +15,7 @@
 
 from pg_diag.run.execute import AGENT_BATCHING, rerun, resume, sweep, train
 from pg_diag.run.interrupts import Interrupted
-from pg_diag.run.plan import Plan, plan
+from pg_diag.run.planning import Plan, plan
 from pg_diag.run.programs import clear_compiled
 from pg_diag.run.progress import CompileCounter
 from pg_diag.run.checkpoints import load_checkpoint, load_policy

@@ -41,7 +41,7 @@ from pg_diag.config import Config, ConfigError
 from pg_diag.run import distributed, provenance, split, store
 from pg_diag.run.claim import claim
 from pg_diag.run.loop import run_loop
-from pg_diag.run.plan import Plan, plan
+from pg_diag.run.planning import Plan, plan
 from pg_diag.run.progress import default_chunk
 from pg_diag.trainer import METRICS
 

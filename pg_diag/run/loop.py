@@ -20,7 +20,7 @@ from pg_diag.config import stack_knobs
 from pg_diag.run import checkpoints, programs, split, store, timings
 from pg_diag.run.distributed import sync
 from pg_diag.run.interrupts import sigterm_interrupts, wait, writing
-from pg_diag.run.plan import Plan
+from pg_diag.run.planning import Plan
 from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pg_diag.run.programs import init_program
 from pg_diag.run.shard import gather, pad_and_shard, replicated

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pg_diag.config import Config, ConfigError
-from pg_diag.run.plan import Plan
+from pg_diag.run.planning import Plan
 from pg_diag.trainer import METRICS
 
 MANIFEST = "manifest.json"
@@ -124,8 +124,8 @@ def requested_config(manifest: dict) -> dict:
 
 
 def plan_from_manifest(manifest: dict) -> Plan:
-    """The [`Plan`][pg_diag.run.plan.Plan] a run directory was made from."""
-    from pg_diag.run.plan import plan
+    """The [`Plan`][pg_diag.run.planning.Plan] a run directory was made from."""
+    from pg_diag.run.planning import plan
 
     base = Config.from_dict(manifest["base_config"])
     return plan(base, manifest["grid_points"] or None, manifest["seeds"], manifest.get("labels") or None)

@@ -26,7 +26,7 @@ from pg_diag.config import CPU_SCALE, Config, ConfigError
 from pg_diag.experiments import dry_run, figures, study_dir
 from pg_diag.experiments.studies.ablation import evidence as ev
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 from pg_diag.experiments.training import train_once
 from pg_diag.run import load_run
 

@@ -28,7 +28,7 @@ from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments.studies.baselines import evidence as ev
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
-from pg_diag.experiments.target import Measurement, Target
+from pg_diag.experiments.target_types import Measurement, Target
 
 STUDY = "baselines"
 ALGORITHMS = ("ppo", "trpo")

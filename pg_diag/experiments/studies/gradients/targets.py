@@ -38,7 +38,7 @@ from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments.studies.gradients import evidence as ev
 from pg_diag.experiments.figures import COLORS
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
-from pg_diag.experiments.target import Measurement, Target
+from pg_diag.experiments.target_types import Measurement, Target
 
 ALGORITHMS = ("ppo", "trpo")
 STUDY = "gradients"

@@ -35,7 +35,7 @@ from pg_diag.diagnostics.sizes import PAPER_SIZES
 from pg_diag.experiments import diagnostic_targets, dry_run, figures
 from pg_diag.experiments.studies.landscape import evidence as ev
 from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale, tasks_training
-from pg_diag.experiments.target import Measurement, Target
+from pg_diag.experiments.target_types import Measurement, Target
 
 STUDY = "landscape"
 ALGORITHMS = ("ppo", "ppo-m", "trpo")

@@ -42,7 +42,7 @@ from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments.studies.presets import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, pick
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 from pg_diag.experiments.training import train_study
 from pg_diag.stats import PUBLISHED, aai, acli, index_interval, t_coverage_on_skewed, t_interval
 

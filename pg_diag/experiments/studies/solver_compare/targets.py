@@ -28,7 +28,7 @@ from pg_diag.experiments.studies.ablation import evidence as ev
 from pg_diag.experiments import figures, study_dir
 from pg_diag.experiments.studies.ablation import targets as ablation
 from pg_diag.experiments.studies.presets import targets as presets
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 from pg_diag.stats import OPTIMIZATIONS_OVER_STEP, min_difference_interval, t_interval
 
 SOLVERS = ("converged", "fast")

@@ -36,7 +36,7 @@ from pg_diag.envs import sizes as task_sizes
 from pg_diag.experiments import dry_run, figures, study_dir
 from pg_diag.experiments.studies.theorem import evidence as ev
 from pg_diag.experiments.scales import Scale, pick
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 from pg_diag.objectives import clipped_surrogate, kl_stats, normalize_advantages, probability_ratio, surrogate
 from pg_diag.trainer import make_train, seed_key
 

@@ -24,7 +24,7 @@ from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments.studies.trust_region import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
 

@@ -47,7 +47,7 @@ from pg_diag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pg_diag.experiments.studies.value import evidence as ev
 from pg_diag.experiments.figures import COLORS, LABELS
 from pg_diag.experiments.scales import MID_TRAINING, Scale, tasks_training
-from pg_diag.experiments.target import Target
+from pg_diag.experiments.target_types import Target
 from pg_diag.stats import t_interval
 
 STUDY = "value"
