@@ -15,6 +15,7 @@ from pg_diag.trainer import METRICS, make_train, seed_key
 
 __version__ = "0.1.0"
 
-__all__ = ["Algorithm", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS", "OPTIMIZATIONS", "Option", "RunResult",
-           "Static", "load_checkpoint", "load_policy", "load_run", "make_train", "plan", "preset", "preset_names",
-           "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]
+__all__ = ["Algorithm", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
+           "OPTIMIZATIONS", "Option", "RunResult", "Static", "load_checkpoint", "load_policy", "load_run",
+           "make_train", "plan", "preset", "preset_names", "WorkingSet", "register_algorithm", "register_task",
+           "rerun", "resume", "seed_key", "sweep", "train"]

@@ -179,7 +179,8 @@ def scale_reward(ret_stat: RunningStat, rew_stat: RunningStat, ret: jax.Array, r
 
 def reward_affine(ret_stat: RunningStat, rew_stat: RunningStat, knobs):
     """(a, b) with scaled reward = a·r + b under frozen statistics (before clipping): the map
-    [`scale_reward`][pg_diag.normalize.scale_reward] applies, so a value of raw rewards converts to the learner's units."""
+    [`scale_reward`][pg_diag.normalize.scale_reward] applies, so a value of raw rewards converts to the learner's
+    units."""
     by_returns = 1.0 / (ret_stat.std + NORM_EPS)
     a_rew = 1.0 / (rew_stat.std + NORM_EPS)
     a = jnp.where(knobs["reward_scaling_uses_rewards"], a_rew, by_returns)

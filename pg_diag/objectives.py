@@ -3,14 +3,17 @@
 * [`probability_ratio`][pg_diag.objectives.probability_ratio] — r = π_θ(a|s) / π_old(a|s) from log-probabilities;
 * [`surrogate`][pg_diag.objectives.surrogate] — CL eq. 15's surrogate reward mean(r·Â) (TRPO's objective);
 * [`clipped_surrogate`][pg_diag.objectives.clipped_surrogate] — PPO's mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)) (CL eq. 13);
-* [`value_loss`][pg_diag.objectives.value_loss] — squared error to V_old + Â, with IM opt. 1 (value clipping); per sample
-  [`value_loss_terms`][pg_diag.objectives.value_loss_terms];
-* [`mean_relative_error`][pg_diag.objectives.mean_relative_error] — the value diagnostics' mean |V − target| / |target| (CL §5.2);
-* [`original_gae_relative_error`][pg_diag.objectives.original_gae_relative_error] — the original code's "GAE MRE": the value loss's per-sample term over
-  |target| (ref §4.1 item 3), the quantity CL Fig 4a's "GAE MRE" reads;
-* [`kl`][pg_diag.objectives.kl] / [`kl_stats`][pg_diag.objectives.kl_stats] — KL(π_old ‖ π_new) per state, and its mean and max;
+* [`value_loss`][pg_diag.objectives.value_loss] — squared error to V_old + Â, with IM opt. 1 (value clipping); per
+  sample [`value_loss_terms`][pg_diag.objectives.value_loss_terms];
+* [`mean_relative_error`][pg_diag.objectives.mean_relative_error] — the value diagnostics' mean |V − target| /
+  |target| (CL §5.2);
+* [`original_gae_relative_error`][pg_diag.objectives.original_gae_relative_error] — the original code's "GAE MRE":
+  the value loss's per-sample term over |target| (ref §4.1 item 3), the quantity CL Fig 4a's "GAE MRE" reads;
+* [`kl`][pg_diag.objectives.kl] / [`kl_stats`][pg_diag.objectives.kl_stats] — KL(π_old ‖ π_new) per state, and its
+  mean and max;
 * [`entropy`][pg_diag.objectives.entropy] — the Gaussian policy's entropy;
-* [`normalize_advantages`][pg_diag.objectives.normalize_advantages] — Â standardized as the original does (per PPO minibatch, per TRPO batch).
+* [`normalize_advantages`][pg_diag.objectives.normalize_advantages] — Â standardized as the original does (per PPO
+  minibatch, per TRPO batch).
 
 Objectives are written as quantities to **maximize** (surrogates) or
 **minimize** (the value loss) and return ``(value, info)`` where there is
@@ -75,7 +78,8 @@ def value_loss_terms(values, old_values, targets, knobs) -> jax.Array:
 
 def value_loss(values, old_values, targets, mask, knobs) -> jax.Array:
     """Value regression to V_old + Â over non-terminal samples (ref §2.4): the mean of
-    [`value_loss_terms`][pg_diag.objectives.value_loss_terms] over the samples ``mask`` keeps (done steps are excluded, as in the original)."""
+    [`value_loss_terms`][pg_diag.objectives.value_loss_terms] over the samples ``mask`` keeps (done steps are
+    excluded, as in the original)."""
     per_sample = value_loss_terms(values, old_values, targets, knobs)
     mask = mask.astype(jnp.float32)
     return jnp.sum(per_sample * mask) / jnp.maximum(jnp.sum(mask), 1.0)
@@ -101,15 +105,15 @@ def mean_relative_error(pred, target, mask) -> jax.Array:
 
 
 def original_gae_relative_error(values, old_values, targets, mask, knobs) -> jax.Array:
-    """The original code's "GAE MRE" (ref §4.1 item 3; [M] ``value_loss_gae(..., re=True)``): the mean over
-    the samples ``mask`` selects (non-terminal ones) of the value loss's per-sample term as configured
-    ([`value_loss_terms`][pg_diag.objectives.value_loss_terms]: the squared error, or with value clipping the max of the clipped and unclipped
-    squared errors) divided by |target|, target = V_old + Â.
+    """The original code's "GAE MRE" (ref §4.1 item 3; [M] ``value_loss_gae(..., re=True)``): the mean over the
+    samples ``mask`` selects (non-terminal ones) of the value loss's per-sample term as configured
+    ([`value_loss_terms`][pg_diag.objectives.value_loss_terms]: the squared error, or with value clipping the max of
+    the clipped and unclipped squared errors) divided by |target|, target = V_old + Â.
 
-    Not a relative error: a squared error over a value, so it has the units of the value and scales with the
-    reward scale (a network off by 10% of targets of size 5 reads 0.05, of size 50 reads 0.5). It is what
-    CL's "GAE MRE" (Fig 4a, "small") measured. Samples with target exactly 0 (where the original divides by
-    zero) are left out, as in [`mean_relative_error`][pg_diag.objectives.mean_relative_error]; NaN when nothing is selected."""
+    Not a relative error: a squared error over a value, so it has the units of the value and scales with the reward
+    scale (a network off by 10% of targets of size 5 reads 0.05, of size 50 reads 0.5). It is what CL's "GAE MRE"
+    (Fig 4a, "small") measured. Samples with target exactly 0 (where the original divides by zero) are left out, as
+    in [`mean_relative_error`][pg_diag.objectives.mean_relative_error]; NaN when nothing is selected."""
     return _mean_over_target(value_loss_terms(values, old_values, targets, knobs), targets, mask)
 
 

@@ -75,7 +75,8 @@ def policy_step(static: Static, params, opt_state, batch: UpdateBatch, lr, knobs
 
 def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs,
            key_value, key_policy) -> tuple[ValueStep, PolicyStep]:
-    """Training's update: [`value_step`][pg_diag.stages.value_step] and [`policy_step`][pg_diag.stages.policy_step], each with its own key.
+    """Training's update: [`value_step`][pg_diag.stages.value_step] and [`policy_step`][pg_diag.stages.policy_step],
+    each with its own key.
 
     An algorithm may fuse the two (PPO with as many value as policy epochs runs
     both in one loop, [`pg_diag.algorithms.ppo.ppo_update`][pg_diag.algorithms.ppo.ppo_update], a little faster
@@ -90,8 +91,8 @@ def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBa
 
 
 def objective_terms(policy, old, batch: UpdateBatch, knobs) -> Terms:
-    """The [`pg_diag.algorithms.Terms`][pg_diag.algorithms.base.Terms] of ``policy`` on ``batch`` collected by ``old``, advantages
-    normalized over the whole batch (what an algorithm's ``objective`` is written in)."""
+    """The [`pg_diag.algorithms.Terms`][pg_diag.algorithms.base.Terms] of ``policy`` on ``batch`` collected by
+    ``old``, advantages normalized over the whole batch (what an algorithm's ``objective`` is written in)."""
     mean, log_std = networks.policy_apply(policy, batch.obs, knobs)
     old_mean, old_log_std = networks.policy_apply(old, batch.obs, knobs)
     return Terms(ratio=probability_ratio(networks.gaussian_log_prob(mean, log_std, batch.action), batch.old_log_prob),
@@ -133,10 +134,11 @@ class ValueTargets:
 
 
 def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | None = None) -> ValueTargets:
-    """The targets of [`value_errors`][pg_diag.stages.value_errors] on a collected batch. ``exact_value`` (raw observation → V,
-    see [`exact_value`][pg_diag.stages.exact_value]) needs the batch collected with ``keep_raw_obs``. ``tail``: the transitions that
-    continue the batch's environments past its end; the complete returns are then those of the segment
-    run on (``full_returns``), ``returns`` staying cut at the batch end (the original's reading)."""
+    """The targets of [`value_errors`][pg_diag.stages.value_errors] on a collected batch. ``exact_value`` (raw
+    observation → V, see [`exact_value`][pg_diag.stages.exact_value]) needs the batch collected with
+    ``keep_raw_obs``. ``tail``: the transitions that continue the batch's environments past its end; the complete
+    returns are then those of the segment run on (``full_returns``), ``returns`` staying cut at the batch end (the
+    original's reading)."""
     tr = data.transitions
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
     returns = discounted_returns(tr.reward, tr.done, knobs["gamma"])
@@ -156,8 +158,9 @@ def value_targets(data: Collected, knobs, exact_value=None, tail: Transitions | 
 
 def exact_value(answers: ExactAnswers, policy, filters: Filters, knobs):
     """Raw state → the exact V^π of ``policy`` behind the frozen ``filters`` from the task's closed forms
-    ([`pg_diag.envs.ExactAnswers`][pg_diag.envs.base.ExactAnswers]), with the learner's γ and in the learner's reward units: the scaled
-    reward a·r + b (before clipping, [`pg_diag.normalize.reward_affine`][pg_diag.normalize.reward_affine])."""
+    ([`pg_diag.envs.ExactAnswers`][pg_diag.envs.base.ExactAnswers]), with the learner's γ and in the learner's
+    reward units: the scaled reward a·r + b (before clipping,
+    [`pg_diag.normalize.reward_affine`][pg_diag.normalize.reward_affine])."""
     a, b = reward_affine(filters.ret, filters.rew, knobs)
     return answers.value(policy, filters.obs, knobs, knobs["gamma"], a, b)
 
@@ -199,9 +202,10 @@ def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
     ``floor_mre_truncated``) say what a perfect value function reads: an error at the floor is the returns'
     noise (or, truncated, the target's cut), not the network's.
 
-    ``gae_original`` is the original code's "GAE MRE" ([`pg_diag.objectives.original_gae_relative_error`][pg_diag.objectives.original_gae_relative_error],
-    ref §4.1 item 3), the value loss as configured over |target|, with V_old = ``t.old_values`` (unclipped when
-    they are not given)."""
+    ``gae_original`` is the original code's "GAE MRE"
+    ([`pg_diag.objectives.original_gae_relative_error`][pg_diag.objectives.original_gae_relative_error], ref §4.1
+    item 3), the value loss as configured over |target|, with V_old = ``t.old_values`` (unclipped when they are not
+    given)."""
     v = networks.value_apply(value_params, t.obs, knobs)
     full = t.returns if t.full_returns is None else t.full_returns
     sel = t.mask & t.complete
@@ -254,12 +258,12 @@ def heldout_batch(env: Env, policy, value, filters: Filters, knobs, key, num_env
     environments and normalizer statistics are not touched. ``exact`` (the
     task's closed forms, where it has them) adds the exact V^π to its value targets.
 
-    The value targets' returns are complete for every state: after the batch its environments run on for
-    ``tail`` more steps (default: the task's episode length, at most [`HELDOUT_TAIL`][pg_diag.stages.HELDOUT_TAIL]) with the batch's
-    statistics frozen, so each state's episode ends inside the segment and its discounted return is the
-    whole of it. Keeping only the states whose episode happens to end inside the batch instead would select
-    on the outcome (short episodes, early termination). The batch itself — the trust-region metrics' states,
-    actions and statistics — is the same as without the tail."""
+    The value targets' returns are complete for every state: after the batch its environments run on for ``tail``
+    more steps (default: the task's episode length, at most [`HELDOUT_TAIL`][pg_diag.stages.HELDOUT_TAIL]) with the
+    batch's statistics frozen, so each state's episode ends inside the segment and its discounted return is the
+    whole of it. Keeping only the states whose episode happens to end inside the batch instead would select on the
+    outcome (short episodes, early termination). The batch itself — the trust-region metrics' states, actions and
+    statistics — is the same as without the tail."""
     k_reset, k_roll = jax.random.split(key)
     carry, filters = reset_envs(env, k_reset, num_envs, filters, knobs)
     data = collect_batch(env, policy, value, carry, filters, knobs, k_roll, num_steps,

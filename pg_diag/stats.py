@@ -3,34 +3,40 @@
 Every interval here names its unit of independence, and its coverage at the unit counts the package uses is
 checked by simulation in ``tests/test_stats.py``:
 
-* [`median_interval`][pg_diag.stats.median_interval] — the median unit and its distribution-free interval from order statistics (the
-  sign test inverted): for continuous data its coverage is ``1 − 2·P(Bin(n, ½) ≤ k − 1)`` exactly, whatever
-  the distribution; the claims' verdicts over agents use it.
-* [`sign_test_p`][pg_diag.stats.sign_test_p], [`band_p`][pg_diag.stats.band_p] — unit: the agent; exact one-sided sign-test p-values (and their TOST
-  for "inside a band") that invert [`median_interval`][pg_diag.stats.median_interval]: the interval of coverage c lies above t ⇔ p ≤ (1 − c)/2.
-* [`median_difference_interval`][pg_diag.stats.median_difference_interval] — unit: the agent, two independent groups; median(A) − median(B) with an
-  order-statistic interval guaranteed ≥ 1 − (1 − cov_A) − (1 − cov_B) for any distributions (failed agents
-  at ±inf included): ≥ 0.95 from 7 v 7 agents; 0.875 at 5 v 5, 0.9375 at 6 v 6 (the bound it reports);
-  simulated 0.977–1.000 on lognormal, exponential, t₂, Pareto and failed-seed agents at 5–16 per group.
-  [`median_difference_p`][pg_diag.stats.median_difference_p] is its one-sided p-value (the same nested ranks: consistent with the interval).
+* [`median_interval`][pg_diag.stats.median_interval] — the median unit and its distribution-free interval from order
+  statistics (the sign test inverted): for continuous data its coverage is ``1 − 2·P(Bin(n, ½) ≤ k − 1)`` exactly,
+  whatever the distribution; the claims' verdicts over agents use it.
+* [`sign_test_p`][pg_diag.stats.sign_test_p], [`band_p`][pg_diag.stats.band_p] — unit: the agent; exact one-sided
+  sign-test p-values (and their TOST for "inside a band") that invert
+  [`median_interval`][pg_diag.stats.median_interval]: the interval of coverage c lies above t ⇔ p ≤ (1 − c)/2.
+* [`median_difference_interval`][pg_diag.stats.median_difference_interval] — unit: the agent, two independent
+  groups; median(A) − median(B) with an order-statistic interval guaranteed ≥ 1 − (1 − cov_A) − (1 − cov_B) for any
+  distributions (failed agents at ±inf included): ≥ 0.95 from 7 v 7 agents; 0.875 at 5 v 5, 0.9375 at 6 v 6 (the
+  bound it reports); simulated 0.977–1.000 on lognormal, exponential, t₂, Pareto and failed-seed agents at 5–16 per
+  group. [`median_difference_p`][pg_diag.stats.median_difference_p] is its one-sided p-value (the same nested ranks:
+  consistent with the interval).
 * [`holm`][pg_diag.stats.holm] — Holm's step-down adjusted p-values over a report's claims (family-wise error ≤ α, any
   dependence).
-* [`t_interval`][pg_diag.stats.t_interval] — a mean and its Student-t interval (exact for normal units); the curves over agents and
-  over the K independent estimates of one subject use it. On skewed agents it runs short: lognormal (σ = 1)
-  0.82 at 5 agents, 0.83 at 8, 0.86 at 16, 0.91 at 80 — [`t_coverage_on_skewed`][pg_diag.stats.t_coverage_on_skewed] simulates the figure for
-  a table to state beside its intervals.
-* [`welch_interval`][pg_diag.stats.welch_interval] — a difference of two independent groups' means (Welch–Satterthwaite). Not
-  distribution-free: 0.85–0.90 at 5 v 5 and 0.87–0.92 at 8 v 8 on lognormal, exponential and failed-seed
-  agents; compare groups of agents with [`median_difference_interval`][pg_diag.stats.median_difference_interval] instead.
-* [`pairwise_interval`][pg_diag.stats.pairwise_interval] — the mean pairwise cosine of K estimates: a U-statistic whose K(K−1)/2 pairs share
-  estimates, so its unit is the estimate; jackknife over the K estimates, Student-t with K − 1 d.f.
-* [`min_difference_interval`][pg_diag.stats.min_difference_interval] — the smallest of several differences of group means, from Welch
-  intervals simultaneous by Bonferroni (IM's claim that the optimizations matter more than the step).
+* [`t_interval`][pg_diag.stats.t_interval] — a mean and its Student-t interval (exact for normal units); the curves
+  over agents and over the K independent estimates of one subject use it. On skewed agents it runs short: lognormal
+  (σ = 1) 0.82 at 5 agents, 0.83 at 8, 0.86 at 16, 0.91 at 80 —
+  [`t_coverage_on_skewed`][pg_diag.stats.t_coverage_on_skewed] simulates the figure for a table to state beside its
+  intervals.
+* [`welch_interval`][pg_diag.stats.welch_interval] — a difference of two independent groups' means
+  (Welch–Satterthwaite). Not distribution-free: 0.85–0.90 at 5 v 5 and 0.87–0.92 at 8 v 8 on lognormal, exponential
+  and failed-seed agents; compare groups of agents with
+  [`median_difference_interval`][pg_diag.stats.median_difference_interval] instead.
+* [`pairwise_interval`][pg_diag.stats.pairwise_interval] — the mean pairwise cosine of K estimates: a U-statistic
+  whose K(K−1)/2 pairs share estimates, so its unit is the estimate; jackknife over the K estimates, Student-t with
+  K − 1 d.f.
+* [`min_difference_interval`][pg_diag.stats.min_difference_interval] — the smallest of several differences of group
+  means, from Welch intervals simultaneous by Bonferroni (IM's claim that the optimizations matter more than the
+  step).
 
-IM Table 2 and 3 report, per algorithm and task, the mean agent reward with a 95% confidence interval (the
-paper's from a 1000-sample percentile bootstrap over agents, ref §4.2 item 10; here [`t_interval`][pg_diag.stats.t_interval]: the
-percentile bootstrap covered 0.87 at the smoke scale's 8 agents even for normal units) and two summary
-metrics (IM §5), each with [`index_interval`][pg_diag.stats.index_interval]:
+IM Table 2 and 3 report, per algorithm and task, the mean agent reward with a 95% confidence interval (the paper's
+from a 1000-sample percentile bootstrap over agents, ref §4.2 item 10; here
+[`t_interval`][pg_diag.stats.t_interval]: the percentile bootstrap covered 0.87 at the smoke scale's 8 agents even
+for normal units) and two summary metrics (IM §5), each with [`index_interval`][pg_diag.stats.index_interval]:
 
 * AAI (average algorithmic improvement) = max(|PPO − TRPO+|, |PPO-M − TRPO|),
   the largest effect of switching the step with the optimizations held fixed;

@@ -54,7 +54,8 @@ METRICS = {
     "mean_kl": "mean over training states of KL(π_before ‖ π_after) across the update",
     "max_kl": "max over training states of the same KL",
     "max_ratio": "max over the training batch of π_after(a|s)/π_rollout(a|s)",
-    "heldout_mean_kl": "mean KL across the update on a held-out batch from the pre-update policy (NaN when not measured)",
+    "heldout_mean_kl": "mean KL across the update on a held-out batch from the pre-update policy (NaN when not "
+                       "measured)",
     "heldout_max_kl": "max KL across the update on the held-out batch",
     "heldout_max_ratio": "max probability ratio across the update on the held-out batch",
     "value_mre_gae": "mean relative error |V − (V_old + Â)|/|V_old + Â| of the updated value network on the "
@@ -246,9 +247,9 @@ def heldout_due(static: Static, iteration) -> jax.Array:
 def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_tr, heldout_now,
              train_v: stages.ValueErrors, held_v, policy: stages.PolicyStep, value: stages.ValueStep, lr_pi, lr_v,
              diverged, frozen) -> dict:
-    """The per-iteration [`METRICS`][pg_diag.trainer.METRICS] of one agent, as scalars of fixed dtypes. ``frozen``: the agent had
-    diverged before this iteration's rollout, whose actions were then held at zero: its episodes' returns
-    and lengths are not its policy's, so they are NaN."""
+    """The per-iteration [`METRICS`][pg_diag.trainer.METRICS] of one agent, as scalars of fixed dtypes. ``frozen``:
+    the agent had diverged before this iteration's rollout, whose actions were then held at zero: its episodes'
+    returns and lengths are not its policy's, so they are NaN."""
     nan = jnp.float32(jnp.nan)
     episodes = episodes.replace(**{f: jnp.where(frozen, nan, getattr(episodes, f))
                                    for f in ("mean_return", "mean_return_reference", "mean_length")})

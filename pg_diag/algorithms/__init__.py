@@ -1,4 +1,5 @@
-"""The policy-update algorithms, one module each behind one protocol ([`base`][pg_diag.algorithms.base]), and their registry.
+"""The policy-update algorithms, one module each behind one protocol ([`base`][pg_diag.algorithms.base]), and their
+registry.
 
 Built in: ``ppo`` and ``trpo`` (the papers'), ``ppo-kl`` (PPO's adaptive KL
 penalty), ``npg`` (the natural policy gradient) and ``vpg`` (vanilla policy

@@ -131,9 +131,9 @@ class Algorithm:
 
 
 def register_algorithm(algorithm: Algorithm) -> Algorithm:
-    """Add ``algorithm`` to the registry under its name; returns it. Its own knobs and static settings are
-    declared as [`pg_diag.config.Option`][pg_diag.config.knobs.Option] records; their names must not be shared settings, and a name
-    that several algorithms declare must be of the same kind (knob or static) and type in each."""
+    """Add ``algorithm`` to the registry under its name; returns it. Its own knobs and static settings are declared
+    as [`pg_diag.config.Option`][pg_diag.config.knobs.Option] records; their names must not be shared settings, and
+    a name that several algorithms declare must be of the same kind (knob or static) and type in each."""
     if not isinstance(algorithm, Algorithm):
         raise AlgorithmError(f"register_algorithm takes an Algorithm, got {type(algorithm).__name__}")
     name = algorithm.name

@@ -67,8 +67,9 @@ def value_minibatch(batch: UpdateBatch, lr, knobs):
 
 
 def value_update(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: int, num_minibatches: int):
-    """``num_epochs`` × ``num_minibatches`` Adam steps on [`pg_diag.objectives.value_loss`][pg_diag.objectives.value_loss].
-    Returns params, optimizer state and the losses [epochs, minibatches]."""
+    """``num_epochs`` × ``num_minibatches`` Adam steps on
+    [`pg_diag.objectives.value_loss`][pg_diag.objectives.value_loss]. Returns params, optimizer state and the losses
+    [epochs, minibatches]."""
     (params, opt_state), losses = epochs(value_minibatch(batch, lr, knobs), (params, opt_state), key,
                                          batch.obs.shape[0], num_epochs, num_minibatches)
     return params, opt_state, losses

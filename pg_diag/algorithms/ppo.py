@@ -64,8 +64,9 @@ def policy_minibatch(batch: UpdateBatch, lr, knobs):
 
 
 def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: int, num_minibatches: int):
-    """PPO's policy step (ref §2.5): ``num_epochs`` passes of [`policy_minibatch`][pg_diag.algorithms.ppo.policy_minibatch].
-    Returns the new parameters, optimizer state and a [`PPOInfo`][pg_diag.algorithms.ppo.PPOInfo] [epochs, minibatches]."""
+    """PPO's policy step (ref §2.5): ``num_epochs`` passes of
+    [`policy_minibatch`][pg_diag.algorithms.ppo.policy_minibatch]. Returns the new parameters, optimizer state and a
+    [`PPOInfo`][pg_diag.algorithms.ppo.PPOInfo] [epochs, minibatches]."""
     (params, opt_state), info = epochs(policy_minibatch(batch, lr, knobs), (params, opt_state), key,
                                        batch.obs.shape[0], num_epochs, num_minibatches)
     return params, opt_state, info
@@ -73,9 +74,9 @@ def ppo_step(params, opt_state, batch: UpdateBatch, lr, knobs, key, num_epochs: 
 
 def ppo_update(policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_policy, lr_value, knobs, key_value,
                key_policy, num_epochs: int, num_minibatches: int):
-    """The value update and [`ppo_step`][pg_diag.algorithms.ppo.ppo_step] with equal epoch counts, run in one
-    loop ([`lockstep_epochs`][pg_diag.algorithms.epochs.lockstep_epochs]); each result equals the separate call's with the
-    same key. Returns ``((value, value_opt, losses), (policy, policy_opt, PPOInfo))``."""
+    """The value update and [`ppo_step`][pg_diag.algorithms.ppo.ppo_step] with equal epoch counts, run in one loop
+    ([`lockstep_epochs`][pg_diag.algorithms.epochs.lockstep_epochs]); each result equals the separate call's with
+    the same key. Returns ``((value, value_opt, losses), (policy, policy_opt, PPOInfo))``."""
     ((value, value_opt), (policy, policy_opt)), (losses, info) = lockstep_epochs(
         (value_minibatch(batch, lr_value, knobs), policy_minibatch(batch, lr_policy, knobs)),
         ((value, value_opt), (policy, policy_opt)), (key_value, key_policy), batch.obs.shape[0], num_epochs,
@@ -84,7 +85,8 @@ def ppo_update(policy, policy_opt, value, value_opt, batch: UpdateBatch, lr_poli
 
 
 def as_step(params, opt_state, info: PPOInfo) -> PolicyStep:
-    """The [`PolicyStep`][pg_diag.algorithms.base.PolicyStep] of PPO's epochs: the last epoch's mean loss and clip fraction, the mean norm."""
+    """The [`PolicyStep`][pg_diag.algorithms.base.PolicyStep] of PPO's epochs: the last epoch's mean loss and clip
+    fraction, the mean norm."""
     return PolicyStep(params=params, opt_state=opt_state,
                       info=StepInfo(policy_loss=jnp.mean(info.loss[-1]), clip_fraction=jnp.mean(info.clip_fraction[-1]),
                                     grad_norm=jnp.mean(info.grad_norm), step_scale=jnp.float32(jnp.nan)))

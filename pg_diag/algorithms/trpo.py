@@ -12,13 +12,11 @@
    the whole batch is ≤ δ, and actual / expected improvement > accept_ratio
    (expected = scale·g·Δ). If none is acceptable the policy is unchanged.
 
-Steps 1–4 are [`natural_step`][pg_diag.algorithms.trpo.natural_step] (the natural policy gradient, [`npg`][pg_diag.algorithms.npg],
-takes it as it is). The value network is trained as in PPO
+Steps 1–4 are [`natural_step`][pg_diag.algorithms.trpo.natural_step] (the natural policy gradient,
+[`npg`][pg_diag.algorithms.npg], takes it as it is). The value network is trained as in PPO
 ([`pg_diag.algorithms.epochs.value_update`][pg_diag.algorithms.epochs.value_update]). The step is returned, never
-applied: the caller keeps it or not.
-The entropy coefficient and gradient clipping do not act here: the original
-TRPO step has no entropy term, and rescaling g leaves the natural-gradient
-step unchanged (ref §8 B2).
+applied: the caller keeps it or not. The entropy coefficient and gradient clipping do not act here: the original
+TRPO step has no entropy term, and rescaling g leaves the natural-gradient step unchanged (ref §8 B2).
 """
 
 from __future__ import annotations
@@ -87,9 +85,9 @@ class NaturalStep:
 
 
 def natural_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, fisher_size: int, objective=None):
-    """Steps 1–4 above: g, the CG solve s ≈ (F + λI)⁻¹g on a random Fisher subset of ``fisher_size``
-    states drawn with ``key``, and the full step Δ = √(2δ / sᵀ(F + λI)s)·s. ``objective`` is the flat
-    surrogate θ ↦ L(θ) (built by [`surrogate_objective`][pg_diag.algorithms.trpo.surrogate_objective] when not given)."""
+    """Steps 1–4 above: g, the CG solve s ≈ (F + λI)⁻¹g on a random Fisher subset of ``fisher_size`` states drawn
+    with ``key``, and the full step Δ = √(2δ / sᵀ(F + λI)s)·s. ``objective`` is the flat surrogate θ ↦ L(θ) (built
+    by [`surrogate_objective`][pg_diag.algorithms.trpo.surrogate_objective] when not given)."""
     flat, _ = ravel_pytree(params)
     objective = objective or surrogate_objective(params, batch, knobs)
     loss0, g = jax.value_and_grad(objective)(flat)
@@ -116,7 +114,8 @@ def surrogate_objective(params, batch: UpdateBatch, knobs):
 
 def trpo_step(params, batch: UpdateBatch, knobs, key, *, cg_iterations: int, line_search_steps: int,
               fisher_size: int):
-    """One TRPO policy update on ``batch``. Returns the new parameters and a [`TRPOInfo`][pg_diag.algorithms.trpo.TRPOInfo]."""
+    """One TRPO policy update on ``batch``. Returns the new parameters and a
+    [`TRPOInfo`][pg_diag.algorithms.trpo.TRPOInfo]."""
     _, unravel = ravel_pytree(params)
     objective = surrogate_objective(params, batch, knobs)
     old_mean, old_log_std = jax.lax.stop_gradient(networks.policy_apply(params, batch.obs, knobs))

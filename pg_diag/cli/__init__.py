@@ -8,7 +8,8 @@
     pg-diag resume runs/sweep
     pg-diag rerun runs/sweep --out runs/again
     pg-diag plot runs/sweep --metric value_loss | pg-diag export runs/sweep   # TensorBoard
-    pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem [--scale smoke|paper]
+    pg-diag fig-ablation | fig-trust-region | fig-value | fig-rewards | table-2 | table-3 | fig-theorem
+            [--scale smoke|paper]
     pg-diag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
     pg-diag report --from results [--paper cl|im] [--scale smoke] [--out DIR]   # a paper's claims on saved studies
@@ -20,8 +21,8 @@ import argparse
 import os
 import sys
 
-from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot, cmd_presets,
-                              cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
+                              cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pg_diag.cli.studies import add_studies
 from pg_diag.config import ConfigError
 
@@ -77,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rerun", help="run a recorded run again from scratch (same configuration, grid and seeds)")
     p.add_argument("run", help="the run directory whose manifest to reproduce")
-    p.add_argument("--out", default=None, help="the new run directory to write (default a new runs/DATE-TIME-rerun-RUN)")
+    p.add_argument("--out", default=None,
+                   help="the new run directory to write (default a new runs/DATE-TIME-rerun-RUN)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     add_distributed(p)
@@ -183,8 +185,8 @@ def main(argv=None) -> int:
 
 
 def entry() -> None:
-    """The ``pg-diag`` command: [`main`][pg_diag.cli.main]'s exit code. An interrupted command leaves at once, once its run
-    directory is written and its message printed: the interpreter's teardown with one of XLA's compilations
+    """The ``pg-diag`` command: [`main`][pg_diag.cli.main]'s exit code. An interrupted command leaves at once, once
+    its run directory is written and its message printed: the interpreter's teardown with one of XLA's compilations
     cut short could end the process with a segmentation fault instead of exit code 130."""
     code = main()
     if code == 130:

@@ -91,7 +91,8 @@ def cmd_tasks(args):
         for model in entry.models:
             from pg_diag.envs.mujoco_models import mujoco_task
             obs, act = sizes(name, model)
-            print(f"{'':12s} {'':7s} model={model}: {obs}-d obs, {act}-d action. {mujoco_task(name, model).description}")
+            about = mujoco_task(name, model).description
+            print(f"{'':12s} {'':7s} model={model}: {obs}-d obs, {act}-d action. {about}")
 
 
 def cmd_algorithms(args):
@@ -228,4 +229,5 @@ def cmd_export(args):
         paths = tensorboard.export(args.run, args.logdir)
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
-    print(f"wrote {len(paths)} event files under {os.path.dirname(os.path.dirname(paths[0])) if paths else args.logdir}")
+    where = os.path.dirname(os.path.dirname(paths[0])) if paths else args.logdir
+    print(f"wrote {len(paths)} event files under {where}")

@@ -1,5 +1,6 @@
-"""The ``pg-diag`` commands of the paper figures and tables: train a study (``--scale``) or measure given
-runs (``--run``), or redraw saved results (``--from``); each one a thin call into [`pg_diag.experiments`][pg_diag.experiments]."""
+"""The ``pg-diag`` commands of the paper figures and tables: train a study (``--scale``) or measure given runs
+(``--run``), or redraw saved results (``--from``); each one a thin call into
+[`pg_diag.experiments`][pg_diag.experiments]."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def _check_run_args(args) -> None:
 
 
 def cmd_dry_run(args, kind):
-    """``--dry-run``: the target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run]), printed; nothing compiled."""
+    """``--dry-run``: the target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run]), printed;
+    nothing compiled."""
     from pg_diag.diagnostics.memory import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import dry_run, targets
@@ -212,7 +214,8 @@ def _add_target(sub, t) -> None:
 
 
 def add_studies(sub) -> None:
-    """Every figure and table target ([`pg_diag.experiments.targets.TARGETS`][pg_diag.experiments.targets.TARGETS]) as a subcommand of ``sub``."""
+    """Every figure and table target ([`pg_diag.experiments.targets.TARGETS`][pg_diag.experiments.targets.TARGETS])
+    as a subcommand of ``sub``."""
     from pg_diag.experiments import targets
     for t in targets.TARGETS.values():
         _add_target(sub, t)

@@ -48,7 +48,8 @@ class Knobs:
     obs_normalization: bool = setting(
         True, "IM opt. 6: running mean/std observation normalization (ref §2.2).")
     obs_clipping: bool = setting(
-        True, "IM opt. 7: clip the normalized observation to ±obs_clip; acts only with obs_normalization on (ref §2.2).")
+        True, "IM opt. 7: clip the normalized observation to ±obs_clip; acts only with obs_normalization on "
+              "(ref §2.2).")
     tanh_activations: bool = setting(
         True, "IM opt. 8: tanh hidden activations; off = ReLU.")
     grad_clipping: bool = setting(

@@ -197,10 +197,10 @@ def preset(algorithm: str, task: str, /, **overrides) -> Config:
 
 
 def study_preset(algorithm: str, task: str, /, **overrides) -> Config:
-    """[`preset`][pg_diag.config.presets.preset] for one of several presets that a study trains with one set of ``overrides``: a knob
-    that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the presets of those
-    algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's runs as they
-    are. [`preset`][pg_diag.config.presets.preset] itself refuses such a knob for another algorithm."""
+    """[`preset`][pg_diag.config.presets.preset] for one of several presets that a study trains with one set of
+    ``overrides``: a knob that registered algorithms declare as their own (clip_eps, kl_bound, ...) goes to the
+    presets of those algorithms only, so fig-trust-region's ``--set clip_eps=0.3`` sets PPO's ε and leaves TRPO's
+    runs as they are. [`preset`][pg_diag.config.presets.preset] itself refuses such a knob for another algorithm."""
     values, _ = PRESETS.get((str(algorithm).lower(), str(task).lower()), ({}, ""))
     algo = values.get("algorithm")
     kept = {k: v for k, v in overrides.items() if not registry.owners(k) or algo in registry.owners(k)}

@@ -1,9 +1,10 @@
 """The registry of algorithms, below the configuration that reads it.
 
-A configuration names its algorithm and may hold the algorithm's own settings, so checking one needs the
-registered algorithms: their names, their declared settings ([`pg_diag.config.Option`][pg_diag.config.knobs.Option] records) and
-which algorithms declare a setting. This module holds the registry and those lookups and imports nothing of
-pg_diag; [`pg_diag.algorithms.register_algorithm`][pg_diag.algorithms.base.register_algorithm] checks an algorithm and adds it here.
+A configuration names its algorithm and may hold the algorithm's own settings, so checking one needs the registered
+algorithms: their names, their declared settings ([`pg_diag.config.Option`][pg_diag.config.knobs.Option] records)
+and which algorithms declare a setting. This module holds the registry and those lookups and imports nothing of
+pg_diag; [`pg_diag.algorithms.register_algorithm`][pg_diag.algorithms.base.register_algorithm] checks an algorithm
+and adds it here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ _REGISTRY: dict = {}
 
 
 def add(algorithm) -> None:
-    """Store a checked algorithm under its name ([`pg_diag.algorithms.register_algorithm`][pg_diag.algorithms.base.register_algorithm] checks it)."""
+    """Store a checked algorithm under its name
+    ([`pg_diag.algorithms.register_algorithm`][pg_diag.algorithms.base.register_algorithm] checks it)."""
     _REGISTRY[algorithm.name] = algorithm
 
 

@@ -10,10 +10,9 @@ A run is described by one [`Config`][pg_diag.config.schema.Config]. Its fields f
   γ, λ and the entropy coefficient are knobs, so a sweep over any of them is
   one compiled program (vmapped over agents).
 
-``Config.replace(**changes)`` routes each name to its half and validates the
-result; every error names the bad value and what is allowed, and is raised
-before anything is compiled. The halves live in [`static`][pg_diag.config.static] and [`knobs`][pg_diag.config.knobs]; this module joins
-them and checks what involves both.
+``Config.replace(**changes)`` routes each name to its half and validates the result; every error names the bad value
+and what is allowed, and is raised before anything is compiled. The halves live in [`static`][pg_diag.config.static]
+and [`knobs`][pg_diag.config.knobs]; this module joins them and checks what involves both.
 """
 
 from __future__ import annotations
@@ -119,9 +118,9 @@ class Config:
 
     @staticmethod
     def from_dict(d: Mapping) -> "Config":
-        """The inverse of [`to_dict`][pg_diag.config.schema.Config.to_dict]. Also reads the earlier flat record (every algorithm's settings in
-        "static" and "knobs"): there, settings the run's algorithm does not declare are dropped, since it never
-        read them."""
+        """The inverse of [`to_dict`][pg_diag.config.schema.Config.to_dict]. Also reads the earlier flat record
+        (every algorithm's settings in "static" and "knobs"): there, settings the run's algorithm does not declare
+        are dropped, since it never read them."""
         algo_name = d["static"].get("algorithm", Static.algorithm)
         nested = d.get(algo_name) or {}
         values = {**d["static"], **d["knobs"], **nested.get("static", {}), **nested.get("knobs", {})}
@@ -217,6 +216,6 @@ def validate(cfg: Config) -> None:
             f"normalization needs at least 2 (batch {s.batch_size}, num_minibatches {s.num_minibatches})")
 
 
-__all__ = ["BOOL_KNOBS", "KNOB_FIELDS", "KNOB_NAMES", "OPTIMIZATIONS", "STATIC_FIELDS", "STATIC_NAMES",
-           "Config", "ConfigError", "Knobs", "Option", "Static", "check_knob", "check_static", "stack_knobs", "task_kind",
+__all__ = ["BOOL_KNOBS", "KNOB_FIELDS", "KNOB_NAMES", "OPTIMIZATIONS", "STATIC_FIELDS", "STATIC_NAMES", "Config",
+           "ConfigError", "Knobs", "Option", "Static", "check_knob", "check_static", "stack_knobs", "task_kind",
            "validate"]

@@ -61,7 +61,8 @@ class Static:
                                     "ref §2.7), 'ppo-kl', 'npg', 'vpg' or one registered by the user.",
                                     Choices(registry.names, noun="algorithm", intro="registered algorithms"))
     num_envs: int = setting(1, "Parallel environments per agent (the original used 1).", _POSITIVE_INT)
-    steps_per_env: int = setting(2048, "Steps collected per environment per iteration; batch = num_envs × steps_per_env.",
+    steps_per_env: int = setting(2048, "Steps collected per environment per iteration; batch = num_envs × "
+                                       "steps_per_env.",
                                  _POSITIVE_INT)
     num_iterations: int = setting(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).", _POSITIVE_INT)
     value_epochs: int = setting(10, "Passes over the batch in the value update.", _POSITIVE_INT)
@@ -85,7 +86,8 @@ class Static:
 
     # the running algorithm's own static settings (declared in its module: PPO's ppo_epochs, TRPO's
     # cg_iterations, ...) as sorted (name, value) pairs; a Config keeps them complete
-    own: tuple = dataclasses.field(default=(), metadata={"doc": "The algorithm's own static settings, (name, value) pairs."})
+    own: tuple = dataclasses.field(default=(), metadata={"doc": "The algorithm's own static settings, (name, value) "
+                                                                "pairs."})
 
     def __getattr__(self, item):
         # only reached when normal lookup fails: an own setting by name, else the algorithm's declared default

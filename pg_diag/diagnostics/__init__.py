@@ -1,16 +1,15 @@
 """Diagnostics of the policy-gradient primitives on checkpointed runs (ref §4.2).
 
-* [`gradient_study`][pg_diag.diagnostics.gradients.study.gradient_study] — fig-grad-variance and fig-grad-true: K gradient
-  estimates at every N of a nested grid, their pairwise cosines and their
-  cosine to a large-sample (and, on the linear-quadratic task, the exact)
-  gradient;
+* [`gradient_study`][pg_diag.diagnostics.gradients.study.gradient_study] — fig-grad-variance and fig-grad-true: K
+  gradient estimates at every N of a nested grid, their pairwise cosines and their cosine to a large-sample (and, on
+  the linear-quadratic task, the exact) gradient;
 * [`step_study`][pg_diag.diagnostics.steps.study.step_study] — fig-step-variance: M steps of the algorithm itself from
   independent batches at one policy, their pairwise cosines and KLs;
-* [`baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study] — fig-baselines: gradient concentration with the agent's
-  value network, a value network fit to Monte-Carlo returns, no baseline and
-  (LQR) the exact V^π, on the same trajectories;
-* [`landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study] — fig-landscape-*: true returns and the algorithm's
-  surrogate on the plane of its step and a random direction;
+* [`baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study] — fig-baselines: gradient concentration
+  with the agent's value network, a value network fit to Monte-Carlo returns, no baseline and (LQR) the exact V^π,
+  on the same trajectories;
+* [`landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study] — fig-landscape-*: true returns and the
+  algorithm's surrogate on the plane of its step and a random direction;
 
 A study is a [`Diagnostic`][pg_diag.diagnostics.protocol.Diagnostic] (the study protocol: its settings, its
 tables, how it resolves, groups, shapes, compiles and tabulates) planned, run, saved and loaded by one engine
@@ -21,10 +20,13 @@ samples the frozen policy (`sampling`), streams its sums so memory does not grow
 tidy tables in the measured run's `diagnostics/` directory (`tables`).
 """
 
-from pg_diag.diagnostics.baselines import BASELINES, BaselineSettings, BaselineStudy, baseline_study, load_baseline_study
+from pg_diag.diagnostics.baselines import (BASELINES, BaselineSettings, BaselineStudy, baseline_study,
+                                           load_baseline_study)
 from pg_diag.diagnostics.engine import load, run
-from pg_diag.diagnostics.gradients import GRADIENTS, GradientSettings, GradientStudy, gradient_study, load_gradient_study
-from pg_diag.diagnostics.landscape import LANDSCAPE, LandscapeSettings, LandscapeStudy, landscape_study, load_landscape_study
+from pg_diag.diagnostics.gradients import (GRADIENTS, GradientSettings, GradientStudy, gradient_study,
+                                           load_gradient_study)
+from pg_diag.diagnostics.landscape import (LANDSCAPE, LandscapeSettings, LandscapeStudy, landscape_study,
+                                           load_landscape_study)
 from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes
 from pg_diag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
 from pg_diag.diagnostics.sizes import PAPER_SIZES

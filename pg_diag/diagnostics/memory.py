@@ -1,9 +1,10 @@
 """The memory model of the diagnostic studies: what a program is estimated to need and what the host has.
 
-Every study is refused before it compiles when its estimated peak exceeds [`available_memory`][pg_diag.diagnostics.memory.available_memory], and
-chooses how to batch its subjects (together, "vmap", or in turn, "map") by the same estimate. The estimates
-are sums of a few named terms in 4-byte words (float32 everywhere): the state–action pairs a program holds
-at once, each costing [`pair_words`][pg_diag.diagnostics.memory.pair_words], and the gradient-sized vectors it keeps. ``benchmarks/
+Every study is refused before it compiles when its estimated peak exceeds
+[`available_memory`][pg_diag.diagnostics.memory.available_memory], and chooses how to batch its subjects (together,
+"vmap", or in turn, "map") by the same estimate. The estimates are sums of a few named terms in 4-byte words
+(float32 everywhere): the state–action pairs a program holds at once, each costing
+[`pair_words`][pg_diag.diagnostics.memory.pair_words], and the gradient-sized vectors it keeps. ``benchmarks/
 bench_memory.py`` compares them with XLA's own peak of the compiled programs.
 """
 

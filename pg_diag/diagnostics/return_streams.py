@@ -1,7 +1,8 @@
-"""The landscape's true returns ([`pg_diag.diagnostics.landscape.measure`][pg_diag.diagnostics.landscape.measure] explains the estimate): a policy's mean raw return from a
-number of complete episodes fixed before any is sampled, and L̂, the mean length that converts pairs to
-episodes. ``r`` is the landscape's [`Resolved`][pg_diag.diagnostics.landscape.measure.Resolved] (``envs``,
-``chunk_steps``, ``max_chunks``, ``length_episodes``)."""
+"""The landscape's true returns ([`pg_diag.diagnostics.landscape.measure`][pg_diag.diagnostics.landscape.measure]
+explains the estimate): a policy's mean raw return from a number of complete episodes fixed before any is sampled,
+and L̂, the mean length that converts pairs to episodes. ``r`` is the landscape's
+[`Resolved`][pg_diag.diagnostics.landscape.measure.Resolved] (``envs``, ``chunk_steps``, ``max_chunks``,
+``length_episodes``)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ def episode_counts(sizes, mean_length) -> jax.Array:
 
 
 def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return") -> ReturnSums:
-    """The mean raw return of ``counts[s]`` complete episodes from reset under ``policy`` (filters frozen),
-    for every size s: a [sizes]-stacked [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] (``of="length"``: of their lengths instead).
+    """The mean raw return of ``counts[s]`` complete episodes from reset under ``policy`` (filters frozen), for
+    every size s: a [sizes]-stacked [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] (``of="length"``:
+    of their lengths instead).
 
     ``r.envs`` environments run from reset through episode ends, in chunks of ``r.chunk_steps`` steps;
     environment e owns episodes e, e + envs, e + 2·envs, … of the sample, so size s counts the first
@@ -84,11 +86,12 @@ def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return
 
 def episode_length(env, r, policy, filters, knobs, key) -> ReturnSums:
     """L̂: the mean length of ``r.length_episodes`` complete episodes of ``policy`` (filters frozen), as many
-    environments each run from reset to its own episode's end, a [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] of their lengths
-    (``mean`` = L̂, ``m2`` for its standard error). Their number is fixed before any is sampled and every
-    one starts from its own reset, so the lengths are i.i.d. draws of the episode length and E[L̂] = E[L]
-    (CL §5.3 counts a point's sample in pairs; this converts pairs to episodes without the censoring of
-    the episodes that end inside a fixed-length batch, which keeps the short ones)."""
+    environments each run from reset to its own episode's end, a
+    [`ReturnSums`][pg_diag.diagnostics.return_streams.ReturnSums] of their lengths (``mean`` = L̂, ``m2`` for its
+    standard error). Their number is fixed before any is sampled and every one starts from its own reset, so the
+    lengths are i.i.d. draws of the episode length and E[L̂] = E[L] (CL §5.3 counts a point's sample in pairs; this
+    converts pairs to episodes without the censoring of the episodes that end inside a fixed-length batch, which
+    keeps the short ones)."""
     wide = dataclasses.replace(r, envs=r.length_episodes)     # one episode per environment
     counts = jnp.asarray([r.length_episodes], jnp.int32)
     return jax.tree.map(lambda x: x[0], return_stream(env, wide, policy, filters, knobs, key, counts, of="length"))

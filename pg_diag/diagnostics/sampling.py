@@ -134,8 +134,9 @@ def needs_warmup(filters: Filters) -> jax.Array:
 
 
 def frozen_filters(env: Env, own: Sampling, agent, knobs, key) -> Filters:
-    """The statistics a frozen policy acts with: the checkpoint's, or, when [`needs_warmup`][pg_diag.diagnostics.sampling.needs_warmup], those after
-    one batch of the algorithm's shape ``own`` collected with the statistics updating."""
+    """The statistics a frozen policy acts with: the checkpoint's, or, when
+    [`needs_warmup`][pg_diag.diagnostics.sampling.needs_warmup], those after one batch of the algorithm's shape
+    ``own`` collected with the statistics updating."""
     k_start, k_roll = jax.random.split(jax.random.fold_in(key, WARMUP_KEY))
     if own.start == "checkpoint":
         carry, filters = start_carry(env, own, agent, knobs, k_start), agent.filters
@@ -171,8 +172,9 @@ def start_carry(env: Env, sampling: Sampling, agent, knobs, key) -> EnvCarry:
 
 
 def sample_chunk(env: Env, sampling: Sampling, agent, knobs, carry: EnvCarry, key, exact_value=None, heads=None):
-    """One chunk from ``carry``: returns the carry to continue from and the [`Chunk`][pg_diag.diagnostics.sampling.Chunk].
-    ``exact_value`` (``advantages="exact"`` or ``"gae_exact_value"``): raw state [.., obs] -> V^π.
+    """One chunk from ``carry``: returns the carry to continue from and the
+    [`Chunk`][pg_diag.diagnostics.sampling.Chunk]. ``exact_value`` (``advantages="exact"`` or
+    ``"gae_exact_value"``): raw state [.., obs] -> V^π.
 
     ``heads``: several advantage estimators on the very same pairs, a tuple of (advantages kind, value
     network parameters or None); the chunk's ``advantage`` is then [H, C]. The pairs do not depend on the

@@ -37,8 +37,8 @@ class DiagnosticError(ConfigError):
 
 
 def require(ok: bool, message: str) -> None:
-    """A settings check: raise [`DiagnosticError`][pg_diag.diagnostics.subjects.DiagnosticError] with ``message`` (naming the value and what is
-    allowed) unless ``ok``."""
+    """A settings check: raise [`DiagnosticError`][pg_diag.diagnostics.subjects.DiagnosticError] with ``message``
+    (naming the value and what is allowed) unless ``ok``."""
     if not ok:
         raise DiagnosticError(message)
 
@@ -50,9 +50,10 @@ def check_batching(batching: str, resamples: int) -> None:
 
 
 def over_subjects(subject, batching: str = "vmap"):
-    """A study's jitted program over stacked subjects, ``(states, knobs, keys) -> outputs [S, ...]``:
-    ``subject`` vmapped over them (or, with "map", run in turn), on each device's block of subjects
-    ([`pg_diag.run.shard`][pg_diag.run.shard]: on several devices or processes, each steps its own subjects' physics)."""
+    """A study's jitted program over stacked subjects, ``(states, knobs, keys) -> outputs [S, ...]``: ``subject``
+    vmapped over them (or, with "map", run in turn), on each device's block of subjects
+    ([`pg_diag.run.shard`][pg_diag.run.shard]: on several devices or processes, each steps its own subjects'
+    physics)."""
     if batching == "vmap":
         fn = jax.vmap(subject)
     else:
@@ -62,9 +63,9 @@ def over_subjects(subject, batching: str = "vmap"):
 
 
 def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
-    """Compile ``prog`` ([`over_subjects`][pg_diag.diagnostics.subjects.over_subjects]) for the stacked subjects, run it and fetch its outputs
-    (every subject's, on every process). Returns the outputs and the timing record a study's manifest
-    keeps (compile and run seconds, pairs sampled per second)."""
+    """Compile ``prog`` ([`over_subjects`][pg_diag.diagnostics.subjects.over_subjects]) for the stacked subjects,
+    run it and fetch its outputs (every subject's, on every process). Returns the outputs and the timing record a
+    study's manifest keeps (compile and run seconds, pairs sampled per second)."""
     import time
 
     n = len(subjects)
@@ -82,10 +83,10 @@ def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
 
 
 def subject_keys(seed: int, rows: list) -> jax.Array:
-    """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject
-    measured alone or beside others gets the same estimates, wherever its streams' width is its own (native
-    physics, the pure-JAX tasks, or ``envs`` set; on MJX with ``envs=0`` the width follows the number of
-    subjects measured together: [`pg_diag.diagnostics.gradients.measure.widen`][pg_diag.diagnostics.gradients.measure.widen])."""
+    """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject measured alone
+    or beside others gets the same estimates, wherever its streams' width is its own (native physics, the pure-JAX
+    tasks, or ``envs`` set; on MJX with ``envs=0`` the width follows the number of subjects measured together:
+    [`pg_diag.diagnostics.gradients.measure.widen`][pg_diag.diagnostics.gradients.measure.widen])."""
     base = jax.random.PRNGKey(seed)
     return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
 

@@ -167,9 +167,9 @@ def curve(frame, value: str, by: list, **_):
 
 
 def pairwise_curve(frame, value: str, by: list, **_):
-    """Mean over the pairs (columns ``i`` < ``j``) of ``value`` per group of ``by`` with its 95% interval from
-    the jackknife over the estimates ([`pg_diag.stats.pairwise_interval`][pg_diag.stats.pairwise_interval]: a pairwise mean's unit is the
-    estimate, not the pair), as columns mean, low, high, count (the number of estimates)."""
+    """Mean over the pairs (columns ``i`` < ``j``) of ``value`` per group of ``by`` with its 95% interval from the
+    jackknife over the estimates ([`pg_diag.stats.pairwise_interval`][pg_diag.stats.pairwise_interval]: a pairwise
+    mean's unit is the estimate, not the pair), as columns mean, low, high, count (the number of estimates)."""
     return _per_group(frame, by, lambda part: stats.pairwise_interval(part["i"].to_numpy(), part["j"].to_numpy(),
                                                                       part[value].to_numpy()), value in COSINES)
 

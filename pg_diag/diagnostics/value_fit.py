@@ -1,8 +1,9 @@
 """V*, the baseline study's "true" value function (CL §5.2): its fit data (Monte-Carlo returns of the frozen
-policy's states, each segment run on until its returns are complete), its fit in rounds, and the paired
-t-test on held-out batches that decides whether it predicts the returns better than the agent's network
-([`pg_diag.diagnostics.baselines.measure`][pg_diag.diagnostics.baselines.measure] explains why a squared-error test is the right one). ``r`` and ``settings`` are the
-baseline study's [`Resolved`][pg_diag.diagnostics.baselines.measure.Resolved] and
+policy's states, each segment run on until its returns are complete), its fit in rounds, and the paired t-test on
+held-out batches that decides whether it predicts the returns better than the agent's network
+([`pg_diag.diagnostics.baselines.measure`][pg_diag.diagnostics.baselines.measure] explains why a squared-error test
+is the right one). ``r`` and ``settings`` are the baseline study's
+[`Resolved`][pg_diag.diagnostics.baselines.measure.Resolved] and
 [`BaselineSettings`][pg_diag.diagnostics.baselines.measure.BaselineSettings]."""
 
 from __future__ import annotations
@@ -33,17 +34,18 @@ class FitData:
 
 
 def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
-    """``fit_chunks`` batches of the algorithm's shape, each segment run on for the task's episode length
-    (at most ``r.tail`` steps) so the returns of its states are complete; only the first ``steps`` states
-    of a segment are kept. ``r.fit_lanes`` chains run side by side (each from its own start, continuing from
-    chunk to chunk unless the algorithm resets), so the sequential length is a few segments, not fit_chunks.
-    The last ``r.kept_out`` batches (the t-test's, then the floor's) are held out, each an independent sample of
-    the policy's batches:
-    from reset, any chunk is; otherwise ([`pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart`][pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart]) each is a stream of its own, started
-    as every diagnostic stream is ([`start_carry`][pg_diag.diagnostics.sampling.start_carry]), one segment long.
-    ``exact_value`` (raw state -> V^π, the linear-quadratic task): also the exact value of every kept state.
-    Beside the complete returns, each kept state's return cut at the batch end (the first ``steps`` states of
-    a segment are one batch of the algorithm's shape) and whether it is a done step."""
+    """``fit_chunks`` batches of the algorithm's shape, each segment run on for the task's episode length (at most
+    ``r.tail`` steps) so the returns of its states are complete; only the first ``steps`` states of a segment are
+    kept. ``r.fit_lanes`` chains run side by side (each from its own start, continuing from chunk to chunk unless
+    the algorithm resets), so the sequential length is a few segments, not fit_chunks. The last ``r.kept_out``
+    batches (the t-test's, then the floor's) are held out, each an independent sample of the policy's batches: from
+    reset, any chunk is; otherwise
+    ([`Resolved.heldout_apart`][pg_diag.diagnostics.baselines.measure.Resolved.heldout_apart])
+    each is a stream of its own, started as every diagnostic stream is
+    ([`start_carry`][pg_diag.diagnostics.sampling.start_carry]), one segment long. ``exact_value`` (raw state ->
+    V^π, the linear-quadratic task): also the exact value of every kept state. Beside the complete returns, each
+    kept state's return cut at the batch end (the first ``steps`` states of a segment are one batch of the
+    algorithm's shape) and whether it is a done step."""
     steps, tail = r.own.steps, min(env.max_episode_steps, r.tail)
     lanes = r.fit_lanes
     env_major = lambda x: jnp.swapaxes(x[:steps], 0, 1).reshape((-1,) + x.shape[2:])  # noqa: E731
@@ -260,9 +262,10 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
 
 
 def _floor(data: FitData, start: int, fitted, agent_value, knobs) -> dict:
-    """The floor fields of [`FitReport`][pg_diag.diagnostics.value_fit.FitReport] on the chunks ``data[start:]`` (the floor's, which the stopping
-    rule never read), all states of those chunks pooled: non-terminal states, against the complete returns where
-    they are complete and against the returns cut at the batch end on every one."""
+    """The floor fields of [`FitReport`][pg_diag.diagnostics.value_fit.FitReport] on the chunks ``data[start:]``
+    (the floor's, which the stopping rule never read), all states of those chunks pooled: non-terminal states,
+    against the complete returns where they are complete and against the returns cut at the batch end on every
+    one."""
     nan = jnp.float32(jnp.nan)
     chunks = data.returns.shape[0] - start
     fields = ("fitted_mre", "agent_mre", "fitted_mre_truncated", "agent_mre_truncated", "fitted_mse", "agent_mse",

@@ -1,14 +1,13 @@
 """Tasks: `make(name, physics, threads)` returns an `Env` (pure reset/step); `register_task` adds one to the
 registry (`pg_diag.envs.registry`; the built-in tasks register here, a user's own `Env` the same way).
 
-MuJoCo tasks run on one of three physics backends: ``mjx`` (pure JAX; the
-backend for GPUs and TPUs), ``warp`` (MuJoCo Warp through MJX's Warp implementation, with the
-``warp-lang`` package; for NVIDIA GPUs, runs slowly on CPUs) or ``native`` (MuJoCo's C library, multithreaded,
-called from the compiled program through an XLA FFI handler on a CPU, a host
-callback elsewhere: [`native_ffi`][pg_diag.envs.native_ffi]; the fast backend on CPUs). ``auto`` picks native MuJoCo when JAX's default backend is the CPU
-and MJX otherwise; given the batch a program steps ([`choose_physics`][pg_diag.envs.choose_physics],
-what sweeps use), it picks the backend measured faster for that batch on this
-host ([`pg_diag.envs.crossover`][pg_diag.envs.crossover]). Pure-JAX tasks have no physics backend.
+MuJoCo tasks run on one of three physics backends: ``mjx`` (pure JAX; the backend for GPUs and TPUs), ``warp``
+(MuJoCo Warp through MJX's Warp implementation, with the ``warp-lang`` package; for NVIDIA GPUs, runs slowly on
+CPUs) or ``native`` (MuJoCo's C library, multithreaded, called from the compiled program through an XLA FFI handler
+on a CPU, a host callback elsewhere: [`native_ffi`][pg_diag.envs.native_ffi]; the fast backend on CPUs). ``auto``
+picks native MuJoCo when JAX's default backend is the CPU and MJX otherwise; given the batch a program steps
+([`choose_physics`][pg_diag.envs.choose_physics], what sweeps use), it picks the backend measured faster for that
+batch on this host ([`pg_diag.envs.crossover`][pg_diag.envs.crossover]). Pure-JAX tasks have no physics backend.
 
 The MuJoCo tasks come on two models (``MODELS``): ``brax`` (Brax's MJCF, the
 default) and ``gym`` (Gym-v2's MJCF as the papers trained on, read from the
@@ -60,7 +59,8 @@ register_task("lqr", _pure(lqr.make_lqr), obs_size=2, action_size=1, episode_lim
               description="Linear-quadratic double integrator in pure JAX, 2-d obs, 1-d action, geometric episodes "
                           "(mean 50 steps); J, ∇J and V^π in closed form.")
 PHYSICS = ("auto", "mjx", "native", "warp")
-#: MuJoCo solver settings ([`pg_diag.envs.mujoco_tasks.SOLVERS`][pg_diag.envs.mujoco_tasks.SOLVERS]): the task's converged ones, or Brax's fast ones.
+#: MuJoCo solver settings ([`pg_diag.envs.mujoco_tasks.SOLVERS`][pg_diag.envs.mujoco_tasks.SOLVERS]): the task's
+#: converged ones, or Brax's fast ones.
 SOLVERS = ("converged", "fast")
 
 
@@ -74,10 +74,10 @@ def mjx_missing(task: str, model: str = "brax") -> str:
 
 
 def default_threads() -> int:
-    """The native backend's threads where none are asked for: the host's cores, shared among the CPU devices
-    a program runs on. Each device steps its block of agents at the same time as the others
-    ([`pg_diag.run.host_devices`][pg_diag.run.host_devices]), so one thread each keeps the cores busy without a pool per call
-    contending for them (64 Walker2d agents on 2 cores and 2 devices: 4.3 s against 5.9 s with two threads
+    """The native backend's threads where none are asked for: the host's cores, shared among the CPU devices a
+    program runs on. Each device steps its block of agents at the same time as the others
+    ([`pg_diag.run.host_devices`][pg_diag.run.host_devices]), so one thread each keeps the cores busy without a pool
+    per call contending for them (64 Walker2d agents on 2 cores and 2 devices: 4.3 s against 5.9 s with two threads
     each and 7.7 s on one device). The thread count never changes results."""
     import jax
 
@@ -114,9 +114,10 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
 
 def choose_physics(task: str, physics: str, threads: int, solver: str, batch: int,
                    model: str = "brax") -> tuple[str, int, str]:
-    """[`resolve_physics`][pg_diag.envs.resolve_physics] for a program that steps ``batch`` environments per batched step on each
-    device: ``auto`` takes the backend measured faster at that batch on this host
-    ([`pg_diag.envs.crossover.choose`][pg_diag.envs.crossover.choose]). Returns the backend, its thread count and why."""
+    """[`resolve_physics`][pg_diag.envs.resolve_physics] for a program that steps ``batch`` environments per batched
+    step on each device: ``auto`` takes the backend measured faster at that batch on this host
+    ([`pg_diag.envs.crossover.choose`][pg_diag.envs.crossover.choose]). Returns the backend, its thread count and
+    why."""
     backend, resolved = resolve_physics(task, physics, threads, model)
     if backend == "jax" or physics != "auto":
         return backend, resolved, "pure-JAX task" if backend == "jax" else "asked for"
@@ -131,8 +132,9 @@ def choose_physics(task: str, physics: str, threads: int, solver: str, batch: in
 
 
 def recorded_physics(task: str, physics: str, threads: int, solver: str, batch: int, model: str = "brax") -> str:
-    """The backend [`choose_physics`][pg_diag.envs.choose_physics] would take, from this host's recorded measurements alone (nothing
-    timed, nothing written): ``auto`` where they do not decide is native MuJoCo, as on a CPU. For plans."""
+    """The backend [`choose_physics`][pg_diag.envs.choose_physics] would take, from this host's recorded
+    measurements alone (nothing timed, nothing written): ``auto`` where they do not decide is native MuJoCo, as on a
+    CPU. For plans."""
     backend, _ = resolve_physics(task, physics, threads, model)
     if backend == "jax" or physics != "auto" or mjx_missing(task, model):
         return backend

@@ -57,15 +57,16 @@ class Env:
 class ExactAnswers:
     """What a task can say in closed form about a policy network behind a frozen observation normalizer (the
     linear-quadratic task: [`pg_diag.envs.lqr`][pg_diag.envs.lqr]), declared when the task is registered
-    ([`pg_diag.envs.register_task`][pg_diag.envs.register_task]). Wherever a run's task has them and they hold for its policy, training
-    reports value errors against the exact V^π, the gradient study measures cosines to the exact ∇J (and can use
-    exact advantages), the baseline study adds V^π as a baseline and the landscapes the exact J.
+    ([`pg_diag.envs.register_task`][pg_diag.envs.register_task]). Wherever a run's task has them and they hold for
+    its policy, training reports value errors against the exact V^π, the gradient study measures cosines to the
+    exact ∇J (and can use exact advantages), the baseline study adds V^π as a baseline and the landscapes the exact
+    J.
 
     * ``applies(policy_hidden) -> bool``: whether they hold for a policy of these hidden sizes;
     * ``value(policy, obs_stat, knobs, gamma, scale, offset)`` -> (raw state -> V^π(s)) of the reward
       ``scale·r + offset`` (the learner's scaled reward; ``scale=1, offset=0``: the task's own), discount γ;
-    * ``policy_return(policy, obs_stat, knobs) -> J``: the expected undiscounted return from the start
-      distribution, differentiable in ``policy`` (∇J is its gradient, [`gradient`][pg_diag.envs.base.ExactAnswers.gradient])."""
+    * ``policy_return(policy, obs_stat, knobs) -> J``: the expected undiscounted return from the start distribution,
+      differentiable in ``policy`` (∇J is its gradient, [`gradient`][pg_diag.envs.base.ExactAnswers.gradient])."""
 
     applies: Callable[[tuple], bool]
     value: Callable

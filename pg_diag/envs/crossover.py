@@ -8,10 +8,10 @@ MuJoCo and wide ones on MJX; where they cross depends on the task, the
 solver setting, the accelerator and the host's cores, so it is measured,
 never assumed:
 
-* measurements are rows ``{task, solver, batch, native_ms, mjx_ms[, warp_ms]}`` per host
-  (device kind, cores, thread count, library versions and the native step's build: [`host_key`][pg_diag.envs.crossover.host_key]),
-  kept in ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``).
-  ``benchmarks/bench_crossover.py --record`` fills it over a grid of batches;
+* measurements are rows ``{task, solver, batch, native_ms, mjx_ms[, warp_ms]}`` per host (device kind, cores, thread
+  count, library versions and the native step's build: [`host_key`][pg_diag.envs.crossover.host_key]), kept in
+  ``$PG_DIAG_CACHE/crossover.json`` (default ``~/.cache/pg_diag``). ``benchmarks/bench_crossover.py --record`` fills
+  it over a grid of batches;
 * a batch is decided by a row at that batch or by the two rows around it
   when they agree ([`decide`][pg_diag.envs.crossover.decide]);
 * a batch the rows cannot decide on an accelerator is measured on the spot
@@ -174,7 +174,8 @@ def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
 
 def measure(task: str, solver: str, batch: int, threads: int, steps: int = 16, repeats: int = 2,
             model: str = "brax", backends: tuple | None = None) -> dict:
-    """[`step_ms`][pg_diag.envs.crossover.step_ms] of each backend at ``batch`` (``backends``, default [`backends_here`][pg_diag.envs.crossover.backends_here]): a row for
+    """[`step_ms`][pg_diag.envs.crossover.step_ms] of each backend at ``batch`` (``backends``, default
+    [`backends_here`][pg_diag.envs.crossover.backends_here]): a row for
     [`record`][pg_diag.envs.crossover.record]."""
     row = {"task": task, "solver": solver, "batch": int(batch), "steps": steps}
     if model != "brax":  # rows without a model are Brax's (as recorded before models existed)
@@ -199,7 +200,8 @@ def choose(task: str, solver: str, batch: int, threads: int, model: str = "brax"
 
 
 def recorded_choice(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str] | None:
-    """[`decide`][pg_diag.envs.crossover.decide] from this host's recorded rows (nothing timed): what ``auto`` takes before measuring."""
+    """[`decide`][pg_diag.envs.crossover.decide] from this host's recorded rows (nothing timed): what ``auto`` takes
+    before measuring."""
     return decide(load(host_key(threads)), task, solver, batch, model)
 
 
@@ -215,8 +217,9 @@ def _choose_here(task, solver, batch, threads, model="brax"):
 
 
 def measure_and_record(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str]:
-    """[`measure`][pg_diag.envs.crossover.measure] at ``batch``, recorded for this host: the faster backend and why. Said before it starts:
-    compiling every backend's step takes from seconds to minutes (MJX's RK4 Gym models the longest)."""
+    """[`measure`][pg_diag.envs.crossover.measure] at ``batch``, recorded for this host: the faster backend and why.
+    Said before it starts: compiling every backend's step takes from seconds to minutes (MJX's RK4 Gym models the
+    longest)."""
     print(f"pg_diag: physics=auto times {', '.join(backends_here())} on {task} ({model}'s model, {solver}) at "
           f"{batch:,} environments; recorded for this host in {cache_path()}", flush=True)
     row = measure(task, solver, batch, threads, model=model)

@@ -1,9 +1,9 @@
 """The papers' own tasks: Gym-v2's Hopper, Walker2d and Humanoid on Gym's MJCF models (read from the installed
 Gymnasium package, whose assets are Gym-v2's models up to a coordinate rewrite).
 
-The Brax models the other tasks step ([`mujoco_tasks`][pg_diag.envs.mujoco_tasks]) are different physical systems: Euler instead of
-RK4, other contact dimensions and friction, Humanoid with Newton and 8 iterations instead of PGS and 50. The
-task definitions here are Gym-v2's (``gym/envs/mujoco/{hopper,walker2d,humanoid}.py`` at v2):
+The Brax models the other tasks step ([`mujoco_tasks`][pg_diag.envs.mujoco_tasks]) are different physical systems:
+Euler instead of RK4, other contact dimensions and friction, Humanoid with Newton and 8 iterations instead of PGS
+and 50. The task definitions here are Gym-v2's (``gym/envs/mujoco/{hopper,walker2d,humanoid}.py`` at v2):
 
 * Hopper and Walker2d: observation ``[qpos[1:], clip(qvel, ±10)]``, reward ``Δx/dt + 1 − 1e-3·|a|²`` with the
   alive bonus on every step (terminal ones included), the same healthy ranges, reset noise ±5e-3, 4 frames;

@@ -190,9 +190,10 @@ def optimal_controller(spec: LQRSpec, gamma=1.0, iterations: int = 5000):
 
 
 def exact_answers(spec: LQRSpec | None = None) -> ExactAnswers:
-    """The task's closed forms for a linear policy ([`pg_diag.envs.base.ExactAnswers`][pg_diag.envs.base.ExactAnswers]): V^π of the scaled
-    reward a·r + b is a·V^π + b/(1 − γp), p the probability an episode continues after a step. ``spec``
-    (default: the task's own, built when first used)."""
+    """The task's closed forms for a linear policy
+    ([`pg_diag.envs.base.ExactAnswers`][pg_diag.envs.base.ExactAnswers]): V^π of the scaled reward a·r + b is a·V^π
+    + b/(1 − γp), p the probability an episode continues after a step. ``spec`` (default: the task's own, built when
+    first used)."""
 
     def value(policy, obs_stat, knobs, gamma, scale=1.0, offset=0.0):
         sp = default_spec() if spec is None else spec

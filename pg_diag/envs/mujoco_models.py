@@ -1,4 +1,5 @@
-"""The MuJoCo tasks by model: Brax's MJCF ([`mujoco_tasks`][pg_diag.envs.mujoco_tasks]) or Gym-v2's ([`gym_tasks`][pg_diag.envs.gym_tasks])."""
+"""The MuJoCo tasks by model: Brax's MJCF ([`mujoco_tasks`][pg_diag.envs.mujoco_tasks]) or Gym-v2's
+([`gym_tasks`][pg_diag.envs.gym_tasks])."""
 
 from __future__ import annotations
 

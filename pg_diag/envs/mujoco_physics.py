@@ -1,8 +1,8 @@
-"""The compiled physics backends of the MuJoCo tasks: ``advance(qpos, qvel, ctrl) -> (qpos, qvel)`` after a
-task's ``n_frames`` substeps with MJX or MuJoCo Warp (MJX's Warp implementation), inside the compiled program,
-and the derived fields (kinematics, inertias, actuator forces) of the new state in JAX. Native MuJoCo, which
-steps the batch on the host's cores and reads the derived fields from MuJoCo itself, is [`native_physics`][pg_diag.envs.native_physics];
-the refusals of a backend that cannot run a task are here."""
+"""The compiled physics backends of the MuJoCo tasks: ``advance(qpos, qvel, ctrl) -> (qpos, qvel)`` after a task's
+``n_frames`` substeps with MJX or MuJoCo Warp (MJX's Warp implementation), inside the compiled program, and the
+derived fields (kinematics, inertias, actuator forces) of the new state in JAX. Native MuJoCo, which steps the batch
+on the host's cores and reads the derived fields from MuJoCo itself, is
+[`native_physics`][pg_diag.envs.native_physics]; the refusals of a backend that cannot run a task are here."""
 
 from __future__ import annotations
 
@@ -103,11 +103,12 @@ def warp_advance(task, model):
     whose kernels the compiled program calls on the default device (a GPU's, or the CPU's LLVM-compiled
     kernels: slow, for checking). Zero warm start, as the other backends; float32, as MJX.
 
-    Warp keeps one contact buffer for all the worlds (environments) a step is vmapped over, sized when its
-    data is made (``naconmax``, by default one world's worth): a batch that outgrows it loses contacts, with
-    nothing but a printed warning. So the step counts its worlds: each vmap level around it, however deep
-    (agents × environments, streams × ...), multiplies the worlds its data is made for ([`_world_counting`][pg_diag.envs.mujoco_physics._world_counting]),
-    and the buffers hold a world's default share for every one of them."""
+    Warp keeps one contact buffer for all the worlds (environments) a step is vmapped over, sized when its data is
+    made (``naconmax``, by default one world's worth): a batch that outgrows it loses contacts, with nothing but a
+    printed warning. So the step counts its worlds: each vmap level around it, however deep (agents × environments,
+    streams × ...), multiplies the worlds its data is made for
+    ([`_world_counting`][pg_diag.envs.mujoco_physics._world_counting]), and the buffers hold a world's default share
+    for every one of them."""
     import warp
 
     warp.config.quiet = True  # no banner, no line per kernel loaded (older Warp; newer: the log level)
@@ -186,8 +187,9 @@ def _world_counting(for_worlds):
 
 
 def compiled_advance(task, model, physics: str, derived):
-    """(physics dict, ctrl) -> the next physics dict: ``n_frames`` MJX or MuJoCo Warp steps, the new state's
-    derived fields from ``derived`` ([`make_derived_fields`][pg_diag.envs.mujoco_physics.make_derived_fields]), all inside the compiled program."""
+    """(physics dict, ctrl) -> the next physics dict: ``n_frames`` MJX or MuJoCo Warp steps, the new state's derived
+    fields from ``derived`` ([`make_derived_fields`][pg_diag.envs.mujoco_physics.make_derived_fields]), all inside
+    the compiled program."""
     step = mjx_advance(task, model) if physics == "mjx" else warp_advance(task, model)
 
     def advance(before, ctrl):

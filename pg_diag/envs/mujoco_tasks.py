@@ -1,5 +1,7 @@
 """Hopper, Walker2d and Humanoid: task definitions over MuJoCo state, stepped by MJX or MuJoCo Warp
-([`mujoco_physics`][pg_diag.envs.mujoco_physics]) or native MuJoCo ([`native_physics`][pg_diag.envs.native_physics]), on Brax's models (here) or Gym's ([`gym_tasks`][pg_diag.envs.gym_tasks]).
+([`mujoco_physics`][pg_diag.envs.mujoco_physics]) or native MuJoCo
+([`native_physics`][pg_diag.envs.native_physics]), on Brax's models (here) or Gym's
+([`gym_tasks`][pg_diag.envs.gym_tasks]).
 
 Each task is defined once ([`MujocoTask`][pg_diag.envs.mujoco_tasks.MujocoTask]): its MJCF model (Brax's
 assets), reset distribution, observation, reward and termination, written

@@ -4,11 +4,12 @@ from inside the compiled program, on the stepper's own threads, without Python o
 papers' shape of one environment per agent (``benchmarks/bench_floor.py``); the handler's fixed cost is a few
 microseconds.
 
-The handler is compiled on first use against the installed MuJoCo's headers and library and jaxlib's FFI
-headers, into ``$PG_DIAG_BUILD_DIR`` (default ``~/.cache/pg_diag/native``; one build per MuJoCo, jaxlib and
-source version, shared by every process; ``make setup`` builds it ahead). Where no C++ compiler is found or the build fails, [`library`][pg_diag.envs.native_ffi.library] returns ``None`` with the
-reason in [`unavailable`][pg_diag.envs.native_ffi.unavailable], and the tasks step through the host-callback path (same results, bitwise).
-``PG_DIAG_NATIVE_FFI=0`` asks for the callback path."""
+The handler is compiled on first use against the installed MuJoCo's headers and library and jaxlib's FFI headers,
+into ``$PG_DIAG_BUILD_DIR`` (default ``~/.cache/pg_diag/native``; one build per MuJoCo, jaxlib and source version,
+shared by every process; ``make setup`` builds it ahead). Where no C++ compiler is found or the build fails,
+[`library`][pg_diag.envs.native_ffi.library] returns ``None`` with the reason in
+[`unavailable`][pg_diag.envs.native_ffi.unavailable], and the tasks step through the host-callback path (same
+results, bitwise). ``PG_DIAG_NATIVE_FFI=0`` asks for the callback path."""
 
 from __future__ import annotations
 
@@ -134,10 +135,11 @@ def unavailable() -> str | None:
 
 
 class FfiStepper:
-    """One stepper of ``native_step.cc``: a copy of ``model``, ``threads`` MuJoCo data and threads. ``mode``
-    0 steps from qpos/qvel as MuJoCo's rollout does, ``fields`` (of [`KINEMATIC_FIELDS`][pg_diag.envs.native_ffi.KINEMATIC_FIELDS]) those of the new
-    state (``n_frames=0``: of the given state); mode 1 as Gym does, reading ``fields`` back. The C object lives
-    as long as the process (compiled programs hold its address)."""
+    """One stepper of ``native_step.cc``: a copy of ``model``, ``threads`` MuJoCo data and threads. ``mode`` 0 steps
+    from qpos/qvel as MuJoCo's rollout does, ``fields`` (of
+    [`KINEMATIC_FIELDS`][pg_diag.envs.native_ffi.KINEMATIC_FIELDS]) those of the new state (``n_frames=0``: of the
+    given state); mode 1 as Gym does, reading ``fields`` back. The C object lives as long as the process (compiled
+    programs hold its address)."""
 
     _alive: list = []
 

@@ -1,14 +1,16 @@
-"""Native MuJoCo: a whole batch of environments advanced on the host's cores with one call per batched step,
-from inside the compiled program — the XLA FFI handler on a CPU ([`native_ffi`][pg_diag.envs.native_ffi]), a ``jax.pure_callback``
-where the program runs on an accelerator or the handler is not built. Two ways of stepping an environment:
+"""Native MuJoCo: a whole batch of environments advanced on the host's cores with one call per batched step, from
+inside the compiled program — the XLA FFI handler on a CPU ([`native_ffi`][pg_diag.envs.native_ffi]), a
+``jax.pure_callback`` where the program runs on an accelerator or the handler is not built. Two ways of stepping an
+environment:
 
-* as MuJoCo's ``rollout`` steps a state ([`NativeStepper`][pg_diag.envs.native_physics.NativeStepper], [`native_advance`][pg_diag.envs.native_physics.native_advance]): qpos and qvel set,
-  a zero solver warm start, ``n_frames`` × ``mj_step``; a task's derived kinematics (``subtree_com``,
-  ``cinert``, ``cvel``: Brax's Humanoid) recomputed by MuJoCo from the new state in the same call, on the same
-  threads (in JAX, one core evaluating them for every environment held Humanoid to ~0.6 of MuJoCo's own rollout
-  on 16 cores: benchmarks/bench_floor.py);
-* as Gym steps its tasks ([`NativeFieldStepper`][pg_diag.envs.native_physics.NativeFieldStepper], [`native_field_advance`][pg_diag.envs.native_physics.native_field_advance]): the solver's warm start
-  carried, ``mj_rnePostConstraint`` after the steps, the task's ``host_fields`` read back from MuJoCo's data.
+* as MuJoCo's ``rollout`` steps a state ([`NativeStepper`][pg_diag.envs.native_physics.NativeStepper],
+  [`native_advance`][pg_diag.envs.native_physics.native_advance]): qpos and qvel set, a zero solver warm start,
+  ``n_frames`` × ``mj_step``; a task's derived kinematics (``subtree_com``, ``cinert``, ``cvel``: Brax's Humanoid)
+  recomputed by MuJoCo from the new state in the same call, on the same threads (in JAX, one core evaluating them
+  for every environment held Humanoid to ~0.6 of MuJoCo's own rollout on 16 cores: benchmarks/bench_floor.py);
+* as Gym steps its tasks ([`NativeFieldStepper`][pg_diag.envs.native_physics.NativeFieldStepper],
+  [`native_field_advance`][pg_diag.envs.native_physics.native_field_advance]): the solver's warm start carried,
+  ``mj_rnePostConstraint`` after the steps, the task's ``host_fields`` read back from MuJoCo's data.
 
 Every environment is integrated in float64 on data of its own and rounded to float32 once, so results do not
 depend on the thread count, and the handler and the callback give bitwise the same states and fields
@@ -159,10 +161,11 @@ def _stepping(host, handler, names: tuple, shapes: dict, order=lambda *arrays: a
 
 
 def native_advance(task, model, threads: int, n_frames: int | None = None):
-    """(qpos, qvel, ctrl) -> {qpos, qvel and the task's derived fields} after ``n_frames`` (default: the
-    task's) native MuJoCo steps, one call per batch from inside the compiled program: the kinematics read
-    from MuJoCo in the same call, the actuator forces A·ctrl in JAX (a constant matrix,
-    [`actuator_to_joint_forces`][pg_diag.envs.mujoco_physics.actuator_to_joint_forces]). ``n_frames=0`` gives a state's own fields (a reset)."""
+    """(qpos, qvel, ctrl) -> {qpos, qvel and the task's derived fields} after ``n_frames`` (default: the task's)
+    native MuJoCo steps, one call per batch from inside the compiled program: the kinematics read from MuJoCo in the
+    same call, the actuator forces A·ctrl in JAX (a constant matrix,
+    [`actuator_to_joint_forces`][pg_diag.envs.mujoco_physics.actuator_to_joint_forces]). ``n_frames=0`` gives a
+    state's own fields (a reset)."""
     frames = task.n_frames if n_frames is None else n_frames
     unknown = [f for f in task.derived_fields if f not in KINEMATICS and f != "qfrc_actuator"]
     if unknown:
@@ -187,9 +190,9 @@ def native_advance(task, model, threads: int, n_frames: int | None = None):
 
 class NativeFieldStepper:
     """Advances a batch environment by environment with ``mj_step`` and ``mj_rnePostConstraint``, as Gym and
-    Gymnasium step their tasks, and returns, besides the new state, the task's ``host_fields`` as MuJoCo leaves
-    them in its data ([`gym_tasks`][pg_diag.envs.gym_tasks]). The solver's warm start comes in and goes out with the state. The
-    batch is cut into one contiguous share per thread (MuJoCo releases the GIL while it steps); each
+    Gymnasium step their tasks, and returns, besides the new state, the task's ``host_fields`` as MuJoCo leaves them
+    in its data ([`gym_tasks`][pg_diag.envs.gym_tasks]). The solver's warm start comes in and goes out with the
+    state. The batch is cut into one contiguous share per thread (MuJoCo releases the GIL while it steps); each
     environment's result does not depend on the thread count."""
 
     def __init__(self, model, n_frames: int, fields: tuple, threads: int = 1):

@@ -1,27 +1,30 @@
-"""Each claim ([`paper_claims`][pg_diag.experiments.paper_claims]) tested on measured evidence where the paper made it, with an interval whose
-coverage is stated and the one-sided p-values the findings' multiplicity control reads ([`findings`][pg_diag.experiments.findings]).
+"""Each claim ([`paper_claims`][pg_diag.experiments.paper_claims]) tested on measured evidence where the paper made
+it, with an interval whose coverage is stated and the one-sided p-values the findings' multiplicity control reads
+([`findings`][pg_diag.experiments.findings]).
 
-A claim names one *evidence* series — rows of task, label, agent, value, with the point of training
-(iteration, progress, lr_share) and the sample size (pairs) where they matter, extracted from saved studies by
-`evidence`. Rows inside the claim's [`Scope`][pg_diag.experiments.paper_claims.Scope] (the figure's tasks, the point of training,
-the sample sizes) are tested; a task or algorithm measured only outside it gives an *exploratory* row, verdict
-"not measured where the paper made it", never counted. The unit is the **agent**: its rows in scope become one
-value (their mean, or median where the claim says so or one is censored, ±inf). Tests:
+A claim names one *evidence* series — rows of task, label, agent, value, with the point of training (iteration,
+progress, lr_share) and the sample size (pairs) where they matter, extracted from saved studies by `evidence`. Rows
+inside the claim's [`Scope`][pg_diag.experiments.paper_claims.Scope] (the figure's tasks, the point of training, the
+sample sizes) are tested; a task or algorithm measured only outside it gives an *exploratory* row, verdict "not
+measured where the paper made it", never counted. The unit is the **agent**: its rows in scope become one value
+(their mean, or median where the claim says so or one is censored, ±inf). Tests:
 
 * ``agents`` — the median agent with its distribution-free order-statistic interval
-  ([`pg_diag.stats.median_interval`][pg_diag.stats.median_interval]; at 5 agents [min, max], coverage 0.9375); its p-values are the sign
-  test's ([`pg_diag.stats.sign_test_p`][pg_diag.stats.sign_test_p], [`pg_diag.stats.band_p`][pg_diag.stats.band_p]);
-* ``groups`` — two groups' median agents (two algorithms, or Humanoid against an easier task), their difference
-  with the interval of [`pg_diag.stats.median_difference_interval`][pg_diag.stats.median_difference_interval] (coverage ≥ its guaranteed bound on any
-  populations: skewed, heavy-tailed, failed seeds);
+  ([`pg_diag.stats.median_interval`][pg_diag.stats.median_interval]; at 5 agents [min, max], coverage 0.9375); its
+  p-values are the sign test's ([`pg_diag.stats.sign_test_p`][pg_diag.stats.sign_test_p],
+  [`pg_diag.stats.band_p`][pg_diag.stats.band_p]);
+* ``groups`` — two groups' median agents (two algorithms, or Humanoid against an easier task), their difference with
+  the interval of [`pg_diag.stats.median_difference_interval`][pg_diag.stats.median_difference_interval] (coverage ≥
+  its guaranteed bound on any populations: skewed, heavy-tailed, failed seeds);
 * ``min-difference`` — the smallest of several such differences (all positive ⇔ the smallest is: the p-value
   is the largest of theirs, an intersection–union test);
 * ``exact`` — a deterministic check of a theorem on one batch (a *check*, not a finding).
 
-A per-test verdict: *holds* when the interval lies on the paper's side (its false rate ≤ (1 − coverage)/2),
-*does not hold* when it lies on the other, *inconclusive* otherwise; below [`MIN_AGENTS`][pg_diag.experiments.claims.MIN_AGENTS] agents (per
-group) *too few agents* with *k of n agree*. A band with a noise floor ([`floor`][pg_diag.experiments.paper_claims.Claim.floor])
-holds only where the floor's interval lies below the band. A claim's stronger levels are read where it holds.
+A per-test verdict: *holds* when the interval lies on the paper's side (its false rate ≤ (1 − coverage)/2), *does
+not hold* when it lies on the other, *inconclusive* otherwise; below
+[`MIN_AGENTS`][pg_diag.experiments.claims.MIN_AGENTS] agents (per group) *too few agents* with *k of n agree*. A
+band with a noise floor ([`floor`][pg_diag.experiments.paper_claims.Claim.floor]) holds only where the floor's
+interval lies below the band. A claim's stronger levels are read where it holds.
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ def _col(part, name):
 
 
 def in_window(part, window: str) -> np.ndarray:
-    """Which rows lie in the claim's point of training ([`pg_diag.experiments.paper_claims.WINDOWS`][pg_diag.experiments.paper_claims.WINDOWS]); a row
-    whose checkpoint is not known is only in "whole"."""
+    """Which rows lie in the claim's point of training
+    ([`pg_diag.experiments.paper_claims.WINDOWS`][pg_diag.experiments.paper_claims.WINDOWS]); a row whose checkpoint
+    is not known is only in "whole"."""
     it, progress, share = _col(part, "iteration"), _col(part, "progress"), _col(part, "lr_share")
     if window == "whole":
         return np.ones(len(part), bool)
@@ -319,5 +323,5 @@ def evaluate(evidence, claims=None, paper: str | None = None):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-__all__ = ["CLAIMS", "COLUMNS", "COMPLEXITY", "KINDS", "MIN_AGENTS", "NOT_HERE", "VERDICTS", "agrees", "by_key", "evaluate",
-           "in_window", "per_agent"]
+__all__ = ["CLAIMS", "COLUMNS", "COMPLEXITY", "KINDS", "MIN_AGENTS", "NOT_HERE", "VERDICTS", "agrees", "by_key",
+           "evaluate", "in_window", "per_agent"]

@@ -12,16 +12,16 @@ from pg_diag.run import split, timings
 #: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
 #: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
 OVERHEAD = {"train": 2.5, "optimize": 1.0}
-#: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where
-#: the iteration runs ([`where_here`][pg_diag.experiments.costs.where_here]); added, not multiplied: the update no longer costs what the rollout
-#: does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the accelerator): the
-#: policy's sampling and the filters around the physics, the networks' and batch's transfers and the update
-#: spread over the iteration's steps; an H200 host (16 cores, the collection in per-core blocks) measured 0.04
-#: for 320 one-environment Walker2d agents and 0.07 (PPO) to 0.10 (TRPO) for 5 Hopper agents over the physics
-#: of the same batch (benchmarks/results/accelerator-h200-2026-11-26.md, the second iteration).
-#: ``"accelerator"`` (MJX or Warp physics, the whole iteration on the accelerator): the policy's and the
-#: filters' small kernels each step; fig-ablation's 320 Walker2d agents measured 0.21 over Warp's physics on
-#: an H200 (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
+#: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
+#: iteration runs ([`where_here`][pg_diag.experiments.costs.where_here]); added, not multiplied: the update no
+#: longer costs what the rollout does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the
+#: accelerator): the policy's sampling and the filters around the physics, the networks' and batch's transfers and
+#: the update spread over the iteration's steps; an H200 host (16 cores, the collection in per-core blocks) measured
+#: 0.04 for 320 one-environment Walker2d agents and 0.07 (PPO) to 0.10 (TRPO) for 5 Hopper agents over the physics
+#: of the same batch (benchmarks/results/accelerator-h200-2026-11-26.md, the second iteration). ``"accelerator"``
+#: (MJX or Warp physics, the whole iteration on the accelerator): the policy's and the filters' small kernels each
+#: step; fig-ablation's 320 Walker2d agents measured 0.21 over Warp's physics on an H200
+#: (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
 #: (accelerator-h100-2026-11-25.md), where the CPU's multiple planned 2.2× the measured time
 ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3}
 MEASURE_OVERHEAD = 1.5
@@ -30,12 +30,14 @@ COMPILE_S = 30.0
 
 
 def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
-    """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and
-    measure it once), plus [`COMPILE_S`][pg_diag.experiments.costs.COMPILE_S] each: sequential steps × this host's recorded time per step of
-    training programs like it ([`training_ms`][pg_diag.experiments.costs.training_ms], everything a step costs) where there is one, else ×
-    ``step_ms(task, width, model, solver, physics)`` (the program's physics) × the program kind's overhead (a
-    training program on an accelerator host: physics + [`ACCELERATOR_FIXED_MS`][pg_diag.experiments.costs.ACCELERATOR_FIXED_MS] for where it runs,
-    [`where_here`][pg_diag.experiments.costs.where_here]); ``recorded=False``: from step costs alone. None where a step cost is unknown."""
+    """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and measure it
+    once), plus [`COMPILE_S`][pg_diag.experiments.costs.COMPILE_S] each: sequential steps × this host's recorded
+    time per step of training programs like it ([`training_ms`][pg_diag.experiments.costs.training_ms], everything a
+    step costs) where there is one, else × ``step_ms(task, width, model, solver, physics)`` (the program's physics)
+    × the program kind's overhead (a training program on an accelerator host: physics +
+    [`ACCELERATOR_FIXED_MS`][pg_diag.experiments.costs.ACCELERATOR_FIXED_MS] for where it runs,
+    [`where_here`][pg_diag.experiments.costs.where_here]); ``recorded=False``: from step costs alone. None where a
+    step cost is unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
         seconds = run_seconds(p, step_ms, recorded)
@@ -46,7 +48,8 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
 
 
 def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
-    """One program's estimated seconds without compiling (see [`duration`][pg_diag.experiments.costs.duration]); None where unknown."""
+    """One program's estimated seconds without compiling (see [`duration`][pg_diag.experiments.costs.duration]);
+    None where unknown."""
     ms = training_ms(program, step_ms) if recorded else None
     if ms is None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
@@ -59,13 +62,13 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
 
 
 def where_here(program) -> str | None:
-    """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the
-    collection on the host's CPU, the update on the accelerator: [`pg_diag.run.split.resolve`][pg_diag.run.split.resolve]),
+    """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the collection
+    on the host's CPU, the update on the accelerator: [`pg_diag.run.split.resolve`][pg_diag.run.split.resolve]),
     ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
-    pure-JAX task, native physics on the accelerator's own callback path, native physics over several
-    devices), where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout
-    does; on the callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded
-    measurements pick for the batch each device steps ([`pg_diag.envs.recorded_physics`][pg_diag.envs.recorded_physics], as a sweep
+    pure-JAX task, native physics on the accelerator's own callback path, native physics over several devices),
+    where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the
+    callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded measurements pick
+    for the batch each device steps ([`pg_diag.envs.recorded_physics`][pg_diag.envs.recorded_physics], as a sweep
     decides it), native MuJoCo where they do not."""
     import dataclasses
 
@@ -91,10 +94,11 @@ def where_here(program) -> str | None:
 
 def training_ms(program, step_ms=None) -> float | None:
     """A training program's time per batched step from this host's own runs of programs like it
-    ([`pg_diag.run.timings`][pg_diag.run.timings]); None where none is recorded. Between recorded widths by [`interpolate`][pg_diag.experiments.costs.interpolate];
-    outside them, the nearest recorded width's cost scaled by the physics' own cost at the two widths
-    (``step_ms``): a run of 512 environments says little of one of 8 by its width alone (flat, it charged 8
-    environments what 512 cost), while its cost over its physics carries to the physics of another width."""
+    ([`pg_diag.run.timings`][pg_diag.run.timings]); None where none is recorded. Between recorded widths by
+    [`interpolate`][pg_diag.experiments.costs.interpolate]; outside them, the nearest recorded width's cost scaled
+    by the physics' own cost at the two widths (``step_ms``): a run of 512 environments says little of one of 8 by
+    its width alone (flat, it charged 8 environments what 512 cost), while its cost over its physics carries to the
+    physics of another width."""
     if program.stage != "train" or program.spec is None:
         return None
 
@@ -111,16 +115,18 @@ def training_ms(program, step_ms=None) -> float | None:
     return near_ms * here / there
 
 
-#: the batch widths at which [`measured_step_ms`][pg_diag.experiments.costs.measured_step_ms] times a task's step; widths between are interpolated
+#: the batch widths at which [`measured_step_ms`][pg_diag.experiments.costs.measured_step_ms] times a task's step;
+#: widths between are interpolated
 LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
-    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded
-    per-step cost where the recorded batches reach ``width`` ([`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms]), else measured now on
-    the backend asked for (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
-    [`LADDER`][pg_diag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond the last), each timed
-    once per process, model and backend."""
+    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded per-step
+    cost where the recorded batches reach ``width``
+    ([`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms]), else measured now on the backend asked for
+    (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
+    [`LADDER`][pg_diag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond
+    the last), each timed once per process, model and backend."""
     import os
 
     import jax
@@ -192,8 +198,9 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
 
 
 def interpolate(points, width: float) -> float:
-    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as [`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms]
-    describes: linear between the two around it, flat below the first, proportional beyond the last."""
+    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as
+    [`recorded_step_ms`][pg_diag.experiments.costs.recorded_step_ms] describes: linear between the two around it,
+    flat below the first, proportional beyond the last."""
     (lo, lo_ms), (hi, hi_ms) = points[0], points[-1]
     if width <= lo:
         return lo_ms

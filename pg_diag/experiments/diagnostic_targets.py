@@ -1,16 +1,19 @@
-"""The runs the closer-look targets train, and the loop every diagnostic target runs ([`run`][pg_diag.experiments.diagnostic_targets.run]).
+"""The runs the closer-look targets train, and the loop every diagnostic target runs
+([`run`][pg_diag.experiments.diagnostic_targets.run]).
 
-[`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs] trains presets (or takes them from disk) into ``runs/`` beside the study's output directory
-— in the directory that holds it, so every study written there shares it — each run named by its
-configuration ([`pg_diag.experiments.training.train_study`][pg_diag.experiments.training.train_study]). Targets of one scale whose training agrees
-(the mid scale's [`pg_diag.experiments.scales.MID_TRAINING`][pg_diag.experiments.scales.MID_TRAINING]) therefore train each (preset, seed) once and
-read the same runs; a run of another configuration gets a directory of its own, never one already there. A
-study records its runs relative to its own directory (``../runs/...``), so a results tree moves as one.
+[`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs] trains presets (or takes them from disk) into
+``runs/`` beside the study's output directory — in the directory that holds it, so every study written there shares
+it — each run named by its configuration
+([`pg_diag.experiments.training.train_study`][pg_diag.experiments.training.train_study]). Targets of one scale whose
+training agrees (the mid scale's
+[`pg_diag.experiments.scales.MID_TRAINING`][pg_diag.experiments.scales.MID_TRAINING]) therefore train each (preset,
+seed) once and read the same runs; a run of another configuration gets a directory of its own, never one already
+there. A study records its runs relative to its own directory (``../runs/...``), so a results tree moves as one.
 
-[`measure_target`][pg_diag.experiments.diagnostic_targets.measure_target]: train (or take given runs), measure each task's runs unless they hold the measurement
-made with the same settings on the same subjects, and record the study. A measurement is saved in the run's
-directory: one that another study beside this one reads is never replaced by a different one (refused, naming
-that study).
+[`measure_target`][pg_diag.experiments.diagnostic_targets.measure_target]: train (or take given runs), measure each
+task's runs unless they hold the measurement made with the same settings on the same subjects, and record the study.
+A measurement is saved in the run's directory: one that another study beside this one reads is never replaced by a
+different one (refused, naming that study).
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def trained_presets(sc, own, chosen=None) -> tuple:
 
 
 def train_runs(out: str, sc, tasks, presets, seeds, progress=None, user: dict | None = None) -> dict:
-    """Train every one of ``presets`` on every task with ``seeds`` into [`runs_root`][pg_diag.experiments.diagnostic_targets.runs_root] (every
-    configuration validated first; matching runs on disk reused seed by seed): the scale ``sc``'s settings,
-    then its task's, then the ``user``'s. Returns the study record's ``runs`` (task -> run directories relative
-    to ``out``; one per program: PPO and PPO-M share one, told apart by their labels) and ``run_seeds``
-    (directory -> the seeds the study takes from it)."""
+    """Train every one of ``presets`` on every task with ``seeds`` into
+    [`runs_root`][pg_diag.experiments.diagnostic_targets.runs_root] (every configuration validated first; matching
+    runs on disk reused seed by seed): the scale ``sc``'s settings, then its task's, then the ``user``'s. Returns
+    the study record's ``runs`` (task -> run directories relative to ``out``; one per program: PPO and PPO-M share
+    one, told apart by their labels) and ``run_seeds`` (directory -> the seeds the study takes from it)."""
     plans = {}
     for task in tasks:
         over = sc.training(task, user)
@@ -124,11 +127,11 @@ def recorded(out: str, study: str, scale: str) -> dict:
 
 def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=None, progress=None, runs=None,
                    diag=None, overrides: dict | None = None) -> str:
-    """Train at ``scale`` ([`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]: the scale's presets, else the target's) or take ``runs``, run the
-    target's measurement (saved under its name in each run) on each task's runs — when it trained them, of the
-    presets it measures at the checkpoints the scale measures — unless they hold it with the same settings and
-    subjects, and record the study in ``out``, keeping what the study's other targets recorded there. Every
-    setting is checked before anything trains. Returns ``out``."""
+    """Train at ``scale`` ([`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]: the scale's presets,
+    else the target's) or take ``runs``, run the target's measurement (saved under its name in each run) on each
+    task's runs — when it trained them, of the presets it measures at the checkpoints the scale measures — unless
+    they hold it with the same settings and subjects, and record the study in ``out``, keeping what the study's
+    other targets recorded there. Every setting is checked before anything trains. Returns ``out``."""
     m = target.measurement
     sc = pick(target.scales, scale)
     out = out or f"results/{target.study}-{scale}"

@@ -79,8 +79,9 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
 
 
 def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
-    """The programs of the measurement ``study`` (a `Diagnostic`) on ``task`` (``statics``: preset -> Static of its runs),
-    shaped as the study shapes them ([`pg_diag.diagnostics.engine.plan_shapes`][pg_diag.diagnostics.engine.plan_shapes])."""
+    """The programs of the measurement ``study`` (a `Diagnostic`) on ``task`` (``statics``: preset -> Static of its
+    runs), shaped as the study shapes them
+    ([`pg_diag.diagnostics.engine.plan_shapes`][pg_diag.diagnostics.engine.plan_shapes])."""
     first = next(iter(statics.values()))
 
     def physics(labels):   # the physics of the runs a shape measures (saved runs may mix them)
@@ -133,9 +134,9 @@ def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, sca
 
 def table(programs: list, step_ms=None):
     """The plan as a DataFrame; ``step_ms(task, width, model, solver, physics) -> ms or None`` adds each program's
-    estimated seconds
-    without compiling ([`pg_diag.experiments.costs.run_seconds`][pg_diag.experiments.costs.run_seconds]: this host's recorded training cost per
-    step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step
+    estimated seconds without compiling
+    ([`pg_diag.experiments.costs.run_seconds`][pg_diag.experiments.costs.run_seconds]: this host's recorded training
+    cost per step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step
     where its collection and update are split between a host's CPU and its accelerator)."""
     import pandas as pd
 

@@ -81,11 +81,12 @@ def with_point(frame):
 
 
 def crossing_ratio(n, cosine, level: float, batch: int) -> float:
-    """The N at which the cosine reaches ``level`` — log-linearly interpolated between the grid points around
-    the crossing, as the studies' summaries ([`pg_diag.diagnostics.tables.crossing`][pg_diag.diagnostics.tables.crossing]) — over the batch
-    size; +inf when none does (the unit keeps its rank in the median: it needed more than the grid holds).
-    The grid point at or above the crossing instead would move a "> 3×" rule to wherever the grid has its
-    next point (with the paper's sizes, any crossing above 2.27× the batch read as 4.9×)."""
+    """The N at which the cosine reaches ``level`` — log-linearly interpolated between the grid points around the
+    crossing, as the studies' summaries
+    ([`pg_diag.diagnostics.tables.crossing`][pg_diag.diagnostics.tables.crossing]) — over the batch size; +inf when
+    none does (the unit keeps its rank in the median: it needed more than the grid holds). The grid point at or
+    above the crossing instead would move a "> 3×" rule to wherever the grid has its next point (with the paper's
+    sizes, any crossing above 2.27× the batch read as 4.9×)."""
     n, c = np.asarray(n, np.float64), np.asarray(cosine, np.float64)
     order = np.argsort(n)
     at = diag_tables.crossing(n[order], c[order], level)

@@ -1,5 +1,6 @@
-"""Shared output plumbing for the study modules: a headless pyplot, one way to save a figure, one to write a
-table. On several processes ([`pg_diag.run.distributed`][pg_diag.run.distributed]) every process draws and process 0 writes."""
+"""Shared output plumbing for the study modules: a headless pyplot, one way to save a figure, one to write a table.
+On several processes ([`pg_diag.run.distributed`][pg_diag.run.distributed]) every process draws and process 0
+writes."""
 
 from __future__ import annotations
 

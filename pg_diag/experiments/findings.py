@@ -1,16 +1,16 @@
 """A paper's findings as a referee counts them: one outcome per claim, the family-wise error controlled per paper
 section.
 
-A claim is tested on every task and algorithm it was measured for where the paper made it ([`claims`][pg_diag.experiments.claims]). As
-one *finding* it is **reproduced** when it holds on each of them — an intersection–union test, its p-value the
-largest of theirs — and **not reproduced** when it fails on any — its p-value the smallest of theirs times
-their number (Bonferroni). Within a family (a paper section: CL §5.1 gradients, …) the findings' p-values are
-adjusted by Holm's step-down ([`pg_diag.stats.holm`][pg_diag.stats.holm]) in each direction, so the chance that any finding of
-a family is wrongly called reproduced (or wrongly not reproduced) is at most [`ALPHA`][pg_diag.experiments.findings.ALPHA], whatever their
-dependence. A claim's stronger level (one series, two thresholds: "poorly concentrated" then "virtually
-uncorrelated") is one finding: tested only where the claim is reproduced, at the level Holm gave it (a fixed
-sequence), so it adds no error. Extensions and checks are shown, never counted; a claim measured only outside
-the paper's scope is *not measured where the paper made it*.
+A claim is tested on every task and algorithm it was measured for where the paper made it
+([`claims`][pg_diag.experiments.claims]). As one *finding* it is **reproduced** when it holds on each of them — an
+intersection–union test, its p-value the largest of theirs — and **not reproduced** when it fails on any — its
+p-value the smallest of theirs times their number (Bonferroni). Within a family (a paper section: CL §5.1 gradients,
+…) the findings' p-values are adjusted by Holm's step-down ([`pg_diag.stats.holm`][pg_diag.stats.holm]) in each
+direction, so the chance that any finding of a family is wrongly called reproduced (or wrongly not reproduced) is at
+most [`ALPHA`][pg_diag.experiments.findings.ALPHA], whatever their dependence. A claim's stronger level (one series,
+two thresholds: "poorly concentrated" then "virtually uncorrelated") is one finding: tested only where the claim is
+reproduced, at the level Holm gave it (a fixed sequence), so it adds no error. Extensions and checks are shown,
+never counted; a claim measured only outside the paper's scope is *not measured where the paper made it*.
 
 With five agents the sign test's smallest p-value is 1/32: one finding alone can be reproduced at 5%, two in a
 family cannot (Holm asks 0.025 of the first) — the page says how many agents a family needs.

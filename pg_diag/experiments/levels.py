@@ -6,9 +6,11 @@ is ρ = tr Σ / (N |g|²). With many parameters the cross terms g·e and e₁·e
 * the **pairwise cosine** of two independent estimates is c ≈ |g|² / (|g|² + tr Σ/N) = 1 / (1 + ρ);
 * the **cosine to the gradient itself** is cos(ĝ, g) ≈ |g| / √(|g|² + tr Σ/N) = 1/√(1 + ρ) = √c.
 
-A "true" gradient from T pairs is itself g + e_T: the cosine of an estimate to it is ≈ cos(ĝ, g) · κ, with κ its
-own cosine to g (its *ceiling*, [`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling], from its split-half
-cosine). The claims read the cosine to the truth over κ, so a level on cos(ĝ, g) applies to it unchanged.
+A "true" gradient from T pairs is itself g + e_T: the cosine of an estimate to it is ≈ cos(ĝ, g) · κ, with κ its own
+cosine to g (its *ceiling*,
+[`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling], from
+its split-half cosine). The claims read the cosine to the truth over κ, so a level on cos(ĝ, g) applies to it
+unchanged.
 
 The words: "poorly concentrated" / "far from the true gradient" — the noise's energy exceeds the signal's,
 ρ > 1; "virtually uncorrelated" — the noise carries at least four times the signal's energy, ρ ≥ 4. A level on
@@ -38,7 +40,8 @@ def to_gradient_level(rho: float) -> float:
 
 
 def noise_ratio(pairwise_cosine):
-    """ρ = 1/c − 1 from a pairwise cosine (the inverse of [`pairwise_level`][pg_diag.experiments.levels.pairwise_level]; +inf at c ≤ 0)."""
+    """ρ = 1/c − 1 from a pairwise cosine (the inverse of
+    [`pairwise_level`][pg_diag.experiments.levels.pairwise_level]; +inf at c ≤ 0)."""
     import numpy as np
 
     c = np.asarray(pairwise_cosine, np.float64)

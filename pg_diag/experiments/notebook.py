@@ -1,15 +1,14 @@
 """The notebooks' choice of scale: what a notebook in ``notebooks/`` trains and measures where it runs.
 
-``choose("auto", budget_minutes, notebook)`` picks the largest scale (paper, then mid where every target of
-the notebook has it, then smoke) whose estimated duration on this device fits the time budget (the tiny
-settings where none does): each
-target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run], nothing compiled) costed with this host's recorded physics
-step costs or a short timed batch of steps now; it prints the choice and the estimates. ``"paper"``,
-``"mid"`` and ``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test suite runs every notebook at it:
-the cheap ``point_mass`` task for training studies, the linear-quadratic task for diagnostics, a few
-iterations, small measurements). A notebook passes ``choice.train()`` or ``choice.diagnostic(target)`` to a
-target's ``train`` (``pg_diag.experiments.targets.get(name).train(scale, **kwargs)``), so a notebook runs
-exactly what the matching make target runs.
+``choose("auto", budget_minutes, notebook)`` picks the largest scale (paper, then mid where every target of the
+notebook has it, then smoke) whose estimated duration on this device fits the time budget (the tiny settings where
+none does): each target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run], nothing compiled)
+costed with this host's recorded physics step costs or a short timed batch of steps now; it prints the choice and
+the estimates. ``"paper"``, ``"mid"`` and ``"smoke"`` force one; ``"tiny"`` is seconds per target on a CPU (the test
+suite runs every notebook at it: the cheap ``point_mass`` task for training studies, the linear-quadratic task for
+diagnostics, a few iterations, small measurements). A notebook passes ``choice.train()`` or
+``choice.diagnostic(target)`` to a target's ``train`` (``pg_diag.experiments.targets.get(name).train(scale,
+**kwargs)``), so a notebook runs exactly what the matching make target runs.
 """
 
 from __future__ import annotations
@@ -95,9 +94,9 @@ def quickstart_sweep(scale: str) -> dict:
 
 
 def programs(notebook: str, scale: str) -> list:
-    """What ``notebook`` (one of [`NOTEBOOKS`][pg_diag.experiments.notebook.NOTEBOOKS]) runs at ``scale``: its targets' plans (nothing compiled), or
-    the quickstart's two-point sweep (value clipping off and on) × seeds; ConfigError where a target has no such
-    scale."""
+    """What ``notebook`` (one of [`NOTEBOOKS`][pg_diag.experiments.notebook.NOTEBOOKS]) runs at ``scale``: its
+    targets' plans (nothing compiled), or the quickstart's two-point sweep (value clipping off and on) × seeds;
+    ConfigError where a target has no such scale."""
     if not NOTEBOOKS[notebook]:
         s = quickstart_sweep(scale)
         static = preset("ppo", s["task"], **s["overrides"]).static
@@ -106,17 +105,19 @@ def programs(notebook: str, scale: str) -> list:
 
 
 def estimate(notebook: str, scale: str, step_ms) -> float | None:
-    """Estimated seconds for ``notebook`` at ``scale`` ([`pg_diag.experiments.costs.duration`][pg_diag.experiments.costs.duration]); ConfigError
-    where one of its targets has no such scale."""
+    """Estimated seconds for ``notebook`` at ``scale``
+    ([`pg_diag.experiments.costs.duration`][pg_diag.experiments.costs.duration]); ConfigError where one of its
+    targets has no such scale."""
     return costs.duration(programs(notebook, scale), step_ms)
 
 
 def choose(name: str = "auto", budget_minutes: float = 20.0, notebook: str | None = None,
            backend: str | None = None, step_ms=None) -> Choice:
-    """The scale for ``name`` (one of [`NAMES`][pg_diag.experiments.notebook.NAMES]) on ``backend`` (default: jax's default backend). With
-    ``auto``: the largest of [`AUTO_ORDER`][pg_diag.experiments.notebook.AUTO_ORDER] whose estimate for ``notebook`` fits ``budget_minutes`` (the
-    tiny settings when none does; without a notebook: paper on a GPU or TPU, smoke on a CPU). ``step_ms(task,
-    width, model, solver)``: the per-step cost (default: [`pg_diag.experiments.costs.measured_step_ms`][pg_diag.experiments.costs.measured_step_ms])."""
+    """The scale for ``name`` (one of [`NAMES`][pg_diag.experiments.notebook.NAMES]) on ``backend`` (default: jax's
+    default backend). With ``auto``: the largest of [`AUTO_ORDER`][pg_diag.experiments.notebook.AUTO_ORDER] whose
+    estimate for ``notebook`` fits ``budget_minutes`` (the tiny settings when none does; without a notebook: paper
+    on a GPU or TPU, smoke on a CPU). ``step_ms(task, width, model, solver)``: the per-step cost (default:
+    [`pg_diag.experiments.costs.measured_step_ms`][pg_diag.experiments.costs.measured_step_ms])."""
     if name not in NAMES:
         raise ConfigError(f"unknown notebook scale {name!r}; choose one of: {', '.join(NAMES)} (auto: the largest "
                           f"scale whose estimated duration here fits the time budget)")

@@ -1,21 +1,23 @@
-"""The claims of both papers as data: each quotes the paper's sentence, names the evidence series it is tested
-on, states its rule, threshold and why, and declares where the paper made it ([`Scope`][pg_diag.experiments.paper_claims.Scope]: the figure's
-tasks, the point of training, the sample sizes). How a claim is tested is [`claims`][pg_diag.experiments.claims]; the statements
-themselves are [`claims_cl`][pg_diag.experiments.claims_cl] (A Closer Look) and [`claims_im`][pg_diag.experiments.claims_im] (Implementation Matters)."""
+"""The claims of both papers as data: each quotes the paper's sentence, names the evidence series it is tested on,
+states its rule, threshold and why, and declares where the paper made it
+([`Scope`][pg_diag.experiments.paper_claims.Scope]: the figure's tasks, the point of training, the sample sizes).
+How a claim is tested is [`claims`][pg_diag.experiments.claims]; the statements themselves are
+[`claims_cl`][pg_diag.experiments.claims_cl] (A Closer Look) and [`claims_im`][pg_diag.experiments.claims_im]
+(Implementation Matters)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-#: how a claim is tested ([`claims`][pg_diag.experiments.claims]): the median agent, two groups' median agents, the smallest of several
-#: differences of median agents, or a deterministic check of a theorem
+#: how a claim is tested ([`claims`][pg_diag.experiments.claims]): the median agent, two groups' median agents, the
+#: smallest of several differences of median agents, or a deterministic check of a theorem
 KINDS = ("agents", "groups", "min-difference", "exact")
 #: what a claim is on the page: a *finding* of the paper (counted, multiplicity-controlled), an *extension* (a
 #: sounder estimand beside the paper's, never counted), a *check* (an identity or a demonstration: shown, not
 #: a finding)
 ROLES = ("finding", "extension", "check")
-#: the points of training a claim reads ([`claims.in_window`][pg_diag.experiments.claims.in_window]), as a fraction of the run (progress) and the
-#: annealed learning rate's share of its start (lr_share)
+#: the points of training a claim reads ([`claims.in_window`][pg_diag.experiments.claims.in_window]), as a fraction
+#: of the run (progress) and the annealed learning rate's share of its start (lr_share)
 WINDOWS = {
     "initial": "the initial policy (iteration 0)",
     "after-first": "the checkpoints after the initial policy",

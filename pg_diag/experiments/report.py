@@ -3,14 +3,15 @@
     pg-diag report --from results --scale mid        # CL: writes results/closer-look-report-mid (as make does)
     pg-diag report --paper im --from results         # IM: results/implementation-matters-report-<scale>
 
-finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale
-where several are there), redraws their figures from disk, extracts each claim's evidence
-([`evidence_rows`][pg_diag.experiments.evidence_rows]) from the saved tables, tests it where the paper made it ([`claims`][pg_diag.experiments.claims]: agents as units,
-intervals with stated coverage), counts the findings per paper section with Holm's adjustment
-([`findings`][pg_diag.experiments.findings]), and writes ``report.md`` — a summary first, then per claim the paper's sentence, where
-the paper made it, the rule and its reason, per task and algorithm the estimate, interval, agents, how many
-agree and the verdict, and what is missing where there is none; then every figure — with ``findings.csv``,
-``claims.csv`` and ``evidence.csv`` beside it. Nothing is trained, measured or compiled.
+finds the studies under ``--from`` (the output directories of the paper's targets; ``--scale`` picks one scale where
+several are there), redraws their figures from disk, extracts each claim's evidence
+([`evidence_rows`][pg_diag.experiments.evidence_rows]) from the saved tables, tests it where the paper made it
+([`claims`][pg_diag.experiments.claims]: agents as units, intervals with stated coverage), counts the findings per
+paper section with Holm's adjustment ([`findings`][pg_diag.experiments.findings]), and writes ``report.md`` — a
+summary first, then per claim the paper's sentence, where the paper made it, the rule and its reason, per task and
+algorithm the estimate, interval, agents, how many agree and the verdict, and what is missing where there is none;
+then every figure — with ``findings.csv``, ``claims.csv`` and ``evidence.csv`` beside it. Nothing is trained,
+measured or compiled.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """What a study target trains and measures at each scale (smoke, mid, paper): one record for every target.
 
-A target's module holds its ``SCALES`` (scale name -> [`Scale`][pg_diag.experiments.scales.Scale]); [`pick`][pg_diag.experiments.scales.pick] looks one up with a clear
-error. Training settings come in two layers (every task, then per task) and so do measurement settings, so
-that the paper's exceptions (the LQR task's shorter run and smaller random direction) are one entry each.
+A target's module holds its ``SCALES`` (scale name -> [`Scale`][pg_diag.experiments.scales.Scale]);
+[`pick`][pg_diag.experiments.scales.pick] looks one up with a clear error. Training settings come in two layers
+(every task, then per task) and so do measurement settings, so that the paper's exceptions (the LQR task's shorter
+run and smaller random direction) are one entry each.
 
 Targets whose scales train the same configuration (tasks, seeds, presets, settings) share one set of runs
-([`pg_diag.experiments.diagnostic_targets`][pg_diag.experiments.diagnostic_targets]): the mid scale of the closer-look targets is one such configuration,
-[`MID_TRAINING`][pg_diag.experiments.scales.MID_TRAINING], each target measuring the presets and checkpoints it needs (``measured_at``) of it.
+([`pg_diag.experiments.diagnostic_targets`][pg_diag.experiments.diagnostic_targets]): the mid scale of the
+closer-look targets is one such configuration, [`MID_TRAINING`][pg_diag.experiments.scales.MID_TRAINING], each
+target measuring the presets and checkpoints it needs (``measured_at``) of it.
 """
 
 from __future__ import annotations
@@ -55,14 +57,15 @@ class Scale:
 #: the last iteration, where the annealed step is 1% of its start.
 MID_CHECKPOINTS = (0, 31, 61, 92)
 
-#: The mid scale's training, one configuration for every closer-look target (fig-value, fig-trust-region and
-#: the diagnostic studies), so that each (preset, seed) trains once and every target reads the same runs:
-#: Hopper at the papers' shape (1 environment × 2,048 steps, reset every iteration), 100 iterations; PPO, PPO-M
-#: and TRPO with 7 agents each — the fewest whose sign test can pass Holm's first step in a section of up to 6
-#: findings (2^−7 ≤ 0.05/6; [`pg_diag.experiments.findings.agents_for`][pg_diag.experiments.findings.agents_for]); the union of what the targets read — checkpoints after
-#: 0/31/61/92, CL's 0/150/300/450 of a 488-iteration run scaled to 100 ([`MID_CHECKPOINTS`][pg_diag.experiments.scales.MID_CHECKPOINTS]), and a held-out
-#: batch every 10 iterations (fig-value, fig-trust-region, as the original's log_every; collected with the
-#: pre-update policy, never trained on).
+#: The mid scale's training, one configuration for every closer-look target (fig-value, fig-trust-region and the
+#: diagnostic studies), so that each (preset, seed) trains once and every target reads the same runs: Hopper at the
+#: papers' shape (1 environment × 2,048 steps, reset every iteration), 100 iterations; PPO, PPO-M and TRPO with 7
+#: agents each — the fewest whose sign test can pass Holm's first step in a section of up to 6 findings (2^−7 ≤
+#: 0.05/6; [`pg_diag.experiments.findings.agents_for`][pg_diag.experiments.findings.agents_for]); the union of what
+#: the targets read — checkpoints after 0/31/61/92, CL's 0/150/300/450 of a 488-iteration run scaled to 100
+#: ([`MID_CHECKPOINTS`][pg_diag.experiments.scales.MID_CHECKPOINTS]), and a held-out batch every 10 iterations
+#: (fig-value, fig-trust-region, as the original's log_every; collected with the pre-update policy, never trained
+#: on).
 MID_TRAINING = dict(tasks=("hopper",), seeds=7, presets=("ppo", "ppo-m", "trpo"),
                     overrides={"num_iterations": 100, "checkpoint_at": MID_CHECKPOINTS, "heldout_every": 10})
 

@@ -48,8 +48,9 @@ def write(out: str, study: str, scale: str, tasks, **extra) -> dict:
 
 
 def prepare(out: str, study: str, target: str) -> None:
-    """Check ``out`` for ``study`` before anything trains or compiles: a directory that can be written (or
-    made), not a run's directory and not another study's (a [`ConfigError`][pg_diag.config.setting.ConfigError] naming it otherwise)."""
+    """Check ``out`` for ``study`` before anything trains or compiles: a directory that can be written (or made),
+    not a run's directory and not another study's (a [`ConfigError`][pg_diag.config.setting.ConfigError] naming it
+    otherwise)."""
     from pg_diag.run.claim import holds_training_run
 
     where = f"{target} --out {out!r}"
@@ -104,7 +105,8 @@ def _holds(path: str) -> str:
 
 
 def read(from_dir: str, study: str, target: str) -> dict:
-    """The study record in ``from_dir``; a [`ConfigError`][pg_diag.config.setting.ConfigError] unless it holds ``study``."""
+    """The study record in ``from_dir``; a [`ConfigError`][pg_diag.config.setting.ConfigError] unless it holds
+    ``study``."""
     where = f"{target} --from {from_dir!r}"
     if not os.path.isdir(from_dir):
         raise ConfigError(f"{where}: no such directory; {target} needs {_needs(study, target)}")
@@ -187,8 +189,9 @@ def runs_entry(runs: dict) -> dict:
 
 
 def _agents_of(record: dict, from_dir: str, name: str, target: str):
-    """One listed run's metrics with its configurations ([`with_configs`][pg_diag.experiments.study_dir.with_configs]), only the seeds the study
-    takes from it (``run_seeds``; a study written before it took every seed)."""
+    """One listed run's metrics with its configurations
+    ([`with_configs`][pg_diag.experiments.study_dir.with_configs]), only the seeds the study takes from it
+    (``run_seeds``; a study written before it took every seed)."""
     from pg_diag.run import load_run
 
     metrics = with_configs(load_run(run_dir(from_dir, name, target)))
@@ -197,9 +200,9 @@ def _agents_of(record: dict, from_dir: str, name: str, target: str):
 
 
 def load_runs(from_dir: str, study: str, target: str, tasks=None):
-    """``(record, metrics)`` of a study of labelled sweeps (fig-trust-region, the algorithms
-    study): its algorithms' metrics on its tasks, read from the run directories it lists, with
-    each agent's configured ``program``, ``clip_eps`` and ``kl_bound`` ([`with_configs`][pg_diag.experiments.study_dir.with_configs])."""
+    """``(record, metrics)`` of a study of labelled sweeps (fig-trust-region, the algorithms study): its algorithms'
+    metrics on its tasks, read from the run directories it lists, with each agent's configured ``program``,
+    ``clip_eps`` and ``kl_bound`` ([`with_configs`][pg_diag.experiments.study_dir.with_configs])."""
     import pandas as pd
 
     record = read(from_dir, study, target)
@@ -218,5 +221,5 @@ def load_runs(from_dir: str, study: str, target: str, tasks=None):
     return record, metrics[metrics.algorithm.isin(record["algorithms"])].reset_index(drop=True)
 
 
-__all__ = ["NO_CLIP", "STUDY_FILE", "load_runs", "read", "run_dir", "runs_entry", "select_tasks", "tidy", "with_configs",
-           "write"]
+__all__ = ["NO_CLIP", "STUDY_FILE", "load_runs", "read", "run_dir", "runs_entry", "select_tasks", "tidy",
+           "with_configs", "write"]

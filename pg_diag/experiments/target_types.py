@@ -1,4 +1,5 @@
-"""What a figure or table target is: its record and the behaviour it carries ([`Target`][pg_diag.experiments.target_types.Target]).
+"""What a figure or table target is: its record and the behaviour it carries
+([`Target`][pg_diag.experiments.target_types.Target]).
 
 A target names its study, its scales and four functions with one signature each:
 
@@ -9,9 +10,10 @@ A target names its study, its scales and four functions with one signature each:
 * ``evidence(target, from_dir, notes) -> [row]`` reads the claims' evidence from a saved study (the reports);
   ``None`` for a target whose study's evidence another target reads.
 
-Each study module in [`pg_diag.experiments.studies`][pg_diag.experiments.studies] declares its targets; [`targets`][pg_diag.experiments.targets] collects them
-into the one table every entry point (make, the CLI, ``--dry-run``, the notebooks, the reports) iterates.
-A diagnostic target also carries its [`Measurement`][pg_diag.experiments.target_types.Measurement]: the diagnostics study it runs on checkpoints.
+Each study module in [`pg_diag.experiments.studies`][pg_diag.experiments.studies] declares its targets;
+[`targets`][pg_diag.experiments.targets] collects them into the one table every entry point (make, the CLI,
+``--dry-run``, the notebooks, the reports) iterates. A diagnostic target also carries its
+[`Measurement`][pg_diag.experiments.target_types.Measurement]: the diagnostics study it runs on checkpoints.
 """
 
 from __future__ import annotations
@@ -112,8 +114,8 @@ class Target:
         return self.draw(self, from_dir, **kwargs)
 
     def dry_run(self, scale: str = "smoke", memory: int | None = None, diag: dict | None = None, **kwargs) -> list:
-        """The programs [`train`][pg_diag.experiments.target_types.Target.train] would compile at ``scale`` (nothing compiled); ``memory``: the bytes
-        available (default: what the studies check against on this host)."""
+        """The programs [`train`][pg_diag.experiments.target_types.Target.train] would compile at ``scale`` (nothing
+        compiled); ``memory``: the bytes available (default: what the studies check against on this host)."""
         if diag and self.measurement is None:
             raise ConfigError(f"{self.name} only trains: it has no measurement settings, got {sorted(diag)}")
         self._check_counts(kwargs)

@@ -1,12 +1,13 @@
 """Every figure and table target in one table, collected from the study modules that declare them.
 
-Each module of `pg_diag.experiments.studies` ends with its `TARGETS`: [`Target`][pg_diag.experiments.target_types.Target]
-records carrying their run, draw, plan and evidence functions and their scales; `STUDY_MODULES` lists the
-modules, in the order their targets are shown. The ``pg-diag`` sub-commands, the
-Makefile's targets (``targets.mk``, written from this table by ``python -m pg_diag.experiments.targets``; a test
-checks it is current), ``--dry-run``, the notebooks and the reports iterate [`TARGETS`][pg_diag.experiments.targets.TARGETS] and nothing else,
-so adding a target is one study module declaring its `TARGETS`, named in `STUDY_MODULES` (or, from outside
-the package, [`register`][pg_diag.experiments.targets.register]).
+Each module of `pg_diag.experiments.studies` ends with its `TARGETS`:
+[`Target`][pg_diag.experiments.target_types.Target] records carrying their run, draw, plan and evidence functions
+and their scales; `STUDY_MODULES` lists the modules, in the order their targets are shown. The ``pg-diag``
+sub-commands, the Makefile's targets (``targets.mk``, written from this table by ``python -m
+pg_diag.experiments.targets``; a test checks it is current), ``--dry-run``, the notebooks and the reports iterate
+[`TARGETS`][pg_diag.experiments.targets.TARGETS] and nothing else, so adding a target is one study module declaring
+its `TARGETS`, named in `STUDY_MODULES` (or, from outside the package,
+[`register`][pg_diag.experiments.targets.register]).
 
 Targets of one *study* share its training (and its directory, ``results/<study>-<scale>``), so running them in
 turn trains once.
@@ -29,8 +30,8 @@ TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
 
 
 def register(target: Target) -> Target:
-    """Add a target of one's own (a [`Target`][pg_diag.experiments.target_types.Target] with its functions) to the table: the CLI, dry runs and
-    reports built after this call include it. Refused where the name is taken."""
+    """Add a target of one's own (a [`Target`][pg_diag.experiments.target_types.Target] with its functions) to the
+    table: the CLI, dry runs and reports built after this call include it. Refused where the name is taken."""
     if not isinstance(target, Target):
         raise ConfigError(f"register: expected a pg_diag.experiments.target_types.Target, got {type(target).__name__}")
     if target.name in TARGETS:
@@ -40,7 +41,8 @@ def register(target: Target) -> Target:
 
 
 def unregister(name: str) -> None:
-    """Remove a target added with [`register`][pg_diag.experiments.targets.register] (the package's own targets stay)."""
+    """Remove a target added with [`register`][pg_diag.experiments.targets.register] (the package's own targets
+    stay)."""
     if any(t.name == name for m in STUDY_MODULES for t in m.TARGETS):
         raise ConfigError(f"unregister: {name!r} is one of pg_diag's own targets")
     TARGETS.pop(name, None)

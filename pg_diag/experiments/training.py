@@ -1,9 +1,11 @@
 """Training for the study targets: the presets a study trains, grouped into one compiled sweep per static
 configuration, into run directories that are reused (seed by seed) and never replaced.
 
-Every figure module that trains calls [`train_once`][pg_diag.experiments.training.train_once] (one sweep into one directory: fig-ablation) or
-[`train_study`][pg_diag.experiments.training.train_study] (every preset of a study on a task, e.g. fig-rewards, table-2/3 and the closer-look targets'
-shared runs); [`preset_groups`][pg_diag.experiments.training.preset_groups] is how both group presets, and how ``--dry-run`` counts their programs.
+Every figure module that trains calls [`train_once`][pg_diag.experiments.training.train_once] (one sweep into one
+directory: fig-ablation) or [`train_study`][pg_diag.experiments.training.train_study] (every preset of a study on a
+task, e.g. fig-rewards, table-2/3 and the closer-look targets' shared runs);
+[`preset_groups`][pg_diag.experiments.training.preset_groups] is how both group presets, and how ``--dry-run``
+counts their programs.
 """
 
 from __future__ import annotations
@@ -134,11 +136,11 @@ def train_study(task: str, seeds, out: str, presets=ALGORITHM_PRESETS, progress=
     directories under ``out`` it came from as ``(name, seeds taken from it)``.
 
     A run directory is named ``{task}-{program}-{key}``, ``key`` a digest of its configuration, grid and labels
-    ([`config_key`][pg_diag.experiments.training.config_key]), so that studies of different configurations can share ``out`` without one replacing
-    another's runs; a directory in the way is never overwritten ([`_train_into`][pg_diag.experiments.training._train_into]). Runs on disk with the same
-    configuration are reused seed by seed: asking for 16 seeds where a run of seeds 0-7 is saved trains seeds
-    8-15 alone, into ``{task}-{program}-{key}-seeds-8-15``, and a saved run of more seeds than asked gives the
-    ones asked for."""
+    ([`config_key`][pg_diag.experiments.training.config_key]), so that studies of different configurations can share
+    ``out`` without one replacing another's runs; a directory in the way is never overwritten
+    ([`_train_into`][pg_diag.experiments.training._train_into]). Runs on disk with the same configuration are reused
+    seed by seed: asking for 16 seeds where a run of seeds 0-7 is saved trains seeds 8-15 alone, into
+    ``{task}-{program}-{key}-seeds-8-15``, and a saved run of more seeds than asked gives the ones asked for."""
     import pandas as pd
 
 

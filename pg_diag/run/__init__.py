@@ -4,7 +4,8 @@
 * [`execute`][pg_diag.run.execute] — one compiled program over the agents, run in chunks, resumable;
 * [`programs`][pg_diag.run.programs] — the compiled programs themselves (initialization, a chunk of iterations);
 * [`store`][pg_diag.run.store] — the run directory: manifest, metrics; loading them back;
-* [`provenance`][pg_diag.run.provenance] — what a manifest records of where a run ran: versions, revision, device, physics;
+* [`provenance`][pg_diag.run.provenance] — what a manifest records of where a run ran: versions, revision, device,
+  physics;
 * [`checkpoints`][pg_diag.run.checkpoints] — the agents' saved states: save, list, drop, restore, a frozen policy;
 * [`claim`][pg_diag.run.claim] — taking a run directory for writing: once, by one process, where it can be written;
 * [`timings`][pg_diag.run.timings] — this host's recorded cost per step of training, for plans;

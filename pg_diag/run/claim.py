@@ -65,7 +65,8 @@ def _make_dir(path: str) -> None:
 
 
 class RunLock:
-    """The lock of one run directory, held from [`acquire`][pg_diag.run.claim.RunLock.acquire] to [`release`][pg_diag.run.claim.RunLock.release]."""
+    """The lock of one run directory, held from [`acquire`][pg_diag.run.claim.RunLock.acquire] to
+    [`release`][pg_diag.run.claim.RunLock.release]."""
 
     def __init__(self, path: str):
         self.path = path
@@ -110,10 +111,10 @@ class RunLock:
 def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     """Create ``path`` if needed, take its lock and make sure training may write there.
 
-    A directory that holds a run is refused unless ``resume`` (the caller continues that run) or
-    ``overwrite`` (its run files are removed here, under the lock), and so is one inside another run's
-    directory (its checkpoints, its diagnostics). Raises [`RunDirError`][pg_diag.run.store.RunDirError] with one line naming the
-    directory and the choices. Returns the held [`RunLock`][pg_diag.run.claim.RunLock]."""
+    A directory that holds a run is refused unless ``resume`` (the caller continues that run) or ``overwrite`` (its
+    run files are removed here, under the lock), and so is one inside another run's directory (its checkpoints, its
+    diagnostics). Raises [`RunDirError`][pg_diag.run.store.RunDirError] with one line naming the directory and the
+    choices. Returns the held [`RunLock`][pg_diag.run.claim.RunLock]."""
     if not resume:
         _refuse_around_a_run(path)
     _make_dir(path)

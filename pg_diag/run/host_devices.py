@@ -1,11 +1,11 @@
 """The host's CPU as one JAX device per core where an accelerator does the learning.
 
-JAX gives the CPU one device, and one CPU device runs a program's small operations one after another (its
-thread pool splits only large ones): the policy networks of 320 one-environment agents, evaluated once per
-step, cost as much as their physics. A split run ([`pg_diag.run.split`][pg_diag.run.split]) shards its collection over the
-CPU's devices, so on a host with an accelerator ``import pg_diag`` asks JAX for one CPU device per core —
-before JAX starts its backends, the only time it can be asked. A CPU-only host keeps JAX's one CPU device
-(nothing there is split). ``PG_DIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: JAX's default);
+JAX gives the CPU one device, and one CPU device runs a program's small operations one after another (its thread
+pool splits only large ones): the policy networks of 320 one-environment agents, evaluated once per step, cost as
+much as their physics. A split run ([`pg_diag.run.split`][pg_diag.run.split]) shards its collection over the CPU's
+devices, so on a host with an accelerator ``import pg_diag`` asks JAX for one CPU device per core — before JAX
+starts its backends, the only time it can be asked. A CPU-only host keeps JAX's one CPU device (nothing there is
+split). ``PG_DIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: JAX's default);
 [`configure`][pg_diag.run.host_devices.configure] asks from Python, before JAX has run anything.
 """
 
@@ -51,8 +51,9 @@ def wanted() -> int | None:
 
 
 def configure(count: int | None = None) -> bool:
-    """Give JAX's CPU backend ``count`` devices (default: [`wanted`][pg_diag.run.host_devices.wanted]); whether it was asked. Where JAX has
-    already started its backends the count cannot change: the CPU keeps the devices it has."""
+    """Give JAX's CPU backend ``count`` devices (default: [`wanted`][pg_diag.run.host_devices.wanted]); whether it
+    was asked. Where JAX has already started its backends the count cannot change: the CPU keeps the devices it
+    has."""
     import jax
 
     count = wanted() if count is None else count

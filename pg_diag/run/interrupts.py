@@ -39,8 +39,9 @@ def _raise_unhandled() -> None:
 
 class _Signals:
     """Ctrl-C and SIGTERM during a run: raised at once, except while the run directory is being written
-    ([`writing`][pg_diag.run.interrupts._Signals.writing]), where they wait for the write to finish — an exception inside orbax's checkpoint
-    save can leave its background threads waiting forever and the directory half written."""
+    ([`writing`][pg_diag.run.interrupts._Signals.writing]), where they wait for the write to finish — an exception
+    inside orbax's checkpoint save can leave its background threads waiting forever and the directory half
+    written."""
 
     writing = False
     pending: int | None = None
@@ -55,8 +56,8 @@ def _raise_for(signum: int):
 
 @contextlib.contextmanager
 def sigterm_interrupts():
-    """Turn SIGTERM into [`Interrupted`][pg_diag.run.interrupts.Interrupted] and Ctrl-C into KeyboardInterrupt for the duration of a run,
-    deferred while the run directory is written (main thread only)."""
+    """Turn SIGTERM into [`Interrupted`][pg_diag.run.interrupts.Interrupted] and Ctrl-C into KeyboardInterrupt for
+    the duration of a run, deferred while the run directory is written (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -81,8 +82,9 @@ def sigterm_interrupts():
 
 @contextlib.contextmanager
 def writing(raise_pending: bool = True):
-    """A section during which a signal waits (see [`_Signals`][pg_diag.run.interrupts._Signals]); it is raised when the section ends
-    (with ``raise_pending``; the run's last write, after which there is nothing left to stop, drops it)."""
+    """A section during which a signal waits (see [`_Signals`][pg_diag.run.interrupts._Signals]); it is raised when
+    the section ends (with ``raise_pending``; the run's last write, after which there is nothing left to stop, drops
+    it)."""
     outer = _Signals.writing
     _Signals.writing = True
     try:

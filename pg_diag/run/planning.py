@@ -15,7 +15,8 @@ from pg_diag import algorithms
 from pg_diag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
 from pg_diag.trainer import METRICS
 
-#: the metrics table's own columns ([`pg_diag.run.store.metrics_frame`][pg_diag.run.store.metrics_frame]): a grid axis is a column too
+#: the metrics table's own columns ([`pg_diag.run.store.metrics_frame`][pg_diag.run.store.metrics_frame]): a grid
+#: axis is a column too
 TABLE_COLUMNS = ("agent", "point", "seed", "label", "iteration", "env_steps", *METRICS)
 
 

@@ -42,10 +42,11 @@ def _abstract_inputs(static, n_agents: int):
 
 
 def init_compiler_options() -> dict | None:
-    """XLA options for the initialization's program: on a CPU, no LLVM optimization. The program runs once per
-    run, in milliseconds, but optimized it compiled in 4–8 s — the networks' random draws and orthogonal
-    factorizations, layer by layer — as long as a chunk of training iterations (``benchmarks/bench_compile.py``);
-    unoptimized, in 2.3–2.8 s of which 1.5–1.7 s is XLA's backend. Its values then differ from an optimized build's by float32 rounding."""
+    """XLA options for the initialization's program: on a CPU, no LLVM optimization. The program runs once per run,
+    in milliseconds, but optimized it compiled in 4–8 s — the networks' random draws and orthogonal factorizations,
+    layer by layer — as long as a chunk of training iterations (``benchmarks/bench_compile.py``); unoptimized, in
+    2.3–2.8 s of which 1.5–1.7 s is XLA's backend. Its values then differ from an optimized build's by float32
+    rounding."""
     return {"xla_backend_optimization_level": 0} if jax.default_backend() == "cpu" else None
 
 

@@ -1,22 +1,22 @@
 """Training with the rollout on the host's CPU and the update on the accelerator (``placement='split'``).
 
-Native MuJoCo runs on the host's cores. In a program compiled for an accelerator every physics step is a
-host callback — the state crosses to the host and back 2,048 times an iteration, ~0.5 ms a step on an
-H200 host against 0.03 ms for the same step in a program compiled for the CPU, where the FFI handler steps
-MuJoCo directly (``benchmarks/bench_native_placement.py``). So an iteration is cut in its two halves
-([`pg_diag.trainer.make_train`][pg_diag.trainer.make_train]'s ``collect`` and ``learn``): the collection (policy sampling,
-normalization, reward filter, physics, the batch) is compiled for the host's CPU, the update and the metrics
-for the accelerator; per iteration the batch crosses to the accelerator once and the updated networks (a few
-hundred kB) come back. The environments, filters and keys never leave the host; the optimizer states never
-leave the accelerator.
+Native MuJoCo runs on the host's cores. In a program compiled for an accelerator every physics step is a host
+callback — the state crosses to the host and back 2,048 times an iteration, ~0.5 ms a step on an H200 host against
+0.03 ms for the same step in a program compiled for the CPU, where the FFI handler steps MuJoCo directly
+(``benchmarks/bench_native_placement.py``). So an iteration is cut in its two halves
+([`pg_diag.trainer.make_train`][pg_diag.trainer.make_train]'s ``collect`` and ``learn``): the collection (policy
+sampling, normalization, reward filter, physics, the batch) is compiled for the host's CPU, the update and the
+metrics for the accelerator; per iteration the batch crosses to the accelerator once and the updated networks (a few
+hundred kB) come back. The environments, filters and keys never leave the host; the optimizer states never leave the
+accelerator.
 
-Where the host's CPU is several JAX devices ([`pg_diag.run.host_devices`][pg_diag.run.host_devices]: by default one per core on a
-host with an accelerator), the collection is sharded over them by agent: each device runs its block of agents'
-whole collection — policy, filters and physics, the FFI handler stepping that block's environments on the
+Where the host's CPU is several JAX devices ([`pg_diag.run.host_devices`][pg_diag.run.host_devices]: by default one
+per core on a host with an accelerator), the collection is sharded over them by agent: each device runs its block of
+agents' whole collection — policy, filters and physics, the FFI handler stepping that block's environments on the
 device's own thread — with no exchange between blocks, so the per-step JAX work of many one-environment agents,
-which one CPU device runs agent after agent, spreads over the cores as the physics does. The blocks are
-equal: as many devices as the largest divisor of the agent count the host has (320 agents on 16 cores: 16
-blocks of 20; 5 agents: 5 of 1), where they keep as many cores stepping physics as one device would
+which one CPU device runs agent after agent, spreads over the cores as the physics does. The blocks are equal: as
+many devices as the largest divisor of the agent count the host has (320 agents on 16 cores: 16 blocks of 20; 5
+agents: 5 of 1), where they keep as many cores stepping physics as one device would
 ([`collectors`][pg_diag.run.split.collectors]).
 
 ``placement='auto'`` splits where the default device is not a CPU, the physics is native and the run is one
@@ -170,8 +170,9 @@ def states_from(host_part: dict, nets: dict):
 
 def chunk(static, n_agents: int, length: int, batching: str = "vmap"):
     """A chunk of up to ``length`` iterations, collected on the host's CPU devices and learned on the learner,
-    called like [`pg_diag.run.programs.chunk_program`][pg_diag.run.programs.chunk_program]'s program: ``(states, knobs, count) -> (states,
-    metrics [length, agents])``, rows from ``count`` on zeros. Compiles both halves now."""
+    called like [`pg_diag.run.programs.chunk_program`][pg_diag.run.programs.chunk_program]'s program: ``(states,
+    knobs, count) -> (states, metrics [length, agents])``, rows from ``count`` on zeros. Compiles both halves
+    now."""
     collect, learn = programs(static, n_agents, batching)
     _, learner = devices()
     by_agent, whole = _shardings(static, n_agents)

@@ -1,8 +1,8 @@
 """The run directory: manifest, metrics table, checkpoints, and reading them back.
 
     RUN_DIR/manifest.json        configuration, grid, seeds, agents, versions, device, timings, status
-    RUN_DIR/metrics.parquet      one row per (agent, iteration)
-    RUN_DIR/checkpoints/<k>/     every agent's full state after iteration k (orbax; [`checkpoints`][pg_diag.run.checkpoints])
+    RUN_DIR/metrics.parquet      one row per (agent, iteration) RUN_DIR/checkpoints/<k>/     every agent's full
+    state after iteration k (orbax; [`checkpoints`][pg_diag.run.checkpoints])
 
 Every file is written whole and renamed into place (orbax does the same for
 its directories), so a crash never leaves a half-written manifest, table or
@@ -113,9 +113,10 @@ def read_manifest(path: str) -> dict:
 
 
 def requested_config(manifest: dict) -> dict:
-    """The base configuration as it was asked for, as [`Config.to_dict`][pg_diag.config.schema.Config.to_dict] writes it today (an earlier
-    manifest's flat record is read through [`Config.from_dict`][pg_diag.config.schema.Config.from_dict]): the manifest's ``base_config`` names
-    the physics backend the run used, ``physics.requested`` what was asked (``auto``)."""
+    """The base configuration as it was asked for, as [`Config.to_dict`][pg_diag.config.schema.Config.to_dict]
+    writes it today (an earlier manifest's flat record is read through
+    [`Config.from_dict`][pg_diag.config.schema.Config.from_dict]): the manifest's ``base_config`` names the physics
+    backend the run used, ``physics.requested`` what was asked (``auto``)."""
     base = json.loads(json.dumps(manifest["base_config"]))
     requested = (manifest.get("physics") or {}).get("requested")
     if requested and "static" in base:
@@ -158,9 +159,9 @@ def metrics_frame(plan_: Plan, history: dict):
 
 
 def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
-    """The inverse of [`metrics_frame`][pg_diag.run.store.metrics_frame] for the first ``iterations`` iterations. A metric the saved rows lack
-    (the run was interrupted under a version that did not record it, and is resumed under this one) is NaN
-    for those iterations: not measured, rather than a resume refused."""
+    """The inverse of [`metrics_frame`][pg_diag.run.store.metrics_frame] for the first ``iterations`` iterations. A
+    metric the saved rows lack (the run was interrupted under a version that did not record it, and is resumed under
+    this one) is NaN for those iterations: not measured, rather than a resume refused."""
     frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])
     blank = np.full(num_agents * iterations, np.nan)
     return {name: (frame[name].to_numpy() if name in frame else blank).reshape(num_agents, iterations)

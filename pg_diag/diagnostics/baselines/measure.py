@@ -4,10 +4,9 @@ For every subject the program estimates the gradient K times at every N of
 the grid with each baseline, all streams vmapped in one program:
 
 * ``value`` — the agent's own value network (GAE, as the algorithm);
-* ``fitted`` — a "true" value function V*: a value network of the agent's
-  shape (from the agent's network, or fresh) fit to the Monte-Carlo returns
-  of ``fit_pairs`` pairs of the frozen policy ([`pg_diag.diagnostics.value_fit.fit_value`][pg_diag.diagnostics.value_fit.fit_value]), then used
-  in the same GAE;
+* ``fitted`` — a "true" value function V*: a value network of the agent's shape (from the agent's network, or fresh)
+  fit to the Monte-Carlo returns of ``fit_pairs`` pairs of the frozen policy
+  ([`pg_diag.diagnostics.value_fit.fit_value`][pg_diag.diagnostics.value_fit.fit_value]), then used in the same GAE;
 * ``zero`` — no baseline: the discounted returns in place of the advantages;
 * ``exact`` — on the linear-quadratic task, the exact V^π in the learner's
   units ([`pg_diag.stages.exact_value`][pg_diag.stages.exact_value]) in the same GAE: the best a

@@ -147,7 +147,8 @@ def baseline_study(runs, iterations=None, agents=None, settings: baselines.Basel
                    save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                    **changes) -> BaselineStudy:
     """Gradient-estimate concentration under each baseline for every agent of ``runs`` at the checkpointed
-    ``iterations``; ``changes`` override fields of [`BaselineSettings`][pg_diag.diagnostics.baselines.measure.BaselineSettings].
+    ``iterations``; ``changes`` override fields of
+    [`BaselineSettings`][pg_diag.diagnostics.baselines.measure.BaselineSettings].
 
     Args:
         runs: run directories with checkpoints (or loaded runs), one or several with the same task.

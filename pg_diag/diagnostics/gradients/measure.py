@@ -4,34 +4,28 @@ For every subject (an agent at a checkpointed iteration) the program runs
 K + R independent streams of the frozen policy ([`pg_diag.diagnostics.sampling`][pg_diag.diagnostics.sampling]), all
 vmapped together, and streams the sums of [`pg_diag.diagnostics.streaming`][pg_diag.diagnostics.streaming] through them:
 
-* the K *estimate* streams give ĝ_N at every N of the grid, nested within a
-  stream: at and above the algorithm's batch size B, N is the stream's first
-  N pairs (whole batches, the first one the algorithm's own batch); below B,
-  N pairs drawn uniformly at random from the stream's first whole batch,
-  advantages computed on the whole batch ([`pg_diag.diagnostics.streaming`][pg_diag.diagnostics.streaming], ``Grid.pool``).
-  So every estimate's states are distributed as in the algorithm's batch and
-  only the count changes with N; a smaller N's pairs are among a larger N's;
-* the R *truth* streams are merged into one "true" gradient from
-  R × (stream length) ≥ ``true_pairs`` pairs, independent of the K estimates.
-  CL Fig 3 takes it from ten million pairs against estimates up to 1e6: the
-  scales ask [`TRUE_RATIO`][pg_diag.diagnostics.sizes.TRUE_RATIO] × the largest N or more, and the
-  ratio reached is recorded (``true_ratio``). Its own convergence is measured
-  by the split-half cosine ([`truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]): the truth streams split
-  into two halves of ⌊R/2⌋ streams, the cosine between the halves' merged
-  gradients;
+* the K *estimate* streams give ĝ_N at every N of the grid, nested within a stream: at and above the algorithm's
+  batch size B, N is the stream's first N pairs (whole batches, the first one the algorithm's own batch); below B, N
+  pairs drawn uniformly at random from the stream's first whole batch, advantages computed on the whole batch
+  ([`pg_diag.diagnostics.streaming`][pg_diag.diagnostics.streaming], ``Grid.pool``). So every estimate's states are
+  distributed as in the algorithm's batch and only the count changes with N; a smaller N's pairs are among a larger
+  N's;
+* the R *truth* streams are merged into one "true" gradient from R × (stream length) ≥ ``true_pairs`` pairs,
+  independent of the K estimates. CL Fig 3 takes it from ten million pairs against estimates up to 1e6: the scales
+  ask [`TRUE_RATIO`][pg_diag.diagnostics.sizes.TRUE_RATIO] × the largest N or more, and the ratio reached is
+  recorded (``true_ratio``). Its own convergence is measured by the split-half cosine
+  ([`truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]): the truth streams split into two halves
+  of ⌊R/2⌋ streams, the cosine between the halves' merged gradients;
 * on the linear-quadratic task with a linear policy, ∇J of the reported return
   (γ = 1) is computed exactly from the closed forms.
 
-What is differentiated (``objective``): ``"surrogate"`` (the default, as CL)
-is eq. 15's surrogate mean(r·Â) at θ_old, whose gradient is the policy
-gradient estimate; ``"own"`` is the algorithm's own objective as its registry
-entry writes it ([`pg_diag.algorithms`][pg_diag.algorithms]: PPO's entropy term, PPO-KL's
-penalty). Its gradient at θ_old is the surrogate's plus that of the other
-terms, and the latter is computed once per subject on one batch of the
-algorithm's own shape ([`objective_extra`][pg_diag.diagnostics.gradients.measure.objective_extra]): exact for terms that do not
-depend on the samples (the entropy of a state-independent σ) or whose
-gradient vanishes at θ_old (a KL penalty, a ratio clip), a one-batch
-estimate for any other.
+What is differentiated (``objective``): ``"surrogate"`` (the default, as CL) is eq. 15's surrogate mean(r·Â) at
+θ_old, whose gradient is the policy gradient estimate; ``"own"`` is the algorithm's own objective as its registry
+entry writes it ([`pg_diag.algorithms`][pg_diag.algorithms]: PPO's entropy term, PPO-KL's penalty). Its gradient at
+θ_old is the surrogate's plus that of the other terms, and the latter is computed once per subject on one batch of
+the algorithm's own shape ([`objective_extra`][pg_diag.diagnostics.gradients.measure.objective_extra]): exact for
+terms that do not depend on the samples (the entropy of a state-independent σ) or whose gradient vanishes at θ_old
+(a KL penalty, a ratio clip), a one-batch estimate for any other.
 
 Per subject and N it returns the K×K matrix of pairwise cosines (CL Fig 2 is
 the mean over the K(K−1)/2 pairs), each estimate's cosine to the true gradient
@@ -176,25 +170,25 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
                     normalize=settings.normalize, exact=exact, batch_size=batch, own=own, objective=settings.objective)
 
 
-#: On MJX a batched step costs about as much for a few hundred environments as for a few thousand (an
-#: H100: Hopper 1.6 ms per step at 320 environments, 1.4 ms at 4,096, with the fast solver), so a study
-#: whose streams are one environment wide leaves it idle. With ``envs`` left at 0, an MJX study widens
-#: its streams until all of them together step about this many environments ([`widen`][pg_diag.diagnostics.gradients.measure.widen]).
+#: On MJX a batched step costs about as much for a few hundred environments as for a few thousand (an H100: Hopper
+#: 1.6 ms per step at 320 environments, 1.4 ms at 4,096, with the fast solver), so a study whose streams are one
+#: environment wide leaves it idle. With ``envs`` left at 0, an MJX study widens its streams until all of them
+#: together step about this many environments ([`widen`][pg_diag.diagnostics.gradients.measure.widen]).
 MJX_WIDE_BATCH = 2048
 
 
 def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lambda r: True) -> Resolved:
     """[`resolve`][pg_diag.diagnostics.gradients.measure.resolve], with the streams widened on MJX.
 
-    When ``envs`` is 0 and the runs step MJX, each stream gets ``w`` × the run's ``num_envs``
-    environments, ``w`` the smallest width at which the study's streams (``num_subjects`` × (K + R))
-    step [`MJX_WIDE_BATCH`][pg_diag.diagnostics.gradients.measure.MJX_WIDE_BATCH] environments together, no more than the narrow stream's chunk count
-    (wider would only lengthen the streams) and halved until ``fits(resolved)`` (the memory check)
-    holds. A segment is still ``steps`` steps from the same start, so the pairs' distribution, and
-    each estimate's, is the narrow study's; the sizes snap to the wider chunk (the tables record
-    the N used). The width depends on how many subjects the study measures together, so a subject's
-    estimates here equal its estimates alone in distribution, not in value (``envs`` set fixes the width).
-    Native physics and the pure-JAX tasks keep the run's own width."""
+    When ``envs`` is 0 and the runs step MJX, each stream gets ``w`` × the run's ``num_envs`` environments, ``w``
+    the smallest width at which the study's streams (``num_subjects`` × (K + R)) step
+    [`MJX_WIDE_BATCH`][pg_diag.diagnostics.gradients.measure.MJX_WIDE_BATCH] environments together, no more than the
+    narrow stream's chunk count (wider would only lengthen the streams) and halved until ``fits(resolved)`` (the
+    memory check) holds. A segment is still ``steps`` steps from the same start, so the pairs' distribution, and
+    each estimate's, is the narrow study's; the sizes snap to the wider chunk (the tables record the N used). The
+    width depends on how many subjects the study measures together, so a subject's estimates here equal its
+    estimates alone in distribution, not in value (``envs`` set fixes the width). Native physics and the pure-JAX
+    tasks keep the run's own width."""
     narrow = resolve(settings, statics)
     first = statics[0]
     backend, _ = envs.resolve_physics(first.task, first.physics, first.physics_threads)
@@ -218,15 +212,15 @@ def truth_ceiling(split_half, truth_streams: int):
     """The cosine of the true gradient itself to g, estimated from its split-half cosine ρ (NaN without a
     split): c = √(kρ / (1 + (k − 1)ρ)), k = R/⌊R/2⌋ (2 for an even R), 0 for ρ ≤ 0.
 
-    Why. The truth from T pairs is ĝ_T = g + e, g = E[ĝ_T] the estimator's own limit (∇J where it is
-    unbiased: ``true_to_exact`` measures the rest on the LQR task), e zero-mean noise with E|e|² = σ²/T. Its two halves of ⌊R/2⌋ streams (T_h = T/k pairs each) are h_i = g + e_i, independent.
-    With many parameters, g·e_i and e_1·e_2 are small against |g|² and |e_i|² ≈ σ²/T_h, so
-    ρ = cos(h_1, h_2) ≈ |g|²/(|g|² + σ²/T_h): x = σ²/(T_h|g|²) = 1/ρ − 1. The full truth has noise σ²/T =
-    σ²/(k T_h), so cos(ĝ_T, g)² ≈ 1/(1 + x/k) = kρ/(1 + (k − 1)ρ) (the Spearman–Brown formula; k = 2:
-    2ρ/(1 + ρ)). With few parameters the concentration fails, but for small noise both sides depend only on
-    the noise across g: 1 − cos(g + a, g + b) ≈ |a⊥ − b⊥|²/(2|g|²), so E[1 − ρ] ≈ E|e_h⊥|²/|g|² and
-    E[1 − cos(ĝ_T, g)] ≈ E|e_h⊥|²/(2k|g|²) = E[1 − ρ]/(2k) — the formula's own small-noise limit, in any
-    dimension.
+    Why. The truth from T pairs is ĝ_T = g + e, g = E[ĝ_T] the estimator's own limit (∇J where it is unbiased:
+    ``true_to_exact`` measures the rest on the LQR task), e zero-mean noise with E|e|² = σ²/T. Its two halves of
+    ⌊R/2⌋ streams (T_h = T/k pairs each) are h_i = g + e_i, independent. With many parameters, g·e_i and e_1·e_2 are
+    small against |g|² and |e_i|² ≈ σ²/T_h, so ρ = cos(h_1, h_2) ≈ |g|²/(|g|² + σ²/T_h): x = σ²/(T_h|g|²) = 1/ρ − 1.
+    The full truth has noise σ²/T = σ²/(k T_h), so cos(ĝ_T, g)² ≈ 1/(1 + x/k) = kρ/(1 + (k − 1)ρ) (the
+    Spearman–Brown formula; k = 2: 2ρ/(1 + ρ)). With few parameters the concentration fails, but for small noise
+    both sides depend only on the noise across g: 1 − cos(g + a, g + b) ≈ |a⊥ − b⊥|²/(2|g|²), so E[1 − ρ] ≈
+    E|e_h⊥|²/|g|² and E[1 − cos(ĝ_T, g)] ≈ E|e_h⊥|²/(2k|g|²) = E[1 − ρ]/(2k) — the formula's own small-noise limit,
+    in any dimension.
 
     What it bounds. An estimate ĝ_N independent of the truth has, by the same argument,
     cos(ĝ_N, ĝ_T) ≈ cos(ĝ_N, g)·c: even an estimate equal to g would show only c against the truth, so c is

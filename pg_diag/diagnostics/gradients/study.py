@@ -170,7 +170,8 @@ def gradient_study(runs, iterations=None, agents=None, settings: gradients.Gradi
                    save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                    **changes) -> GradientStudy:
     """Measure the gradient estimates of every agent of ``runs`` (run directories) at the checkpointed
-    ``iterations`` (default: all saved). ``changes`` override fields of [`GradientSettings`][pg_diag.diagnostics.gradients.measure.GradientSettings].
+    ``iterations`` (default: all saved). ``changes`` override fields of
+    [`GradientSettings`][pg_diag.diagnostics.gradients.measure.GradientSettings].
 
     Args:
         runs: run directories with checkpoints (or loaded runs), one or several with the same task.

@@ -30,22 +30,17 @@ own stream (independent noise, so the picture shows the noise an estimate
 from N pairs has). Memory does not depend on N: streams run in chunks of
 ``chunk_steps``.
 
-L̂, the subject's mean episode length ([`episode_length`][pg_diag.diagnostics.return_streams.episode_length]), is the mean
-length of m = ``length_episodes`` complete episodes of the subject's own
-policy, m environments each run from reset to its own episode's end
-(termination or the time limit, as every episode of the task), their number
-fixed before sampling: the lengths are i.i.d. draws of the episode length L,
-so E[L̂] = E[L] exactly (no censoring), with standard error SD(L)/√m. Its
-stream is as deep as the longest of the m episodes (at most the time limit). The mean length of the episodes
-that end inside one fixed-length batch would be biased short: an episode
-longer than the batch never ends in it, and a long one is less likely to
-both start and end inside it. With a constant hazard h, batches of B steps
-from reset and no time limit inside them, the ended episodes' total length
-over their number tends to (B − (1−h)(1−(1−h)^B)/h) / (B·h) over many
-batches, against E[L] = 1/h: 0.37/h at B = 1/h.
-L̂ only sets how many episodes a point's estimate uses, never which, so an
-error in L̂ moves the pairs a point uses (E[N / L̂] ≥ N / E[L] by Jensen, by
-a factor about 1 + CV(L)²/m), not the estimate's mean.
+L̂, the subject's mean episode length ([`episode_length`][pg_diag.diagnostics.return_streams.episode_length]), is
+the mean length of m = ``length_episodes`` complete episodes of the subject's own policy, m environments each run
+from reset to its own episode's end (termination or the time limit, as every episode of the task), their number
+fixed before sampling: the lengths are i.i.d. draws of the episode length L, so E[L̂] = E[L] exactly (no censoring),
+with standard error SD(L)/√m. Its stream is as deep as the longest of the m episodes (at most the time limit). The
+mean length of the episodes that end inside one fixed-length batch would be biased short: an episode longer than the
+batch never ends in it, and a long one is less likely to both start and end inside it. With a constant hazard h,
+batches of B steps from reset and no time limit inside them, the ended episodes' total length over their number
+tends to (B − (1−h)(1−(1−h)^B)/h) / (B·h) over many batches, against E[L] = 1/h: 0.37/h at B = 1/h. L̂ only sets how
+many episodes a point's estimate uses, never which, so an error in L̂ moves the pairs a point uses (E[N / L̂] ≥ N /
+E[L] by Jensen, by a factor about 1 + CV(L)²/m), not the estimate's mean.
 
 Beside it, on the batch the step was computed from, the program evaluates the
 surrogate the algorithm maximizes — PPO: the clipped objective plus its

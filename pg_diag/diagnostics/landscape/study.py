@@ -37,8 +37,8 @@ ESTIMATOR = ("true return at N pairs: mean raw return of n = round(N / L̂) comp
 
 
 def _constraint(algorithm: str, knobs, s: int) -> dict:
-    """The subject's registered constraint ([`pg_diag.algorithms.Constraint`][pg_diag.algorithms.base.Constraint]): its kind ('ratio', 'kl'
-    or '' for none) and its knob's value."""
+    """The subject's registered constraint ([`pg_diag.algorithms.Constraint`][pg_diag.algorithms.base.Constraint]):
+    its kind ('ratio', 'kl' or '' for none) and its knob's value."""
     c = algorithms.get(algorithm).constraint
     return {"constraint": c.kind if c else "", "constraint_value": float(knobs[c.knob][s]) if c else float("nan")}
 
@@ -145,9 +145,10 @@ class LandscapeStudy:
 
     def agreement(self, n: int | None = None):
         """Per plane (subject × step): the sign agreement of surrogate and true return along the step
-        ([`sign_agreement`][pg_diag.diagnostics.landscape.study.sign_agreement]) with its CI, and the step's own effect: the true return at (1, 0) minus
-        (0, 0) with its standard error, beside the surrogate's change (NaN where the grid has no x = 1); the step's norm and its ratio to the
-        random direction's, and the pairs a point's true return used on average (asked: ``n``)."""
+        ([`sign_agreement`][pg_diag.diagnostics.landscape.study.sign_agreement]) with its CI, and the step's own
+        effect: the true return at (1, 0) minus (0, 0) with its standard error, beside the surrogate's change (NaN
+        where the grid has no x = 1); the step's norm and its ratio to the random direction's, and the pairs a
+        point's true return used on average (asked: ``n``)."""
         import pandas as pd
 
         coords = np.asarray(self.manifest["resolved"]["coords"])
@@ -231,7 +232,8 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
                     labels=None, save: bool = True, replace: bool = False, name: str = NAME, verbose: bool = False,
                     **changes) -> LandscapeStudy:
     """The landscapes of every agent of ``runs`` (those with ``labels``, if given) at the checkpointed
-    ``iterations``; ``changes`` override fields of [`LandscapeSettings`][pg_diag.diagnostics.landscape.measure.LandscapeSettings].
+    ``iterations``; ``changes`` override fields of
+    [`LandscapeSettings`][pg_diag.diagnostics.landscape.measure.LandscapeSettings].
 
     Args:
         runs: run directories with checkpoints (or loaded runs), one or several with the same task.
@@ -249,8 +251,8 @@ def landscape_study(runs, iterations=None, agents=None, settings: landscape.Land
     Returns:
         The study: its manifest and tables (returns, surface, planes).
     """
-    return engine.run(LANDSCAPE, runs, iterations, agents, settings, labels=labels, save=save, replace=replace, name=name,
-                      verbose=verbose, **changes)
+    return engine.run(LANDSCAPE, runs, iterations, agents, settings, labels=labels, save=save, replace=replace,
+                      name=name, verbose=verbose, **changes)
 
 
 def load_landscape_study(run_paths, name: str = NAME) -> LandscapeStudy:

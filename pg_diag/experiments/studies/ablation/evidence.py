@@ -5,12 +5,12 @@ from __future__ import annotations
 
 def ablation_evidence(selected: dict, toggles) -> list:
     """From the ablation's selected agents ({task: frame of seed, toggles, score}; one per seed and toggle
-    combination, at the LR the other seeds chose: [`studies.ablation.agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]): per
-    toggle and seed, the score with it on minus off, averaged over the pairs matched by the other toggles.
-    The seed is the unit:
-    agents with one seed share their initial weights and environment noise across toggle combinations
-    (common random numbers), so the 8 pairs of one seed are not independent of each other (taken as units,
-    a median interval stated at 0.96 covered 0.85 at a within-seed correlation of 0.2)."""
+    combination, at the LR the other seeds chose:
+    [`studies.ablation.agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]):
+    per toggle and seed, the score with it on minus off, averaged over the pairs matched by the other toggles. The
+    seed is the unit: agents with one seed share their initial weights and environment noise across toggle
+    combinations (common random numbers), so the 8 pairs of one seed are not independent of each other (taken as
+    units, a median interval stated at 0.96 covered 0.85 at a within-seed correlation of 0.2)."""
     rows = []
     for task, sel in selected.items():
         for t in toggles:

@@ -1,14 +1,13 @@
 """fig-ablation — CL Fig. 1 / IM Fig. 1: the 2^4 ablation of PPO's optimizations.
 
-Value clipping × reward scaling × orthogonal init × Adam LR annealing,
-crossed with a learning-rate grid and seeds, trained per task as ONE compiled
-sweep. Analysis as in the original notebook (ref §3 "The 2^4 ablation grid"):
-an agent's score is the max over iterations of its mean episodic return; per
-toggle combination the learning rate with the best seed-average is chosen;
-the agents at those learning rates (seeds × 2^4) are split by each toggle
-on/off and their scores drawn as histograms. The claims read each toggle's
-effect from each seed's agents at the learning rate the other seeds chose
-([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), free of the in-sample selection.
+Value clipping × reward scaling × orthogonal init × Adam LR annealing, crossed with a learning-rate grid and seeds,
+trained per task as ONE compiled sweep. Analysis as in the original notebook (ref §3 "The 2^4 ablation grid"): an
+agent's score is the max over iterations of its mean episodic return; per toggle combination the learning rate with
+the best seed-average is chosen; the agents at those learning rates (seeds × 2^4) are split by each toggle on/off
+and their scores drawn as histograms. The claims read each toggle's effect from each seed's agents at the learning
+rate the other seeds chose
+([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), free of the
+in-sample selection.
 
 Base configuration: the review-period code's PPO defaults that the grid was
 run with ([C] ``MuJoCo.json``, ref §3): ε = 0.2 (also the value-clipping ε,
@@ -39,22 +38,24 @@ _PAPER_BASE = dict(algorithm="ppo", num_envs=1, steps_per_env=2048, num_iteratio
                    value_epochs=10, num_minibatches=32, reset_every_iteration=True)
 #: The mid scale's learning rates: IM's grid less 1.5e-4, the interior point nearest its neighbours (1.47x below
 #: 2.2e-4), so that the grid keeps its span 1e-5 - 2.2e-4, over which the combinations' best learning rates spread
-#: in a run of a fifth of the papers' length: 100 iterations of all four LRs x 6 seeds on Hopper (the 2-core CPU
-#: of docs/plans.md) chose 1e-5 for 6 of the 16 combinations, 8e-5 for 4, 2.2e-4 for 5 and 1.5e-4 for 1. Without
-#: 1e-5 the claims read LR annealing's effect inconclusive (2 of 6 seeds > 0) where the whole grid reads it
-#: negative in all 6; these three read every toggle's effect with the whole grid's signs. Three, not four: the
-#: fourth would take the IM report at mid past 45 minutes; at least 2, for the claims read each seed's agents at
-#: the learning rate the other seeds chose ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]).
-#: Its seeds: 6, the fewest whose sign test can pass Holm's first step in IM §3's family of three findings (the
-#: three toggles' necessity, one unit per seed: 2^-6 <= 0.05/3; pg_diag.experiments.findings.agents_for); 5
-#: cannot (1/32 > 0.05/3). 16 combinations x 3 LRs x 6 seeds = 288 agents, 2,048 steps x 100 iterations each:
-#: 13.3 s an iteration on the 2-core CPU of docs/plans.md alone (22 minutes), 30 minutes with other work beside
-#: it, the whole IM report at mid 35 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_dry_run.py).
+#: in a run of a fifth of the papers' length: 100 iterations of all four LRs x 6 seeds on Hopper (the 2-core CPU of
+#: docs/plans.md) chose 1e-5 for 6 of the 16 combinations, 8e-5 for 4, 2.2e-4 for 5 and 1.5e-4 for 1. Without 1e-5
+#: the claims read LR annealing's effect inconclusive (2 of 6 seeds > 0) where the whole grid reads it negative in
+#: all 6; these three read every toggle's effect with the whole grid's signs. Three, not four: the fourth would take
+#: the IM report at mid past 45 minutes; at least 2, for the claims read each seed's agents at the learning rate the
+#: other seeds chose
+#: ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]). Its seeds: 6,
+#: the fewest whose sign test can pass Holm's first step in IM §3's family of three findings (the three toggles'
+#: necessity, one unit per seed: 2^-6 <= 0.05/3; pg_diag.experiments.findings.agents_for); 5 cannot (1/32 > 0.05/3).
+#: 16 combinations x 3 LRs x 6 seeds = 288 agents, 2,048 steps x 100 iterations each: 13.3 s an iteration on the
+#: 2-core CPU of docs/plans.md alone (22 minutes), 30 minutes with other work beside it, the whole IM report at mid
+#: 35 minutes (< 45; IM's fourth LR would plan it at 47: tests/test_dry_run.py).
 MID_LEARNING_RATES = (1e-5, 8e-5, 2.2e-4)
 
 SCALES = {
     "paper": Scale(
-        tasks=("humanoid", "walker2d"), seeds=5, overrides=_PAPER_BASE, settings={"grid": {"lr_policy": LEARNING_RATES}},
+        tasks=("humanoid", "walker2d"), seeds=5, overrides=_PAPER_BASE,
+        settings={"grid": {"lr_policy": LEARNING_RATES}},
         description="Humanoid and Walker2d, LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}, 5 seeds, T=2048 × 488 "
                     "iterations (≈1M steps per agent): 320 agents per task as one compiled sweep."),
     "smoke": Scale(
@@ -114,11 +115,12 @@ def agents_at_best_lr(scores):
 
 def agents_at_held_out_best_lr(scores):
     """Each seed's agents at the LR their combination scores best on average over the *other* seeds
-    (leave-one-seed-out; with one seed, its own): seeds × 2^4 agents, as [`agents_at_best_lr`][pg_diag.experiments.studies.ablation.agents_at_best_lr], but no
-    seed's scores choose its own learning rate. In-sample, the maximum over the LRs of a seed-average keeps
-    its noise, so a toggle under which scores vary more gains in the comparison without raising any LR's
-    mean; the seeds are independent, so a seed's score at a learning rate the others chose is an unbiased
-    estimate of that LR's mean, and the effects the claims test are read from these agents."""
+    (leave-one-seed-out; with one seed, its own): seeds × 2^4 agents, as
+    [`agents_at_best_lr`][pg_diag.experiments.studies.ablation.agents_at_best_lr], but no seed's scores choose its
+    own learning rate. In-sample, the maximum over the LRs of a seed-average keeps its noise, so a toggle under
+    which scores vary more gains in the comparison without raising any LR's mean; the seeds are independent, so a
+    seed's score at a learning rate the others chose is an unbiased estimate of that LR's mean, and the effects the
+    claims test are read from these agents."""
     import pandas as pd
 
     seeds = sorted(scores["seed"].unique())
@@ -132,7 +134,8 @@ def agents_at_held_out_best_lr(scores):
 
 
 def saved_scores(from_dir: str, name: str, tasks) -> dict:
-    """{task: (its RunResult, [`agent_scores`][pg_diag.experiments.studies.ablation.agent_scores])} of the ablation study ``name`` saved in ``from_dir``."""
+    """{task: (its RunResult, [`agent_scores`][pg_diag.experiments.studies.ablation.agent_scores])} of the ablation
+    study ``name`` saved in ``from_dir``."""
 
     out = {}
     for task in tasks:
@@ -198,7 +201,8 @@ def _configured(task: str, sc: Scale, overrides: dict) -> Config:
 
 def run(target, scale: str = "smoke", out: str = "results/ablation", tasks: tuple | None = None,
         seeds: int | None = None, progress: bool | None = None, **static_overrides) -> dict:
-    """Train the ablation (one compiled sweep per task), record the study and [`draw`][pg_diag.experiments.studies.ablation.draw] it.
+    """Train the ablation (one compiled sweep per task), record the study and
+    [`draw`][pg_diag.experiments.studies.ablation.draw] it.
 
     Writes ``<out>/<task>/`` run directories and ``<out>/study.json``, then
     ``<out>/best_lr_<task>.csv``, ``<out>/effects_<task>.csv`` and ``<out>/fig-ablation.png``.
@@ -259,8 +263,8 @@ def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 <
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
-    """Each toggle's effect on matched pairs of agents at their combination's best LR chosen on the other
-    seeds ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), per task."""
+    """Each toggle's effect on matched pairs of agents at their combination's best LR chosen on the other seeds
+    ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr]), per task."""
     record = study_dir.read(from_dir, target.study, target.name)
     selected = {t: agents_at_held_out_best_lr(scores)
                 for t, (_, scores) in saved_scores(from_dir, target.name, record["tasks"]).items()}
@@ -273,6 +277,6 @@ TARGET = Target("fig-ablation", STUDY, "training", "CL Fig 1 / IM Fig 1",
                 notebook="implementation-matters")
 TARGETS = (TARGET,)
 
-__all__ = ["LEARNING_RATES", "MID_LEARNING_RATES", "SCALES", "STUDY", "TARGET", "TARGETS", "TOGGLES", "agent_scores", "agents_at_best_lr",
-           "agents_at_held_out_best_lr", "base_config", "best_learning_rates", "draw", "grid", "plan", "plot", "run",
-           "saved_scores", "toggle_effects"]
+__all__ = ["LEARNING_RATES", "MID_LEARNING_RATES", "SCALES", "STUDY", "TARGET", "TARGETS", "TOGGLES",
+           "agent_scores", "agents_at_best_lr", "agents_at_held_out_best_lr", "base_config", "best_learning_rates",
+           "draw", "grid", "plan", "plot", "run", "saved_scores", "toggle_effects"]

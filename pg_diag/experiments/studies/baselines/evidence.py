@@ -44,10 +44,10 @@ def baseline_evidence(studies: dict, notes: list | None = None) -> list:
 
 def baseline_ratio_evidence(studies: dict) -> list:
     """From baseline studies, per agent, checkpoint and N (``pairs``): the variance ratio of two baselines — the
-    noise-to-signal energy ρ = 1/c − 1 of one over the other's (every baseline estimates the same gradient, so
-    this is their noise energies' ratio, [`levels`][pg_diag.experiments.levels]) — with returns over with the agent's network
-    (``baseline_variance_ratio_value``), and with the agent's network over with V* where V* was shown the better
-    value function (``baseline_variance_ratio_fitted``)."""
+    noise-to-signal energy ρ = 1/c − 1 of one over the other's (every baseline estimates the same gradient, so this
+    is their noise energies' ratio, [`levels`][pg_diag.experiments.levels]) — with returns over with the agent's
+    network (``baseline_variance_ratio_value``), and with the agent's network over with V* where V* was shown the
+    better value function (``baseline_variance_ratio_fitted``)."""
     rows = []
     for task, st in studies.items():
         per = st.pairs.groupby(["label", "run", "agent", "iteration", "n", "baseline"])["cosine"].mean()

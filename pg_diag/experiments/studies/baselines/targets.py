@@ -1,18 +1,15 @@
 """fig-baselines — CL §5.2, Figs 5/16 (ref §4.2 item 5): how much gradient variance each baseline removes.
 
 PPO and TRPO are trained with checkpoints (``OUT/runs/``), then measured by
-[`pg_diag.diagnostics.baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study]: at every checkpoint, K gradient
-estimates per N with the agent's value network, a value network fit to
-Monte-Carlo returns ("true" V), no baseline (returns) and, on the LQR task,
-the exact V^π — on the same trajectories. The figure draws the mean pairwise
-cosine against N on a linear axis to 1e4 (the paper's), the mean over agents
-with a 95% Student-t band over agents. The fitted network is drawn as the "true" V only
-where it was shown closer to the returns than the agent's network (a one-sided
-paired t-test of their squared errors over ≥ 20 held-out batches; its fit
-goes on in rounds until then, up to a cap); the summary gives both networks'
-held-out MSE, relative error and explained variance. Training and
-measurements with the same settings are reused; [`draw`][pg_diag.experiments.studies.baselines.draw] redraws from the
-saved tables alone.
+[`pg_diag.diagnostics.baseline_study`][pg_diag.diagnostics.baselines.study.baseline_study]: at every checkpoint, K
+gradient estimates per N with the agent's value network, a value network fit to Monte-Carlo returns ("true" V), no
+baseline (returns) and, on the LQR task, the exact V^π — on the same trajectories. The figure draws the mean
+pairwise cosine against N on a linear axis to 1e4 (the paper's), the mean over agents with a 95% Student-t band over
+agents. The fitted network is drawn as the "true" V only where it was shown closer to the returns than the agent's
+network (a one-sided paired t-test of their squared errors over ≥ 20 held-out batches; its fit goes on in rounds
+until then, up to a cap); the summary gives both networks' held-out MSE, relative error and explained variance.
+Training and measurements with the same settings are reused; [`draw`][pg_diag.experiments.studies.baselines.draw]
+redraws from the saved tables alone.
 """
 
 from __future__ import annotations
@@ -46,7 +43,8 @@ SCALES = {
         description="PPO and TRPO presets on Walker2d, Hopper (and the LQR task), 8 agents each (the fewest "
                     "whose sign tests can pass Holm over a section's findings), checkpoints after "
                     "iterations 150/300/450 (LQR: 20/40); K = 10 estimates at N up to 1e4; the fitted value net "
-                    "learns from 5e5 pairs (the ICLR text's number; fit_pairs=5_000_000 for the v4 text's) in rounds of "
+                    "learns from 5e5 pairs (the ICLR text's number; fit_pairs=5_000_000 for the v4 text's) in "
+                    "rounds of "
                     "30 epochs, at most 4, until shown closer to the returns than the agent's network."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (15, 29)},
@@ -59,7 +57,10 @@ SCALES = {
         **MID_TRAINING, measured_at={"baselines": MID_CHECKPOINTS[1:]},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2048, 4000, 8192), estimates=10, fit_pairs=200_000,
                                     fit_epochs=10)},
-        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every iteration), PPO and TRPO, 7 agents each (the mid scale's shared runs), 100 iterations, checkpoints after 31/61/92 (CL Fig 5: 150/300/450 of 488); K = 10 estimates at N up to 8,192; V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
+        description="Hopper at the papers' shape (1 environment × 2,048 steps per iteration, reset every "
+                    "iteration), PPO and TRPO, 7 agents each (the mid scale's shared runs), 100 iterations, "
+                    "checkpoints after 31/61/92 (CL Fig 5: 150/300/450 of 488); K = 10 estimates at N up to 8,192; "
+                    "V* fit on 2e5 pairs from the agent's network in rounds of 10 epochs, at most 4, "
                     "until a t-test over 20 held-out batches shows it closer to the returns."),
 }
 

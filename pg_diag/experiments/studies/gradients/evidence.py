@@ -40,9 +40,11 @@ def _ceilings(st):
 
 def gradient_true_evidence(studies: dict, notes: list | None = None) -> list:
     """From gradient studies: per agent and checkpoint, the mean cosine to the true gradient over the truth's own
-    ceiling (≈ the cosine to the gradient itself, [`levels`][pg_diag.experiments.levels]) at the batch size and at the largest N, and
-    the N where it reaches [`TRUE_LEVEL`][pg_diag.experiments.studies.gradients.evidence.TRUE_LEVEL] over the batch size. A truth from fewer than TRUE_RATIO × the
-    largest N pairs, or without a ceiling (no split-half), gives no evidence (said in ``notes``)."""
+    ceiling (≈ the cosine to the gradient itself, [`levels`][pg_diag.experiments.levels]) at the batch size and at
+    the largest N, and the N where it reaches
+    [`TRUE_LEVEL`][pg_diag.experiments.studies.gradients.evidence.TRUE_LEVEL] over the batch size. A truth from
+    fewer than TRUE_RATIO × the largest N pairs, or without a ceiling (no split-half), gives no evidence (said in
+    ``notes``)."""
 
     rows, notes = [], notes if notes is not None else []
     for task, st in studies.items():
@@ -72,7 +74,8 @@ def gradient_true_evidence(studies: dict, notes: list | None = None) -> list:
 
 
 def gradient_evidence(studies: dict, notes: list | None = None) -> list:
-    """Both of the gradient study's evidence: [`gradient_pairwise_evidence`][pg_diag.experiments.studies.gradients.evidence.gradient_pairwise_evidence] and
+    """Both of the gradient study's evidence:
+    [`gradient_pairwise_evidence`][pg_diag.experiments.studies.gradients.evidence.gradient_pairwise_evidence] and
     [`gradient_true_evidence`][pg_diag.experiments.studies.gradients.evidence.gradient_true_evidence]."""
     return gradient_pairwise_evidence(studies) + gradient_true_evidence(studies, notes)
 

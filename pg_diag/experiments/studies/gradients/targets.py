@@ -14,12 +14,12 @@ estimate's cosine to the exact ∇J beside its cosine to the large-sample
 gradient, and the summary reports the large-sample gradient's own cosine to
 ∇J: how far the practical estimator's limit is from the true gradient.
 
-On every task fig-grad-true draws the truth's own ceiling: the cosine of the
-large-sample gradient itself to the gradient it estimates, from the split-half
-cosine of its streams ([`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]) —
-an estimate equal to that gradient would reach only this line. The summary
-reports it (``truth_ceiling``) with the split-half cosine (``truth_split_half``)
-and how many times the largest N the truth holds (``true_ratio``; CL Fig 3: 10).
+On every task fig-grad-true draws the truth's own ceiling: the cosine of the large-sample gradient itself to the
+gradient it estimates, from the split-half cosine of its streams
+([`pg_diag.diagnostics.gradients.measure.truth_ceiling`][pg_diag.diagnostics.gradients.measure.truth_ceiling]) — an
+estimate equal to that gradient would reach only this line. The summary reports it (``truth_ceiling``) with the
+split-half cosine (``truth_split_half``) and how many times the largest N the truth holds (``true_ratio``; CL Fig 3:
+10).
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ SCALES = {
         task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
         settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
                   "steps": dict(batches=100)},
-        description="PPO and TRPO presets, 5 agents each (what a 24 GiB host holds at once; the report's §5.1 then gives per-test verdicts, and --seeds 8 on a larger host lets its 7 findings pass Holm), checkpoints after "
+        description="PPO and TRPO presets, 5 agents each (what a 24 GiB host holds at once; the report's §5.1 then "
+                    "gives per-test verdicts, and --seeds 8 on a larger host lets its 7 findings pass Holm), "
+                    "checkpoints after "
                     "iterations 0/150/300/450 (the LQR "
                     "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs "
                     "(CL Fig 3); M = 100 steps per checkpoint."),
@@ -247,7 +249,8 @@ TARGETS = (
                                         "(and, on LQR, the exact) gradient"),
            evidence=true_evidence, provides=("grad_true",),
            measurement=Measurement(**_GRADIENTS), **_COMMON),
-    Target("fig-step-variance", paper="CL Fig 13", help="CL Fig 13: pairwise cosine and KL of the algorithm's own steps",
+    Target("fig-step-variance", paper="CL Fig 13",
+           help="CL Fig 13: pairwise cosine and KL of the algorithm's own steps",
            draw=functools.partial(draw_steps, title="Step variance: pairwise cosine of the algorithm's own steps "
                                                     "and KL between the resulting policies"),
            evidence=step_evidence, provides=("step_",),

@@ -8,7 +8,9 @@ from pg_diag.experiments.evidence_rows import rows_of, with_point, with_unit
 
 
 def landscape_evidence(concentration: dict, surrogate: dict) -> list:
-    """Both landscape studies' evidence: [`concentration_evidence`][pg_diag.experiments.studies.landscape.evidence.concentration_evidence] and [`surrogate_evidence`][pg_diag.experiments.studies.landscape.evidence.surrogate_evidence]."""
+    """Both landscape studies' evidence:
+    [`concentration_evidence`][pg_diag.experiments.studies.landscape.evidence.concentration_evidence] and
+    [`surrogate_evidence`][pg_diag.experiments.studies.landscape.evidence.surrogate_evidence]."""
     return concentration_evidence(concentration) + surrogate_evidence(surrogate)
 
 

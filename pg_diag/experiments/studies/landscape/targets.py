@@ -1,9 +1,8 @@
 """fig-landscape-concentration and fig-landscape-surrogate — CL §5.3, Figs 6–8 and 17–27 (ref §4.2 items 6–7).
 
-Both targets share one study: PPO, PPO-M and TRPO trained with checkpoints
-(``OUT/runs/``), each measured by [`pg_diag.diagnostics.landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study]
-on the plane of its own step (x, 1 = the full step) and a random direction
-(y, 1 = a Gaussian vector of L2 norm 2, CL Fig 6), both 0 … 3:
+Both targets share one study: PPO, PPO-M and TRPO trained with checkpoints (``OUT/runs/``), each measured by
+[`pg_diag.diagnostics.landscape_study`][pg_diag.diagnostics.landscape.study.landscape_study] on the plane of its own
+step (x, 1 = the full step) and a random direction (y, 1 = a Gaussian vector of L2 norm 2, CL Fig 6), both 0 … 3:
 
 * fig-landscape-concentration (PPO and TRPO): the true mean return at every
   grid point from 2K / 20K / 100K pairs (paper scale), the number of
@@ -74,7 +73,8 @@ SCALES = {
                     "(LQR: 0.1); 1K/5K/20K pairs per point "
                     "(concentration); 2e4 pairs per point and steps from 1,024 and 16,384 pairs (surrogate)."),
     "mid": Scale(
-        **MID_TRAINING, measured_at={"landscape-concentration": MID_CHECKPOINTS[::2], "landscape-surrogate": MID_CHECKPOINTS[::2]},
+        **MID_TRAINING,
+        measured_at={"landscape-concentration": MID_CHECKPOINTS[::2], "landscape-surrogate": MID_CHECKPOINTS[::2]},
         settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 4_000, 8_000)),
                   "landscape-surrogate": _MID_SURROGATE},
         description="Hopper at the papers' shape (1 × 2,048 steps, reset every iteration), the mid scale's shared "
@@ -127,8 +127,9 @@ MAX_ROWS = 4
 
 
 def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
-    """The figure at ``path``, or where it would hold more than [`MAX_ROWS`][pg_diag.experiments.studies.landscape.targets.MAX_ROWS] rows of panels one file per
-    task (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
+    """The figure at ``path``, or where it would hold more than
+    [`MAX_ROWS`][pg_diag.experiments.studies.landscape.targets.MAX_ROWS] rows of panels one file per task
+    (``…-TASK.png``), and per algorithm within a task that alone has more (``…-TASK-LABEL.png``)."""
     rows = [(task, p) for task, st in studies.items() for _, p in _subjects(st).iterrows()]
     if concentration:
         rows = [(t, p) for t, p in rows if p.step_pairs == min(studies[t].planes.step_pairs)]

@@ -22,11 +22,11 @@ notebooks' choice). Which one the published tables used is not recorded
 an episode ending on the batch's last step is left out unless it is the only
 one), so the tables can be computed exactly as published.
 
-Training writes ``OUT/runs/<task>-<ppo|trpo>-<key>/`` and ``OUT/study.json``; the
-drawing functions ([`draw_rewards`][pg_diag.experiments.studies.presets.draw_rewards], [`draw_table`][pg_diag.experiments.studies.presets.draw_table]) only read them, and
-the training entry points end by calling them. At the mid scale the runs go to
-``runs/`` beside ``OUT`` instead, where fig-trust-region and the closer-look
-targets keep theirs: its PPO, PPO-M and TRPO are the closer look's mid training
+Training writes ``OUT/runs/<task>-<ppo|trpo>-<key>/`` and ``OUT/study.json``; the drawing functions
+([`draw_rewards`][pg_diag.experiments.studies.presets.draw_rewards],
+[`draw_table`][pg_diag.experiments.studies.presets.draw_table]) only read them, and the training entry points end by
+calling them. At the mid scale the runs go to ``runs/`` beside ``OUT`` instead, where fig-trust-region and the
+closer-look targets keep theirs: its PPO, PPO-M and TRPO are the closer look's mid training
 ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]), trained once for all of them.
 """
 
@@ -74,17 +74,18 @@ SCALES = {
                              f"TRPO+ and PPO-NoClip train beside them."),
 }
 
-#: scale -> the presets it trains as the runs other targets train too: in the sweeps those targets train them
-#: (PPO with PPO-M, TRPO alone), not with the study's other presets (PPO-NoClip would join PPO's sweep as a
-#: third grid point, another configuration), into ``runs/`` beside the study's directory where the others keep
-#: theirs ([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]): trained once between them. The study's
-#: other presets train in sweeps of their own beside them.
+#: scale -> the presets it trains as the runs other targets train too: in the sweeps those targets train them (PPO
+#: with PPO-M, TRPO alone), not with the study's other presets (PPO-NoClip would join PPO's sweep as a third grid
+#: point, another configuration), into ``runs/`` beside the study's directory where the others keep theirs
+#: ([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]):
+#: trained once between them. The study's other presets train in sweeps of their own beside them.
 SHARED_PRESETS = {"mid": tuple(MID_TRAINING["presets"])}
 
 
 def training_groups(scale: str, presets) -> tuple:
-    """The presets a study trains at ``scale``, grouped as they train: one [`train_study`][pg_diag.experiments.training.train_study] (its sweeps
-    grouped by static configuration) per group — the shared presets ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]), then the rest —
+    """The presets a study trains at ``scale``, grouped as they train: one
+    [`train_study`][pg_diag.experiments.training.train_study] (its sweeps grouped by static configuration) per group
+    — the shared presets ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]), then the rest —
     or every preset in one group where the scale shares none."""
     shared = SHARED_PRESETS.get(scale, ())
     if not shared or not set(shared) <= set(presets):
@@ -137,9 +138,9 @@ def _fmt(mean, low, high):
 
 
 def table(summary, algorithms, with_aai: bool, scores=None):
-    """The table as a DataFrame (one row per algorithm, one column per task) with
-    the published values in parallel columns; with the agents' ``scores``
-    ([`agent_scores`][pg_diag.experiments.studies.presets.agent_scores]), AAI and ACLI carry their intervals ([`pg_diag.stats.index_interval`][pg_diag.stats.index_interval])."""
+    """The table as a DataFrame (one row per algorithm, one column per task) with the published values in parallel
+    columns; with the agents' ``scores`` ([`agent_scores`][pg_diag.experiments.studies.presets.agent_scores]), AAI
+    and ACLI carry their intervals ([`pg_diag.stats.index_interval`][pg_diag.stats.index_interval])."""
     import pandas as pd
 
     tasks = list(dict.fromkeys(summary.task))
@@ -208,9 +209,10 @@ TABLE_3_PRESETS = ("ppo", "ppo-noclip")
 
 
 def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> None:
-    """Train every preset on every task (reusing matching runs on disk) and record the study: into
-    ``OUT/runs/``, or at a scale whose runs other targets share ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]) into ``runs/`` beside
-    ``OUT``, group by group ([`training_groups`][pg_diag.experiments.studies.presets.training_groups])."""
+    """Train every preset on every task (reusing matching runs on disk) and record the study: into ``OUT/runs/``, or
+    at a scale whose runs other targets share
+    ([`SHARED_PRESETS`][pg_diag.experiments.studies.presets.SHARED_PRESETS]) into ``runs/`` beside ``OUT``, group by
+    group ([`training_groups`][pg_diag.experiments.studies.presets.training_groups])."""
     sc = pick(target.scales, scale)
     tasks = tuple(tasks or sc.tasks_of())
     over = {**sc.overrides, **overrides}
@@ -229,8 +231,9 @@ def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> N
 
 
 def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
-    """The sweeps [`run`][pg_diag.experiments.studies.presets.targets.run] starts: per task, one per group of presets ([`training_groups`][pg_diag.experiments.studies.presets.training_groups]) and static
-    configuration; at the mid scale the shared ones are the programs fig-trust-region plans (the same
+    """The sweeps [`run`][pg_diag.experiments.studies.presets.targets.run] starts: per task, one per group of
+    presets ([`training_groups`][pg_diag.experiments.studies.presets.training_groups]) and static configuration; at
+    the mid scale the shared ones are the programs fig-trust-region plans (the same
     [`Program`][pg_diag.experiments.dry_run.Program], which a plan of several targets costs once)."""
     sc = pick(target.scales, scale)
     over = {**sc.overrides, **overrides}
@@ -261,9 +264,9 @@ AAI_CI_NOTE = ("; AAI and ACLI each the larger |difference| of two means, its in
 
 
 def _coverage_note(summary) -> str:
-    """What the tables' Student-t intervals cover when agents' scores are skewed: simulated at the fewest agents
-    of a cell (lognormal σ = 1; [`pg_diag.stats.t_coverage_on_skewed`][pg_diag.stats.t_coverage_on_skewed]). The claims compare median agents
-    instead ([`pg_diag.experiments.claims`][pg_diag.experiments.claims])."""
+    """What the tables' Student-t intervals cover when agents' scores are skewed: simulated at the fewest agents of
+    a cell (lognormal σ = 1; [`pg_diag.stats.t_coverage_on_skewed`][pg_diag.stats.t_coverage_on_skewed]). The claims
+    compare median agents instead ([`pg_diag.experiments.claims`][pg_diag.experiments.claims])."""
     n = int(summary.agents.min()) if len(summary) else 0
     if n < 2:
         return ""
@@ -284,7 +287,8 @@ def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statis
     df = table(summary, compared, with_aai=with_aai, scores=scores)
     note = (f"Mean agent reward ({'mean of the last 5 iterations' if statistic == 'final' else 'max over training'}"
             f" of the per-iteration mean episodic reward) with a 95% Student-t interval over agents (the paper's "
-            f"are percentile-bootstrap intervals{AAI_CI_NOTE if with_aai else ''}); {record['scale']} scale. Episodic reward reported "
+            f"are percentile-bootstrap intervals{AAI_CI_NOTE if with_aai else ''}); {record['scale']} scale. "
+            f"Episodic reward reported "
             f"under {REPORTING_NOTES[reporting]}. Published values: Engstrom et al. (ref §5).")
     note += _coverage_note(summary)
     out_agents = scores[~np.isfinite(scores.score)]
@@ -317,6 +321,6 @@ TABLE_3_TARGET = Target("table-3", paper="IM Table 3", help="IM Table 3: PPO vs 
                         papers=("im",), options=("statistic", "reporting"), **_COMMON)
 TARGETS = (REWARDS_TARGET, TABLE_2_TARGET, TABLE_3_TARGET)
 
-__all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "SHARED_PRESETS", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET", "TABLE_3_PRESETS",
-           "TABLE_3_TARGET", "TARGETS", "agent_scores", "draw_rewards", "draw_table",
-           "plan", "plot_rewards", "summarize", "table", "training_groups"]
+__all__ = ["REPORTING", "REWARDS_TARGET", "SCALES", "SHARED_PRESETS", "STUDY", "TABLE_2_PRESETS", "TABLE_2_TARGET",
+           "TABLE_3_PRESETS", "TABLE_3_TARGET", "TARGETS", "agent_scores", "draw_rewards", "draw_table", "plan",
+           "plot_rewards", "summarize", "table", "training_groups"]

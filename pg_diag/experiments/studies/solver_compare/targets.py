@@ -51,7 +51,8 @@ def _no_solver(overrides: dict) -> None:
 
 def run(target, scale="smoke", out="results/solver-compare", tasks=None, seeds=None, progress=None,
         **overrides) -> dict:
-    """Train both studies under both solver settings (reusing what is on disk), then [`draw`][pg_diag.experiments.studies.solver_compare.draw]."""
+    """Train both studies under both solver settings (reusing what is on disk), then
+    [`draw`][pg_diag.experiments.studies.solver_compare.draw]."""
     _no_solver(overrides)
     for solver in SOLVERS:
         for part in PARTS:
@@ -105,7 +106,8 @@ def _table_2(from_dir: str) -> tuple:
 
 
 def compare(effects: dict, scores: dict, agents: dict):
-    """The side-by-side table from ``effects[solver]`` ([`_ablation`][pg_diag.experiments.studies.solver_compare.targets._ablation]), ``scores[solver]`` and
+    """The side-by-side table from ``effects[solver]``
+    ([`_ablation`][pg_diag.experiments.studies.solver_compare.targets._ablation]), ``scores[solver]`` and
     ``agents[solver]`` ([`_table_2`][pg_diag.experiments.studies.solver_compare.targets._table_2])."""
     import pandas as pd
 
@@ -133,7 +135,8 @@ def compare(effects: dict, scores: dict, agents: dict):
         ivs = {s: (iv[s].estimate, iv[s].low, iv[s].high) for s in SOLVERS}
         rows.append({"study": "table-2", "task": task, "quantity": "optimizations over step",
                      a: f"{_fmt(*ivs[a])} {effect_verdict(*ivs[a])}", b: f"{_fmt(*ivs[b])} {effect_verdict(*ivs[b])}",
-                     "agree": effect_verdict(*ivs[a]) == effect_verdict(*ivs[b]), "CIs overlap": _overlap(ivs[a], ivs[b])})
+                     "agree": effect_verdict(*ivs[a]) == effect_verdict(*ivs[b]),
+                     "CIs overlap": _overlap(ivs[a], ivs[b])})
     return pd.DataFrame(rows)
 
 

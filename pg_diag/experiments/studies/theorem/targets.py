@@ -15,9 +15,10 @@ What the theorem and the gradient formula that follows it predict:
   past 1 + ε: the clipped objective has many optima outside the trust region,
   and which one is reached depends on the optimizer, not on the objective.
 
-[`run`][pg_diag.experiments.studies.theorem.targets.run] writes the traces (``fig-theorem.csv``) and what the figure needs
-besides them (``study.json``: first-step check, ceiling, ε, batch size);
-[`draw`][pg_diag.experiments.studies.theorem.targets.draw] makes the figure and ``summary.csv`` from those two files alone.
+[`run`][pg_diag.experiments.studies.theorem.targets.run] writes the traces (``fig-theorem.csv``) and what the figure
+needs besides them (``study.json``: first-step check, ceiling, ε, batch size);
+[`draw`][pg_diag.experiments.studies.theorem.targets.draw] makes the figure and ``summary.csv`` from those two files
+alone.
 """
 
 from __future__ import annotations

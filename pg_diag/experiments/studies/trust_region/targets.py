@@ -6,10 +6,10 @@ and max KL against mean KL — on the training batch every iteration, and on a
 held-out batch from the pre-update policy every ``heldout_every`` iterations
 (ref §4.1; the held-out batch here leaves the training run untouched).
 
-The reference lines (1 + ε, TRPO's δ) are the values the runs were trained
-with, read from their manifests, so a run with another ε shows its own line.
-Training writes its runs into ``runs/`` beside ``OUT`` ([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]:
-named by configuration, shared with the other targets written there) and ``OUT/study.json``;
+The reference lines (1 + ε, TRPO's δ) are the values the runs were trained with, read from their manifests, so a run
+with another ε shows its own line. Training writes its runs into ``runs/`` beside ``OUT``
+([`pg_diag.experiments.diagnostic_targets.train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]: named by
+configuration, shared with the other targets written there) and ``OUT/study.json``;
 [`draw`][pg_diag.experiments.studies.trust_region.draw] redraws the figure and summary from them alone.
 """
 
@@ -31,7 +31,8 @@ ALGORITHMS = ("ppo", "ppo-m", "trpo")
 
 SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper"), seeds=8, overrides={"heldout_every": 10},
-                   description="PPO, PPO-M, TRPO presets on Humanoid, Walker2d, Hopper; 8 agents each (the fewest whose sign tests can pass Holm over a section's findings); held-out "
+                   description="PPO, PPO-M, TRPO presets on Humanoid, Walker2d, Hopper; 8 agents each (the fewest "
+                               "whose sign tests can pass Holm over a section's findings); held-out "
                                "batch every 10 iterations (the original's log_every)."),
     "smoke": Scale(tasks=("hopper",), seeds=4, overrides={**CPU_SCALE, "num_iterations": 30, "heldout_every": 3},
                    description="Hopper (native MuJoCo on a CPU) at CPU scale: 30 iterations of 4 × 256 steps, "
@@ -48,10 +49,10 @@ SCALES = {
 
 
 def reference_values(metrics) -> dict:
-    """Per task, the reference lines as the runs were configured, from each algorithm's registered
-    constraint: ``ratio`` = 1 + ε for every distinct ratio clip ε (PPO; no line for a disabled clip)
-    and ``kl_bound`` = every distinct KL bound (TRPO's δ, NPG's δ, PPO-KL's d_targ). ``metrics``
-    needs the ``constraint`` and ``constraint_value`` columns of [`study_dir.with_configs`][pg_diag.experiments.study_dir.with_configs]."""
+    """Per task, the reference lines as the runs were configured, from each algorithm's registered constraint:
+    ``ratio`` = 1 + ε for every distinct ratio clip ε (PPO; no line for a disabled clip) and ``kl_bound`` = every
+    distinct KL bound (TRPO's δ, NPG's δ, PPO-KL's d_targ). ``metrics`` needs the ``constraint`` and
+    ``constraint_value`` columns of [`study_dir.with_configs`][pg_diag.experiments.study_dir.with_configs]."""
     out = {}
     for task, m in metrics.groupby("task", sort=False):
         ratio = m[(m.constraint == "ratio") & (m.constraint_value < study_dir.NO_CLIP)]
@@ -149,7 +150,8 @@ def evidence(target, from_dir: str, notes: list) -> list:
 
 TARGETS = (
     Target("fig-trust-region", "trust-region", "training", "CL Fig 9 / IM Figs 2-4",
-           "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES, run=diagnostic_targets.run_training,
+           "CL Fig 9 / IM Fig 2-4: ratios and KL of PPO, PPO-M, TRPO", scales=SCALES,
+           run=diagnostic_targets.run_training,
            draw=draw, plan=dry_run.training_plan, evidence=evidence, papers=("cl", "im"), provides=("tr_",),
            presets=ALGORITHMS, options=("algorithm",)),
 )

@@ -19,21 +19,17 @@ value network (``trainer.METRICS``, [`pg_diag.stages.value_errors`][pg_diag.stag
 * on the linear-quadratic task, against the exact V^π of the pre-update
   policy in the same reward units — the true value, not a sample of it;
 
-on the training batch every iteration, and on a held-out batch from the
-pre-update policy every ``heldout_every`` iterations. On the held-out batch
-also the squared error against the complete returns and its explained
-variance: whether a network predicts E[R | s] is a squared-error question,
-E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²], and the last term — the returns'
-own noise — is a floor no network goes below; on the linear-quadratic task it
-is measured (V^π's own MSE against the returns) and drawn beside the
-network's, and so are V^π's own MREs against the complete and the truncated
-returns on the same states (``heldout_value_mre_floor``,
-``heldout_value_mre_floor_truncated``): what a perfect value function reads
-there, so an MRE "off by 50%" can be told from the returns' own scatter. A relative error has no such floor to read against, and returns
-near 0 inflate it without bound. This target trains PPO
-and TRPO with the held-out batch on and draws the errors per iteration (log
-scale, mean over agents with a 95% Student-t band); [`draw`][pg_diag.experiments.studies.value.draw] redraws
-from the run directories alone.
+on the training batch every iteration, and on a held-out batch from the pre-update policy every ``heldout_every``
+iterations. On the held-out batch also the squared error against the complete returns and its explained variance:
+whether a network predicts E[R | s] is a squared-error question, E[(V − R)²] = E[(V − V^π)²] + E[(R − V^π)²], and
+the last term — the returns' own noise — is a floor no network goes below; on the linear-quadratic task it is
+measured (V^π's own MSE against the returns) and drawn beside the network's, and so are V^π's own MREs against the
+complete and the truncated returns on the same states (``heldout_value_mre_floor``,
+``heldout_value_mre_floor_truncated``): what a perfect value function reads there, so an MRE "off by 50%" can be
+told from the returns' own scatter. A relative error has no such floor to read against, and returns near 0 inflate
+it without bound. This target trains PPO and TRPO with the held-out batch on and draws the errors per iteration (log
+scale, mean over agents with a 95% Student-t band); [`draw`][pg_diag.experiments.studies.value.draw] redraws from
+the run directories alone.
 """
 
 from __future__ import annotations
@@ -69,7 +65,8 @@ FLOOR = "noise floor (V^π)"
 SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=8, overrides={"heldout_every": 10},
                    description="PPO and TRPO presets on Humanoid, Walker2d, Hopper (488 iterations) and the LQR "
-                               "task; 8 agents each (the fewest whose sign tests can pass Holm over a section's 7 findings); a held-out batch every 10 "
+                               "task; 8 agents each (the fewest whose sign tests can pass Holm over a section's 7 "
+                               "findings); a held-out batch every 10 "
                                "iterations (the original's "
                                "log_every)."),
     "smoke": Scale(tasks=("hopper", "lqr"), seeds=2,
