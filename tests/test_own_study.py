@@ -89,9 +89,8 @@ def test_its_energies_equal_the_gradient_studys_tables(example, trained):
     assert len(g.pairs.groupby(["run", "agent", "iteration", "n"])) == len(mine) > 0
     keys = ["run", "agent", "iteration", "n"]
     for key, part in g.pairs.groupby(keys):
-        norms = g.estimates.set_index(keys + ["k"]).loc[key].sort_index().norm.to_numpy()
-        dots = part.cosine * norms[part.i] * norms[part.j]
-        signal = dots.mean()
-        noise = np.mean(norms.astype(np.float64) ** 2) - signal
+        norms = g.estimates.set_index(keys + ["k"]).loc[key].sort_index().norm.to_numpy(np.float64)
+        signal = (part.cosine.to_numpy(np.float64) * norms[part.i] * norms[part.j]).mean()
+        noise = np.mean(norms ** 2) - signal
         row = mine.set_index(keys).loc[key]
         np.testing.assert_allclose([row.signal, row.noise], [signal, noise], rtol=1e-12)
