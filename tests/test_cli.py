@@ -164,7 +164,7 @@ def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, caps
     empty.mkdir()
     run_dir.mkdir()
     (run_dir / "manifest.json").write_text("{}")
-    wrong = "fig-theorem" if target != "fig-theorem" else "algorithms"
+    wrong = "theorem" if target != "fig-theorem" else "algorithms"
     study_dir.write(str(other), wrong, "smoke", ["point_mass"])
     capsys.readouterr()
     with CompileCounter() as counter:

@@ -65,7 +65,7 @@ def prepare(out: str, study: str, target: str) -> None:
     except (OSError, ValueError, AttributeError):
         found = None
     if found not in (None, study):
-        raise ConfigError(f"{where}: it holds the {found!r} study; {target} writes a {study!r} study: give "
+        raise ConfigError(f"{where}: it holds the {found!r} study; {target} writes the {study!r} study: give "
                           f"another directory")
     missing, near = [], os.path.abspath(out)   # the directories to make, below the nearest one there
     while not os.path.lexists(near):
@@ -90,7 +90,7 @@ def prepare(out: str, study: str, target: str) -> None:
 
 
 def _needs(study: str, target: str) -> str:
-    return f"the output directory of `pg-diag {target} --out DIR` (a {study!r} study)"
+    return f"the output directory of `pg-diag {target} --out DIR` (the {study!r} study)"
 
 
 def _holds(path: str) -> str:
