@@ -209,6 +209,7 @@ def shared_scale(monkeypatch):
 def trained(monkeypatch):
     """Every training sweep started, as (its run directory, its seeds)."""
     import pg_diag.run
+    from pg_diag.experiments import training
 
     calls, real = [], pg_diag.run.sweep
 
@@ -216,6 +217,7 @@ def trained(monkeypatch):
         calls.append((kw.get("out") or kw.get("resume"), list(seeds)))
         return real(base, grid, seeds, **kw)
     monkeypatch.setattr(pg_diag.run, "sweep", counting)
+    monkeypatch.setattr(training, "sweep", counting)   # where the studies' training calls it
     return calls
 
 

@@ -286,7 +286,7 @@ def test_the_claims_report_reads_the_closer_look_studies_without_compiling(execu
     with CompileCounter() as counter:
         assert main(["report", "--from", str(root), "--out", str(tmp_path / "report")]) == 0
     assert counter.count == 0
-    assert "findings from fig-baselines, fig-value, gradients, landscape" in capsys.readouterr().out
+    assert "findings from baselines, gradients, landscape, value" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "report" / "claims.csv")
     assert set(table.verdict) <= set(claims.VERDICTS) and set(table.task) <= {"lqr", "point_mass"}
     # the papers' claims are about their MuJoCo tasks: on the pure-JAX tasks every row is exploratory
@@ -318,7 +318,7 @@ def test_the_im_report_reads_the_implementation_matters_studies_without_compilin
     with CompileCounter() as counter:
         assert main(["report", "--paper", "im", "--from", str(root), "--out", str(tmp_path / "im")]) == 0
     assert counter.count == 0
-    assert "findings from algorithms, fig-ablation" in capsys.readouterr().out
+    assert "findings from ablation, algorithms" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "im" / "claims.csv")
     assert set(table.paper) == {"IM"} and set(table.verdict) <= set(claims.VERDICTS)
     assert {"optimizations-matter-more-than-step", "reward-scaling-needed", "lr-annealing-needed",

@@ -196,10 +196,10 @@ def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
     out = out or from_dir
     curve = curves(metrics)
     os.makedirs(out, exist_ok=True)
-    figures.write_csv(curve, os.path.join(out, f"{STUDY}-curves.csv"), index=False)
+    figures.write_csv(curve, os.path.join(out, f"{target.name}-curves.csv"), index=False)
     table = summary(metrics)
     md, csv = figures.write_table(
-        table.round(4), os.path.join(out, f"{STUDY}-summary"), "Value prediction: mean relative errors",
+        table.round(4), os.path.join(out, f"{target.name}-summary"), "Value prediction: mean relative errors",
         "MRE = mean over non-terminal states of |V − target|/|target| with the updated value network; "
         "gae_original: the original code's GAE \"MRE\", the value loss per state as configured (squared error, or "
         "the max of the clipped and unclipped ones) over |V_old + Â| — not a relative error, it scales with the "
@@ -212,7 +212,7 @@ def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
         "returns, below which no network goes (returns MSE − noise floor = MSE against V^π, exact MSE, up to "
         "sampling); MRE (noise floor) (LQR): V^π's own MRE against the same returns on the same held-out states, "
         "what a perfect value function reads there. Means over agents and the second half of training.")
-    path = plot(curve, os.path.join(out, f"{STUDY}.png"),
+    path = plot(curve, os.path.join(out, f"{target.name}.png"),
                 f"Value prediction error of the updated value network ({record['scale']} scale): solid = training "
                 f"batch, dashed = held-out batch, dotted = V^π's own (LQR: the noise floor)")
     return {"figure": path, "summary": table, "curves": curve, "metrics": metrics, "markdown": md, "csv": csv}
