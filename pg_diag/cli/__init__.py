@@ -99,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                "or FROM/implementation-matters-report-SCALE, as make writes)")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("aggregate", help="IQM, median, mean and optimality gap over tasks × seeds of saved runs, "
+                                         "with stratified bootstrap intervals (rliable's estimators)")
+    p.add_argument("runs", nargs="+", help="run directories (every agent's final score, per task and label)")
+    p.add_argument("--metric", default="mean_return", help="the recorded metric scored (default mean_return)")
+    p.add_argument("--range", action="append", default=[], metavar="TASK=LOW,HIGH",
+                   help="a task's reference range for normalized scores (repeatable; default: the lowest and "
+                        "highest final score on the task among the runs)")
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--out", default=None, help="also write aggregates.md and aggregates.csv there")
+    p.set_defaults(func=cmd_aggregate)
+
     add_studies(sub)
     return parser
 
@@ -110,6 +121,32 @@ def cmd_report(args) -> None:
     counts = result["findings"].outcome.value_counts()
     print(f"{result['report']}: {len(result['findings'])} findings from {', '.join(sorted(result['studies']))}: "
           + ", ".join(f"{n} {v}" for v, n in counts.items()))
+
+
+def _ranges(given: list) -> dict:
+    """--range TASK=LOW,HIGH values as {task: (low, high)}; a malformed one is named."""
+    out = {}
+    for item in given:
+        task, _, bounds = item.partition("=")
+        try:
+            low, high = (float(v) for v in bounds.split(","))
+        except ValueError:
+            raise ConfigError(f"--range {item!r}: expected TASK=LOW,HIGH with two numbers, e.g. hopper=0,3500") \
+                from None
+        if not high > low:
+            raise ConfigError(f"--range {item!r}: HIGH must exceed LOW")
+        out[task] = (low, high)
+    return out
+
+
+def cmd_aggregate(args) -> None:
+    from pg_diag.experiments.aggregate_runs import aggregate_runs
+
+    if args.reps < 100:
+        raise ConfigError(f"--reps {args.reps}: at least 100 bootstrap replicates, for 95% percentile intervals")
+    result = aggregate_runs(args.runs, args.metric, _ranges(args.range), args.reps, out=args.out)
+    print(result["table"].round(4).to_string(index=False))
+    print(result["note"])
 
 
 def _loads(argv: list) -> list:

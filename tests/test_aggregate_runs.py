@@ -1,0 +1,51 @@
+"""`pg-diag aggregate RUN…`: saved runs' final scores as runs × tasks matrices per algorithm, normalized, and
+their aggregates (the estimators themselves: tests/test_aggregates.py)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pg_diag import load_run, preset, sweep
+from pg_diag.cli import main
+from pg_diag.config import ConfigError
+from pg_diag.experiments.aggregate_runs import matrices
+
+SMALL = dict(num_envs=2, steps_per_env=64, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
+
+
+def _table(rows):
+    return pd.DataFrame(rows, columns=["label", "task", "score"])
+
+
+def test_scores_are_normalized_per_task_and_unequal_seed_counts_are_refused():
+    scores = _table([("ppo", "a", 10.0), ("ppo", "a", 20.0), ("ppo", "b", 1.0), ("ppo", "b", 3.0),
+                     ("trpo", "a", 30.0), ("trpo", "a", 0.0), ("trpo", "b", 2.0), ("trpo", "b", 2.0)])
+    by_label, used = matrices(scores)
+    # task a ranges over [0, 30] among the runs, task b over [1, 3]
+    np.testing.assert_allclose(by_label["ppo"], [[1 / 3, 0.0], [2 / 3, 1.0]])
+    np.testing.assert_allclose(by_label["trpo"], [[1.0, 0.5], [0.0, 0.5]])
+    assert used["a"] == (0.0, 30.0, "the runs' own")
+    by_label, used = matrices(scores, {"a": (0.0, 40.0)})
+    assert by_label["ppo"][:, 0].tolist() == [0.25, 0.5] and used["a"] == (0.0, 40.0, "given")
+    with pytest.raises(ConfigError, match="--range names c, not among the runs' tasks"):
+        matrices(scores, {"c": (0.0, 1.0)})
+    with pytest.raises(ConfigError, match="'ppo' has .* agents per task; every task needs the same number"):
+        matrices(pd.concat([scores, _table([("ppo", "a", 5.0)])]))
+
+
+def test_the_cli_aggregates_saved_runs(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    sweep(preset("ppo", "point_mass", **SMALL), seeds=[0, 1, 2], out=out)
+    m = load_run(out).metrics.dropna(subset=["mean_return"])
+    final = m.sort_values("iteration").groupby("agent").tail(1).mean_return.to_numpy()   # each agent's last
+    assert main(["aggregate", out, "--range", "point_mass=-200,0", "--reps", "200",
+                 "--out", str(tmp_path / "agg")]) == 0
+    table = pd.read_csv(tmp_path / "agg" / "aggregates.csv")
+    got = table.set_index("estimator").value
+    # one task: the mean and the median of the normalized scores are their plain mean (rounded to 4 places)
+    assert got["mean"] == pytest.approx(np.mean((final + 200) / 200), abs=1e-4)
+    assert got["median"] == pytest.approx(np.mean((final + 200) / 200), abs=1e-4)
+    assert "point_mass [-200, 0] (given)" in capsys.readouterr().out
+    assert main(["aggregate", out, "--range", "point_mass=0"]) == 2
+    assert "expected TASK=LOW,HIGH with two numbers" in capsys.readouterr().err
+    assert main(["aggregate", str(tmp_path / "missing")]) == 2
