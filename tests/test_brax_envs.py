@@ -52,8 +52,8 @@ def test_a_registered_brax_env_trains_in_a_sweep_and_is_measured(pendulum, tmp_p
 
     _, name = pendulum
     cfg = preset("ppo", "point_mass").replace(task=name, num_envs=2, steps_per_env=16, num_iterations=2,
-                                              num_minibatches=2, ppo_epochs=1,
-                 value_epochs=1, checkpoint_at=(1,))
+                                              num_minibatches=2, ppo_epochs=1, value_epochs=1,
+                                              checkpoint_at=(1,))
     run = sweep(cfg, seeds=[0, 1], out=str(tmp_path / "run"))
     assert np.isfinite(run.metrics.policy_loss).all() and run.manifest["base_config"]["static"]["task"] == name
     study = step_study([str(tmp_path / "run")], iterations=[1], batches=2, save=False)
