@@ -18,6 +18,7 @@ A measurement is a subclass of [`Diagnostic`][pg_diag.diagnostics.protocol.Diagn
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, Callable, ClassVar, Generic, Hashable, NamedTuple, Sequence, TypeVar
 
@@ -98,10 +99,10 @@ class Record:
     extra: dict = dataclasses.field(default_factory=dict)
 
 
-class Diagnostic(Generic[Plan]):
-    """A measurement on checkpointed agents. Subclasses set the class attributes and implement `shape`,
-    `program` and `frames`; the other methods have defaults that suit a study of one program whose plan is its
-    settings."""
+class Diagnostic(abc.ABC, Generic[Plan]):
+    """A measurement on checkpointed agents. Subclasses set the class attributes and implement `shape`, `program`
+    and `frames` (a subclass missing one cannot be made); the other methods have defaults that suit a study of one
+    program whose plan is its settings."""
 
     kind: ClassVar[str]          # the manifest's kind, and the study's default name (its directory)
     title: ClassVar[str]         # how messages name it ("gradient study")
@@ -121,15 +122,17 @@ class Diagnostic(Generic[Plan]):
         """Whether the programs read the agents' optimizer states (PPO's Adam and TRPO's none differ)."""
         return True
 
+    @abc.abstractmethod
     def shape(self, group: Group[Plan]) -> Shape[Plan]:
-        raise NotImplementedError(f"{type(self).__name__}.shape")
+        """The group's program before it compiles: its size, its memory and the plan it compiles."""
 
+    @abc.abstractmethod
     def program(self, shape: Shape[Plan]) -> Callable:
         """The jitted program `(states, knobs, keys) -> outputs` over the shape's subjects."""
-        raise NotImplementedError(f"{type(self).__name__}.program")
 
+    @abc.abstractmethod
     def frames(self, measured: Measured[Plan]) -> dict:
-        raise NotImplementedError(f"{type(self).__name__}.frames")
+        """The program's outputs as the study's tables, `{table: DataFrame}`."""
 
     def record(self, shapes: Sequence[Shape[Plan]]) -> Record:
         """The manifest's `resolved` entry (default: the last program's plan, where it is a dataclass)."""
