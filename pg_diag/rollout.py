@@ -103,9 +103,9 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
         mean, log_std = networks.policy_apply(policy_params, carry.obs, knobs)
         action = mean + jnp.exp(log_std) * jax.random.normal(k_act, mean.shape)
         action = jnp.where(freeze_actions | ~jnp.isfinite(action), 0.0, action)
-        log_prob = networks.gaussian_log_prob(mean, log_std, action)
+        log_prob = networks.gaussian_log_prob(mean, log_std, action)  # of u: see networks' note on squashing
 
-        nxt = jax.vmap(env.step)(carry.state, action)
+        nxt = jax.vmap(env.step)(carry.state, networks.env_action(policy_params, action))
         done = nxt.terminated | nxt.truncated
 
         ret, ret_stat, rew_stat, reward = scale_reward(filters.ret, filters.rew, carry.ret, nxt.reward, knobs,

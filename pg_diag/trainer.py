@@ -139,8 +139,9 @@ def make_train(static: Static) -> Trainer:
 
     def init(key, knobs) -> AgentState:
         k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
-        policy = networks.init_policy(k_pi, env.obs_size, env.action_size, static.policy_hidden, knobs)
-        value = networks.init_value(k_v, env.obs_size, static.value_hidden, knobs)
+        policy = networks.init_policy(k_pi, env.obs_size, env.action_size, static.policy_hidden, knobs,
+                                      static.network)
+        value = networks.init_value(k_v, env.obs_size, static.value_hidden, knobs, static.network)
         filters = Filters.zeros(env.obs_size)
         carry, pushed = reset_envs(env, k_env, n_envs, filters, knobs)
         if not static.reset_every_iteration:
@@ -251,6 +252,7 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
     the agent had diverged before this iteration's rollout, whose actions were then held at zero: its episodes'
     returns and lengths are not its policy's, so they are NaN."""
     nan = jnp.float32(jnp.nan)
+    log_std = networks.state_independent_log_std(policy.params)
     episodes = episodes.replace(**{f: jnp.where(frozen, nan, getattr(episodes, f))
                                    for f in ("mean_return", "mean_return_reference", "mean_length")})
     held = (nan,) * 14 if held_tr is None else (
@@ -275,8 +277,7 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
         "heldout_value_mse_exact": hv_mse_exact, "heldout_value_mse_floor": hv_floor,
         "value_mre_gae_original": train_v.gae_original, "heldout_value_mre_gae_original": hv_gae_original,
         "heldout_value_mre_floor": hv_floor_mre, "heldout_value_mre_floor_truncated": hv_floor_mre_truncated,
-        "policy_std": jnp.mean(jnp.exp(policy.params["log_std"])),
-        "entropy": entropy(policy.params["log_std"]),
+        "policy_std": _mean_or_nan(jnp.exp, log_std), "entropy": _mean_or_nan(entropy, log_std),
         "value_loss": jnp.mean(value.losses[-1]),
         "policy_loss": policy.info.policy_loss, "clip_fraction": policy.info.clip_fraction,
         "grad_norm": policy.info.grad_norm, "step_scale": policy.info.step_scale, "penalty": policy.info.penalty,
@@ -292,8 +293,18 @@ def diverged_now(policy: stages.PolicyStep, value: stages.ValueStep, train_tr: s
     KL is NaN although every parameter is finite), or a non-finite KL between the policies before and after
     the update on the training batch (finite for any two usable Gaussian policies)."""
     return (~_all_finite((policy.params, value.params)) | ~jnp.all(jnp.isfinite(value.losses))
-            | ~jnp.isfinite(policy.info.policy_loss) | ~jnp.all(jnp.isfinite(jnp.exp(policy.params["log_std"])))
+            | ~jnp.isfinite(policy.info.policy_loss) | ~_sigma_finite(policy.params)
             | ~jnp.isfinite(train_tr.mean_kl))
+
+
+def _sigma_finite(params) -> jax.Array:
+    log_std = networks.state_independent_log_std(params)  # a state-dependent σ is finite where its inputs are
+    return jnp.bool_(True) if log_std is None else jnp.all(jnp.isfinite(jnp.exp(log_std)))
+
+
+def _mean_or_nan(fn, log_std) -> jax.Array:
+    """A statistic of a state-independent σ; NaN for a network whose σ depends on the state."""
+    return jnp.float32(jnp.nan) if log_std is None else jnp.mean(fn(log_std))
 
 
 def _all_finite(tree) -> jax.Array:

@@ -32,9 +32,18 @@ def _brax_env(env_or_name, **kwargs):
     return brax_envs.get_environment(env_or_name, **kwargs)
 
 
-def brax_task(env, name: str, episode_limit: int = 1000, description: str = "") -> Env:
-    """The pg_diag task of a Brax `Env` (one environment; pg_diag batches it with `jax.vmap`)."""
+def brax_task(env, name: str, episode_limit: int = 1000, description: str = "", action_repeat: int = 1) -> Env:
+    """The pg_diag task of a Brax `Env` (one environment; pg_diag batches it with `jax.vmap`). With
+    ``action_repeat`` > 1 each step repeats the action that many times and sums the rewards, as Brax's
+    `EpisodeWrapper` does (MuJoCo Playground's training wrapper)."""
     obs_size, action_size = int(env.observation_size), int(env.action_size)
+
+    def repeated(s, action):
+        reward = jnp.zeros((), jnp.float32)
+        for _ in range(action_repeat):   # unrolled: a handful of steps, as Brax's wrapper scans them
+            s = env.step(s, action)
+            reward = reward + jnp.asarray(s.reward, jnp.float32)
+        return s, reward
 
     def reset(key) -> EnvState:
         s = env.reset(key)
@@ -42,10 +51,10 @@ def brax_task(env, name: str, episode_limit: int = 1000, description: str = "") 
                         terminated=jnp.zeros((), bool), truncated=jnp.zeros((), bool), t=jnp.zeros((), jnp.int32))
 
     def step(state: EnvState, action) -> EnvState:
-        s = env.step(state.physics, jnp.clip(action, -1.0, 1.0))
+        s, reward = repeated(state.physics, jnp.clip(action, -1.0, 1.0))
         t = state.t + 1
         terminated = s.done > 0.5
-        return EnvState(physics=s, obs=jnp.asarray(s.obs, jnp.float32), reward=jnp.asarray(s.reward, jnp.float32),
+        return EnvState(physics=s, obs=jnp.asarray(s.obs, jnp.float32), reward=reward,
                         terminated=terminated, truncated=time_limit(t, terminated, episode_limit), t=t)
 
     return Env(name=name, obs_size=obs_size, action_size=action_size, max_episode_steps=episode_limit,

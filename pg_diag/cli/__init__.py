@@ -23,6 +23,7 @@ import sys
 
 from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
                               cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pg_diag.cli.imports import add_import
 from pg_diag.cli.studies import add_studies
 from pg_diag.config import ConfigError
 
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="also write aggregates.md and aggregates.csv there")
     p.set_defaults(func=cmd_aggregate)
 
+    add_import(sub)
     add_studies(sub)
     return parser
 

@@ -75,10 +75,11 @@ def _from_args(args):
 
 
 def _check_run_args(args) -> None:
-    """--run measures saved runs: the options that choose what to train are refused beside it."""
-    if getattr(args, "run", None) and any(v is not None for v in (args.scale, args.task, args.seeds, args.set)):
-        raise ConfigError(f"{args.command} --run measures existing runs: --scale, --task, --seeds and --set "
-                          f"choose what to train and cannot be combined with it")
+    """--run and --policy measure saved agents: the options that choose what to train are refused beside them."""
+    given = getattr(args, "run", None) or getattr(args, "policy", None)
+    if given and any(v is not None for v in (args.scale, args.task, args.seeds, args.set)):
+        raise ConfigError(f"{args.command} --run/--policy measures existing agents: --scale, --task, --seeds and "
+                          f"--set choose what to train and cannot be combined with it")
 
 
 def cmd_dry_run(args, kind):
@@ -142,10 +143,13 @@ def cmd_diagnostic(args):
         _from_args(args)
         out = t.redraw(args.from_dir, out=args.out)
     else:
+        from pg_diag.cli.imports import policy_runs
+
         diag = parse_settings(kind, args.diag)
         _check_run_args(args)
-        out = t.train(args.scale or "smoke", out=args.out or args.default_out, runs=args.run, diag=diag,
-                      **_experiment_args(args))
+        out_dir = args.out or args.default_out
+        runs = (args.run or []) + policy_runs(args.policy, args.policy_option, out_dir)
+        out = t.train(args.scale or "smoke", out=out_dir, runs=runs or None, diag=diag, **_experiment_args(args))
     _show(out)
 
 
@@ -159,6 +163,11 @@ def _dry_run_arg(p):
 def _diagnostic_args(p):
     p.add_argument("--run", action="append", metavar="RUN_DIR",
                    help="measure this run directory (repeatable; it needs checkpoints) instead of training")
+    p.add_argument("--policy", action="append", metavar="KIND:PATH",
+                   help="measure a policy saved by Brax, CleanRL or Stable-Baselines3 (brax:, cleanrl:, sb3:FILE; "
+                        "repeatable), imported into OUT/imported/; with --policy-option task=NAME")
+    p.add_argument("--policy-option", action="append", metavar="NAME=VALUE",
+                   help="for --policy: task=, model=, algorithm=, obs_stats=FILE, vecnormalize=FILE, activation=")
     p.add_argument("--diag", action="append", metavar="NAME=VALUE",
                    help="a measurement setting (repeatable), e.g. --diag estimates=10 --diag sizes=100,1000,1e4 "
                         "--diag true_pairs=1e6 (see pg_diag.diagnostics.GradientSettings, StepSettings, "

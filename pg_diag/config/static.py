@@ -67,6 +67,10 @@ class Static:
     num_iterations: int = setting(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).", _POSITIVE_INT)
     value_epochs: int = setting(10, "Passes over the batch in the value update.", _POSITIVE_INT)
     num_minibatches: int = setting(32, "Minibatches per epoch, for both updates.", _POSITIVE_INT)
+    network: str = setting("mlp", "Policy and value networks: 'mlp' (the papers': a Gaussian MLP with a state-"
+                                  "independent σ, tanh or ReLU units by knob; also CleanRL's and Stable-Baselines3's "
+                                  "default) or 'brax' (Brax PPO's default: swish units, a state-dependent σ, actions "
+                                  "squashed by tanh).", Choices(("mlp", "brax"), noun="network"))
     policy_hidden: tuple = setting((64, 64), "Hidden layer widths of the policy MLP; () = a linear-Gaussian policy.",
                                    items=_POSITIVE_INT, why="() for a linear network")
     value_hidden: tuple = setting((64, 64), "Hidden layer widths of the value MLP.", items=_POSITIVE_INT,

@@ -18,12 +18,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pg_diag import networks
 from pg_diag.config import ConfigError, Range, Static, stack_knobs
 from pg_diag.run import checkpoints, store
 from pg_diag.run.shard import AXIS, gather, over_devices, pad_and_shard
 
 #: Static settings that must agree for runs to share one sampling program.
-SHARED_STATIC = ("task", "physics", "physics_threads", "solver", "policy_hidden", "value_hidden")
+SHARED_STATIC = ("task", "physics", "physics_threads", "solver", "network", "policy_hidden", "value_hidden")
 
 
 #: What every study's settings allow of the fields they share: subjects' batching, a seed (32 bits), resamples.
@@ -110,7 +111,7 @@ class Subjects:
     def shapes(self) -> tuple:
         """(observation size, action size, policy parameter count), read from array shapes (no compile)."""
         params = sum(int(np.prod(x.shape[1:])) for x in jax.tree.leaves(self.states.policy))
-        return self.states.envs.obs.shape[-1], self.states.policy["log_std"].shape[-1], params
+        return self.states.envs.obs.shape[-1], networks.action_size(self.states.policy), params
 
 
 def label_of(run: store.RunResult, agent: int) -> str:

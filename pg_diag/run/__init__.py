@@ -20,7 +20,8 @@ from pg_diag.run.planning import Plan, plan
 from pg_diag.run.programs import clear_compiled
 from pg_diag.run.progress import CompileCounter
 from pg_diag.run.checkpoints import load_checkpoint, load_policy
+from pg_diag.run.imported import import_policy
 from pg_diag.run.store import RunResult, load_run
 
 __all__ = ["AGENT_BATCHING", "CompileCounter", "Interrupted", "Plan", "RunResult", "clear_compiled",
-           "load_checkpoint", "load_policy", "load_run", "plan", "rerun", "resume", "sweep", "train"]
+           "import_policy", "load_checkpoint", "load_policy", "load_run", "plan", "rerun", "resume", "sweep", "train"]

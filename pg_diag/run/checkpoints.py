@@ -38,11 +38,23 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
     # fails, its commit threads wait on a signal that never comes, and the interpreter never exits
     checkpointer = _checkpointer()
     try:
-        checkpointer.save(target, args=ocp.args.StandardSave(states), force=True)
+        checkpointer.save(target, args=ocp.args.StandardSave(_storable(states)), force=True)
     except Exception as err:
         raise RunDirError(f"cannot write the checkpoint {target}: {_first_line(err)}") from None
     finally:
         checkpointer.close()
+
+
+def _storable(tree):
+    """``tree`` with each empty array (an MJX state's unused fields: no actuator activations, no contacts) as a
+    scalar zero, which orbax stores (it refuses arrays of size 0); restored as the empty arrays they were."""
+    def one(x):
+        if x.size:
+            return x
+        if isinstance(x, jax.ShapeDtypeStruct):
+            return jax.ShapeDtypeStruct((), x.dtype, sharding=x.sharding)
+        return np.zeros((), x.dtype)
+    return jax.tree.map(one, tree)
 
 
 def _checkpointer():
@@ -69,12 +81,13 @@ def restore_states(path: str, iteration: int, base: Config, num_agents: int):
     # every process reads the whole state onto its first device, whatever topology saved it (one
     # process or several); callers shard it over the agents themselves
     here = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=here),
-                          abstract_states(base, num_agents))
+    abstract = abstract_states(base, num_agents)
+    target = _storable(jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=here), abstract))
     where = checkpoint_dir(path, iteration)
     checkpointer = _checkpointer()
     try:
-        return checkpointer.restore(where, args=ocp.args.StandardRestore(target))
+        restored = checkpointer.restore(where, args=ocp.args.StandardRestore(target))
+        return jax.tree.map(lambda a, r: jnp.zeros(a.shape, a.dtype) if a.size == 0 else r, abstract, restored)
     except Exception as err:  # orbax/TensorStore raise many kinds; each means this checkpoint is unusable
         others = [i for i in saved_iterations(path) if i != iteration]
         alt = (f"load an earlier one (saved after iterations {others})" if others else "no other checkpoint is saved")
@@ -130,19 +143,31 @@ def load_checkpoint(run: RunResult | str, iteration: int | None = None):
     return restore_states(run.path, iteration, Config.from_dict(run.manifest["base_config"]), run.num_agents)
 
 
-def load_policy(run: RunResult | str, iteration: int | None = None, agent: int = 0):
+def load_policy(run: RunResult | str, iteration: int | str | None = None, agent: int = 0, **read_options):
     """Agent ``agent``'s policy after ``iteration`` as a [`FrozenPolicy`][pg_diag.policy.FrozenPolicy]:
-    its parameters with its observation normalizer frozen, ready to evaluate or sample.
+    its parameters with its observation normalizer frozen, ready to evaluate or sample. Also a policy another
+    framework saved: ``load_policy("sb3", "model.zip", vecnormalize="vec_normalize.pkl")``, ``("cleanrl",
+    PATH, obs_stats=(mean, var))`` or ``("brax", PATH)`` ([`read_policy`][pg_diag.adapters.policies.read_policy]),
+    with its value function beside it.
 
     Args:
-        run: a run directory or a loaded run.
-        iteration: a checkpointed iteration; None: the last.
+        run: a run directory or a loaded run; or a policy kind ("brax", "cleanrl", "sb3").
+        iteration: a checkpointed iteration; None: the last. With a policy kind: the file.
         agent: the agent's index in the run.
+        read_options: with a policy kind, ``obs_stats``, ``vecnormalize``, ``activation``.
 
     Returns:
         The agent's frozen policy.
     """
+    from pg_diag.adapters import policies
     from pg_diag.policy import FrozenPolicy
+
+    if isinstance(run, str) and run in policies.KINDS and not os.path.isdir(run):
+        if not isinstance(iteration, (str, os.PathLike)):
+            raise ValueError(f"load_policy({run!r}, PATH): give the file the {run} policy was saved to")
+        return policies.frozen(policies.read_policy(run, iteration, **read_options))
+    if read_options:
+        raise ValueError(f"{sorted(read_options)} apply to policies of other frameworks, not to a run directory")
 
     run = load_run(os.fspath(run)) if isinstance(run, (str, os.PathLike)) else run
     if isinstance(agent, bool) or not isinstance(agent, (int, np.integer)) or not 0 <= agent < run.num_agents:

@@ -133,9 +133,18 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     physics = provenance.physics_info(static, per_device)
     if physics["backend"] != "jax" and physics["backend"] != static.physics:
         p = pin_physics(p, physics["backend"])
-    manifest = {
+    manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
+                            save_checkpoint=bool(save_checkpoint), physics=physics,
+                            placement=dict(zip(("mode", "why"), split.resolve(p.base.static))))
+    return _execute(p, manifest, out, progress, overwrite=overwrite)
+
+
+def new_manifest(p: Plan, label: str, **fields) -> dict:
+    """A training run's manifest before its first iteration: the plan's agents, the metrics' meanings and the
+    provenance (versions, revision, device, command, start), then ``fields``."""
+    return {
         "format": store.FORMAT,
-        "label": label or base.name,
+        "label": label,
         "status": "compiling",
         "base_config": p.base.to_dict(),
         "grid_axes": list(p.grid_axes),
@@ -151,14 +160,9 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         "device": provenance.device_info(),
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "chunk_iterations": chunk_iterations,
-        "batching": batching,
-        "save_checkpoint": bool(save_checkpoint),
-        "physics": physics,
-        "placement": dict(zip(("mode", "why"), split.resolve(p.base.static))),
+        **fields,
         "iterations_done": 0,
     }
-    return _execute(p, manifest, out, progress, overwrite=overwrite)
 
 
 def pin_physics(p: Plan, backend: str) -> Plan:

@@ -1,0 +1,76 @@
+"""A policy trained elsewhere measured by pg_diag's diagnostics (pg_diag.run.imported): a Brax PPO policy on a
+Brax environment through the gradient and step studies from Python, a Stable-Baselines3 Hopper policy through
+the gradient study from the command line (--policy KIND:PATH)."""
+
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import pg_diag
+from pg_diag.envs import unregister_task
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def brax_run(tmp_path_factory):
+    from brax import envs
+    from brax.io import model
+    from brax.training.acme import running_statistics, specs
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    from pg_diag.adapters.brax_envs import register_brax_env
+
+    env = envs.get_environment("inverted_pendulum", backend="positional")
+    name = register_brax_env(env, name="brax-pendulum-import", episode_limit=40)
+    net = ppo_networks.make_ppo_networks(env.observation_size, env.action_size,
+                                         preprocess_observations_fn=running_statistics.normalize,
+                                         policy_hidden_layer_sizes=(16, 16), value_hidden_layer_sizes=(16, 16))
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    norm = running_statistics.init_state(specs.Array((env.observation_size,), jnp.float32))
+    norm = running_statistics.update(norm, 0.3 * jax.random.normal(k1, (64, env.observation_size)))
+    tmp = tmp_path_factory.mktemp("brax-import")
+    model.save_params(str(tmp / "params.pkl"), (norm, net.policy_network.init(k1), net.value_network.init(k2)))
+    run = pg_diag.import_policy("brax", str(tmp / "params.pkl"), task=name, out=str(tmp / "run"),
+                                settings=dict(num_envs=2, steps_per_env=32, num_minibatches=2))
+    yield run, str(tmp / "params.pkl")
+    unregister_task(name)
+
+
+def test_the_run_directory_holds_the_policy_as_read(brax_run):
+    run, path = brax_run
+    assert run.manifest["imported"]["kind"] == "brax" and run.manifest["imported"]["network"] == "brax"
+    direct, saved = pg_diag.load_policy("brax", path), pg_diag.load_policy(run.path)
+    obs = jax.random.normal(jax.random.PRNGKey(1), (8, 4))
+    u = jax.random.normal(jax.random.PRNGKey(2), (8, 1))
+    np.testing.assert_array_equal(direct.log_prob(obs, u), saved.log_prob(obs, u))   # same arrays, same program
+    np.testing.assert_array_equal(direct.observe(obs), saved.observe(obs))
+
+
+def test_a_brax_policy_goes_through_the_gradient_and_step_studies(brax_run):
+    from pg_diag.diagnostics import gradient_study, step_study
+
+    run, _ = brax_run
+    grads = gradient_study([run.path], sizes=(16, 64), estimates=3, save=False)
+    steps = step_study([run.path], batches=3, save=False)
+    assert set(grads.pairs.label) == {"brax"} and np.isfinite(grads.pairs.cosine).all()
+    assert np.isfinite(steps.steps.kl_from_old).all() and (steps.steps.kl_from_old > 0).all()
+
+
+def test_an_sb3_policy_from_the_command_line(tmp_path):
+    from pg_diag.cli import main
+
+    args = ["fig-grad-variance", "--policy", f"sb3:{DATA / 'sb3_hopper.zip'}", "--policy-option", "task=hopper",
+            "--policy-option", "model=gym", "--policy-option",
+            f"vecnormalize={DATA / 'sb3_hopper_vecnormalize.pkl'}", "--diag", "estimates=2", "--diag",
+            "sizes=32,64", "--diag", "with_batch_size=false", "--out", str(tmp_path)]
+    assert main(args) == 0
+    summary = pd.read_csv(tmp_path / "fig-grad-variance-summary.csv")
+    assert list(summary.label) == ["sb3"] and list(summary.task) == ["hopper"]
+    imported = pg_diag.load_run(tmp_path / "imported" / "sb3-sb3_hopper")
+    assert imported.config(0).static.model == "gym" and imported.config(0).knobs.gamma == 0.99
+    assert main(args) == 0   # measured again: the imported directory is reused, not written over

@@ -1,0 +1,128 @@
+"""Policies of other frameworks read into pg_diag (pg_diag.adapters.policies), checked against the numbers the
+source framework computed on fixed observations: CleanRL's and Stable-Baselines3's from files those libraries
+wrote (tests/data/make_torch_fixtures.py; read here without torch), Brax's from files Brax writes in the test.
+"Within float32 rounding": a relative error of a few float32 ulps (2⁻²³ ≈ 1.2e-7) per operation of a 3-layer
+network, bounded here by 2e-5 of the quantity's scale."""
+
+import json
+import os
+import pathlib
+import pickle
+import zipfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pg_diag
+from pg_diag.adapters import ArchiveError
+from pg_diag.adapters.policies import read_policy
+
+DATA = pathlib.Path(__file__).parent / "data"
+SB3 = dict(path=str(DATA / "sb3_hopper.zip"), vecnormalize=str(DATA / "sb3_hopper_vecnormalize.pkl"))
+
+
+def close(got, want, scale=None):
+    want = np.asarray(want, np.float64)
+    scale = np.max(np.abs(want)) if scale is None else scale
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=0, atol=2e-5 * max(scale, 1.0))
+
+
+def fixture(kind):
+    with open(DATA / f"{kind}_hopper.json") as f:
+        return json.load(f)
+
+
+def check_against(policy, fx):
+    raw = jnp.asarray(fx["raw_obs"], jnp.float32)
+    close(policy.observe(raw), fx["seen_obs"])
+    close(policy.distribution(raw)[0], fx["mean"])
+    close(policy.log_prob(raw, jnp.asarray(fx["actions"], jnp.float32)), fx["log_prob"])
+    close(policy.entropy(raw), fx["entropy"])
+    close(policy.values(raw), fx["value"])
+
+
+def test_cleanrl_agent_matches_what_cleanrl_computed():
+    fx = fixture("cleanrl")
+    check_against(pg_diag.load_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"),
+                                      obs_stats=(fx["obs_mean"], fx["obs_var"])), fx)
+
+
+def test_cleanrl_without_statistics_says_what_it_assumes():
+    with pytest.warns(UserWarning, match="holds no observation statistics: the policy sees raw observations"):
+        ext = read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"))
+    assert ext.obs_mean is None and ext.notes
+
+
+def test_sb3_policy_matches_what_sb3_computed():
+    fx = fixture("sb3")
+    policy = pg_diag.load_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
+    check_against(policy, fx)
+    ext = read_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
+    assert ext.knobs["gamma"] == fx["gamma"] and ext.knobs["gae_lambda"] == fx["gae_lambda"]
+    assert ext.obs_clip == 10.0 and ext.policy_hidden == (64, 64) and ext.action_size == 3
+
+
+@pytest.fixture(scope="module")
+def brax_policy(tmp_path_factory):
+    """Brax PPO's default networks (tanh-normal, swish) with a normalizer that has counted observations, saved by
+    Brax's `save_params`, and Brax's own policy and value on fixed observations."""
+    from brax.io import model
+    from brax.training.acme import running_statistics, specs
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    net = ppo_networks.make_ppo_networks(4, 1, preprocess_observations_fn=running_statistics.normalize,
+                                         policy_hidden_layer_sizes=(16, 16), value_hidden_layer_sizes=(16, 16))
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    norm = running_statistics.init_state(specs.Array((4,), jnp.float32))
+    norm = running_statistics.update(norm, 0.3 * jax.random.normal(k1, (64, 4)) + 0.1)
+    params = (norm, net.policy_network.init(k1), net.value_network.init(k2))
+    path = tmp_path_factory.mktemp("brax") / "params.pkl"
+    model.save_params(str(path), params)
+    obs = 0.5 * jax.random.normal(k3, (16, 4))
+    action, extra = ppo_networks.make_inference_fn(net, compute_value=True)(params)(obs, jax.random.PRNGKey(5))
+    mode = net.parametric_action_distribution.mode(net.policy_network.apply(params[0], params[1], obs))
+    return str(path), obs, action, extra, mode
+
+
+def test_brax_policy_matches_what_brax_computed(brax_policy):
+    path, obs, action, extra, mode = brax_policy
+    policy = pg_diag.load_policy("brax", path)
+    close(policy.log_prob(obs, extra["raw_action"]), extra["log_prob"])   # the squashed action's density
+    close(policy.values(obs), extra["value"])
+    close(policy.act(obs), mode)
+    close(jnp.tanh(extra["raw_action"]), action)
+
+
+def test_hostile_files_are_refused_before_anything_runs(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Command:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    hostile = tmp_path / "agent.cleanrl_model"   # a torch-style zip whose pickle would run a command
+    with zipfile.ZipFile(hostile, "w") as z:
+        z.writestr("agent/data.pkl", pickle.dumps({"actor_logstd": Command()}))
+        z.writestr("agent/byteorder", "little")
+    with pytest.raises(ArchiveError, match=r"refusing to load (posix|os)\.system"):
+        read_policy("cleanrl", str(hostile))
+    assert not marker.exists()
+
+
+def test_bad_input_is_named_in_one_line(tmp_path):
+    with pytest.raises(ArchiveError, match="unknown policy kind 'rllib'; kinds are brax, cleanrl, sb3"):
+        read_policy("rllib", "x")
+    with pytest.raises(ArchiveError, match="cannot read the CleanRL checkpoint"):
+        read_policy("cleanrl", str(tmp_path / "missing"))
+    with pytest.raises(ArchiveError, match="not a torch.save archive"):
+        read_policy("cleanrl", SB3["vecnormalize"])
+    with pytest.raises(ArchiveError, match="vecnormalize is for Stable-Baselines3 zips"):
+        read_policy("cleanrl", "x", vecnormalize="y")
+    with pytest.raises(ArchiveError, match="obs_stats must be"):
+        read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=3)
+    with pytest.raises(pg_diag.ConfigError, match=r"sb3 policy .* has 11-d observations; task 'point_mass' has 4-d"):
+        pg_diag.import_policy("sb3", SB3["path"], task="point_mass", out=str(tmp_path / "run"),
+                              vecnormalize=SB3["vecnormalize"])
+    assert not (tmp_path / "run").exists()   # refused before the directory is taken
