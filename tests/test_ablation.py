@@ -12,7 +12,7 @@ from pg_diag.cli import main
 from pg_diag.experiments import targets
 from pg_diag.experiments.studies.ablation import targets as ablation
 from pg_diag.run import CompileCounter
-from pg_diag.experiments.studies.ablation import TOGGLES
+from pg_diag.experiments.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
 
 
 def synthetic_metrics():
@@ -90,6 +90,14 @@ def test_tiny_end_to_end_ablation_writes_the_figure(tmp_path):
     assert len(best) == 16 and set(effects.toggle) == set(TOGGLES)
     assert os.path.exists(tmp_path / "point_mass" / "metrics.parquet")
     assert np.isfinite(best.mean_score).all()
+    # rliable's aggregates of each toggle on and off: P(on > off) is the Mann–Whitney fraction of (on, off) pairs
+    agg = out["aggregates"]
+    assert len(agg["table"]) == 8 * 4 and os.path.getsize(agg["figure"]) > 10_000
+    held = agents_at_held_out_best_lr(agent_scores(result.metrics))
+    on, off = (held[held.value_clipping == v].score.to_numpy() for v in (True, False))
+    by_hand = np.mean((on[:, None] > off[None, :]) + 0.5 * (on[:, None] == off[None, :]))
+    got = agg["improvements"].set_index("x").loc["value_clipping on"]
+    assert got.p_improvement == pytest.approx(by_hand, abs=1e-12) and got.low <= by_hand <= got.high
     # the figure and tables are a function of the saved study: redrawn without compiling, the same tables
     with CompileCounter() as counter:
         again = targets.get("fig-ablation").redraw(str(tmp_path), out=str(tmp_path / "redraw"))

@@ -318,6 +318,12 @@ def test_tables_and_reward_figure_from_the_study(algorithms_study):
     assert "simultaneous by Bonferroni" in note
     assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
     assert os.path.getsize(fig["figure"]) > 10_000
+    # rliable's aggregates beside each table: every preset, P(X > Y) for each pair, the performance profiles
+    agg = t2["aggregates"]
+    assert set(agg["table"].algorithm) == {"PPO", "PPO-M", "TRPO", "TRPO+"} and len(agg["improvements"]) == 6
+    assert ((agg["improvements"].low <= agg["improvements"].p_improvement)
+            & (agg["improvements"].p_improvement <= agg["improvements"].high)).all()
+    assert os.path.exists(agg["csv"]) and os.path.getsize(agg["figure"]) > 10_000
     study = json.load(open(os.path.join(target, "study.json")))
     assert study["study"] == "algorithms" and study["tasks"] == ["point_mass"]
 

@@ -204,4 +204,4 @@ def read_bytes(path: str, what: str) -> bytes:
         raise ArchiveError(f"cannot read {what} {path!r}: {err.strerror or err}") from None
 
 
-__all__ = ["ALLOWED", "ArchiveError", "Fields", "load_pickle", "load_pickle_file", "load_torch", "read_bytes"]
+__all__ = ["ALLOWED", "ArchiveError", "Fields", "load_pickle", "load_pickle_file", "load_torch"]

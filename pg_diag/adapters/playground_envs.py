@@ -68,4 +68,4 @@ def register_playground_env(env_name: str, name: str | None = None, episode_limi
     return task
 
 
-__all__ = ["MISSING", "playground_env", "register_playground_env"]
+__all__ = ["playground_env", "register_playground_env"]

@@ -34,6 +34,7 @@ import numpy as np
 from pg_diag.adapters.archives import ArchiveError, load_pickle, load_torch, read_bytes
 from pg_diag.normalize import NORM_EPS
 
+#: the frameworks whose saved policies are read
 KINDS = ("brax", "cleanrl", "sb3")
 _INT32_MAX = 2 ** 31 - 1
 

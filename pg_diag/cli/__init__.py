@@ -149,6 +149,8 @@ def cmd_aggregate(args) -> None:
     result = aggregate_runs(args.runs, args.metric, _ranges(args.range), args.reps, out=args.out)
     print(result["table"].round(4).to_string(index=False))
     print(result["note"])
+    if "markdown" in result:
+        print(f"wrote {result['markdown']}, {result['csv']} and {result['figure']}")
 
 
 def _loads(argv: list) -> list:

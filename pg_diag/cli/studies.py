@@ -76,10 +76,10 @@ def _from_args(args):
 
 def _check_run_args(args) -> None:
     """--run and --policy measure saved agents: the options that choose what to train are refused beside them."""
-    given = getattr(args, "run", None) or getattr(args, "policy", None)
-    if given and any(v is not None for v in (args.scale, args.task, args.seeds, args.set)):
-        raise ConfigError(f"{args.command} --run/--policy measures existing agents: --scale, --task, --seeds and "
-                          f"--set choose what to train and cannot be combined with it")
+    flag = "--run" if getattr(args, "run", None) else "--policy" if getattr(args, "policy", None) else None
+    if flag and any(v is not None for v in (args.scale, args.task, args.seeds, args.set)):
+        raise ConfigError(f"{args.command} {flag} measures existing runs: --scale, --task, --seeds and --set choose "
+                          f"what to train and cannot be combined with it")
 
 
 def cmd_dry_run(args, kind):

@@ -14,8 +14,9 @@ import os
 
 import numpy as np
 
-from pg_diag import aggregates
 from pg_diag.config import ConfigError
+from pg_diag.experiments.aggregate_tables import summarize, write_aggregates
+from pg_diag.experiments.aggregate_tables import normalized as matrices
 from pg_diag.run import load_run
 
 
@@ -44,46 +45,15 @@ def final_scores(paths, metric: str = "mean_return"):
     return pd.DataFrame(rows)
 
 
-def matrices(scores, ranges: dict | None = None) -> tuple[dict, dict]:
-    """{label: runs × tasks normalized scores} and {task: (low, high, source)} from `final_scores`' table."""
-    tasks = sorted(scores.task.unique())
-    ranges = dict(ranges or {})
-    unknown = sorted(set(ranges) - set(tasks))
-    if unknown:
-        raise ConfigError(f"aggregate: --range names {', '.join(unknown)}, not among the runs' tasks "
-                          f"({', '.join(tasks)})")
-    used = {}
-    for task in tasks:
-        got = scores[scores.task == task].score
-        used[task] = (*ranges[task], "given") if task in ranges else (got.min(), got.max(), "the runs' own")
-    out = {}
-    for label, part in scores.groupby("label", sort=False):
-        counts = part.groupby("task").size().reindex(tasks, fill_value=0)
-        if counts.nunique() != 1 or counts.iloc[0] == 0:
-            raise ConfigError(f"aggregate: {label!r} has {dict(counts)} agents per task; every task needs the "
-                              f"same number (the bootstrap resamples each task's runs from its own)")
-        columns = [aggregates.normalize(part[part.task == t].score.to_numpy(), *used[t][:2]) for t in tasks]
-        out[label] = np.stack(columns, axis=1)
-    return out, used
-
-
 def aggregate_runs(paths, metric: str = "mean_return", ranges: dict | None = None, reps: int = 2000,
                    seed: int = 0, out: str | None = None) -> dict:
-    """The aggregate table of the runs in `paths`, and where `out` is given its Markdown and CSV there."""
-    from pg_diag.experiments import figures
-
-    by_label, used = matrices(final_scores(paths, metric), ranges)
-    table = aggregates.aggregate(by_label, reps=reps, seed=seed)
-    note = ("score: each agent's last recorded " + metric + ", normalized per task by "
-            + "; ".join(f"{t} [{lo:g}, {hi:g}] ({src})" for t, (lo, hi, src) in used.items())
-            + f"; 95% percentile intervals of the stratified bootstrap ({reps} replicates), whose coverage at "
-              "5–10 seeds is 0.82–0.93 (benchmarks/aggregates_coverage.py)")
-    result = {"table": table, "ranges": used, "note": note}
-    if out:
-        os.makedirs(out, exist_ok=True)
-        result["markdown"], result["csv"] = figures.write_table(table.round(4), os.path.join(out, "aggregates"),
-                                                                "Aggregates over tasks × seeds", note)
-    return result
+    """The aggregate table of the runs in `paths`, and where `out` is given its Markdown and CSV there, with the
+    performance profiles' figure."""
+    summary = summarize(final_scores(paths, metric), f"each agent's last recorded {metric}", ranges=ranges,
+                        reps=reps, seed=seed)
+    if not out:
+        return summary
+    return write_aggregates(summary, os.path.join(out, "aggregates"), "Aggregates over tasks × seeds")
 
 
 __all__ = ["aggregate_runs", "final_scores", "matrices"]

@@ -249,7 +249,28 @@ def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:
                              title=f"2^4 ablation ({record['scale']} scale): scores of best-LR agents, "
                                    f"{n_agents} agents per task trained as one compiled sweep")
     outputs["text"] = _tables_text(outputs["tables"])
+    outputs["aggregates"] = toggle_aggregates(saved_scores(from_dir, target.name, tasks),
+                                              os.path.join(out, f"{target.name}-aggregates"))
     return outputs
+
+
+def toggle_aggregates(saved: dict, path_stem: str) -> dict:
+    """rliable's aggregates over tasks × agents of each toggle on and off, and P(on > off), from the agents at
+    the learning rate the other seeds chose
+    ([`agents_at_held_out_best_lr`][pg_diag.experiments.studies.ablation.agents_at_held_out_best_lr])."""
+    import pandas as pd
+
+    from pg_diag.experiments.aggregate_tables import summarize, write_aggregates
+
+    rows = []
+    for task, (_, scores) in saved.items():
+        held = agents_at_held_out_best_lr(scores)
+        for t in TOGGLES:
+            rows.append(pd.DataFrame({"task": task, "label": np.where(held[t], f"{t} on", f"{t} off"),
+                                      "score": held.score.to_numpy()}))
+    summary = summarize(pd.concat(rows, ignore_index=True), "an agent's max mean episodic return (IM §3)",
+                        pairs=[(f"{t} on", f"{t} off") for t in TOGGLES])
+    return write_aggregates(summary, path_stem, "2^4 ablation: each toggle on and off, aggregated over tasks × agents")
 
 
 def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:

@@ -297,7 +297,26 @@ def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statis
                  "scored): " + ", ".join(f"{r.algorithm} agent {r.agent} on {r.task}"
                                          for r in out_agents.itertuples()) + ".")
     md, csv = figures.write_table(df, os.path.join(out or from_dir, target.name), title, note)
-    return {"markdown": md, "csv": csv, "table": df, "summary": summary}
+    return {"markdown": md, "csv": csv, "table": df, "summary": summary,
+            "aggregates": _aggregates(scores, compared, os.path.join(out or from_dir, f"{target.name}-aggregates"),
+                                      f"{title}: aggregates over tasks × agents", statistic)}
+
+
+def _aggregates(scores, compared, path_stem: str, title: str, statistic: str) -> dict:
+    """rliable's aggregates of the compared presets over tasks × agents, P(X > Y) for each pair
+    ([`pg_diag.experiments.aggregate_tables`][pg_diag.experiments.aggregate_tables]); where the agents per task
+    differ, the reason instead."""
+    from itertools import combinations
+
+    from pg_diag.experiments.aggregate_tables import summarize, write_aggregates
+
+    what = f"an agent's {'final' if statistic == 'final' else 'max'} mean episodic reward"
+    labelled = scores.assign(label=scores.algorithm.map(LABELS))
+    present = [LABELS[a] for a in compared if a in set(scores.algorithm)]
+    try:
+        return write_aggregates(summarize(labelled, what, pairs=list(combinations(present, 2))), path_stem, title)
+    except ConfigError as err:
+        return {"skipped": str(err)}
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
