@@ -2,6 +2,7 @@
 Brax environment through the gradient and step studies from Python, a Stable-Baselines3 Hopper policy through
 the gradient study from the command line (--policy KIND:PATH)."""
 
+import json
 import pathlib
 
 import jax
@@ -74,3 +75,14 @@ def test_an_sb3_policy_from_the_command_line(tmp_path):
     imported = pg_diag.load_run(tmp_path / "imported" / "sb3-sb3_hopper")
     assert imported.config(0).static.model == "gym" and imported.config(0).knobs.gamma == 0.99
     assert main(args) == 0   # measured again: the imported directory is reused, not written over
+
+
+def test_a_cleanrl_agent_is_written_as_a_run_with_its_filter(tmp_path):
+    fx = json.loads((DATA / "cleanrl_hopper.json").read_text())
+    run = pg_diag.import_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), task="hopper", model="gym",
+                                out=str(tmp_path / "run"), obs_stats={"mean": fx["obs_mean"], "var": fx["obs_var"]})
+    cfg = run.config(0)
+    assert cfg.knobs.obs_normalization and cfg.knobs.obs_clipping and cfg.knobs.obs_clip == 10.0
+    saved = pg_diag.load_policy(run.path)
+    raw = jnp.asarray(fx["raw_obs"], jnp.float32)
+    np.testing.assert_allclose(saved.distribution(raw)[0], fx["mean"], rtol=0, atol=2e-5)

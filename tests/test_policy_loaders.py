@@ -126,3 +126,20 @@ def test_bad_input_is_named_in_one_line(tmp_path):
         pg_diag.import_policy("sb3", SB3["path"], task="point_mass", out=str(tmp_path / "run"),
                               vecnormalize=SB3["vecnormalize"])
     assert not (tmp_path / "run").exists()   # refused before the directory is taken
+
+
+def test_a_policy_whose_action_bounds_differ_from_the_tasks_is_refused(tmp_path):
+    """SB3's zip records its action space ([-1, 1]^3 for Hopper-v5); Gym's Humanoid takes [-0.4, 0.4]."""
+    import dataclasses
+
+    ext = read_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
+    assert ext.action_bounds == ((-1.0,) * 3, (1.0,) * 3)
+    wide = dataclasses.replace(ext, action_bounds=((-2.0,) * 3, (2.0,) * 3))
+    with pytest.raises(pg_diag.ConfigError, match=r"acts in \[-2, 2\] per dimension; task 'hopper' takes actions "
+                                                  r"in \[-1, 1\] per dimension"):
+        pg_diag.import_policy(wide, task="hopper", model="gym", out=str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+    # what the tasks declare: Gym's Humanoid maps actions to its ±0.4 ctrlrange as given, Brax's rescales [-1, 1]
+    from pg_diag import envs
+    assert envs.make("humanoid", "native", 1, "converged", "gym").action_bounds == ((-0.4,) * 17, (0.4,) * 17)
+    assert envs.make("humanoid", "native", 1, "converged", "brax").action_bounds == ((-1.0,) * 17, (1.0,) * 17)

@@ -58,7 +58,8 @@ def brax_task(env, name: str, episode_limit: int = 1000, description: str = "", 
                         terminated=terminated, truncated=time_limit(t, terminated, episode_limit), t=t)
 
     return Env(name=name, obs_size=obs_size, action_size=action_size, max_episode_steps=episode_limit,
-               reset=reset, step=step, description=description or f"Brax {type(env).__name__}")
+               reset=reset, step=step, description=description or f"Brax {type(env).__name__}",
+               action_bounds=((-1.0,) * action_size, (1.0,) * action_size))
 
 
 def register_brax_env(env_or_name, name: str | None = None, episode_limit: int = 1000, **kwargs) -> str:

@@ -54,6 +54,7 @@ class ExternalPolicy:
     obs_clip: float | None  # clip bound after normalizing (None: unclipped)
     knobs: dict             # knob values the file states (activation, γ, λ, …)
     notes: tuple = ()       # what was assumed, said plainly
+    action_bounds: tuple | None = None   # (low, high) of the actions it was trained to emit, where the file says
 
     @property
     def obs_size(self) -> int:
@@ -162,7 +163,12 @@ def _brax(path: str) -> ExternalPolicy:
     return ExternalPolicy(kind="brax", path=path, network="brax", policy={"swish_layers": policy},
                           value={"swish_layers": value}, obs_mean=mean, obs_std=std,
                           obs_count=int(min(max(count, 2), _INT32_MAX)), obs_clip=None, knobs={},
-                          notes=() if count else ("the normalizer counted no observations: raw observations",))
+                          notes=() if count else ("the normalizer counted no observations: raw observations",),
+                          action_bounds=_unit_box(policy[-1]["b"].shape[-1] // 2))   # tanh's range
+
+
+def _unit_box(n: int) -> tuple:
+    return (-1.0,) * n, (1.0,) * n
 
 
 def _brax_count(count) -> int:
@@ -266,7 +272,16 @@ def _sb3(path: str, vecnormalize: str | None, activation: str) -> ExternalPolicy
     return ExternalPolicy(kind="sb3", path=path, network="mlp",
                           policy={"layers": policy, "log_std": np.asarray(log_std, np.float32).reshape(-1)},
                           value={"layers": value}, obs_mean=mean, obs_std=std, obs_count=count, obs_clip=clip,
-                          knobs=knobs, notes=tuple(notes))
+                          knobs=knobs, notes=tuple(notes), action_bounds=_box_bounds(data.get("action_space")))
+
+
+def _box_bounds(space) -> tuple | None:
+    """(low, high) of the Box space SB3's ``data`` describes in text ("[-1. -1. -1.]"); None where it does not."""
+    try:
+        low, high = (np.array(space[k].strip("[]").split(), np.float64) for k in ("low", "high"))
+    except (TypeError, KeyError, AttributeError, ValueError):
+        return None
+    return tuple(low.tolist()), tuple(high.tolist())
 
 
 # --- in pg_diag's terms ------------------------------------------------------------------

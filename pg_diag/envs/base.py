@@ -51,6 +51,8 @@ class Env:
     reset: Callable[[jax.Array], EnvState] = struct.field(pytree_node=False)
     step: Callable[[EnvState, jax.Array], EnvState] = struct.field(pytree_node=False)
     description: str = struct.field(pytree_node=False, default="")
+    #: (low, high) per action dimension: the actions the task acts on as given (it clips the rest); None: unstated
+    action_bounds: tuple | None = struct.field(pytree_node=False, default=None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -269,4 +269,14 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
     label = ("MJX" if physics == "mjx" else "MuJoCo Warp" if physics == "warp" else f"native MuJoCo ({threads} threads"
              + (", mj_step per environment" if task.host_fields else "") + ")") + f", {solver} solver"
     return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
-               reset=reset, step=step, description=f"{task.description} Physics: {label}.")
+               reset=reset, step=step, description=f"{task.description} Physics: {label}.",
+               action_bounds=_action_bounds(task, info))
+
+
+def _action_bounds(task: MujocoTask, info) -> tuple:
+    """The actions mapped into the actuators' control range: ctrl = s·a + c per dimension (the tasks' maps are
+    affine), so a ∈ [(lo − c)/s, (hi − c)/s]."""
+    c = np.asarray(task.ctrl_from_action(np.zeros_like(info["ctrl_lo"]), info), np.float64)
+    s = np.asarray(task.ctrl_from_action(np.ones_like(info["ctrl_lo"]), info), np.float64) - c
+    ends = np.stack([(info["ctrl_lo"] - c) / s, (info["ctrl_hi"] - c) / s])
+    return tuple(ends.min(0).round(6).tolist()), tuple(ends.max(0).round(6).tolist())

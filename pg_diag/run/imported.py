@@ -90,10 +90,21 @@ def _check_sizes(ext: ExternalPolicy, env, task: str) -> None:
         if theirs != ours:
             raise ConfigError(f"{ext.kind} policy {ext.path!r} has {theirs}-d {what}; task {task!r} has {ours}-d "
                               f"(was it trained on another task or model?)")
+    theirs, ours = ext.action_bounds, env.action_bounds
+    if theirs is not None and ours is not None and not np.allclose(theirs, ours, rtol=0, atol=1e-6):
+        raise ConfigError(f"{ext.kind} policy {ext.path!r} acts in {_span(theirs)}; task {task!r} takes actions in "
+                          f"{_span(ours)} (another model of the task? model='gym' is Gymnasium's)")
     for name, arr in (("obs_mean", ext.obs_mean), ("obs_std", ext.obs_std)):
         if arr is not None and arr.shape != (env.obs_size,):
             raise ArchiveError(f"{ext.kind} policy {ext.path!r}: {name} has shape {arr.shape}, expected "
                                f"({env.obs_size},)")
+
+
+def _span(bounds) -> str:
+    low, high = (np.asarray(b, np.float64) for b in bounds)
+    if np.ptp(low) == 0 and np.ptp(high) == 0:
+        return f"[{low[0]:g}, {high[0]:g}] per dimension"
+    return f"[{low.tolist()}, {high.tolist()}]"
 
 
 def _states(ext: ExternalPolicy, config: Config, trainer):
