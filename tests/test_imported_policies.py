@@ -52,12 +52,13 @@ def test_the_run_directory_holds_the_policy_as_read(brax_run):
     np.testing.assert_array_equal(direct.observe(obs), saved.observe(obs))
 
 
-def test_a_brax_policy_goes_through_the_gradient_and_step_studies(brax_run):
+def test_a_brax_policy_goes_through_the_gradient_and_step_studies(brax_run, capfd):
     from pg_diag.diagnostics import gradient_study, step_study
 
     run, _ = brax_run
     grads = gradient_study([run.path], sizes=(16, 64), estimates=3, save=False)
-    steps = step_study([run.path], batches=3, save=False)
+    steps = step_study([run.path], batches=3, save=False, progress=True)   # its bar drawn, then closed
+    assert "step-study 1/1: done in" in capfd.readouterr().err
     assert set(grads.pairs.label) == {"brax"} and np.isfinite(grads.pairs.cosine).all()
     assert np.isfinite(steps.steps.kl_from_old).all() and (steps.steps.kl_from_old > 0).all()
 

@@ -22,6 +22,7 @@ from pg_diag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Siz
 from pg_diag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
 from pg_diag.run import distributed, provenance
+from pg_diag.run.progress import Ticker, attached
 
 FORMAT = "pg_diag.diagnostic/1"
 
@@ -106,10 +107,12 @@ def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label,
     return shapes
 
 
-def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, before_compiling=None):
+def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, before_compiling=None,
+            progress: bool = False, estimate=None):
     """Resolve, group, shape (every group's memory checked before the first compile), call
     ``before_compiling()`` if given, compile and run each program once; returns (frames, the manifest's
-    [`Record`][pg_diag.diagnostics.protocol.Record], timings)."""
+    [`Record`][pg_diag.diagnostics.protocol.Record], timings). With ``progress``, a bar per program
+    ([`Ticker`][pg_diag.run.progress.Ticker]) against ``estimate(shape)``'s seconds where given."""
     import pandas as pd
 
     statics = [run.config(agent).static for run, agent, _ in planned]
@@ -125,11 +128,13 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
     if before_compiling is not None:
         before_compiling()
     frames, timings = {t: [] for t in study.tables}, []
-    for subjects, shape in groups:
+    for i, (subjects, shape) in enumerate(groups, 1):
         if verbose:
             print(study.describe(shape), flush=True)
-        out, timing = compile_and_run(study.program(shape), subjects, subject_keys(settings.seed, subjects.rows),
-                                      shape.pairs)
+        planned_s = estimate(shape) if (progress and estimate is not None) else None
+        with Ticker(f"{study.title} {i}/{len(groups)}", planned_s, bool(progress)) as tick:
+            out, timing = compile_and_run(study.program(shape), subjects,
+                                          subject_keys(settings.seed, subjects.rows), shape.pairs, tick.phase)
         timings.append(timing)
         for t, f in study.frames(Measured(subjects, shape, out)).items():
             frames[t].append(f)
@@ -173,12 +178,13 @@ def check_replaceable(study: Diagnostic, planned: list, settings, name: str, rep
 
 def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *, labels=None, save: bool = True,
         replace: bool = False, name: str | None = None, verbose: bool = False, reader: str | None = None,
-        **changes):
+        progress: bool | None = None, estimate=None, **changes):
     """Measure ``study`` on every agent of ``runs`` (run directories; those with ``labels`` if given) at the
     checkpointed ``iterations`` (default: all saved); ``changes`` override fields of its settings. Saved
     (``save``) in each run under ``name``, never over a measurement made otherwise unless ``replace``
     ([`check_replaceable`][pg_diag.diagnostics.engine.check_replaceable]; ``reader``: the study directory that
-    will read it)."""
+    will read it). ``progress`` (default: where a person watches, a terminal or a notebook) draws a bar per
+    compiled program, against ``estimate(shape)`` seconds where given (the targets give their plan's)."""
     settings = settings_of(study, settings, changes)
     name = name or study.kind
     tables.check_name(name)    # before anything is loaded or compiled
@@ -187,7 +193,8 @@ def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *,
                                     "subjects": [(r.path, a, i) for r, a, i in planned], "save": save,
                                     "replace": replace, "reader": reader})
     guard = functools.partial(check_replaceable, study, planned, settings, name, replace, reader)
-    frames, record, timings = measure(study, planned, settings, verbose, guard if save else None)
+    frames, record, timings = measure(study, planned, settings, verbose, guard if save else None,
+                                      attached() if progress is None else progress, estimate)
     manifest = {"format": FORMAT, "study": name, "kind": study.kind, "settings": dataclasses.asdict(settings),
                 "resolved": record.resolved,
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **record.extra,

@@ -63,17 +63,20 @@ def over_subjects(subject, batching: str = "vmap"):
     return jax.jit(over_devices(fn, jax.sharding.PartitionSpec(AXIS)))
 
 
-def compile_and_run(prog, subjects: "Subjects", keys, pairs: int) -> tuple:
+def compile_and_run(prog, subjects: "Subjects", keys, pairs: int, phase=lambda name: None) -> tuple:
     """Compile ``prog`` ([`over_subjects`][pg_diag.diagnostics.subjects.over_subjects]) for the stacked subjects,
     run it and fetch its outputs (every subject's, on every process). Returns the outputs and the timing record a
-    study's manifest keeps (compile and run seconds, pairs sampled per second)."""
+    study's manifest keeps (compile and run seconds, pairs sampled per second). ``phase`` is told "compiling" and
+    then "running" (a progress bar's)."""
     import time
 
     n = len(subjects)
     args, padded = pad_and_shard((subjects.states, subjects.knobs, keys), n)
     t0 = time.perf_counter()
+    phase("compiling")
     compiled = prog.lower(*args).compile()
     t1 = time.perf_counter()
+    phase("running")
     out = gather(compiled(*args))
     if padded != n:
         out = jax.tree.map(lambda x: x[:n], out)

@@ -212,3 +212,4 @@ def interpolate(points, width: float) -> float:
 
 __all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
            "measured_step_ms", "recorded_step_ms", "run_seconds", "training_ms", "where_here"]
+

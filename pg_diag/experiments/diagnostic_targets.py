@@ -125,6 +125,17 @@ def recorded(out: str, study: str, scale: str) -> dict:
     return {}
 
 
+def _estimate(task: str):
+    """A program's planned seconds for its progress bar: this host's recorded physics cost, else timed now (a
+    few batched steps), as `--dry-run` plans it."""
+    def estimate(shape):
+        from pg_diag.experiments.costs import measured_step_ms
+        from pg_diag.experiments.dry_run import shape_seconds
+
+        return shape_seconds(shape, task, measured_step_ms(shape.static.solver, shape.static.model))
+    return estimate
+
+
 def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=None, progress=None, runs=None,
                    diag=None, overrides: dict | None = None) -> str:
     """Train at ``scale`` ([`train_runs`][pg_diag.experiments.diagnostic_targets.train_runs]: the scale's presets,
@@ -148,8 +159,8 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         paths = [os.path.normpath(os.path.join(out, d)) for d in dirs]
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
             # never over a measurement another study reads (the engine's rule; out is this study's reader)
-            m.measure(paths, verbose=progress is not False, reader=out,
-                      **{k: v for k, v in chosen.items() if v is not None}, **settings)
+            m.measure(paths, verbose=progress is not False, reader=out, progress=progress,
+                      estimate=_estimate(task), **{k: v for k, v in chosen.items() if v is not None}, **settings)
         with lead_writes("the readers of a measurement") as lead:   # on several processes, process 0 writes
             for path in paths if lead else ():
                 diag_tables.record_reader(path, m.name, out)

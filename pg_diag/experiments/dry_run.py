@@ -93,6 +93,16 @@ def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: 
             for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
 
 
+def shape_seconds(shape, task: str, step_ms) -> float | None:
+    """A diagnostic program's estimated running seconds, as its plan estimates them, from an engine `Shape`
+    ([`run_seconds`][pg_diag.experiments.costs.run_seconds]); None where this host has no cost for its physics."""
+    static = shape.static
+    program = Program("measure", task, "+".join(shape.labels), shape.units, shape.pairs,
+                      shape.sequential_steps, shape.width, shape.bytes, shape.fits, model=static.model,
+                      solver=static.solver, physics=static.physics)
+    return run_seconds(program, step_ms)
+
+
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
                      memory: int = 1 << 62, **overrides) -> list:
     """A diagnostic target's programs: the training sweeps that make its checkpoints (the scale's presets, else

@@ -72,6 +72,78 @@ class Progress:
             sys.stderr.flush()
 
 
+class Ticker:
+    """A one-line bar on stderr for one compiled program whose call cannot report its own progress: redrawn
+    twice a second from the clock — compiling, then running against ``planned`` seconds (the plan's estimate,
+    None where this host has no cost for it) — and closed with the time it took beside the plan's.
+
+        with Ticker("gradient study 1/2", planned=90.0, enabled=True) as tick:
+            tick.phase("compiling"); compiled = ...; tick.phase("running"); compiled(...)
+    """
+
+    def __init__(self, label: str, planned: float | None, enabled: bool, stream=None, interval: float = 0.5):
+        self.label, self.planned, self.enabled = label, planned, enabled
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self._phase, self._since, self._start = "starting", time.perf_counter(), time.perf_counter()
+        self._stop = None
+        self._took = {}
+
+    def __enter__(self):
+        if self.enabled:
+            import threading
+
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def phase(self, name: str) -> None:
+        now = time.perf_counter()
+        self._took[self._phase] = self._took.get(self._phase, 0.0) + now - self._since
+        self._phase, self._since = name, now
+
+    def line(self, now: float | None = None) -> str:
+        """The bar as drawn at ``now``."""
+        now = time.perf_counter() if now is None else now
+        elapsed = now - self._since
+        if self._phase != "running" or not self.planned:
+            return f"{self.label}: {self._phase} {clock(elapsed)}"
+        frac = min(elapsed / self.planned, 1.0)
+        bar = "#" * int(24 * frac) + "." * (24 - int(24 * frac))
+        left = (f"about {clock(self.planned - elapsed)} left" if elapsed < self.planned
+                else f"{clock(elapsed - self.planned)} past the plan")
+        return f"{self.label}: [{bar}] {clock(elapsed)} of ~{clock(self.planned)} planned, {left}"
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.stream.write("\r" + self.line().ljust(100))
+            self.stream.flush()
+
+    def __exit__(self, *exc):
+        if self._stop is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self.stream.write("\r" + self.summary(failed=exc[0] is not None).ljust(100) + "\n")
+        self.stream.flush()
+
+    def summary(self, failed: bool = False) -> str:
+        """The closing line: the whole time, compiling and running apart, beside the plan's running time."""
+        self.phase("closed")
+        took = self._took
+        parts = [f"{name} {clock(took[name])}" for name in ("compiling", "running") if name in took]
+        plan = f"; planned ~{clock(self.planned)} running" if self.planned else ""
+        return (f"{self.label}: {'stopped' if failed else 'done'} in {clock(time.perf_counter() - self._start)}"
+                + (f" ({', '.join(parts)}{plan})" if parts or plan else ""))
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as m:ss (h:mm:ss past an hour)."""
+    s = max(int(round(seconds)), 0)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 def duration(seconds: float) -> str:
     """``seconds`` in the unit a person reads: 45 s, 12 min, 2.4 h."""
     if seconds < 90:
