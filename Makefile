@@ -47,6 +47,7 @@ docs: $(VENV)/.docs-installed
 	$(PY) tools/docstring_roles.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) tools/check_api_docs.py site
+	@test -f site/search/search_index.js || { echo "docs: no site/search/search_index.js: search would not work from disk (file://)"; exit 1; }
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
 # fixtures (trained runs, compiled programs) are made once. Most of the suite's time is XLA compiling small

@@ -55,7 +55,7 @@ def test_targets_measure_given_runs_then_redraw_and_reuse_without_compiling(runs
     summary = true["summary"]
     assert set(summary.columns) >= {"true_ratio", "truth_split_half", "truth_ceiling"}
     assert "truth_ceiling" not in redrawn["summary"]
-    ceilings = {(lab.split(":")[0], y[0]) for lab, y in drawn[0] if "truth's ceiling" in lab}
+    ceilings = {(lab.split(":")[0], y[0]) for lab, y in drawn[0] if "(the curves' ceiling)" in lab}
     expected = subjects.groupby("label").truth_ceiling.mean()   # one checkpoint (iteration 1)
     assert {lab for lab, _ in ceilings} == set(expected.index)
     for lab, y in ceilings:

@@ -321,7 +321,8 @@ def test_gradient_study_tables_and_a_subject_alone_equals_it_among_others(runs):
     np.testing.assert_allclose(pick(both.pairs).cosine.to_numpy(), alone.pairs.cosine.to_numpy(), atol=1e-5)
     # 3 subjects × 2 checkpoints; K(K − 1)/2 = 3 pairs and K = 3 estimates per subject and N.
     sizes = both.sizes
-    assert set(sizes) >= {100, 1000, 1024, 4096} and both.batch_size == 1024
+    # the batch size (1,024) in place of 1,000, within 10% of it (no kink of two near points)
+    assert set(sizes) >= {100, 1024, 4096} and 1000 not in set(sizes) and both.batch_size == 1024
     assert len(both.pairs) == 6 * len(sizes) * 3 and len(both.estimates) == 6 * len(sizes) * 3
     assert np.all(np.abs(both.pairs.cosine) <= 1 + 1e-5) and np.all(np.abs(both.estimates.to_true) <= 1 + 1e-5)
     assert both.estimates.to_exact.isna().all()  # point_mass has no closed form

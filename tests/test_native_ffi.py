@@ -221,11 +221,19 @@ def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):
         "env = envs.make('hopper', 'native', 1)\n"
         "s = env.reset(jax.random.PRNGKey(0))\n"
         "s = jax.jit(env.step)(s, np.full(env.action_size, 0.3, np.float32))\n"
-        "print('qpos:', ' '.join(repr(float(x)) for x in np.asarray(s.physics['qpos'])))\n")
+        "print('qpos:', ' '.join(repr(float(x)) for x in np.asarray(s.physics['qpos'])))\n"
+        "from pg_diag import preset\n"
+        "from pg_diag.run import provenance\n"
+        "info = provenance.physics_info(preset('ppo', 'hopper', physics='native').static)\n"
+        "print('manifest:', info['backend'], '|', info['step'], '|', info['step_fallback_reason'])\n")
     env = dict(os.environ, CXX="/bin/false", PG_DIAG_BUILD_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "reason: building" in done.stdout and "failed" in done.stdout
+    assert "reason: RuntimeError: false exited with code 1 building native_step.cc: (no output)" in done.stdout
+    # said once, on stderr, with the reason; the manifest records the path taken and why
+    assert done.stderr.count("native MuJoCo steps through host callbacks") == 1
+    assert "(RuntimeError: false exited with code 1 building native_step.cc" in done.stderr
+    assert "manifest: native | host callback | RuntimeError: false exited with code 1" in done.stdout
     env = envs.make("hopper", "native", 1)
     s = jax.jit(env.step)(env.reset(jax.random.PRNGKey(0)), jnp.full(env.action_size, 0.3, jnp.float32))
     expected = " ".join(repr(float(x)) for x in np.asarray(s.physics["qpos"]))

@@ -128,6 +128,21 @@ def test_a_study_trains_into_its_directory_left_with_only_a_killed_runs_lock(bas
     assert run.manifest["status"] == "complete" and load_run(out).metrics.iteration.max() == SMALL["num_iterations"] - 1
 
 
+def test_resume_names_a_run_stopped_before_it_started_and_a_rerun_takes_it_over(base, tmp_path, capsys):
+    """What a run killed while compiling leaves (its lock, an empty checkpoints directory): `resume` says the run
+    never started and what to do; the same command run again takes the directory over, saying so."""
+    out = str(tmp_path / "run")
+    os.makedirs(os.path.join(out, "checkpoints"))
+    with open(os.path.join(out, LOCK), "w") as f:
+        f.write("process 4194303 on elsewhere since 2026-01-01 00:00:00")
+    assert main(["resume", out]) == 2
+    err = capsys.readouterr().err
+    assert "the run there was stopped before it started" in err and f"again with --out {out}" in err
+    run = sweep(base, seeds=[0], out=out)
+    assert run.manifest["status"] == "complete"
+    assert "taking over the directory a run stopped before it started left" in capsys.readouterr().err
+
+
 def test_a_run_inside_another_runs_directory_is_refused_before_compiling(saved, base, tmp_path):
     with CompileCounter() as counter:
         for inside in ("checkpoints", os.path.join("checkpoints", "0"), "elsewhere"):

@@ -123,7 +123,7 @@ def test_a_training_sweep_runs_on_warp():
     assert np.isfinite(run.metrics["value_loss"]).all()
 
 
-def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch):
+def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch, capsys):
     with pytest.raises(ValueError, match="MuJoCo Warp cannot run 'humanoid' on the 'gym' model: it lacks the PGS"):
         envs.make("humanoid", "warp", model="gym")
     with pytest.raises(ValueError, match="no physics backend; physics must be 'auto', got 'warp'"):
@@ -138,6 +138,12 @@ def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch):
                                          r"'pg_diag\[warp\]'"):
         envs.resolve_physics("hopper", "warp")
     assert mujoco_physics.warp_unavailable()
+    # from the command line: one line naming the missing package, before anything compiles
+    from pg_diag.cli import main
+
+    assert main(["train", "--preset", "ppo", "--task", "hopper", "--set", "physics=warp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pg-diag: error: physics='warp' needs the warp-lang package")
 
 
 def test_auto_times_warp_only_where_an_accelerator_runs_it():

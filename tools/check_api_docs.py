@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     parser.add_argument("site", nargs="?", default=os.path.join(here, "site"), help="the built site (site/)")
     parser.add_argument("--package", default=os.path.join(here, "pg_diag"))
     parser.add_argument("--api", default=os.path.join(here, "docs", "reference", "api.md"))
-    parser.add_argument("--page", default=os.path.join("reference", "api", "index.html"))
+    parser.add_argument("--page", default=os.path.join("reference", "api.html"))   # the offline plugin's layout
     parser.add_argument("--module", action="append", help=f"a module whose __all__ must be documented "
                                                           f"(default: {', '.join(REQUIRED)})")
     args = parser.parse_args(argv)

@@ -21,8 +21,8 @@ import argparse
 import os
 import sys
 
-from pg_diag.cli.runs import (add_distributed, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
-                              cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pg_diag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs,
+                              cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pg_diag.cli.imports import add_import
 from pg_diag.cli.studies import add_studies
 from pg_diag.config import ConfigError
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="the run directory (the one given to --out)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    add_log(p)
     add_distributed(p)
     p.set_defaults(func=cmd_resume)
 

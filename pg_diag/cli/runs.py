@@ -27,6 +27,12 @@ def add_distributed(p):
     g.add_argument("--join-timeout", type=int, default=120, help="seconds to wait for every process (default 120)")
 
 
+def add_log(p):
+    p.add_argument("--log", default=None, metavar="NAME,...",
+                   help="track live, once per chunk: tensorboard (event files under the run directory), mlflow, "
+                        "wandb (pg_diag[mlflow], pg_diag[wandb]); e.g. --log tensorboard,mlflow")
+
+
 def add_run_args(p, sweep: bool):
     p.add_argument("--preset", default="ppo", help="algorithm preset (see `pg-diag presets`); default ppo")
     p.add_argument("--task", default="hopper", help="task (see `pg-diag tasks`); default hopper")
@@ -44,6 +50,7 @@ def add_run_args(p, sweep: bool):
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     p.add_argument("--batching", default="vmap", choices=["vmap", "map"],
                    help="vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone")
+    add_log(p)
     add_distributed(p)
     if sweep:
         p.add_argument("--grid", action="append", metavar="KNOB=V1,V2,...",
@@ -163,7 +170,8 @@ def cmd_train(args):
     cfg = _config_from_args(args)
     out = _out(args, "")
     result = train(cfg, seed=args.seed, out=out, progress=args.progress, chunk_iterations=args.chunk,
-                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite)
+                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite,
+                   loggers=args.log)
     print(_summary(result))
     if out:
         print(f"wrote {out}")
@@ -177,7 +185,8 @@ def cmd_sweep(args):
     plan(cfg, grid, args.seeds)     # the grid and seeds checked before a directory is named
     out = _out(args, "-sweep")
     result = sweep(cfg, grid, seeds=args.seeds, out=out, progress=args.progress, chunk_iterations=args.chunk,
-                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite)
+                   save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite,
+                   loggers=args.log)
     print(_summary(result))
     if out:
         print(f"wrote {out}")
@@ -196,7 +205,7 @@ def cmd_show(args):
 
 def cmd_resume(args):
     from pg_diag.run import resume
-    result = resume(args.run, progress=args.progress)
+    result = resume(args.run, progress=args.progress, loggers=args.log)
     print(_summary(result))
     print(f"wrote {args.run}")
 

@@ -164,6 +164,11 @@ def size_masks(grid: Grid, key) -> jax.Array:
     return first_chunk_order(grid, jax.random.fold_in(key, SUBSET_KEY))[None, :] < cuts[:, None]
 
 
+def with_batch(sizes, batch: int, near: float = 0.1) -> tuple:
+    """``sizes`` with the algorithm's ``batch`` among them, in place of any size within ``near`` of it."""
+    return tuple(n for n in sizes if abs(n - batch) > near * batch) + (batch,)
+
+
 def snap_sizes(requested, chunk: int) -> tuple:
     """The sample sizes a stream of ``chunk``-pair chunks can give: sizes below a
     chunk as asked, larger ones rounded to the nearest whole number of chunks.

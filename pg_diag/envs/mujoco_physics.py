@@ -213,9 +213,11 @@ def warp_unavailable() -> str:
 def refuse_backend(physics: str, task: str, model: str, missing: str) -> None:
     """Refuse, before anything compiles, a backend that cannot run the task on this model (``missing``: what
     MJX, and so MuJoCo Warp, lacks for it) or is not installed."""
+    from pg_diag.config.setting import ConfigError   # a ValueError the command line prints as one line
+
     if physics in ("mjx", "warp") and missing:
         which = "MJX" if physics == "mjx" else "MuJoCo Warp"
-        raise ValueError(f"{which} cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must "
-                         f"be 'native' or 'auto' (which runs it natively)")
+        raise ConfigError(f"{which} cannot run {task!r} on the {model!r} model: it lacks {missing}; physics must "
+                          f"be 'native' or 'auto' (which runs it natively)")
     if physics == "warp" and warp_unavailable():
-        raise ValueError(warp_unavailable())
+        raise ConfigError(warp_unavailable())

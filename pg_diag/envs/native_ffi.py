@@ -90,7 +90,9 @@ def build(verbose: bool = False) -> str:
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             os.unlink(tmp)
-            raise RuntimeError(f"building {SOURCE} failed:\n{done.stderr[-2000:]}")
+            output = (done.stderr or done.stdout or "").strip()
+            raise RuntimeError(f"{os.path.basename(compiler)} exited with code {done.returncode} building "
+                               f"{os.path.basename(SOURCE)}: {output[-2000:] or '(no output)'}")
         if verbose:
             print(" ".join(command))
         os.replace(tmp, target)
@@ -110,7 +112,7 @@ def library():
 
         lib = ctypes.CDLL(build())
     except Exception as e:  # noqa: BLE001 — any failure means the callback path, with the reason kept
-        _why_not.append(str(e))
+        _fall_back(f"{type(e).__name__}: {e}".strip().rstrip(":"))
         return None
     lib.pgd_stepper_new.restype = ctypes.c_void_p
     lib.pgd_stepper_new.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -121,6 +123,15 @@ def library():
     for name in ("PgdStepState", "PgdStepFields"):
         jax.ffi.register_ffi_target(f"pg_diag_{name}", jax.ffi.pycapsule(getattr(lib, name)), platform="cpu")
     return lib
+
+
+def _fall_back(reason: str) -> None:
+    """Keep why the handler is not in use and say so once, on stderr: the run then steps native MuJoCo through
+    host callbacks (the same numbers, several times slower at one environment per agent)."""
+    _why_not.append(reason)
+    first_line = reason.splitlines()[0] if reason else "no reason given"
+    sys.stderr.write(f"pg_diag: native MuJoCo steps through host callbacks (same results, slower): its stepping "
+                     f"handler could not be built or loaded ({first_line}); the run's manifest keeps the reason\n")
 
 
 def stepper_id() -> str:

@@ -25,20 +25,54 @@ def pyplot():
     return plt
 
 
-def save(fig, path: str, title: str = "", dpi: int = 110, title_size: int = 11) -> str:
-    """Add the suptitle, lay out, write ``path`` (creating its directory) and close the figure."""
+#: the size of a figure's legend and of its panels' own text, in points: legible at the figures' widths
+LEGEND_SIZE = 9
+
+
+def save(fig, path: str, title: str = "", dpi: int = 110, title_size: int = 11, legend: bool = False) -> str:
+    """Add the suptitle, lay out, write ``path`` (creating its directory) and close the figure. ``legend``: one
+    legend for the whole figure, below its panels, from every panel's labelled artists (each label once), in
+    place of the panels' own."""
+    bottom = _figure_legend(fig) if legend else 0.0
+    top = 1.0
     if title:
+        import textwrap
+
+        width = max(int(fig.get_figwidth() * 72 / (title_size * 0.55)), 30)   # characters a line holds
+        title = "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
         fig.suptitle(title, fontsize=title_size)
         # the panels start below the suptitle's lines (a fixed fraction overlaps a tall figure's first titles)
-        room = ((title.count("\n") + 1) * title_size * 1.45 + 10) / 72 / fig.get_figheight()
-        fig.tight_layout(rect=(0, 0, 1, max(1 - room, 0.5)))
-    else:
-        fig.tight_layout()
+        top = max(1 - ((title.count("\n") + 1) * title_size * 1.45 + 10) / 72 / fig.get_figheight(), 0.5)
+    fig.tight_layout(rect=(0, bottom, 1, top))
     if is_lead():
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
     return path
+
+
+def _figure_legend(fig) -> float:
+    """Move the panels' legends into one below them; returns the fraction of the height it takes."""
+    handles, labels = [], []
+    for ax in fig.axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels and not label.startswith("_"):
+                handles.append(h)
+                labels.append(label)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if not labels:
+        return 0.0
+    ncol = min(len(labels), max(1, int(fig.get_figwidth() * 72 // 190)))
+    rows = -(-len(labels) // ncol)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=LEGEND_SIZE, frameon=False)
+    return min((rows * LEGEND_SIZE * 1.6 + 8) / 72 / fig.get_figheight(), 0.4)
+
+
+def band_floor(lows, floor: float) -> float:
+    """The y axis' lower limit: ``floor``, or lower where an interval reaches below it (bands are drawn whole)."""
+    low = np.nanmin(np.asarray(lows, np.float64)) if len(lows) else np.nan
+    return float(min(floor, low - 0.05)) if np.isfinite(low) else floor
 
 
 def robust_range(values, low: float = 1.0, high: float = 99.0):

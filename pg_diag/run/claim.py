@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import time
 
 from pg_diag.run.store import CHECKPOINTS, MANIFEST, METRICS_FILE, RunDirError, is_training
@@ -108,6 +109,18 @@ class RunLock:
         self.fd = None
 
 
+def stopped_before_starting(run_dir: str) -> bool:
+    """Whether ``run_dir`` is what a run stopped while it compiled leaves: its lock and an empty checkpoints
+    directory at most."""
+    try:
+        names = set(os.listdir(run_dir))
+    except OSError:
+        return False
+    checkpoints = os.path.join(run_dir, CHECKPOINTS)
+    return ".lock" in names and names <= {".lock", CHECKPOINTS} and (
+        CHECKPOINTS not in names or (os.path.isdir(checkpoints) and not os.listdir(checkpoints)))
+
+
 def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     """Create ``path`` if needed, take its lock and make sure training may write there.
 
@@ -117,8 +130,14 @@ def claim(path: str, overwrite: bool = False, resume: bool = False) -> RunLock:
     choices. Returns the held [`RunLock`][pg_diag.run.claim.RunLock]."""
     if not resume:
         _refuse_around_a_run(path)
+    left = not resume and stopped_before_starting(path)
     _make_dir(path)
     lock = RunLock(path).acquire()
+    if left and stopped_before_starting(path):   # still so, under the lock
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(path, CHECKPOINTS))   # empty: nothing was saved in it
+        sys.stderr.write(f"{path}: taking over the directory a run stopped before it started left (only its "
+                         f"lock); nothing in it was trained\n")
     try:
         found = held_run(path)
         if found and not resume:

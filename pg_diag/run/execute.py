@@ -39,7 +39,8 @@ import jax
 
 from pg_diag.config import Config, ConfigError
 from pg_diag.run import distributed, provenance, split, store
-from pg_diag.run.claim import claim
+from pg_diag.run.callbacks import as_callbacks
+from pg_diag.run.claim import claim, stopped_before_starting
 from pg_diag.run.loop import run_loop
 from pg_diag.run.planning import Plan, plan
 from pg_diag.run.progress import default_chunk
@@ -57,7 +58,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
           seeds: int | Sequence[int] | None = None, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False, label: str | None = None,
           batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None,
-          overwrite: bool = False) -> store.RunResult:
+          overwrite: bool = False, loggers=None, callbacks=None) -> store.RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
     Returns a [`RunResult`][pg_diag.run.store.RunResult]; with ``out`` it also
@@ -101,10 +102,15 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         labels: a name per grid point (a ``label`` column in the metrics).
         resume: an interrupted run directory to continue.
         overwrite: replace the run that ``out`` holds.
+        loggers: live tracking, names of [`LOGGERS`][pg_diag.run.trackers.LOGGERS] ("tensorboard", "mlflow",
+            "wandb") or logger objects; called once per chunk on the host.
+        callbacks: [`Callback`][pg_diag.run.callbacks.Callback] objects, or functions of an
+            [`Event`][pg_diag.run.callbacks.Event] called after each chunk.
 
     Returns:
         The run: its manifest and per-iteration metrics (one row per agent and iteration), and ``out``.
     """
+    watchers = as_callbacks(callbacks, loggers, out if resume is None else resume)
     if resume is not None:
         given = [f"{k}={v!r}" for k, v, default in (("out", out, None), ("chunk_iterations", chunk_iterations, None),
                                                     ("save_checkpoint", save_checkpoint, False), ("label", label, None),
@@ -113,7 +119,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         if given:   # a resumed run continues as it was recorded
             raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(given)} cannot "
                               f"be changed (rerun it into a new directory with other settings)")
-        return _resume(resume, base, grid, seeds, labels, progress)
+        return _resume(resume, base, grid, seeds, labels, progress, watchers)
     p = plan(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
     if chunk_iterations is None:
@@ -136,7 +142,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
                             save_checkpoint=bool(save_checkpoint), physics=physics,
                             placement=dict(zip(("mode", "why"), split.resolve(p.base.static))))
-    return _execute(p, manifest, out, progress, overwrite=overwrite)
+    return _execute(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
 
 
 def new_manifest(p: Plan, label: str, **fields) -> dict:
@@ -187,18 +193,20 @@ def train(config: Config, seed: int = 0, out: str | None = None, **kwargs) -> st
     return sweep(config, None, seeds=[seed], out=out, **kwargs)
 
 
-def resume(run_dir: str, progress: bool | None = None) -> store.RunResult:
+def resume(run_dir: str, progress: bool | None = None, loggers=None, callbacks=None) -> store.RunResult:
     """Continue the interrupted run in ``run_dir`` from its last saved state.
 
     Args:
         run_dir: a run directory that [`sweep`][pg_diag.run.execute.sweep] (or the command line) wrote and
             did not finish.
         progress: draw a progress bar; None: when attached to a terminal.
+        loggers: live tracking of the iterations left (as [`sweep`][pg_diag.run.execute.sweep] takes them).
+        callbacks: hooks called on the host (as [`sweep`][pg_diag.run.execute.sweep] takes them).
 
     Returns:
         The finished run, as if it had not been interrupted.
     """
-    return sweep(resume=run_dir, progress=progress)
+    return sweep(resume=run_dir, progress=progress, loggers=loggers, callbacks=callbacks)
 
 
 def rerun(run_dir: str, out: str | None = None, progress: bool | None = None) -> store.RunResult:
@@ -226,6 +234,11 @@ def _training_manifest(run_dir: str, what: str) -> dict:
     try:
         manifest = store.read_manifest(run_dir)
     except FileNotFoundError:
+        if stopped_before_starting(run_dir):
+            raise ConfigError(f"cannot {what} {run_dir!r}: the run there was stopped before it started (the "
+                              f"directory holds only its lock, no {store.MANIFEST}); nothing was trained, so run "
+                              f"the same command again with --out {run_dir} (out=...): it takes the directory "
+                              f"over") from None
         raise ConfigError(f"cannot {what} {run_dir!r}: it is not a pg_diag run directory (no "
                           f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
     if not store.is_training(manifest):
@@ -234,7 +247,7 @@ def _training_manifest(run_dir: str, what: str) -> dict:
     return manifest
 
 
-def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
+def _resume(run_dir, base, grid, seeds, labels, progress, watchers=()) -> store.RunResult:
     manifest = _training_manifest(run_dir, "resume")
     p = store.plan_from_manifest(manifest)
     if base is not None:   # what is omitted is the run's own
@@ -263,7 +276,7 @@ def _resume(run_dir, base, grid, seeds, labels, progress) -> store.RunResult:
             "versions": provenance.versions()})
         return manifest
 
-    return _execute(p, current, run_dir, progress, resume=True)
+    return _execute(p, current, run_dir, progress, resume=True, callbacks=watchers)
 
 
 def _complete(run_dir: str, manifest: dict) -> store.RunResult:
@@ -274,7 +287,7 @@ def _complete(run_dir: str, manifest: dict) -> store.RunResult:
 # --- taking the directory, then the loop ----------------------------------------------------------
 
 def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: bool = False,
-             overwrite: bool = False):
+             overwrite: bool = False, callbacks: list = ()):
     lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
     distributed.agree("sweep", {
         "configuration": p.base.to_dict(), "grid": [dict(x) for x in p.points], "seeds": list(p.seeds),
@@ -291,7 +304,7 @@ def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: 
             manifest = manifest()
             if manifest is None:
                 return _complete(out, store.read_manifest(out))
-        return run_loop(p, manifest, out, progress, resume, lead)
+        return run_loop(p, manifest, out, progress, resume, lead, callbacks)
     finally:
         if lock is not None:
             lock.release()

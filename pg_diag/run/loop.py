@@ -18,6 +18,7 @@ import numpy as np
 
 from pg_diag.config import stack_knobs
 from pg_diag.run import checkpoints, programs, split, store, timings
+from pg_diag.run.callbacks import Dispatch, Event
 from pg_diag.run.distributed import sync
 from pg_diag.run.interrupts import sigterm_interrupts, wait, writing
 from pg_diag.run.planning import Plan
@@ -27,7 +28,8 @@ from pg_diag.run.shard import gather, pad_and_shard, replicated
 from pg_diag.trainer import seed_key
 
 
-def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool):
+def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool,
+             callbacks: list = ()):
     """Train the agents of `p` chunk by chunk.
 
     From their initial states, or, with `resume`, from the run directory's resume point
@@ -38,13 +40,18 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
         The `pg_diag.run.store.RunResult`.
     """
     run = _prepare(p, manifest, out, progress, lead)
+    watch = Dispatch(callbacks if lead else [])   # process 0 writes, and tells the watchers
     sync("run start")  # every process has read what process 0 is about to replace
     run.t_start = time.perf_counter()
     with CompileCounter() as counter, sigterm_interrupts():
         try:
-            for length in _start(run, resume):
+            lengths = _start(run, resume)
+            _tell(watch, run, None)
+            for length in lengths:
+                before = run.done
                 _run_chunk(run, length)
                 _write_chunk(run)
+                _tell(watch, run, before)
             _drop_last(run)
             run.status = "complete"
         except Exception as err:   # not a signal (KeyboardInterrupt): an error, recorded as one
@@ -53,8 +60,28 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             raise
         finally:   # a signal (status "interrupted") or an error still leaves the directory consistent
             _finish(run, counter, resume)
+            if watch:
+                watch.call("on_end", _event(run, status=run.status))
     _warn_diverged(run)
     return _result(run)
+
+
+def _event(run: "_Loop", **fields) -> Event:
+    return Event(run.out, run.manifest["label"], run.manifest, run.done, run.static.num_iterations, **fields)
+
+
+def _tell(watch: Dispatch, run: "_Loop", before: int | None) -> None:
+    """The watchers' hooks after the start (``before`` None) or after the chunk that began at ``before``: its
+    metric rows, then the kept checkpoint it wrote."""
+    if not watch:
+        return
+    if before is None:
+        watch.call("on_start", _event(run))
+    else:
+        frame = store.metrics_frame(run.p, run.history)
+        watch.call("on_chunk", _event(run, rows=frame[frame.iteration >= before].reset_index(drop=True)))
+    if run.out is not None and run.done in run.kept and (before is not None or run.done == 0):
+        watch.call("on_checkpoint", _event(run, checkpoint=run.done))
 
 
 @dataclasses.dataclass

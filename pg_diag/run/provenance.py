@@ -52,7 +52,11 @@ def physics_info(static, batch: int | None = None) -> dict:
         task = mujoco_task(static.task, static.model)
         info.update(model=static.model, solver=static.solver, solver_options=solver_options(task, static.solver))
     if backend == "native":
-        info.update(threads=threads, mujoco=metadata.version("mujoco"))
+        from pg_diag.envs import native_ffi
+
+        info.update(threads=threads, mujoco=metadata.version("mujoco"), step=native_ffi.stepper_id())
+        if native_ffi.unavailable():   # the host-callback path: same results, slower; why, kept with the run
+            info["step_fallback_reason"] = native_ffi.unavailable()
     elif backend == "mjx":
         info.update(mujoco_mjx=metadata.version("mujoco-mjx"))
     elif backend == "warp":

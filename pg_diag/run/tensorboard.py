@@ -86,30 +86,43 @@ def _agent_dirname(row, names: dict) -> str:
     return re.sub(r"[^A-Za-z0-9_.=,+-]+", "_", name)
 
 
+def agent_names(manifest: dict) -> dict:
+    """Each grid point's name in the agents' directory names: its label, else its knob values."""
+    points = manifest["grid_points"] or [{}]
+    labels = manifest.get("labels") or []
+    return {i: labels[i] if labels else (",".join(f"{k}={v}" for k, v in p.items()) or "run")
+            for i, p in enumerate(points)}
+
+
+def scalar_records(rows, metrics, wall: float) -> bytes:
+    """The TFRecords of ``rows``' finite ``metrics`` (metrics not measured at an iteration are left out)."""
+    chunks = []
+    for row in rows.sort_values("iteration").itertuples(index=False):
+        for m in metrics:
+            v = float(getattr(row, m))
+            if np.isfinite(v):
+                chunks.append(record(scalar_event(m, v, int(row.iteration), wall)))
+    return b"".join(chunks)
+
+
+def event_path(logdir: str, first_row, names: dict, wall: float) -> str:
+    """An agent's event file (its directory made)."""
+    directory = os.path.join(logdir, _agent_dirname(first_row, names))
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, f"events.out.tfevents.{int(wall)}.pg_diag")
+
+
 def export(run_dir: str, logdir: str | None = None) -> list[str]:
-    """Write one event file per agent of the run in ``run_dir``; returns their paths. Non-finite values
-    (metrics not measured at an iteration) are left out."""
+    """Write one event file per agent of the run in ``run_dir``; returns their paths."""
     run = load_run(run_dir)
     logdir = logdir or os.path.join(run_dir, "tensorboard")
-    points = run.manifest["grid_points"] or [{}]
-    labels = run.manifest.get("labels") or []
-    names = {i: labels[i] if labels else (",".join(f"{k}={v}" for k, v in p.items()) or "run")
-             for i, p in enumerate(points)}
+    names = agent_names(run.manifest)
     metrics = [m for m in run.manifest["metrics"] if m in run.metrics.columns]
     wall = time.time()
     paths = []
     for agent, part in run.metrics.groupby("agent", sort=True):
-        first = part.iloc[0]
-        directory = os.path.join(logdir, _agent_dirname(first, names))
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, f"events.out.tfevents.{int(wall)}.pg_diag")
-        chunks = [record(version_event(wall))]
-        for row in part.sort_values("iteration").itertuples(index=False):
-            for m in metrics:
-                v = float(getattr(row, m))
-                if np.isfinite(v):
-                    chunks.append(record(scalar_event(m, v, int(row.iteration), wall)))
+        path = event_path(logdir, part.iloc[0], names, wall)
         with open(path, "wb") as f:
-            f.write(b"".join(chunks))
+            f.write(record(version_event(wall)) + scalar_records(part, metrics, wall))
         paths.append(path)
     return paths

@@ -51,7 +51,7 @@ from pg_diag.diagnostics.gradients import measure as gradients
 from pg_diag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
-from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream
+from pg_diag.diagnostics.streaming import Grid, snap_sizes, stream, with_batch
 from pg_diag.diagnostics.subjects import DiagnosticError, over_subjects, require
 from pg_diag.diagnostics.value_fit import empty_report, fit_data, fit_value
 
@@ -182,7 +182,7 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
     rounds = -(-laid // max(1, FIT_WIDTH // own.envs)) if laid else 0   # sequential segments per lane
     lanes = max(1, -(-laid // rounds)) if laid else 1   # as few extra chunks as the rounding needs
     train += rounds * lanes - laid                       # the extra ones train
-    sizes = snap_sizes(tuple(settings.sizes) + (own.chunk,), own.chunk)  # the algorithm's batch size always
+    sizes = snap_sizes(with_batch(settings.sizes, own.chunk), own.chunk)  # the algorithm's batch size always
     # sizes below the batch drawn at random from a whole batch, as in the gradient study (streaming.Grid.pool):
     # every N sees the batch's state distribution
     return Resolved(baselines=baselines, grid=Grid(sizes=sizes, chunk=own.chunk, pool=own.chunk),

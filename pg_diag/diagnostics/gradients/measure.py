@@ -47,7 +47,7 @@ from pg_diag import algorithms, envs, stages
 from pg_diag.config import Range, check_record, setting
 from pg_diag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm_sampling, frozen_filters,
                                          independent_burn_in, needs_warmup, start_carry)
-from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream
+from pg_diag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream, with_batch
 from pg_diag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pg_diag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE, DiagnosticError, over_subjects, require
 
@@ -82,7 +82,8 @@ class GradientSettings:
     normalize: bool = setting(True, "Normalize Â over each estimate's N pairs, as the algorithms do.")
     objective: str = setting("surrogate", "What is differentiated: CL eq. 15's surrogate, or the algorithm's own "
                                           "objective.", OBJECTIVES)
-    with_batch_size: bool = setting(True, "Add the algorithm's batch size to the sizes.")
+    with_batch_size: bool = setting(True, "Add the algorithm's batch size to the sizes (in place of a size within "
+                                          "10% of it: a grid with both 1,000 and 1,024 draws a kink, not a point).")
     seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
     batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).", BATCHING)
     resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
@@ -159,7 +160,7 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
         burn_in = independent_burn_in(first.task)
     sampling = Sampling(envs=n_envs, steps=steps, start=start, burn_in=burn_in, advantages=settings.advantages,
                         per_iteration=first.steps_per_env if start == "independent" else 0)
-    requested = tuple(settings.sizes) + ((batch,) if settings.with_batch_size else ())
+    requested = with_batch(settings.sizes, batch) if settings.with_batch_size else tuple(settings.sizes)
     # sizes below the batch are drawn from the stream's first batch (at most its first chunk), not its first
     # steps: only the count of pairs changes with N, not their states (CL §5.1, Figs 2/3)
     grid = Grid(sizes=snap_sizes(requested, sampling.chunk), chunk=sampling.chunk, pool=min(batch, sampling.chunk))

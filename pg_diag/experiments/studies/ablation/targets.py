@@ -182,8 +182,7 @@ def plot(selected_by_task: dict, path: str, title: str = "") -> str:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # agent counts
             if col == 0:
                 ax.set_ylabel("agents")
-            ax.legend(fontsize=8)
-    return figures.save(fig, path, title, dpi=110)
+    return figures.save(fig, path, title, dpi=110, legend=True)
 
 
 STUDY = "ablation"

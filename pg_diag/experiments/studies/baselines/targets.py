@@ -171,14 +171,13 @@ def plot(studies: dict, path: str, title: str) -> str:
                 ax.fill_between(d.n, d.low, d.high, color=COLORS[baseline], alpha=0.15)
             ax.axvline(studies[task].batch_size, color="grey", ls=":", lw=1)
             ax.set_xlim(0, max(cur.n.max(), 1))
-            ax.set_ylim(-0.1, 1.02)
+            ax.set_ylim(figures.band_floor(cur.low, -0.1), 1.02)
             ax.set_title(f"{task}, {label}, iteration {it}", fontsize=9)
             ax.set_xlabel("state–action pairs N")
             ax.set_ylabel("mean pairwise cosine")
-            ax.legend(fontsize=6)
         for c in range(len(its), cols):
             axes[r, c].axis("off")
-    return figures.save(fig, path, title, dpi=100)
+    return figures.save(fig, path, title, dpi=100, legend=True)
 
 
 def draw(target, from_dir: str, out: str | None = None) -> dict:

@@ -187,7 +187,10 @@ def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
                 for label, value in here.groupby("label")["truth_ceiling"].mean().items():
                     if np.isfinite(value):
                         ax.axhline(value, color=COLORS[_algo(label)], ls="-.", lw=0.9,
-                                   label=f"{label}: truth's ceiling {value:.3f}")
+                                   label=f"{label}: the true gradient's own cosine (the curves' ceiling)")
+                        ax.annotate(f"{value:.3f}", (1.0, value), xycoords=("axes fraction", "data"),
+                                    ha="right", va="bottom", fontsize=figures.LEGEND_SIZE - 1,
+                                    color=COLORS[_algo(label)])
             for i, ((label, run, agent), d) in enumerate(curves[curves.iteration == it].groupby(
                     ["label", "run", "agent"])):
                 color = COLORS[_algo(label)]
@@ -198,16 +201,15 @@ def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
                     e = exact[(exact.iteration == it) & (exact.run == run) & (exact.agent == agent)]
                     ax.plot(e.n, e["mean"], color=color, lw=1.2, ls="--",
                             label=f"{label}: to exact ∇J" if first else None)
-            ax.axvline(study.batch_size, color="grey", ls=":", lw=1, label=f"batch {study.batch_size}")
+            ax.axvline(study.batch_size, color="grey", ls=":", lw=1, label="the algorithm's batch size")
             ax.set_xscale("log")
-            ax.set_ylim(-0.1 if measure == "pairwise" else -0.2, 1.02)
+            ax.set_ylim(figures.band_floor(curves.low, -0.1 if measure == "pairwise" else -0.2), 1.02)
             ax.set_title(f"{task}, iteration {it}", fontsize=9)
             ax.set_xlabel("state–action pairs N")
             ax.set_ylabel("mean pairwise cosine" if measure == "pairwise" else "mean cosine to true gradient")
-            ax.legend(fontsize=6)
         for c in range(len(iters[task]), cols):
             axes[r, c].axis("off")
-    return figures.save(fig, path, title, dpi=100)
+    return figures.save(fig, path, title, dpi=100, legend=True)
 
 
 def plot_steps(studies: dict, path: str, title: str) -> str:
@@ -227,8 +229,7 @@ def plot_steps(studies: dict, path: str, title: str) -> str:
             if measure == "kl":
                 ax.set_yscale("log")
             ax.set_title(task, fontsize=9)
-            ax.legend(fontsize=7)
-    return figures.save(fig, path, title, dpi=100)
+    return figures.save(fig, path, title, dpi=100, legend=True)
 
 
 _GRADIENTS = dict(name="gradients", study=GRADIENTS,

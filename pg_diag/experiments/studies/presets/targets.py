@@ -196,8 +196,7 @@ def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> s
         ax.set_title(task)
         ax.set_xlabel("environment steps per agent")
         ax.set_ylabel("mean episodic reward")
-        ax.legend(fontsize=8)
-    return figures.save(fig, path, title, dpi=110)
+    return figures.save(fig, path, title, dpi=110, legend=True)
 
 
 # --- entry points: train and save, then draw from disk -----------------------------------

@@ -189,12 +189,11 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
     axes[3].set_title("fraction of samples outside [1−ε, 1+ε]")
     for ax in axes:
         ax.set_xlabel("optimizer step on the same batch")
-        ax.legend(fontsize=7)
     path = figures.save(fig, os.path.join(out, f"{target.name}.png"),
                         f"CL Theorem 5.1 on one {task} batch of {record['batch_size']} samples: the objective "
                         f"flattens while the ratios leave the trust region; "
                         f"first step: |∇L^C − ∇L|/|∇L| = {rel:.1e}",
-                        dpi=100, title_size=10)
+                        dpi=100, title_size=10, legend=True)
 
     final = data[data.step == steps].set_index("optimizer")
     half = data[data.step == steps // 2].set_index("optimizer")

@@ -99,9 +99,7 @@ def plot(metrics, path: str, title: str = "") -> str:
                 ax.set_xlabel("iteration")
             ax_mm.set_xlabel("mean KL")
             ax_mm.set_ylabel("max KL")
-            for ax in (ax_r, ax_ratio, ax_kl, ax_mm):
-                ax.legend(fontsize=7)
-    return figures.save(fig, path, title, dpi=100)
+    return figures.save(fig, path, title, dpi=100, legend=True)
 
 
 def summary(metrics):

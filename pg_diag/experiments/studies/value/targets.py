@@ -162,10 +162,9 @@ def plot(curve, path: str, title: str) -> str:
             ax.set_xlabel("iteration")
             ax.set_ylabel("mean relative error")
             ax.set_title(f"{task}: {dict(ERRORS)[kind]}", fontsize=9)
-            ax.legend(fontsize=7)
         if mse:
             _plot_mse(axes[r, -1], curve[curve.task == task], task)
-    return figures.save(fig, path, title, dpi=100)
+    return figures.save(fig, path, title, dpi=100, legend=True)
 
 
 def _plot_mse(ax, part, task):
@@ -186,7 +185,6 @@ def _plot_mse(ax, part, task):
     ax.set_xlabel("iteration")
     ax.set_ylabel("mean squared error")
     ax.set_title(f"{task}: against the complete returns (held-out MSE)", fontsize=9)
-    ax.legend(fontsize=7)
 
 
 def draw(target, from_dir: str, out: str | None = None, tasks=None) -> dict:

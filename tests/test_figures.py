@@ -1,0 +1,37 @@
+"""What every figure shares (pg_diag.experiments.figures): one legend below the panels at a legible size, axes
+that show the intervals whole, and the gradient grid's batch size in place of a near-duplicate."""
+
+import numpy as np
+import pytest
+
+from pg_diag.diagnostics.streaming import with_batch
+from pg_diag.experiments import figures
+
+
+def test_one_legend_for_the_figure_each_label_once():
+    plt = figures.pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+    for ax in axes.flat:
+        ax.plot([0, 1], [0, 1], label="ppo")
+        ax.plot([0, 1], [1, 0], label="trpo")
+        ax.axvline(0.5, label="the algorithm's batch size")
+        ax.legend(fontsize=6)
+    room = figures._figure_legend(fig)
+    assert all(ax.get_legend() is None for ax in axes.flat) and len(fig.legends) == 1
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["ppo", "trpo", "the algorithm's batch size"]
+    assert all(t.get_fontsize() == figures.LEGEND_SIZE >= 8 for t in legend.get_texts())
+    assert 0 < room < 0.4
+    plt.close(fig)
+
+
+def test_the_axis_reaches_below_an_interval_that_goes_lower():
+    assert figures.band_floor(np.array([-0.3, 0.2, np.nan]), -0.1) == pytest.approx(-0.35)
+    assert figures.band_floor(np.array([0.1, 0.4]), -0.1) == -0.1
+    assert figures.band_floor(np.array([]), -0.2) == -0.2
+
+
+def test_the_batch_size_replaces_a_size_within_ten_percent():
+    assert with_batch((100, 1000, 4642), 1024) == (100, 4642, 1024)
+    assert with_batch((100, 215, 464, 1000, 2154, 4642), 2048) == (100, 215, 464, 1000, 4642, 2048)
+    assert with_batch((100, 900), 1024) == (100, 900, 1024)   # 12% away: both kept
