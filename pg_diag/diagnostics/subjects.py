@@ -119,9 +119,20 @@ class Subjects:
 
 def label_of(run: store.RunResult, agent: int) -> str:
     """An agent's label: its sweep's grid-point label (a study's 'ppo-m'), else the algorithm it ran — the name
-    it was registered under, not the preset's name the configuration started from."""
+    it was registered under, not the preset's name the configuration started from — with its grid point's
+    values where the sweep swept any ("ppo value_clipping=True lr_policy=0.0003"), so that a study's tables
+    keep the swept settings apart."""
     row = run.manifest["agents"][agent]
-    return str(row.get("label") or run.config(agent).algorithm)
+    if row.get("label"):
+        return str(row["label"])
+    point = row.get("knobs") or {}
+    return " ".join([str(run.config(agent).algorithm)] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                                         for k, v in point.items()])
+
+
+def grid_point(run: store.RunResult, agent: int) -> dict:
+    """The agent's grid point (swept setting -> value), as columns of a study's tables."""
+    return dict(run.manifest["agents"][agent].get("knobs") or {})
 
 
 def resolve_runs(runs) -> list:
@@ -232,7 +243,7 @@ def load_subjects(planned: list, optimizer: bool = True) -> Subjects:
         knobs.append(cfg.knobs)
         statics.append(cfg.static)
         rows.append(dict(run=run.path, label=label_of(run, agent), algorithm=cfg.algorithm, agent=agent,
-                         seed=int(run.manifest["agents"][agent]["seed"]), iteration=it))
+                         seed=int(run.manifest["agents"][agent]["seed"]), iteration=it, **grid_point(run, agent)))
     # sliced and stacked in numpy, then transferred: indexing and stacking device arrays would compile a small
     # program for every leaf's shape, seconds of a study's start
     stacked = jax.tree.map(lambda *x: jax.device_put(np.stack(x)), *states)
