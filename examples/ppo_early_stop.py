@@ -6,8 +6,9 @@ minibatch, the remaining minibatch steps are skipped (kept out of the
 parameters, since a compiled loop has a fixed length). It declares its own
 knobs: PPO's ε and PPO-KL's d_targ (their declarations reused) and a new one,
 the stop factor 1.5; its objective and optimizer state are PPO's, and its
-constraint line is d_targ. Registered, it trains in a sweep and goes through
-fig-step-variance and the landscape like the built-in algorithms.
+constraint line is d_targ. It declares its own metric too, the share of the minibatch steps applied before the
+stop, which joins the run's metrics table, the loggers and `pg-diag plot`. Registered, it trains in a sweep and
+goes through fig-step-variance and the landscape like the built-in algorithms.
 
     python examples/ppo_early_stop.py [OUT]
 """
@@ -34,11 +35,13 @@ def step(static, params, opt_state, batch, lr, knobs, key):
         mean, log_std = networks.policy_apply(new[0], batch.obs[idx], knobs)
         kl = jnp.mean(networks.gaussian_kl(old_mean[idx], old_log_std[idx], mean, log_std))
         learner = jax.tree.map(lambda old, upd: jnp.where(stopped, old, upd), learner, new)
-        return (learner, stopped | (kl > knobs["stop_factor"] * knobs["kl_target"])), info
+        return (learner, stopped | (kl > knobs["stop_factor"] * knobs["kl_target"])), (info, ~stopped)
 
-    ((new, state), _), info = epochs(minibatch, ((params, opt_state), jnp.bool_(False)), key,
-                                     batch.obs.shape[0], static.ppo_epochs, static.num_minibatches)
-    return ppo.as_step(new, state, info)
+    ((new, state), _), (info, applied) = epochs(minibatch, ((params, opt_state), jnp.bool_(False)), key,
+                                                batch.obs.shape[0], static.ppo_epochs, static.num_minibatches)
+    out = ppo.as_step(new, state, info)
+    # its own metric (declared below): the share of the minibatch steps applied before the stop
+    return out.replace(info=out.info.replace(extra={"applied_fraction": jnp.mean(applied.astype(jnp.float32))}))
 
 
 EARLY_STOP = pg_diag.Algorithm(
@@ -48,7 +51,8 @@ EARLY_STOP = pg_diag.Algorithm(
     knobs={"clip_eps": ppo.KNOBS["clip_eps"], "kl_target": ppo_kl.KNOBS["kl_target"],
            "stop_factor": pg_diag.Option(1.5, "Stop once the mean KL exceeds this × d_targ.",
                                          pg_diag.config.Range(0, low_open=True))},
-    static=ppo.STATIC)
+    static=ppo.STATIC,
+    metrics={"applied_fraction": "share of the epochs' minibatch steps applied before the KL stop"})
 
 
 def main(out="results/examples/ppo-early-stop", seeds=2, **overrides):

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from pg_diag import envs, networks, stages
+from pg_diag import algorithms, envs, networks, stages
 from pg_diag.config import Static
 from pg_diag.objectives import entropy
 from pg_diag.optim import adam, annealed_learning_rate
@@ -185,6 +185,7 @@ def make_train(static: Static) -> Trainer:
         diverged = state.diverged | diverged_now(policy, value, train_tr)
         metrics = _metrics(stages.episode_stats(data.transitions), train_tr, held_tr, heldout_now, train_v, held_v,
                            policy, value, lr_pi, lr_v, diverged, frozen=state.diverged)
+        metrics.update(own_metrics(static.algorithm, policy.info))
         learned = dict(policy=policy.params, value=value.params, policy_opt=policy.opt_state,
                        value_opt=value.opt_state, iteration=state.iteration + 1, diverged=diverged)
         return learned, metrics
@@ -285,6 +286,28 @@ def _metrics(episodes: stages.EpisodeStats, train_tr: stages.TrustRegion, held_t
     }
     return {k: jnp.asarray(v, jnp.bool_ if k == "diverged" else jnp.int32 if k == "episodes" else jnp.float32)
             for k, v in metrics.items()}
+
+
+def metrics_of(algorithm: str) -> dict:
+    """The metrics a run of ``algorithm`` records: [`METRICS`][pg_diag.trainer.METRICS] and the algorithm's own
+    (`Algorithm.metrics`), name -> what it means."""
+    own = dict(algorithms.get(algorithm).metrics)
+    clash = sorted(set(own) & set(METRICS))
+    if clash:
+        raise algorithms.AlgorithmError(f"algorithm {algorithm!r} declares the metrics {clash}, which every run "
+                                        f"records; its own need names of their own")
+    return {**METRICS, **{k: f"{algorithm}: {v}" for k, v in own.items()}}
+
+
+def own_metrics(algorithm: str, info) -> dict:
+    """The algorithm's own metrics from its step's ``info.extra``, as float32 scalars; a declared one its step did
+    not return is named (at trace time, before anything runs)."""
+    declared = dict(algorithms.get(algorithm).metrics)
+    missing = sorted(set(declared) - set(info.extra))
+    if missing:
+        raise algorithms.AlgorithmError(f"algorithm {algorithm!r} declares the metrics {missing}, but its step's "
+                                        f"info.extra holds {sorted(info.extra)}")
+    return {k: jnp.asarray(info.extra[k], jnp.float32).reshape(()) for k in declared}
 
 
 def diverged_now(policy: stages.PolicyStep, value: stages.ValueStep, train_tr: stages.TrustRegion) -> jax.Array:

@@ -47,6 +47,9 @@ def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
     np.testing.assert_allclose(flat(never.params), flat(whole.params), rtol=1e-6, atol=1e-7)
     at_once = example.step(*mine(1e-12)[:1], params, state, batch, lr, mine(1e-12)[1], key)
     first = minibatch_indices(jax.random.split(key, 3)[0], 64, 4)[0]
+    # its own metric: all 3 × 4 minibatch steps applied when it never stops, the first alone (1/12) when it does
+    assert float(never.info.extra["applied_fraction"]) == 1.0
+    assert float(at_once.info.extra["applied_fraction"]) == pytest.approx(1 / 12)
     (one, _), _ = ppo.policy_minibatch(batch, lr, knobs)((params, state), first)
     np.testing.assert_allclose(flat(at_once.params), flat(one), rtol=1e-6, atol=1e-7)
     assert not np.allclose(flat(one), flat(whole.params))
@@ -59,6 +62,10 @@ def test_the_example_trains_and_runs_the_step_study_and_the_landscape(example, t
     run, steps, land = example.main(str(tmp_path), seeds=1, **TINY_TRAINING)
     assert run.manifest["base_config"]["static"]["algorithm"] == "ppo-early-stop"
     assert np.isfinite(run.metrics.mean_kl).all() and not run.metrics.diverged.any()
+    # its own metric reaches the metrics table, the manifest's metrics and `pg-diag plot`
+    assert run.metrics.applied_fraction.between(0, 1).all() and "applied_fraction" in run.manifest["metrics"]
+    from pg_diag.experiments.run_plot import plot
+    assert os.path.getsize(plot(run.path, "applied_fraction", out=str(tmp_path / "applied.png"))) > 5_000
     for res in (steps, land):
         assert os.path.getsize(res["figure"]) > 10_000
     from pg_diag.diagnostics import load_landscape_study

@@ -47,6 +47,8 @@ class StepInfo:
     grad_norm: jax.Array      # the policy gradient's norm (before any clipping)
     step_scale: jax.Array     # a line search's accepted scale 2^-i, 0 if none
     penalty: jax.Array = float("nan")  # the penalty coefficient the step optimized with (PPO-KL's β)
+    #: the algorithm's own statistics (name -> scalar), the ones it declares in `Algorithm.metrics`
+    extra: dict = struct.field(default_factory=dict)
 
 
 @struct.dataclass
@@ -119,6 +121,9 @@ class Algorithm:
     update: Optional[Callable] = None  # fused (static, policy, policy_state, value, value_opt, batch, lr_pi,
     #                                    lr_v, knobs, key_value, key_policy) -> (ValueStep, PolicyStep) or None
     working_set: Optional[Callable] = None  # static -> WorkingSet of its step; None: the whole batch, once
+    #: its own training metrics (name -> what it means), each a scalar of its step's ``info.extra``: they join the
+    #: run's metrics table, the loggers and `pg-diag plot`
+    metrics: Mapping = dataclasses.field(default_factory=dict)
 
     def working_set_of(self, static) -> WorkingSet:
         """What its step holds at once over a batch of ``static``'s shape."""
@@ -168,6 +173,10 @@ def register_algorithm(algorithm: Algorithm) -> Algorithm:
     if set(algorithm.knobs) & set(algorithm.static):
         raise AlgorithmError(f"algorithm {name!r} declares {sorted(set(algorithm.knobs) & set(algorithm.static))} "
                              f"as both knobs and static settings")
+    for key, doc in dict(algorithm.metrics).items():
+        if not (isinstance(key, str) and key.isidentifier() and isinstance(doc, str) and doc):
+            raise AlgorithmError(f"algorithm {name!r}: metrics must map names (identifiers) to what they mean, got "
+                                 f"{key!r}: {doc!r}")
     if algorithm.constraint is not None and algorithm.constraint.knob not in algorithm.knobs:
         raise AlgorithmError(f"algorithm {name!r}: its constraint's knob {algorithm.constraint.knob!r} must be "
                              f"among its knobs {list(algorithm.knobs)}")

@@ -62,8 +62,9 @@ def plot(run_dir: str, metric: str, out: str | None = None, resamples: int = 100
         run = load_run(run_dir)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
-    if metric not in METRICS:
-        raise ConfigError(f"unknown metric {metric!r}; recorded metrics are: {', '.join(METRICS)}")
+    recorded = run.manifest.get("metrics", METRICS)   # the shared metrics and the algorithm's own
+    if metric not in recorded:
+        raise ConfigError(f"unknown metric {metric!r}; recorded metrics are: {', '.join(recorded)}")
     if out is not None:
         check_figure_path(out)
     cur = curves(run, metric, resamples)

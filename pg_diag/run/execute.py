@@ -44,7 +44,7 @@ from pg_diag.run.claim import claim, stopped_before_starting
 from pg_diag.run.loop import run_loop
 from pg_diag.run.planning import Plan, plan
 from pg_diag.run.progress import default_chunk
-from pg_diag.trainer import METRICS
+from pg_diag.trainer import metrics_of
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
 #: and the only sensible one on accelerators); "map" loops over them inside the
@@ -160,7 +160,7 @@ def new_manifest(p: Plan, label: str, **fields) -> dict:
         "agents": [{"agent": a, "point": pi, "seed": s, "knobs": p.points[pi],
                     **({"label": p.labels[pi]} if p.labels else {})} for a, pi, s in p.agents()],
         "num_agents": p.num_agents,
-        "metrics": METRICS,
+        "metrics": metrics_of(p.base.static.algorithm),
         "versions": provenance.versions(),
         "git_revision": provenance.git_revision(),
         "device": provenance.device_info(),

@@ -25,7 +25,7 @@ from pg_diag.run.planning import Plan
 from pg_diag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pg_diag.run.programs import init_program
 from pg_diag.run.shard import gather, pad_and_shard, replicated
-from pg_diag.trainer import seed_key
+from pg_diag.trainer import metrics_of, seed_key
 
 
 def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool,
@@ -170,7 +170,8 @@ def _start(run: _Loop, resume: bool) -> list[int]:
     if at is not None:
         run.latest = run.done = at
         run.state, _ = pad_and_shard(restored, run.n)
-        run.history = store.history_from_frame(table, run.n, run.done) if run.done else {}
+        run.history = (store.history_from_frame(table, run.n, run.done, metrics_of(run.static.algorithm))
+                       if run.done else {})
     else:
         run.state = run.compiled(init_program, run.batching)(run.keys, run.knobs)
     run.first = run.done

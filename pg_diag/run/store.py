@@ -22,7 +22,7 @@ import numpy as np
 
 from pg_diag.config import Config, ConfigError
 from pg_diag.run.planning import Plan
-from pg_diag.trainer import METRICS
+from pg_diag.trainer import METRICS, metrics_of
 
 MANIFEST = "manifest.json"
 METRICS_FILE = "metrics.parquet"
@@ -61,7 +61,7 @@ class RunResult:
     def curve(self, metric: str) -> np.ndarray:
         """``metric`` as an array [agents, iterations]."""
         if metric not in self.metrics:
-            raise KeyError(f"unknown metric {metric!r}; metrics: {', '.join(METRICS)}")
+            raise KeyError(f"unknown metric {metric!r}; metrics: {', '.join(self.manifest.get('metrics', METRICS))}")
         table = self.metrics.pivot(index="agent", columns="iteration", values=metric)
         return table.to_numpy()
 
@@ -140,7 +140,8 @@ def metrics_frame(plan_: Plan, history: dict):
 
     done = history["mean_return"].shape[1] if history else 0
     if not done:
-        return pd.DataFrame(columns=["agent", "point", "seed", "iteration", "env_steps", *plan_.grid_axes, *METRICS])
+        return pd.DataFrame(columns=["agent", "point", "seed", "iteration", "env_steps", *plan_.grid_axes,
+                                     *metrics_of(plan_.base.static.algorithm)])
     n_agents = plan_.num_agents
     iters = np.arange(done)
     agent_ids = np.repeat(np.arange(n_agents), done)
@@ -153,19 +154,20 @@ def metrics_frame(plan_: Plan, history: dict):
     for axis in plan_.grid_axes:
         col = np.array([plan_.points[p].get(axis, getattr(plan_.base, axis)) for p in point_of])
         data[axis] = col[agent_ids]
-    for name in METRICS:
+    for name in history:   # the shared metrics, then the algorithm's own, in the order the run records them
         data[name] = history[name].reshape(-1)
     return pd.DataFrame(data)
 
 
-def history_from_frame(frame, num_agents: int, iterations: int) -> dict:
-    """The inverse of [`metrics_frame`][pg_diag.run.store.metrics_frame] for the first ``iterations`` iterations. A
+def history_from_frame(frame, num_agents: int, iterations: int, names=METRICS) -> dict:
+    """The inverse of [`metrics_frame`][pg_diag.run.store.metrics_frame] for the first ``iterations`` iterations
+    (``names``: the run's metrics, `pg_diag.trainer.metrics_of`). A
     metric the saved rows lack (the run was interrupted under a version that did not record it, and is resumed under
     this one) is NaN for those iterations: not measured, rather than a resume refused."""
     frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])
     blank = np.full(num_agents * iterations, np.nan)
     return {name: (frame[name].to_numpy() if name in frame else blank).reshape(num_agents, iterations)
-            for name in METRICS}
+            for name in names}
 
 
 def _atomic_write(path: str, write) -> None:
