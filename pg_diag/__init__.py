@@ -13,10 +13,11 @@ from pg_diag.run.callbacks import Callback
 from pg_diag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume,
                          sweep, train)
 from pg_diag.trainer import METRICS, make_train, seed_key
+from pg_diag.experiments.planner import plan_study, plan_sweep
 
 __version__ = "0.1.0"
 
 __all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
            "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint", "load_policy",
-           "load_run", "make_train", "plan", "preset", "preset_names", "WorkingSet", "register_algorithm",
-           "register_task", "rerun", "resume", "seed_key", "sweep", "train"]
+           "load_run", "make_train", "plan", "plan_study", "plan_sweep", "preset", "preset_names", "WorkingSet",
+           "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]

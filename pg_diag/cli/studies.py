@@ -85,7 +85,6 @@ def _check_run_args(args) -> None:
 def cmd_dry_run(args, kind):
     """``--dry-run``: the target's plan ([`pg_diag.experiments.dry_run`][pg_diag.experiments.dry_run]), printed;
     nothing compiled."""
-    from pg_diag.diagnostics.memory import fmt_bytes
     from pg_diag.diagnostics.subjects import parse_settings
     from pg_diag.experiments import dry_run, targets
 
@@ -97,36 +96,15 @@ def cmd_dry_run(args, kind):
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
-    from pg_diag.diagnostics.memory import available_memory, memory_source
-    from pg_diag.experiments import costs
+    from pg_diag.diagnostics.memory import available_memory
 
     have = available_memory()
     t = targets.get(args.command)
     programs = (dry_run.runs_plan(t, runs, diag=diag, memory=have) if runs
                 else t.dry_run(args.scale or "smoke", memory=have, diag=diag, **extra))
-    solver, model = extra.get("solver", "converged"), extra.get("model", "brax")
-    recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
+    from pg_diag.experiments.planner import show_plan
 
-    def step_ms(task, width, model=model, solver=solver, physics="auto"):  # recorded, else timed now (a compile)
-        ms = recorded(task, width, model, solver, physics)
-        if ms is None:
-            timed.add(task)
-            ms = timed_now(task, width, model, solver, physics)
-        return ms
-
-    frame = dry_run.table(programs, step_ms)
-    shown = frame.assign(memory=frame.memory.map(fmt_bytes))
-    print(shown.to_string(index=False))
-    total = frame.estimated_s
-    print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
-          + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
-          + f" the {fmt_bytes(have)} available ({memory_source()}); estimated duration (without compiling): "
-          + (f"{total.sum() / 60:.1f} min" if total.sum() >= 60 else f"{total.sum():.1f} s"))
-    recorded_tasks = sorted(set(frame.task) - timed)
-    print("step costs: " + "; ".join(
-        [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
-        + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
-           f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed)))
+    show_plan(programs, have, extra.get("solver", "converged"), extra.get("model", "brax"))
 
 
 def cmd_diagnostic(args):

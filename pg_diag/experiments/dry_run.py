@@ -121,14 +121,16 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
     return programs
 
 
-def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, scale: str = "smoke") -> list:
-    """A diagnostic target's programs on saved ``runs`` (``--run``): its measurement of every agent at every
-    checkpoint they keep, task by task, with the settings the measurement would take (the scale's, the
-    task's, then ``diag``); the manifests are read, no checkpoint is loaded and nothing is compiled."""
+def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, scale: str = "smoke",
+              iterations=None, agents=None) -> list:
+    """A diagnostic target's programs on saved ``runs`` (``--run``): its measurement of every agent (or
+    ``agents``) at every checkpoint they keep (or ``iterations``), task by task, with the settings the measurement
+    would take (the scale's, the task's, then ``diag``); the manifests are read, no checkpoint is loaded and
+    nothing is compiled."""
 
     sc, m = pick(target.scales, scale), target.measurement
     try:
-        planned = plan_subjects(list(runs))
+        planned = plan_subjects(list(runs), iterations, agents)
     except DiagnosticError as e:
         raise ConfigError(f"{target.name} --run: {e}") from None
     by_task: dict = {}
