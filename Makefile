@@ -1,4 +1,4 @@
-# pg_diag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU), SCALE=mid (Hopper at
+# pgdiag — every paper figure is a make target; SCALE=smoke (default, minutes on a CPU), SCALE=mid (Hopper at
 # the papers' shape on a CPU: the closer look's diagnostics, the IM ablation and tables) or SCALE=paper.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,17 +8,17 @@ OUT    ?= results
 # FROM=DIR: redraw a figure/table from the study saved in DIR (a previous output directory) without training,
 # e.g. make fig-ablation FROM=results/ablation-smoke
 FROM   ?=
-# ARGS="...": more options for the target's pg-diag command (see `pg-diag TARGET --help`), e.g.
+# ARGS="...": more options for the target's pgdiag command (see `pgdiag TARGET --help`), e.g.
 # make fig-ablation SCALE=paper ARGS="--set solver=fast --task hopper"; with FROM, the redraw's own
 # (make table-2 FROM=results/algorithms-paper ARGS="--statistic max")
 ARGS   ?=
 
 # The figure and table targets, each with its study's directory and options: written from the one table of
-# targets, pg_diag/experiments/targets.py (`.venv/bin/python -m pg_diag.experiments.targets > targets.mk` after
+# targets, pgdiag/experiments/targets.py (`.venv/bin/python -m pgdiag.experiments.targets > targets.mk` after
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup docs test test-newest test-isa $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa package-check $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
-	$(PY) -m pg_diag.envs.native_ffi
+	$(PY) -m pgdiag.envs.native_ffi
 	touch $@
 
 setup: $(VENV)/.installed
@@ -34,20 +34,32 @@ setup: $(VENV)/.installed
 # The documentation site from docs/ (MkDocs, Material theme, the API from the docstrings) into site/; warnings
 # are errors (mkdocs.yml: strict). Open site/index.html. First the pages' generated parts are rewritten from the
 # code (the settings reference from the settings' declarations, each target page's scales from its Scale records:
-# pg_diag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current). Then what the build does
+# pgdiag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current). Then what the build does
 # not see: reST roles in the docstrings (`$(PY) tools/docstring_roles.py` rewrites them into cross-references) or
-# left in the pages, and public names (__all__ of pg_diag, pg_diag.diagnostics) missing from the API reference or
+# left in the pages, and public names (__all__ of pgdiag, pgdiag.diagnostics) missing from the API reference or
 # without a docstring.
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $@
 
 docs: $(VENV)/.docs-installed
-	$(PY) -m pg_diag.cli.gen_docs
+	$(PY) -m pgdiag.cli.gen_docs
 	$(PY) tools/docstring_roles.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) tools/check_api_docs.py site
 	@test -f site/search/search_index.js || { echo "docs: no site/search/search_index.js: search would not work from disk (file://)"; exit 1; }
+
+# The wheel and sdist build (python -m build), the native handler's source inside both, and the wheel installs into
+# a clean virtual environment whose `pgdiag` command runs (CI runs it).
+package-check: $(VENV)/.installed
+	rm -rf dist build/package-venv
+	$(PY) -m pip install --quiet build
+	$(PY) -m build --outdir dist . > build-package.log 2>&1 || { tail -20 build-package.log; exit 1; }
+	unzip -l dist/pgdiag_rl-*.whl | grep -q "pgdiag/envs/native_step.cc"
+	tar tzf dist/pgdiag_rl-*.tar.gz | grep -q "pgdiag/envs/native_step.cc"
+	python3 -m venv build/package-venv
+	build/package-venv/bin/python -m pip install --quiet dist/pgdiag_rl-*.whl
+	cd build && package-venv/bin/pgdiag tasks > /dev/null && package-venv/bin/python -c "import pgdiag; print('package-check: pgdiag', pgdiag.__version__, 'from', pgdiag.__file__)"
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
 # fixtures (trained runs, compiled programs) are made once. Most of the suite's time is XLA compiling small
@@ -100,12 +112,12 @@ study = $(if $(FROM),--from $(FROM) $(ARGS),--scale $(SCALE) --out $(OUT)/$(1)-$
 # Each target trains into $(OUT)/STUDY-$(SCALE), where targets sharing a study share its training (fig-rewards,
 # table-2 and table-3; the three gradient figures; the two landscapes), reused from disk when it matches.
 $(STUDY_TARGETS): setup
-	$(VENV)/bin/pg-diag $@ $(call study,$($@_STUDY),$($@_ARGS))
+	$(VENV)/bin/pgdiag $@ $(call study,$($@_STUDY),$($@_ARGS))
 
 # CL §5's claims checked on the diagnostic studies of this SCALE (each trained and measured unless already on
 # disk): one page, $(OUT)/closer-look-report-$(SCALE)/report.md, with every figure and each claim's CI and verdict.
 closer-look-report: $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem
-	$(VENV)/bin/pg-diag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
+	$(VENV)/bin/pgdiag report --from $(OUT) --scale $(SCALE) --out $(OUT)/closer-look-report-$(SCALE)
 
 # CL's claims that Hopper cannot carry, on the papers' own tasks at the mid scale's shape (SCALE=tasks: fig-value
 # on Walker2d, fig-trust-region and fig-landscape-concentration on Humanoid), then one page over the mid scale's
@@ -113,13 +125,13 @@ closer-look-report: $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem
 # for the mid half; what is missing, the page names).
 closer-look-tasks: setup
 	$(MAKE) --no-print-directory fig-value fig-trust-region fig-landscape-concentration SCALE=tasks OUT=$(OUT)
-	$(VENV)/bin/pg-diag report --from $(OUT) --scale mid,tasks --out $(OUT)/closer-look-report-mid+tasks
+	$(VENV)/bin/pgdiag report --from $(OUT) --scale mid,tasks --out $(OUT)/closer-look-report-mid+tasks
 
 # IM's claims (the ablation's effects, Tables 2/3, trust regions, Theorem 5.1) on this SCALE's studies, likewise;
 # at SCALE=mid every claim gets its 5 agents per group and table-2's PPO, PPO-M and TRPO are fig-trust-region's
 # runs (trained once, into $(OUT)/runs): under 45 minutes on a 2-core CPU (docs/plans.md).
 implementation-matters-report: fig-ablation table-2 fig-trust-region fig-theorem
-	$(VENV)/bin/pg-diag report --paper im --from $(OUT) --scale $(SCALE) \
+	$(VENV)/bin/pgdiag report --paper im --from $(OUT) --scale $(SCALE) \
 	  --out $(OUT)/implementation-matters-report-$(SCALE)
 
 figures: $(filter-out solver-compare,$(STUDY_TARGETS))
@@ -144,11 +156,11 @@ accelerator-report: setup
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup
-	$(VENV)/bin/pg-diag train --preset ppo --task hopper --out $(OUT)/hopper-1m --progress
+	$(VENV)/bin/pgdiag train --preset ppo --task hopper --out $(OUT)/hopper-1m --progress
 
 # The notebooks' "Open in Colab" badges and install source, from `git remote get-url origin` or REPOSITORY=OWNER/NAME.
 colab-links: setup
-	$(PY) -m pg_diag.experiments.colab $(if $(REPOSITORY),--repository $(REPOSITORY))
+	$(PY) -m pgdiag.experiments.colab $(if $(REPOSITORY),--repository $(REPOSITORY))
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -53,17 +53,17 @@ class Budget:
 def device_section() -> dict:
     import jax
 
-    from pg_diag.run import provenance
+    from pgdiag.run import provenance
 
     d = jax.devices()[0]
     return {"device": f"{d.platform} ({d.device_kind})", "devices": jax.device_count(), "host": platform.node(),
-            "cpu_devices": len(jax.devices("cpu")),  # a split run's collecting blocks (pg_diag.run.host_devices)
+            "cpu_devices": len(jax.devices("cpu")),  # a split run's collecting blocks (pgdiag.run.host_devices)
             "host_cores": os.cpu_count(), "python": sys.version.split()[0], "versions": provenance.versions()}
 
 
 def crossover_section(sc: dict, budget: Budget, record: bool, section: dict, save=lambda: None) -> dict:
     """Fill ``section`` (rows, skipped, recorded), calling ``save`` after each measured row."""
-    from pg_diag.envs import crossover
+    from pgdiag.envs import crossover
 
     threads = os.cpu_count() or 1
     rows, skipped = section.setdefault("rows", []), section.setdefault("skipped", [])
@@ -95,8 +95,8 @@ def first_chunks(sc: dict, budget: Budget, earlier=(), rows=None, save=lambda: N
     """Every training program of the targets at the scale, timed over its first two iterations (those
     ``earlier``, a previous report's rows, measured already are kept), appended to ``rows`` with ``save``
     called after each; its plan's estimate after, while the budget lasts."""
-    from pg_diag import sweep
-    from pg_diag.experiments import costs, targets as table
+    from pgdiag import sweep
+    from pgdiag.experiments import costs, targets as table
 
     targets = sc["targets"] or tuple(table.TARGETS)
     step_ms = costs.measured_step_ms()
@@ -142,7 +142,7 @@ def throughput(sc: dict, budget: Budget, rows=None, save=lambda: None) -> list:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_throughput import physics_rate, training_rate
 
-    from pg_diag import preset
+    from pgdiag import preset
 
     rows = [] if rows is None else rows
     for agents in sc["agents"]:
@@ -283,8 +283,8 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
 
 def filtered(sc: dict, tasks=None, targets=None) -> dict:
     """The scale ``sc`` restricted to ``tasks`` (every section) and ``targets`` (the programs section)."""
-    from pg_diag.envs import REGISTRY
-    from pg_diag.experiments import targets as table
+    from pgdiag.envs import REGISTRY
+    from pgdiag.experiments import targets as table
 
     sc = dict(sc)
     if tasks:

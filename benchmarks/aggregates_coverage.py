@@ -1,4 +1,4 @@
-"""How often the stratified bootstrap's 95% percentile intervals (pg_diag.aggregates) cover the true value, at the
+"""How often the stratified bootstrap's 95% percentile intervals (pgdiag.aggregates) cover the true value, at the
 seed and task counts the studies use, on normal and skewed (lognormal) scores. Prints a Markdown table.
 
 Each task's scores are drawn from its own population (tasks differ in location); the true value of an estimator
@@ -13,7 +13,7 @@ import argparse
 
 import numpy as np
 
-from pg_diag import aggregates as ag
+from pgdiag import aggregates as ag
 
 SHAPES = ((5, 2), (5, 4), (10, 4), (8, 3))          # (runs, tasks): fig-ablation's 5 seeds × 2 tasks, …
 

@@ -1,7 +1,7 @@
 """What a sweep's start costs: compiling its two programs, the agents' initialization and a chunk of iterations.
 
 For each task and agent count, a fresh process per row (so nothing is cached) compiles the programs a
-``pg_diag.sweep`` of the PPO preset would (one environment × ``--steps`` steps per agent, the papers' shape)
+``pgdiag.sweep`` of the PPO preset would (one environment × ``--steps`` steps per agent, the papers' shape)
 and prints seconds from tracing to a compiled executable, with the time XLA's backend took of it. The
 chunk program is the training itself; the initialization runs once per run.
 
@@ -21,8 +21,8 @@ from jax import monitoring
 backend = []
 monitoring.register_event_duration_secs_listener(
     lambda event, seconds, **kw: backend.append(seconds) if event.endswith("backend_compile_duration") else None)
-from pg_diag import preset
-from pg_diag.run import programs
+from pgdiag import preset
+from pgdiag.run import programs
 task, agents, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 static = preset("ppo", task, num_envs=1, steps_per_env=steps).static
 row = {}

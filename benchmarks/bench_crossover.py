@@ -6,7 +6,7 @@ default JAX device) and, where warp-lang is installed and an accelerator runs it
 crossover: the smallest measured batch from which that backend is at least as fast as native MuJoCo at every
 larger measured batch. On a CPU-only host MJX runs on the CPU too. ``--json PATH`` also writes the
 measurements; ``--record`` adds them to this host's physics measurements, from which ``physics=auto`` then decides
-(:mod:`pg_diag.envs.crossover`; without them it measures each new batch when a run first needs it).
+(:mod:`pgdiag.envs.crossover`; without them it measures each new batch when a run first needs it).
 
     python benchmarks/bench_crossover.py [--tasks hopper walker2d humanoid] [--solvers converged fast]
                                          [--batches 16 64 256 1024 4096] [--steps 64]
@@ -21,7 +21,7 @@ import os
 
 import jax
 
-from pg_diag.envs import MODELS, crossover, mjx_missing, mujoco_physics
+from pgdiag.envs import MODELS, crossover, mjx_missing, mujoco_physics
 
 
 def _ms(row, backend) -> str:

@@ -1,7 +1,7 @@
-"""pg_diag's native step against MuJoCo's own cost on the same states: the physics floor.
+"""pgdiag's native step against MuJoCo's own cost on the same states: the physics floor.
 
 For each task, model and batch, one batched environment step (the task's ``n_frames`` physics steps per
-environment), in milliseconds, all three on the same (state, control) pairs — those of pg_diag's own
+environment), in milliseconds, all three on the same (state, control) pairs — those of pgdiag's own
 trajectory of ``--steps`` batched steps from reset states with random actions:
 
 * ``mj_step``: MuJoCo alone on one core — every (state, control) of the trajectory advanced by one call of
@@ -9,12 +9,12 @@ trajectory of ``--steps`` batched steps from reset states with random actions:
   batched step: the floor of one thread;
 * ``rollout``: MuJoCo's C ``rollout`` over ``--threads`` threads, one call per batched step (no JAX): the
   floor over the host's cores of a program whose steps come one after another;
-* ``pg_diag``: the task's native step inside a compiled program, ``jit(scan(vmap(env.step)))`` (observation,
+* ``pgdiag``: the task's native step inside a compiled program, ``jit(scan(vmap(env.step)))`` (observation,
   reward and termination included) on ``--threads`` threads: the FFI handler where it is built, or the host
   callback with ``--callback`` (the path before the handler, and where it cannot be built);
 
-and the ratios ``mj_step / pg_diag`` (one thread: ≥ 0.5 at batch 1 and ≥ 0.9 from 64 is the goal) and
-``rollout / pg_diag`` (≥ 0.8 over all cores from 240). Each is the fastest of repeated timings.
+and the ratios ``mj_step / pgdiag`` (one thread: ≥ 0.5 at batch 1 and ≥ 0.9 from 64 is the goal) and
+``rollout / pgdiag`` (≥ 0.8 over all cores from 240). Each is the fastest of repeated timings.
 
     python benchmarks/bench_floor.py [--tasks hopper walker2d humanoid] [--models brax gym]
                                      [--batches 1 16 64 256 1024] [--threads 1] [--callback]
@@ -40,13 +40,13 @@ def _best(fn, seconds: float) -> float:
     return best
 
 
-def pg_diag_trajectory(task: str, model_name: str, batch: int, threads: int, steps: int, seconds: float):
-    """pg_diag's compiled scan of ``steps`` batched steps: (ms per batched step, qpos, qvel, warm start and
+def pgdiag_trajectory(task: str, model_name: str, batch: int, threads: int, steps: int, seconds: float):
+    """pgdiag's compiled scan of ``steps`` batched steps: (ms per batched step, qpos, qvel, warm start and
     control before each step, shaped [steps, batch, ...])."""
     import jax
     import jax.numpy as jnp
 
-    from pg_diag import envs
+    from pgdiag import envs
 
     env = envs.make(task, "native", threads, model=model_name)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
@@ -68,8 +68,8 @@ def floor_ms(task: str, model_name: str, seen, threads: int, seconds: float) -> 
     import mujoco
     from mujoco import rollout
 
-    from pg_diag.envs.mujoco_models import mujoco_task
-    from pg_diag.envs.mujoco_tasks import load_model
+    from pgdiag.envs.mujoco_models import mujoco_task
+    from pgdiag.envs.mujoco_tasks import load_model
 
     t = mujoco_task(task, model_name)
     model = load_model(t)
@@ -100,23 +100,23 @@ def main(argv=None):
     parser.add_argument("--tasks", nargs="+", default=["hopper", "walker2d", "humanoid"])
     parser.add_argument("--models", nargs="+", default=["brax", "gym"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 16, 64, 256, 1024])
-    parser.add_argument("--threads", type=int, default=1, help="threads for rollout and pg_diag's native step")
+    parser.add_argument("--threads", type=int, default=1, help="threads for rollout and pgdiag's native step")
     parser.add_argument("--steps", type=int, default=64, help="batched steps in the trajectory")
     parser.add_argument("--seconds", type=float, default=1.0, help="timing per measurement (the fastest run counts)")
-    parser.add_argument("--callback", action="store_true", help="pg_diag through the host callback, not the handler")
+    parser.add_argument("--callback", action="store_true", help="pgdiag through the host callback, not the handler")
     args = parser.parse_args(argv)
     if args.callback:
-        os.environ["PG_DIAG_NATIVE_FFI"] = "0"
-    from pg_diag.envs import native_ffi
+        os.environ["PGDIAG_NATIVE_FFI"] = "0"
+    from pgdiag.envs import native_ffi
 
     path = f"host callback ({native_ffi.unavailable()})" if native_ffi.unavailable() else "FFI handler"
-    print(f"{args.threads} thread(s); pg_diag's native step through the {path}\n")
-    print("| task | model | batch | mj_step ms | rollout ms | pg_diag ms | mj_step / pg_diag | rollout / pg_diag |")
+    print(f"{args.threads} thread(s); pgdiag's native step through the {path}\n")
+    print("| task | model | batch | mj_step ms | rollout ms | pgdiag ms | mj_step / pgdiag | rollout / pgdiag |")
     print("|---|---|---|---|---|---|---|---|")
     for task in args.tasks:
         for model in args.models:
             for batch in args.batches:
-                ours, seen = pg_diag_trajectory(task, model, batch, args.threads, args.steps, args.seconds)
+                ours, seen = pgdiag_trajectory(task, model, batch, args.threads, args.steps, args.seconds)
                 single, many = floor_ms(task, model, seen, args.threads, args.seconds)
                 print(f"| {task} | {model} | {batch:,} | {single:.3f} | {many:.3f} | {ours:.3f} | "
                       f"{single / ours:.2f} | {many / ours:.2f} |", flush=True)

@@ -1,4 +1,4 @@
-"""Speed and memory of the gradient study (pg_diag.diagnostics.gradient_study's program).
+"""Speed and memory of the gradient study (pgdiag.diagnostics.gradient_study's program).
 
 For Hopper on native physics, measures after compilation:
 
@@ -33,8 +33,8 @@ SHAPES = {  # name: (subjects, K estimates, envs per stream, steps per chunk, la
 
 
 def subjects(num: int, num_envs: int, steps: int):
-    from pg_diag import make_train, preset, seed_key
-    from pg_diag.config import stack_knobs
+    from pgdiag import make_train, preset, seed_key
+    from pgdiag.config import stack_knobs
 
     cfg = preset("ppo", "hopper").replace(num_envs=num_envs, steps_per_env=steps, physics="native")
     trainer = make_train(cfg.static)
@@ -44,8 +44,8 @@ def subjects(num: int, num_envs: int, steps: int):
 
 
 def study_program(num, k, envs_, steps, largest):
-    from pg_diag.diagnostics.gradients import measure as gradients
-    from pg_diag.diagnostics.subjects import subject_keys
+    from pgdiag.diagnostics.gradients import measure as gradients
+    from pgdiag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, envs_, steps)
     settings = gradients.GradientSettings(sizes=(100, 1000, largest), estimates=k, with_batch_size=False)
@@ -56,7 +56,7 @@ def study_program(num, k, envs_, steps, largest):
 
 
 def rate(name: str) -> dict:
-    from pg_diag.run import CompileCounter
+    from pgdiag.run import CompileCounter
 
     num, k, envs_, steps, largest = SHAPES[name]
     with CompileCounter() as cc:

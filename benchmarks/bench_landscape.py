@@ -1,4 +1,4 @@
-"""Speed and memory of the landscape study (pg_diag.diagnostics.landscape's program).
+"""Speed and memory of the landscape study (pgdiag.diagnostics.landscape's program).
 
 For Hopper on native physics (PPO preset networks, the paper's batch of one
 environment × 2,048 steps for the step), measures after compilation:
@@ -33,8 +33,8 @@ SHAPES = {  # name: (subjects, points per axis, envs per point, sizes of the tru
 
 
 def study_program(num, points, envs_, sizes):
-    from pg_diag.diagnostics.landscape import measure as landscape
-    from pg_diag.diagnostics.subjects import subject_keys
+    from pgdiag.diagnostics.landscape import measure as landscape
+    from pgdiag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, 1, 2048)
     settings = landscape.LandscapeSettings(points=points, envs=envs_, sizes=sizes)
@@ -44,7 +44,7 @@ def study_program(num, points, envs_, sizes):
 
 
 def rate(name: str) -> dict:
-    from pg_diag.run import CompileCounter
+    from pgdiag.run import CompileCounter
 
     num, points, envs_, sizes = SHAPES[name]
     with CompileCounter() as cc:

@@ -2,7 +2,7 @@
 
 For every study (gradients, steps, baselines, and the landscape at both its targets' settings) at the smoke
 and the mid scale, on the scale's first task, the engine shapes each program as the study would
-(:func:`pg_diag.diagnostics.engine.plan_shapes`, against this host's memory), the benchmark builds that
+(:func:`pgdiag.diagnostics.engine.plan_shapes`, against this host's memory), the benchmark builds that
 program over freshly initialised agents of the same configurations (an untrained agent has a trained one's
 shapes) and compiles it without running it. The measured peak is XLA's buffer assignment of the compiled
 program (``compiled.memory_analysis()``):
@@ -29,7 +29,7 @@ SCALES = ("smoke", "mid")
 
 def measurements() -> dict:
     """measurement name -> the first diagnostic target that measures it (whose scales it is measured at)."""
-    from pg_diag.experiments import targets
+    from pgdiag.experiments import targets
 
     out = {}
     for t in targets.TARGETS.values():
@@ -41,8 +41,8 @@ def measurements() -> dict:
 def configurations(study: str, scale: str):
     """(the measurement's Diagnostic, task, {label: Config}, subjects per label, settings) as the target's plan resolves
     them."""
-    from pg_diag.config import study_preset
-    from pg_diag.experiments.scales import pick
+    from pgdiag.config import study_preset
+    from pgdiag.experiments.scales import pick
 
     t = measurements()[study]
     m = t.measurement
@@ -61,9 +61,9 @@ def subjects(study, settings, configs: dict, labels: tuple, per_label: int):
     import jax
     import jax.numpy as jnp
 
-    from pg_diag import make_train, seed_key
-    from pg_diag.config import stack_knobs
-    from pg_diag.diagnostics.subjects import subject_keys
+    from pgdiag import make_train, seed_key
+    from pgdiag.config import stack_knobs
+    from pgdiag.diagnostics.subjects import subject_keys
 
     states, knobs, rows = [], [], []
     for label in labels:
@@ -88,9 +88,9 @@ def measured_peak(compiled) -> int:
 
 
 def measure(study: str, scale: str, groups: str = "all") -> list:
-    from pg_diag.diagnostics import engine
-    from pg_diag.diagnostics.memory import available_memory
-    from pg_diag.run.shard import pad_and_shard
+    from pgdiag.diagnostics import engine
+    from pgdiag.diagnostics.memory import available_memory
+    from pgdiag.run.shard import pad_and_shard
 
     diagnostic, task, configs, per_label, changes = configurations(study, scale)
     settings = engine.settings_of(diagnostic, None, changes)

@@ -1,7 +1,7 @@
 """Native MuJoCo inside a program placed on the accelerator and on the host's CPU: the same states, and what
 each placement costs per batched step.
 
-A program compiled for the CPU steps native MuJoCo through the FFI handler (pg_diag/envs/native_ffi.py); one
+A program compiled for the CPU steps native MuJoCo through the FFI handler (pgdiag/envs/native_ffi.py); one
 compiled for an accelerator cannot call it, and steps through a host callback instead (the physics' state
 crosses to the host and back on every step). This script runs the same chained steps both ways and prints
 the largest difference of the states (MuJoCo's float64 arithmetic is the same; only the JAX code around it
@@ -49,8 +49,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import jax
 
-    from pg_diag import envs
-    from pg_diag.envs import native_ffi
+    from pgdiag import envs
+    from pgdiag.envs import native_ffi
 
     cpu, default = jax.devices("cpu")[0], jax.devices()[0]
     print(f"devices: {default.platform} ({default.device_kind}) and the host CPU; FFI handler: "

@@ -5,13 +5,13 @@ agents × environments of a sweep), measures after compilation:
 
 * physics: ``jit(scan(vmap(env.step)))`` with random actions (task code
   included: observation, reward, termination);
-* training: PPO iterations through ``pg_diag.sweep`` (collection with policy
+* training: PPO iterations through ``pgdiag.sweep`` (collection with policy
   sampling, filters and automatic resets, then the preset's 10 + 10 epochs),
   with the batch split as min(batch, 16) agents × the rest as environments,
   each iteration collecting max(8, samples / batch) steps per environment.
 
 Prints a table of env steps per second and training as a fraction of physics; ``--models brax gym``
-compares the MuJoCo models (Brax's and Gym-v2's, :mod:`pg_diag.envs.gym_tasks`).
+compares the MuJoCo models (Brax's and Gym-v2's, :mod:`pgdiag.envs.gym_tasks`).
 
     python benchmarks/bench_physics.py [--tasks hopper humanoid] [--batches 1 16 256 1024 4096] [--models brax gym]
 """
@@ -26,8 +26,8 @@ import time
 
 import jax
 
-from pg_diag import envs, preset, sweep
-from pg_diag.envs import resolve_physics
+from pgdiag import envs, preset, sweep
+from pgdiag.envs import resolve_physics
 
 
 def physics_rate(task, physics, batch, budget_s, model="brax"):

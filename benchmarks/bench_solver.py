@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from bench_throughput import physics_rate
 
-from pg_diag import envs
-from pg_diag.stats import t_interval
+from pgdiag import envs
+from pgdiag.stats import t_interval
 
 TASKS = ("hopper", "walker2d", "humanoid")
 
@@ -51,9 +51,9 @@ def trajectories(task: str, batch: int = 32, steps: int = 100) -> dict:
 
 
 def policy_returns(iterations: int, episodes_envs: int = 64, steps: int = 2000) -> dict:
-    from pg_diag import preset, train
-    from pg_diag.config import CPU_SCALE
-    from pg_diag.rollout import collect, reset_envs
+    from pgdiag import preset, train
+    from pgdiag.config import CPU_SCALE
+    from pgdiag.rollout import collect, reset_envs
 
     cfg = preset("ppo", "hopper", **CPU_SCALE, num_iterations=iterations, physics="native")
     result = train(cfg, seed=0)

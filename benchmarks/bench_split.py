@@ -1,14 +1,14 @@
 """Where a split iteration's time goes: the collection on the host's CPU, the batch's transfer, the update on
-the learner device (``placement='split'``, :mod:`pg_diag.run.split`), for a preset at the papers' shape.
+the learner device (``placement='split'``, :mod:`pgdiag.run.split`), for a preset at the papers' shape.
 
     python benchmarks/bench_split.py [--preset ppo] [--task walker2d] [--model brax] [--agents 320] [--steps 2048]
                                      [--iterations 2]
 
 Prints milliseconds per iteration of each part (the fastest of ``--iterations`` after one to warm up) and
 per batched environment step of the collection; beside them, the networks put on the blocks straight from
-the learner's arrays rather than through host memory (:func:`pg_diag.run.split.nets_to_blocks`). The
-collection is sharded over the host's CPU devices (``PG_DIAG_HOST_DEVICES``; one per core by default on a
-host with an accelerator, :mod:`pg_diag.run.host_devices`).
+the learner's arrays rather than through host memory (:func:`pgdiag.run.split.nets_to_blocks`). The
+collection is sharded over the host's CPU devices (``PGDIAG_HOST_DEVICES``; one per core by default on a
+host with an accelerator, :mod:`pgdiag.run.host_devices`).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import jax
 
-    from pg_diag import preset
-    from pg_diag.config import stack_knobs
-    from pg_diag.run import shard, split
-    from pg_diag.run.programs import init_program
-    from pg_diag.trainer import seed_key
+    from pgdiag import preset
+    from pgdiag.config import stack_knobs
+    from pgdiag.run import shard, split
+    from pgdiag.run.programs import init_program
+    from pgdiag.trainer import seed_key
 
     cfg = preset(args.preset, args.task, physics="native", placement="split", num_envs=1,
                  steps_per_env=args.steps, model=args.model)

@@ -1,4 +1,4 @@
-"""Where a training iteration's time goes: each stage of pg_diag.stages compiled and timed on its own.
+"""Where a training iteration's time goes: each stage of pgdiag.stages compiled and timed on its own.
 
 For Hopper on native physics with the PPO preset's update (10 value + 10 policy epochs × 32 minibatches),
 ``agents`` agents vmapped, measures after compilation: the rollout (collect_batch: physics, policy,
@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 from bench_throughput import physics_rate, timed
 
-from pg_diag import make_train, networks, preset, seed_key, stages
-from pg_diag.config import stack_knobs
+from pgdiag import make_train, networks, preset, seed_key, stages
+from pgdiag.config import stack_knobs
 
 
 def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, float]], float]:

@@ -23,7 +23,7 @@ SIZES = (100, 300, 1000, 2048, 4000, 8192)  # fig-baselines' mid-scale grid; K =
 
 
 def train_runs(out: str, iterations: int) -> list:
-    from pg_diag import preset, sweep
+    from pgdiag import preset, sweep
 
     paths = []
     for algorithm in ("ppo", "trpo"):
@@ -39,10 +39,10 @@ def train_runs(out: str, iterations: int) -> list:
 
 
 def measure(runs: list) -> list:
-    from pg_diag.diagnostics.baselines.study import baseline_study
-    from pg_diag.diagnostics.gradients.study import gradient_study
-    from pg_diag.diagnostics.landscape.study import landscape_study
-    from pg_diag.diagnostics.steps.study import step_study
+    from pgdiag.diagnostics.baselines.study import baseline_study
+    from pgdiag.diagnostics.gradients.study import gradient_study
+    from pgdiag.diagnostics.landscape.study import landscape_study
+    from pgdiag.diagnostics.steps.study import step_study
 
     studies = {
         "gradients (K = 10, N ≤ 8,192)": lambda: gradient_study(runs, save=False, sizes=SIZES, estimates=10),

@@ -45,7 +45,7 @@ def capped(settings: dict, max_n: int) -> dict:
 
 
 def train_runs(out: str, agents: int, iterations: int = 3) -> list:
-    from pg_diag import preset, sweep
+    from pgdiag import preset, sweep
 
     paths = []
     for algorithm in ("ppo", "trpo"):
@@ -60,19 +60,19 @@ def train_runs(out: str, agents: int, iterations: int = 3) -> list:
 
 def physics_floor_us(width: int, cache: dict) -> float:
     """MuJoCo's own µs per environment step on one thread for Hopper at batch ``width`` (capped at 256)."""
-    from bench_floor import floor_ms, pg_diag_trajectory
+    from bench_floor import floor_ms, pgdiag_trajectory
 
     batch = max(1, min(width, 256))
     if batch not in cache:
-        _, seen = pg_diag_trajectory("hopper", "brax", batch, 1, 32, 0.5)
+        _, seen = pgdiag_trajectory("hopper", "brax", batch, 1, 32, 0.5)
         single, _ = floor_ms("hopper", "brax", seen, 1, 0.5)
         cache[batch] = single * 1e3 / batch
     return cache[batch]
 
 
 def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> list:
-    from pg_diag.experiments import dry_run, targets
-    from pg_diag.experiments.scales import pick
+    from pgdiag.experiments import dry_run, targets
+    from pgdiag.experiments.scales import pick
 
     cores, cache, rows = os.cpu_count() or 1, {}, []
     for name in names:

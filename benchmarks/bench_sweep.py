@@ -3,8 +3,8 @@
 Three ways to train the 2^4 grid (value clipping × reward scaling × orthogonal
 init × LR annealing), one seed each, same static settings:
 
-* one program: ``pg_diag.sweep`` over the grid (16 agents vmapped);
-* one after another: 16 calls of ``pg_diag.train``; the toggles are traced, so
+* one program: ``pgdiag.sweep`` over the grid (16 agents vmapped);
+* one after another: 16 calls of ``pgdiag.train``; the toggles are traced, so
   all 16 reuse the first call's compiled program;
 * one after another, recompiling: the same with the program cache cleared
   before each call — what an engine with Python-level (static) toggles pays;
@@ -28,9 +28,9 @@ import time
 
 import jax
 
-from pg_diag import preset, sweep, train
-from pg_diag.experiments.studies.ablation import TOGGLES
-from pg_diag.run import CompileCounter, clear_compiled
+from pgdiag import preset, sweep, train
+from pgdiag.experiments.studies.ablation import TOGGLES
+from pgdiag.run import CompileCounter, clear_compiled
 
 
 def main():

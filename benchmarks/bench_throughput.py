@@ -7,7 +7,7 @@ compilation:
 * rollout: the engine's data collection alone (policy sampling, filters,
   automatic resets, episode accounting);
 * training: full PPO iterations (collection + value and policy updates with
-  the task's preset epochs and minibatches), through ``pg_diag.sweep``.
+  the task's preset epochs and minibatches), through ``pgdiag.sweep``.
 
 Prints a table of env steps per second.
 
@@ -22,10 +22,10 @@ import time
 import jax
 import jax.numpy as jnp
 
-from pg_diag import make_train, preset, seed_key, sweep
-from pg_diag.config import stack_knobs
-from pg_diag.envs import crossover, resolve_physics
-from pg_diag.rollout import collect
+from pgdiag import make_train, preset, seed_key, sweep
+from pgdiag.config import stack_knobs
+from pgdiag.envs import crossover, resolve_physics
+from pgdiag.rollout import collect
 
 
 def timed(fn, *args, repeats=3):

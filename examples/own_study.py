@@ -1,4 +1,4 @@
-"""A measurement pg_diag does not have, written outside the package: the policy gradient's signal and noise
+"""A measurement pgdiag does not have, written outside the package: the policy gradient's signal and noise
 against N.
 
 From K independent estimates ĝ_1 … ĝ_K of g at N pairs each, the mean of ĝ_i·ĝ_j over pairs i ≠ j is an
@@ -6,10 +6,10 @@ unbiased estimate of the signal energy ‖g‖², and the mean of ‖ĝ_i‖² m
 E‖ĝ − g‖² = tr Σ / N (CL §5.1's ρ = noise over signal; the pairwise cosine is about 1 / (1 + ρ)). The study
 reuses the gradient study's compiled program (its K estimates at every N) and tabulates what it returns
 differently. Registered as the target `fig-grad-snr`, it runs through the CLI, `--dry-run`, `--from` and the
-report like pg_diag's own:
+report like pgdiag's own:
 
-    pg-diag --load examples/own_study.py fig-grad-snr --out results/grad-snr
-    pg-diag --load examples/own_study.py fig-grad-snr --dry-run --scale mid
+    pgdiag --load examples/own_study.py fig-grad-snr --out results/grad-snr
+    pgdiag --load examples/own_study.py fig-grad-snr --dry-run --scale mid
 """
 
 import dataclasses
@@ -17,12 +17,12 @@ import os
 
 import numpy as np
 
-from pg_diag.diagnostics import Diagnostic, Group, Measured, Record, Shape
-from pg_diag.diagnostics.gradients import GRADIENTS, GradientSettings
-from pg_diag.diagnostics.gradients import measure as gradients
-from pg_diag.experiments import diagnostic_targets, dry_run, figures, targets
-from pg_diag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
-from pg_diag.experiments.targets import Measurement, Target
+from pgdiag.diagnostics import Diagnostic, Group, Measured, Record, Shape
+from pgdiag.diagnostics.gradients import GRADIENTS, GradientSettings
+from pgdiag.diagnostics.gradients import measure as gradients
+from pgdiag.experiments import diagnostic_targets, dry_run, figures, targets
+from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
+from pgdiag.experiments.targets import Measurement, Target
 
 
 @dataclasses.dataclass(frozen=True)

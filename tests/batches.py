@@ -4,9 +4,9 @@ sampled from it, advantages that reward the first action coordinate."""
 import jax
 import jax.numpy as jnp
 
-from pg_diag import networks
-from pg_diag.config import Config, Knobs
-from pg_diag.rollout import UpdateBatch
+from pgdiag import networks
+from pgdiag.config import Config, Knobs
+from pgdiag.rollout import UpdateBatch
 
 OBS, ACT = 3, 2
 

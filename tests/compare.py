@@ -14,7 +14,7 @@ those differences forward. The tolerances here follow from that:
   so its float32 error is up to ~4 · dims · 2^-24 ≈ 4e-6 for a 17-dimensional action, whatever the KL; PPO's
   loss is a mean of normalized advantages (terms of order 1) that nearly cancel. ``CANCELLING_ATOL`` = 1e-5.
 * Integer and boolean columns (episode counts, flags) are compared exactly.
-* The normalizer's running statistics are double-float pairs hi + lo (pg_diag.normalize.RunningStat): a lo
+* The normalizer's running statistics are double-float pairs hi + lo (pgdiag.normalize.RunningStat): a lo
   part is a rounding residue of its hi part and may differ entirely between programs, so it is held to the
   scale of its hi part (the pair's value agrees to ``RTOL``), not to its own.
 * A mean relative error (``*_mre_*``, CL §5.2) averages |V − R| / |R| over states whose target R can come
@@ -78,7 +78,7 @@ def assert_trees_close(a, b, rtol: float = RTOL):
 
 
 #: the healthy-range edges a task's termination compares its observations with: {observation index: edges}
-#: (Hopper's z and torso angle are obs[0] and obs[1], Humanoid's z obs[0]; pg_diag/envs/mujoco_tasks.py).
+#: (Hopper's z and torso angle are obs[0] and obs[1], Humanoid's z obs[0]; pgdiag/envs/mujoco_tasks.py).
 #: Hopper's |state| ≥ 100 edge reads velocities the observation clips at ±10, so it cannot be excused here;
 #: no test's horizon comes near it.
 TERMINATION_EDGES = {"hopper": {0: (0.7,), 1: (-0.2, 0.2)}, "walker2d": {0: (0.8, 2.0), 1: (-1.0, 1.0)},

@@ -3,9 +3,9 @@
 import os
 import tempfile
 
-# physics="auto" reads the physics measurements recorded on this host (pg_diag.envs.crossover); the
+# physics="auto" reads the physics measurements recorded on this host (pgdiag.envs.crossover); the
 # tests (and the processes they start) get an empty store of their own instead of the user's
-os.environ["PG_DIAG_CACHE"] = tempfile.mkdtemp(prefix="pg_diag-cache-")
+os.environ["PGDIAG_CACHE"] = tempfile.mkdtemp(prefix="pgdiag-cache-")
 
 # The suite is the CPU's: on a host with an accelerator it runs on the host's CPU too (and so do the processes
 # it starts), so that what it asserts of a CPU host holds there; JAX_PLATFORMS set beforehand overrides
@@ -18,7 +18,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import pytest  # noqa: E402
 
-from pg_diag import preset, sweep  # noqa: E402
+from pgdiag import preset, sweep  # noqa: E402
 from scheduling import make_scheduler  # noqa: E402
 
 # The modules that take longest (mostly compiling their programs), longest first. `make test` hands whole

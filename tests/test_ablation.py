@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag import ConfigError
-from pg_diag.cli import main
-from pg_diag.experiments import targets
-from pg_diag.experiments.studies.ablation import targets as ablation
-from pg_diag.run import CompileCounter
-from pg_diag.experiments.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
+from pgdiag import ConfigError
+from pgdiag.cli import main
+from pgdiag.experiments import targets
+from pgdiag.experiments.studies.ablation import targets as ablation
+from pgdiag.run import CompileCounter
+from pgdiag.experiments.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
 
 
 def synthetic_metrics():
@@ -58,7 +58,7 @@ def test_held_out_selection_removes_the_in_sample_bias_of_the_best_learning_rate
     the held-out effect's expectation is exactly 0. Over 200 simulated ablations (each one unit: the mean
     of its 5 per-seed effects from evidence.ablation_evidence), both means lie within 4 standard errors of
     these values: a false failure has probability < 1.3e-4 (two normal tails at 4σ, twice)."""
-    from pg_diag.experiments.studies.ablation import evidence
+    from pgdiag.experiments.studies.ablation import evidence
 
     rng = np.random.default_rng(7)
     combos = list(itertools.product([False, True], repeat=4))
@@ -117,9 +117,9 @@ def test_mid_scale_is_the_papers_shape_with_enough_seeds_and_learning_rates():
     """Hopper, the papers' PPO base (1 × 2,048 steps reset every iteration, 32 minibatches × 10 epochs, value LR
     1e-4, ε 0.2) for the mid training's 100 iterations; ≥ 5 seeds per cell (the claims' units) and ≥ 2 of IM's
     learning rates (each seed's agents are read at the LR the other seeds chose): 16 × LRs × seeds agents."""
-    from pg_diag.experiments import claims
-    from pg_diag.experiments.scales import MID_TRAINING
-    from pg_diag.run import plan
+    from pgdiag.experiments import claims
+    from pgdiag.experiments.scales import MID_TRAINING
+    from pgdiag.run import plan
 
     scale = ablation.SCALES["mid"]
     lrs = scale.settings["grid"]["lr_policy"]
@@ -137,7 +137,7 @@ def test_mid_scale_is_the_papers_shape_with_enough_seeds_and_learning_rates():
 
 def test_paper_scale_matches_the_original_grid():
     """ref §3: Humanoid and Walker2d; LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}; 5 seeds; 320 agents per task."""
-    from pg_diag.run import plan
+    from pgdiag.run import plan
 
     scale = ablation.SCALES["paper"]
     assert scale.tasks == ("humanoid", "walker2d")

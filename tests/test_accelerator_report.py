@@ -94,9 +94,9 @@ def test_a_report_in_pieces_keeps_what_earlier_pieces_measured(report_module, tm
 def test_a_report_stopped_midway_keeps_its_rows_and_a_merge_goes_on(report_module, tmp_path, monkeypatch):
     """The report is on disk from the start and after every row: stopped during the second program (a slot's end),
     it holds the first, marked in progress; merged, the next piece times only the program left."""
-    import pg_diag
+    import pgdiag
 
-    real, calls = pg_diag.sweep, []
+    real, calls = pgdiag.sweep, []
 
     def stop_on_second(*args, **kwargs):
         calls.append(args[0].static.algorithm)
@@ -104,7 +104,7 @@ def test_a_report_stopped_midway_keeps_its_rows_and_a_merge_goes_on(report_modul
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pg_diag, "sweep", stop_on_second)
+    monkeypatch.setattr(pgdiag, "sweep", stop_on_second)
     with pytest.raises(KeyboardInterrupt):
         report_module.run("tiny", str(tmp_path), 20, record=False, sections=("programs",))
     (md,) = tmp_path.glob("accelerator-report-*.md")

@@ -1,14 +1,14 @@
-"""`pg-diag aggregate RUN…`: saved runs' final scores as runs × tasks matrices per algorithm, normalized, and
+"""`pgdiag aggregate RUN…`: saved runs' final scores as runs × tasks matrices per algorithm, normalized, and
 their aggregates (the estimators themselves: tests/test_aggregates.py)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag import load_run, preset, sweep
-from pg_diag.cli import main
-from pg_diag.config import ConfigError
-from pg_diag.experiments.aggregate_runs import matrices
+from pgdiag import load_run, preset, sweep
+from pgdiag.cli import main
+from pgdiag.config import ConfigError
+from pgdiag.experiments.aggregate_runs import matrices
 
 SMALL = dict(num_envs=2, steps_per_env=64, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 

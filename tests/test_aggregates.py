@@ -1,4 +1,4 @@
-"""Aggregates over tasks × seeds (pg_diag.aggregates): rliable's own numbers on fixed score tables
+"""Aggregates over tasks × seeds (pgdiag.aggregates): rliable's own numbers on fixed score tables
 (tests/data/rliable_fixtures.json, made by tests/data/make_rliable_fixtures.py where rliable 1.2.0 runs), and
 closed forms worked out by hand."""
 
@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from pg_diag import aggregates as ag
+from pgdiag import aggregates as ag
 
 FIXTURES = json.loads((pathlib.Path(__file__).parent / "data" / "rliable_fixtures.json").read_text())
 TABLES = {k: np.asarray(v) for k, v in FIXTURES["tables"].items()}

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-import pg_diag
-from pg_diag import algorithms, networks, preset, stages
-from pg_diag.algorithms import ppo_kl
-from pg_diag.config import Config, ConfigError, Option, stack_knobs, study_preset
+import pgdiag
+from pgdiag import algorithms, networks, preset, stages
+from pgdiag.algorithms import ppo_kl
+from pgdiag.config import Config, ConfigError, Option, stack_knobs, study_preset
 
 from batches import fixed_batch, settings
 from compare import CANCELLING_ATOL
@@ -79,7 +79,7 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
         cfg = preset("vpg", "point_mass").replace(algorithm="vpg-tempered", temper=0.5, warmup=3)
         assert (cfg.temper, cfg.static.warmup, cfg.knob_names()[-1]) == (0.5, 3, "temper")
         assert Config.from_dict(cfg.to_dict()) == cfg
-        p = pg_diag.plan(cfg, {"temper": [0.25, 2.0]}, seeds=1)
+        p = pgdiag.plan(cfg, {"temper": [0.25, 2.0]}, seeds=1)
         assert [c.temper for c in p.configs] == [0.25, 2.0]
         stacked = stack_knobs([c.knobs for c in p.configs])
         assert np.asarray(stacked["temper"]).tolist() == [0.25, 2.0]
@@ -88,9 +88,9 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
         with pytest.raises(ConfigError, match=r"static setting warmup=3 belongs to vpg-tempered; algorithm 'ppo'"):
             preset("ppo", "point_mass").replace(warmup=3)
         with pytest.raises(ConfigError, match=r"'warmup' is a static setting .* cannot be a grid axis"):
-            pg_diag.plan(cfg, {"warmup": [1, 2]})
+            pgdiag.plan(cfg, {"warmup": [1, 2]})
         with pytest.raises(ConfigError, match=r"unknown knob 'temper' in grid \(it belongs to vpg-tempered, not to"):
-            pg_diag.plan(preset("ppo", "point_mass"), {"temper": [1.0]})
+            pgdiag.plan(preset("ppo", "point_mass"), {"temper": [1.0]})
         # subjects of two algorithms stack the union of their own knobs; the other's are NaN
         both = stack_knobs([cfg.knobs, preset("ppo", "point_mass").knobs])
         assert np.isnan(np.asarray(both["temper"])[1]) and np.isnan(np.asarray(both["clip_eps"])[0])
@@ -104,7 +104,7 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
             cfg = preset("vpg", "point_mass").replace(algorithm="vpg-col")
             with pytest.raises(ConfigError, match=rf"knob '{column}' of 'vpg-col' cannot be a grid axis: the "
                                                   rf"metrics table has a column '{column}' of its own"):
-                pg_diag.plan(cfg, {column: [1.0, 2.0]})
+                pgdiag.plan(cfg, {column: [1.0, 2.0]})
         finally:
             algorithms.unregister_algorithm("vpg-col")
 
@@ -213,9 +213,9 @@ def test_the_own_objectives_gradient_adds_the_entropy_term_and_nothing_from_clip
     exceeds the surrogate's by c·∇H only, and H = Σ(log σ + ½ log 2πe) makes ∇H 1 on each log σ and 0
     elsewhere: objective_extra = c on the log-std entries. Its other entries are the difference of two
     float32 gradients of equal terms (|g| ≲ 10 here): 1e-5 absolute."""
-    from pg_diag import make_train
-    from pg_diag.diagnostics.gradients import measure as gradients
-    from pg_diag.diagnostics.sampling import algorithm_sampling
+    from pgdiag import make_train
+    from pgdiag.diagnostics.gradients import measure as gradients
+    from pgdiag.diagnostics.sampling import algorithm_sampling
 
     cfg = preset(algo, "lqr", entropy_coef=0.05, **({"kl_beta_init": 5.0} if algo == "ppo-kl" else {}))
     trainer = make_train(cfg.static)
@@ -233,7 +233,7 @@ def test_the_own_objectives_gradient_adds_the_entropy_term_and_nothing_from_clip
 def new_runs(tmp_path_factory):
     """PPO-KL, NPG and VPG on the linear-quadratic task (one agent each, tiny batches), checkpointed after
     iterations 0 and 2: the subjects of every diagnostic below."""
-    from pg_diag import sweep
+    from pgdiag import sweep
 
     root = tmp_path_factory.mktemp("new-algorithms")
     out = {}
@@ -247,17 +247,17 @@ def new_runs(tmp_path_factory):
 def test_each_new_algorithm_trains_from_its_preset_and_records_its_metrics(new_runs):
     """Finite losses, a policy that moves, the metrics each step defines (NPG: scale 1; no line search
     elsewhere: NaN)."""
-    import pg_diag
+    import pgdiag
 
     for algo, path in new_runs.items():
-        m = pg_diag.load_run(path).metrics
+        m = pgdiag.load_run(path).metrics
         assert len(m) == 2 and not m.diverged.any()
         assert np.isfinite(m[["policy_loss", "value_loss", "grad_norm", "mean_kl"]].to_numpy()).all()
         assert (m.mean_kl > 0).all()
         assert (m.step_scale == 1.0).all() if algo == "npg" else m.step_scale.isna().all()
         if algo == "ppo-kl":  # β from the preset's kl_beta_init, then halved, kept or doubled each iteration
             beta = m.sort_values("iteration").penalty.to_numpy()
-            assert beta[0] == pg_diag.load_run(path).manifest["base_config"]["ppo-kl"]["knobs"]["kl_beta_init"]
+            assert beta[0] == pgdiag.load_run(path).manifest["base_config"]["ppo-kl"]["knobs"]["kl_beta_init"]
             assert all(b in (a / 2, a, 2 * a) for a, b in zip(beta[:-1], beta[1:]))
         else:
             assert m.penalty.isna().all()
@@ -272,7 +272,7 @@ def test_every_diagnostic_runs_on_the_new_algorithms(new_runs):
     KL penalty's gradient vanishes there), so the two gradient studies, on the same streams (a subject's
     keys do not depend on the others measured beside it), give the same cosines up to the rounding of
     adding an all-but-zero vector (1e-4)."""
-    from pg_diag.diagnostics import baseline_study, gradient_study, landscape_study, step_study
+    from pgdiag.diagnostics import baseline_study, gradient_study, landscape_study, step_study
 
     paths = list(new_runs.values())
     steps = step_study(paths, iterations=[0], batches=2, save=False)   # at iteration 2 PPO-KL's annealed rate is 0
@@ -315,7 +315,7 @@ def test_the_trust_region_target_draws_each_algorithms_own_constraint(tmp_path):
     """fig-trust-region on presets of its caller's choice: each agent's reference line comes from its
     algorithm's registered constraint (PPO-KL's d_targ 0.01, NPG's δ 0.13 from the Hopper preset; no ratio
     band, since neither clips the ratio), and the summary labels them."""
-    from pg_diag.experiments import targets
+    from pgdiag.experiments import targets
 
     tiny = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
     out = targets.get("fig-trust-region").train("smoke", out=str(tmp_path), tasks=("point_mass",), seeds=1,

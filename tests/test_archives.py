@@ -1,4 +1,4 @@
-"""Reading another framework's saved parameters without running its code (pg_diag.adapters.archives): Brax's
+"""Reading another framework's saved parameters without running its code (pgdiag.adapters.archives): Brax's
 own `save_params` file read back array for array, and pickles that would run a command refused before they can."""
 
 import pickle
@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from pg_diag.adapters import ArchiveError, Fields, load_pickle, load_pickle_file
+from pgdiag.adapters import ArchiveError, Fields, load_pickle, load_pickle_file
 
 
 @pytest.fixture(scope="module")

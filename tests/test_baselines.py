@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import envs, load_checkpoint, load_run, make_train, networks, stages
-from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics.baselines import measure as bl
-from pg_diag.diagnostics import value_fit
-from pg_diag.diagnostics.baselines.memory import baseline_bytes
-from pg_diag.diagnostics.baselines.study import baseline_study, load_baseline_study
-from pg_diag.diagnostics.sampling import Sampling
-from pg_diag.diagnostics.streaming import Grid, stream
-from pg_diag.diagnostics.subjects import load_subjects, plan_subjects
-from pg_diag.objectives import normalize_advantages, probability_ratio, surrogate
-from pg_diag.rollout import reset_envs
-from pg_diag.run import CompileCounter
+from pgdiag import envs, load_checkpoint, load_run, make_train, networks, stages
+from pgdiag.diagnostics import DiagnosticError
+from pgdiag.diagnostics.baselines import measure as bl
+from pgdiag.diagnostics import value_fit
+from pgdiag.diagnostics.baselines.memory import baseline_bytes
+from pgdiag.diagnostics.baselines.study import baseline_study, load_baseline_study
+from pgdiag.diagnostics.sampling import Sampling
+from pgdiag.diagnostics.streaming import Grid, stream
+from pgdiag.diagnostics.subjects import load_subjects, plan_subjects
+from pgdiag.objectives import normalize_advantages, probability_ratio, surrogate
+from pgdiag.rollout import reset_envs
+from pgdiag.run import CompileCounter
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +258,7 @@ def test_the_value_fit_starts_from_the_agents_network_by_default():
 
 
 def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
-    """On the linear-quadratic task V^π is exact (pg_diag.stages.exact_value). V* fit fresh on 2^16 pairs of the
+    """On the linear-quadratic task V^π is exact (pgdiag.stages.exact_value). V* fit fresh on 2^16 pairs of the
     agent's policy, 20 held-out batches (independent streams of 4 × 256 steps):
 
     * the complete Monte-Carlo returns are unbiased for V^π: the per-batch mean of R − V^π(s) is 0 within
@@ -271,7 +271,7 @@ def test_v_star_against_the_exact_value_on_lqr(agent, lqr_runs):
     * the t-test's decision agrees with the exact ordering both ways: V* against the agent's network (shown
       better, and closer to V^π), and an untrained network held still against V* (not shown, farther)."""
     env, state, knobs = agent
-    from pg_diag.diagnostics.sampling import frozen_filters
+    from pgdiag.diagnostics.sampling import frozen_filters
 
     static = load_run(lqr_runs["ppo"]).config(0).static
     settings = bl.BaselineSettings(fit_pairs=65536, fit_epochs=10, fit_minibatch=512, fit_start="fresh",
@@ -374,7 +374,7 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     s = again.summary()
     assert set(s.baseline) == {"value", "fitted", "zero", "zero_raw", "exact"} and np.isfinite(s.at_batch_size).all()
     # the figure's summary carries the floor's means over agents beside the t-test batches' errors
-    from pg_diag.experiments.studies.baselines import targets as target
+    from pgdiag.experiments.studies.baselines import targets as target
     table = target.summary({"lqr": again})
     floor = table[list(target.FLOOR_MEANS)].to_numpy(float)
     assert np.isfinite(floor).all()
@@ -437,7 +437,7 @@ def test_bad_input_is_refused_before_compiling(lqr_runs, change, match):
 
 
 def test_exact_baseline_only_on_lqr(tmp_path):
-    from pg_diag import preset, sweep
+    from pgdiag import preset, sweep
     sweep(preset("ppo", "point_mass").replace(num_iterations=1, checkpoint_at=(1,)), seeds=1, out=str(tmp_path))
     with CompileCounter() as counter, pytest.raises(DiagnosticError, match="linear-quadratic"):
         baseline_study([str(tmp_path)], baselines=("exact",), save=False)

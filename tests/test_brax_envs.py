@@ -1,4 +1,4 @@
-"""A Brax environment as a pg_diag task (pg_diag.adapters.brax_envs): step for step what Brax's own env computes,
+"""A Brax environment as a pgdiag task (pgdiag.adapters.brax_envs): step for step what Brax's own env computes,
 trained in a sweep and measured by a diagnostic like any built-in task."""
 
 import jax
@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import preset, sweep
-from pg_diag.adapters.brax_envs import brax_task, register_brax_env
-from pg_diag.envs import unregister_task
+from pgdiag import preset, sweep
+from pgdiag.adapters.brax_envs import brax_task, register_brax_env
+from pgdiag.envs import unregister_task
 
 LIMIT = 20
 
@@ -43,7 +43,7 @@ def test_each_step_is_brax_own(pendulum):
 
 
 def test_a_registered_brax_env_trains_in_a_sweep_and_is_measured(pendulum, tmp_path):
-    from pg_diag.diagnostics import step_study
+    from pgdiag.diagnostics import step_study
 
     _, name = pendulum
     cfg = preset("ppo", "point_mass").replace(task=name, num_envs=2, steps_per_env=16, num_iterations=2,

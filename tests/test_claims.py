@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag.diagnostics.gradients.measure import truth_ceiling
-from pg_diag.experiments import claims, findings, levels
-from pg_diag.experiments.paper_claims import WINDOWS
+from pgdiag.diagnostics.gradients.measure import truth_ceiling
+from pgdiag.experiments import claims, findings, levels
+from pgdiag.experiments.paper_claims import WINDOWS
 
 SIX = 6
 #: a point of training inside each window (iteration, progress, lr_share), and one outside it
@@ -288,7 +288,7 @@ def test_extensions_and_checks_are_never_counted():
 def test_every_claim_hopper_cannot_carry_has_a_scale_on_the_papers_tasks():
     """A claim whose figures exclude Hopper (CL Figs 6, 9, 26, 27, 29: Humanoid) is measured by its target's
     ``tasks`` scale on those tasks, at the mid scale's shape; the ranking of tasks needs the paper scale."""
-    from pg_diag.experiments import targets
+    from pgdiag.experiments import targets
 
     for claim in claims.CLAIMS:
         if not claim.tasks or "hopper" in claim.tasks or claim.versus == "tasks":

@@ -1,11 +1,11 @@
-"""The pg-diag command line, in process."""
+"""The pgdiag command line, in process."""
 
 import json
 
 import pytest
 
-from pg_diag import load_run
-from pg_diag.cli import main
+from pgdiag import load_run
+from pgdiag.cli import main
 
 SHAPE = ["--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=3",
          "--set", "num_minibatches=4", "--set", "value_epochs=2"]
@@ -69,7 +69,7 @@ def test_train_and_sweep_write_run_directories(tmp_path, capsys):
     assert (many / "manifest.json").read_text() == manifest
     (tmp_path / "afile").write_text("")
     assert main(["plot", str(many), "--metric", "mean_return", "--out", str(tmp_path / "afile" / "x.png")]) == 2
-    assert capsys.readouterr().err.startswith("pg-diag: error: [Errno")
+    assert capsys.readouterr().err.startswith("pgdiag: error: [Errno")
 
 
 def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
@@ -99,13 +99,13 @@ def test_train_every_algorithm_preset_from_the_cli(tmp_path, capsys):
 def test_what_a_preset_or_a_study_sets_itself_is_refused_as_an_override(args, message, capsys):
     """A preset is its algorithm on its task, and fig-ablation sweeps its toggles and learning rates: --set
     naming one of them would train something else under the same name (or be silently overridden)."""
-    from pg_diag.run import CompileCounter
+    from pgdiag.run import CompileCounter
 
     with CompileCounter() as counter:
         assert main(args) == 2
     assert counter.count == 0
     err = capsys.readouterr().err
-    assert err.startswith("pg-diag: error: ") and message in err
+    assert err.startswith("pgdiag: error: ") and message in err
 
 
 @pytest.mark.parametrize("args, message", [
@@ -114,13 +114,13 @@ def test_what_a_preset_or_a_study_sets_itself_is_refused_as_an_override(args, me
     (["fig-ablation", "--seeds", "-1", "--dry-run"], "fig-ablation: seeds must be a positive integer"),
     (["fig-theorem", "--task", "lqr", "--steps", "-5"], "fig-theorem: steps must be a positive integer"),
     (["fig-theorem", "--task", "lqr", "--steps", "0", "--dry-run"], "fig-theorem: steps must be a positive integer"),
-    (["fig-grad-variance", "--run", "nothere"], "--run 'nothere': 'nothere' is not a pg_diag run directory"),
+    (["fig-grad-variance", "--run", "nothere"], "--run 'nothere': 'nothere' is not a pgdiag run directory"),
     (["presets", "--task", "hoper"], "presets --task 'hoper': no preset has it; presets exist for: "),
 ])
 def test_counts_and_paths_are_checked_before_anything_runs(args, message, capsys):
     """0 is not "the scale's default" (omitting the option is), a negative count is no plan, a missing run
     directory is named."""
-    from pg_diag.run import CompileCounter
+    from pgdiag.run import CompileCounter
 
     with CompileCounter() as counter:
         assert main(args) == 2
@@ -141,7 +141,7 @@ def test_a_diagnostic_studys_directory_is_named_as_no_run(tmp_path, capsys):
 def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
     """A target without a mid scale (every target has one now: fig-ablation's taken away here) is refused
     --scale mid by the parser, naming the scales it has; fig-value offers all three."""
-    from pg_diag.experiments.studies.ablation import targets as ablation
+    from pgdiag.experiments.studies.ablation import targets as ablation
 
     monkeypatch.delitem(ablation.SCALES, "mid")
     with pytest.raises(SystemExit) as exit_:
@@ -157,8 +157,8 @@ def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
                                     "fig-theorem"])
 def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, capsys):
     """Before anything is loaded or compiled: the error names the directory, what it holds and what is needed."""
-    from pg_diag.experiments import study_dir
-    from pg_diag.run import CompileCounter
+    from pgdiag.experiments import study_dir
+    from pgdiag.run import CompileCounter
 
     missing, empty, run_dir, other = (tmp_path / n for n in ("missing", "empty", "run", "other"))
     empty.mkdir()
@@ -172,8 +172,8 @@ def test_from_refuses_a_directory_without_the_right_study(target, tmp_path, caps
                             (other, f"the {wrong!r} study")):
             assert main([target, "--from", str(path)]) == 2
             err = capsys.readouterr().err
-            assert err.startswith("pg-diag: error: ") and str(path) in err and holds in err
-            assert f"`pg-diag {target} --out DIR`" in err or "they share one study" in err
+            assert err.startswith("pgdiag: error: ") and str(path) in err and holds in err
+            assert f"`pgdiag {target} --out DIR`" in err or "they share one study" in err
         # options that only choose what to train are refused with --from
         assert main([target, "--from", str(other), "--scale", "paper"]) == 2
         assert "--scale" in capsys.readouterr().err

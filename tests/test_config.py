@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from pg_diag import Config, ConfigError, plan, preset, sweep
-from pg_diag.cli import main as cli_main
-from pg_diag.run import CompileCounter
+from pgdiag import Config, ConfigError, plan, preset, sweep
+from pgdiag.cli import main as cli_main
+from pgdiag.run import CompileCounter
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_cli_reports_bad_input_without_traceback(capsys, no_compiles):
 
 
 def test_text_settings_parse_as_text():
-    from pg_diag.config.parse import parse_assignments
+    from pgdiag.config.parse import parse_assignments
 
     parsed = parse_assignments(["solver=fast", "model=gym", "physics=native", "num_envs=4"], "--set")
     assert parsed == {"solver": "fast", "model": "gym", "physics": "native", "num_envs": 4}

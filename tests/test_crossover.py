@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from pg_diag import envs, preset, sweep
-from pg_diag.envs import crossover
+from pgdiag import envs, preset, sweep
+from pgdiag.envs import crossover
 
 
 def _row(batch, native, mjx, task="hopper", solver="converged"):
@@ -83,7 +83,7 @@ def test_a_cpu_host_without_measurements_uses_native():
 def test_measure_record_then_decide_from_the_record(tmp_path, monkeypatch):
     """What ``auto`` does on an accelerator for a batch it knows nothing about: time one batched step of
     each backend, record it for this host, and decide that batch from the record from then on."""
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     backend, why = crossover.measure_and_record("hopper", "converged", 4, 1)
     rows = json.load(open(tmp_path / "crossover.json"))["hosts"][crossover.host_key(1)]
     assert len(rows) == 1 and rows[0]["batch"] == 4
@@ -104,9 +104,9 @@ def test_a_sweep_is_pinned_to_the_backend_auto_chose(tmp_path):
     assert m["physics"]["requested"] == "auto" and m["physics"]["backend"] == "native"
     assert m["physics"]["batch_per_device"] == 4 * 2                      # 4 agents × 2 environments
     assert m["base_config"]["static"]["physics"] == "native"
-    from pg_diag.run import store
+    from pgdiag.run import store
     assert store.requested_config(m) == json.loads(json.dumps(cfg.to_dict()))
-    from pg_diag.cli.runs import _summary
+    from pgdiag.cli.runs import _summary
     assert "physics: native, " in _summary(run) and "(auto: CPU host without physics measurements" in _summary(run)
     # resuming with the configuration as asked for is accepted (the run is complete: nothing to do)
     again = sweep(cfg, {"lr_policy": [1e-4, 3e-4]}, seeds=2, resume=str(tmp_path / "run"))

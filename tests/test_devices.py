@@ -26,7 +26,7 @@ def _flags(extra: str) -> str:
 def test_sweep_on_two_devices_matches_one_device(tmp_path):
     script = textwrap.dedent("""
         import json, sys, jax, numpy as np
-        from pg_diag import preset, sweep
+        from pgdiag import preset, sweep
         cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=2, num_minibatches=4,
                      ppo_epochs=2, value_epochs=2)
         run = sweep(cfg, {"lr_policy": [1e-4, 3e-4, 1e-3]}, seeds=[0], batching=sys.argv[1])
@@ -56,8 +56,8 @@ def test_diagnostic_study_on_two_devices_matches_one_device(tmp_path):
     arithmetic is the same on any layout."""
     script = textwrap.dedent("""
         import json, sys, jax, numpy as np
-        from pg_diag import preset, sweep
-        from pg_diag.diagnostics import gradient_study, landscape_study
+        from pgdiag import preset, sweep
+        from pgdiag.diagnostics import gradient_study, landscape_study
         out = sys.argv[2]
         sweep(preset("ppo", "lqr", num_iterations=2, checkpoint_at=(0, 1)), seeds=[0], out=out, batching="map")
         g = gradient_study([out], save=False, sizes=(64, 256), estimates=3, batching="map", iterations=[0, 1],

@@ -7,12 +7,12 @@ import shutil
 import numpy as np
 import pytest
 
-from pg_diag import preset, sweep
-from pg_diag.cli import main
-from pg_diag.config import ConfigError
-from pg_diag.experiments import targets
-from pg_diag.experiments.studies.gradients import targets as gradients
-from pg_diag.run import CompileCounter
+from pgdiag import preset, sweep
+from pgdiag.cli import main
+from pgdiag.config import ConfigError
+from pgdiag.experiments import targets
+from pgdiag.experiments.studies.gradients import targets as gradients
+from pgdiag.run import CompileCounter
 
 DIAG = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)
 

@@ -18,16 +18,16 @@ import pandas as pd
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import make_train, networks, preset, seed_key, stages, sweep
-from pg_diag.diagnostics import (GRADIENTS, DiagnosticError, engine, gradient_study, load_gradient_study,
+from pgdiag import make_train, networks, preset, seed_key, stages, sweep
+from pgdiag.diagnostics import (GRADIENTS, DiagnosticError, engine, gradient_study, load_gradient_study,
                                  load_step_study, step_study)
-from pg_diag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
-from pg_diag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, size_masks, snap_sizes, stream
-from pg_diag.diagnostics.tables import crossing
-from pg_diag.envs import lqr
-from pg_diag.normalize import RunningStat
-from pg_diag.objectives import normalize_advantages, probability_ratio, surrogate
-from pg_diag.run import CompileCounter
+from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
+from pgdiag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, size_masks, snap_sizes, stream
+from pgdiag.diagnostics.tables import crossing
+from pgdiag.envs import lqr
+from pgdiag.normalize import RunningStat
+from pgdiag.objectives import normalize_advantages, probability_ratio, surrogate
+from pgdiag.run import CompileCounter
 
 SIZES = (100, 1000, 4096)
 
@@ -50,7 +50,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def agent(runs):
     """PPO agent 0 after iteration 2: (env, state, knobs)."""
-    from pg_diag import load_checkpoint, load_run
+    from pgdiag import load_checkpoint, load_run
 
     run = load_run(runs["ppo"])
     cfg = run.config(0)
@@ -216,7 +216,7 @@ def test_the_truth_ceiling_from_its_split_half_cosine():
     the next ⌊R/2⌋) have noise v/⌊R/2⌋ and the truth (all R) v/R, so the truth's cosine to g is
     1/√(1 + v/R) (0.8452 at R = 10, 0.6547 at R = 3): c from the halves' cosine must give it. Every cosine
     here fluctuates by about √(v/P) ≈ 0.0045 at most, so the tolerance 0.02 is over 4 standard deviations."""
-    from pg_diag.diagnostics.gradients.measure import truth_ceiling
+    from pgdiag.diagnostics.gradients.measure import truth_ceiling
 
     assert truth_ceiling(0.5, 10) == pytest.approx(math.sqrt(2 / 3))
     assert truth_ceiling(0.5, 3) == pytest.approx(math.sqrt(0.75))
@@ -241,8 +241,8 @@ def test_the_split_half_cosine_is_that_of_the_truth_streams_halves(agent):
     fold_in(key, i) for stream i) run one by one with ``stream``; their sums combined by the parallel
     formulas in float64 (N = Σnᵢ, μ = Σnᵢμᵢ/N, M2 = Σ[M2ᵢ + nᵢ(μᵢ − μ)²]), not by ``merge``; the halves are
     streams 2–3 and 4–5 (⌊5/2⌋ = 2 each, stream 6 in the truth only)."""
-    from pg_diag.diagnostics.gradients import measure as gr
-    from pg_diag.objectives import ADV_EPS
+    from pgdiag.diagnostics.gradients import measure as gr
+    from pgdiag.objectives import ADV_EPS
 
     env, state, knobs = agent
     sampling = Sampling(envs=4, steps=16, start="reset")
@@ -281,7 +281,7 @@ def test_the_split_half_cosine_predicts_the_truths_cosine_to_the_exact_gradient(
     isotropic noise, x = 1/ρ − 1) of log 4. Were the ceiling √ρ (1 − √ρ ≈ (1 − ρ)/2: ratio 2) or ρ itself
     (ratio 1), or the halves not independent, the ratio would sit log 2 = 0.69 or more away, beyond that
     bound."""
-    from pg_diag.diagnostics.gradients import measure as gr
+    from pgdiag.diagnostics.gradients import measure as gr
 
     cfg = preset("ppo", "lqr")
     trainer = make_train(cfg.static)
@@ -346,7 +346,7 @@ def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
     subjects is refused before compiling (naming the difference and the studies recorded as reading it) and
     leaves the files as they were; the same measurement saves again, another name saves beside it, and
     ``replace=True`` replaces it with what that name's program computes."""
-    from pg_diag.diagnostics.tables import record_reader, study_path
+    from pgdiag.diagnostics.tables import record_reader, study_path
 
     run = str(tmp_path / "trpo")
     shutil.copytree(runs["trpo"], run, ignore=shutil.ignore_patterns("diagnostics"))
@@ -402,8 +402,8 @@ def test_a_study_never_saves_over_a_measurement_made_otherwise(runs, tmp_path):
 def test_empty_statistics_are_warmed_by_one_batch_and_saved_ones_kept(agent, runs):
     """At iteration 0 the reward scaler has no sample (σ = 0): the frozen statistics are those after one
     batch of the algorithm's shape (4 × 256 = 1,024 returns pushed); a trained checkpoint's are kept as saved."""
-    from pg_diag import load_checkpoint, load_run
-    from pg_diag.diagnostics.sampling import frozen_filters, needs_warmup
+    from pgdiag import load_checkpoint, load_run
+    from pgdiag.diagnostics.sampling import frozen_filters, needs_warmup
 
     env, trained, knobs = agent
     own = Sampling(envs=4, steps=256, start="checkpoint")
@@ -430,8 +430,8 @@ def test_the_cosine_at_the_batch_size_between_grid_points_and_cosine_intervals_w
     reaches past ±1, and a mean of cosines cannot, so the curve's bounds stop at ±1 (coverage kept)."""
     import pandas as pd
 
-    from pg_diag import stats
-    from pg_diag.diagnostics.tables import _at, pairwise_curve
+    from pgdiag import stats
+    from pgdiag.diagnostics.tables import _at, pairwise_curve
 
     assert _at([100, 1000], [0.2, 0.4], 10 ** 2.5) == pytest.approx(0.3)
     assert math.isnan(_at([100, 1000], [0.2, 0.4], 50)) and _at([100, 1000], [0.2, 0.4], 1000) == 0.4
@@ -445,8 +445,8 @@ def test_the_cosine_at_the_batch_size_between_grid_points_and_cosine_intervals_w
 def test_step_study_computes_the_algorithms_own_step_from_the_checkpoint(runs):
     """Each of the M steps equals the step stages.policy_step takes from the checkpoint's parameters,
     Adam state and annealed learning rate on a batch sampled by hand with the same key."""
-    from pg_diag import load_checkpoint, load_run
-    from pg_diag.optim import annealed_learning_rate
+    from pgdiag import load_checkpoint, load_run
+    from pgdiag.optim import annealed_learning_rate
 
     study = step_study(runs["ppo"], agents=[0], iterations=[2], batches=2)
     run = load_run(runs["ppo"])
@@ -497,7 +497,7 @@ def test_streams_start_independently_in_the_runs_own_state_distribution(agent):
     dimension for normal means). The unit of the run's side is a batch of the one continuing chain: batches
     of 4 × 256 steps are far longer than the chain's memory, and their means' lag-1 autocorrelations are
     −0.09 to −0.02 here (standard error 0.18 at 32 batches), so the batch-means standard error holds."""
-    from pg_diag.rollout import collect
+    from pgdiag.rollout import collect
 
     env, state, knobs = agent
     own = algorithm_sampling(make_train(preset("ppo", "point_mass").static).static)
@@ -582,7 +582,7 @@ def test_runs_without_checkpoints_or_of_other_tasks_are_refused(runs, tmp_path):
 def test_runs_stepped_with_other_solver_settings_are_not_measured_together():
     """Subjects share one sampling program, so runs whose physics differ in any way are refused (read from
     the manifests: nothing is loaded or compiled)."""
-    from pg_diag.diagnostics.subjects import check_compatible
+    from pgdiag.diagnostics.subjects import check_compatible
 
     class Run:  # what check_compatible reads of a run: its path and its configuration
         def __init__(self, path, solver):
@@ -602,7 +602,7 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
     chunks), R = ⌈20000/9984⌉ = 3, so 3 × (10 + 3) = 39 streams, and ⌈2048/39⌉ = 53 environments per
     stream. Wide: chunks of 53 × 64 = 3392 pairs, N = 64, 100, 1000 as asked (below one chunk) and
     round(10000/3392) = 3 chunks = 10176, R = ⌈20000/10176⌉ = 2. Resolving touches no device."""
-    from pg_diag.diagnostics.gradients.measure import GradientSettings, widen
+    from pgdiag.diagnostics.gradients.measure import GradientSettings, widen
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
 

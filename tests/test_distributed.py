@@ -1,6 +1,6 @@
 """Several processes as one SPMD program (jax.distributed; gloo between local CPU processes).
 
-Each case runs the same ``pg-diag sweep`` command as two local processes joined through a localhost
+Each case runs the same ``pgdiag sweep`` command as two local processes joined through a localhost
 coordinator (one virtual CPU device each, or two), and alone as one process, with looped agents
 (``--batching map``). Every agent's arithmetic is then that of a run alone, but the programs are not the same
 (a loop over 2 agents on each device against a loop over 3), so XLA may order some sums differently: the
@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 from compare import assert_frames_close, assert_trees_close
-from pg_diag import load_checkpoint
-from pg_diag.cli import main
-from pg_diag.config import ConfigError
-from pg_diag.run import distributed
+from pgdiag import load_checkpoint
+from pgdiag.cli import main
+from pgdiag.config import ConfigError
+from pgdiag.run import distributed
 
 
 def _free_port() -> int:
@@ -40,7 +40,7 @@ def _env(devices: int) -> dict:
 
 
 def _sweep(out, args, processes: int = 1, devices: int = 1) -> list:
-    cmd = [sys.executable, "-m", "pg_diag.cli", "sweep", *args, "--out", str(out), "--no-progress", "--checkpoint",
+    cmd = [sys.executable, "-m", "pgdiag.cli", "sweep", *args, "--out", str(out), "--no-progress", "--checkpoint",
            "--batching", "map"]
     if processes == 1:
         children = [subprocess.Popen(cmd, env=_env(devices), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -105,9 +105,9 @@ def test_two_processes_of_two_devices_equal_one_on_native_mujoco(alone, tmp_path
 
 
 def _processes(args, processes: int = 2) -> list:
-    """``pg-diag ARGS`` as ``processes`` local processes joined through a localhost coordinator."""
+    """``pgdiag ARGS`` as ``processes`` local processes joined through a localhost coordinator."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "pg_diag.cli", *args, "--coordinator", f"localhost:{port}",
+    cmd = [sys.executable, "-m", "pgdiag.cli", *args, "--coordinator", f"localhost:{port}",
            "--num-processes", str(processes)]
     children = [subprocess.Popen(cmd + ["--process-id", str(i)], env=_env(1), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for i in range(processes)]
@@ -118,9 +118,9 @@ def _processes(args, processes: int = 2) -> list:
 
 
 def _two(per_process: list) -> list:
-    """Two processes, each ``pg-diag ARGS`` with its own arguments; (return code, stderr) of each."""
+    """Two processes, each ``pgdiag ARGS`` with its own arguments; (return code, stderr) of each."""
     port = _free_port()
-    children = [subprocess.Popen([sys.executable, "-m", "pg_diag.cli", *args, "--coordinator", f"localhost:{port}",
+    children = [subprocess.Popen([sys.executable, "-m", "pgdiag.cli", *args, "--coordinator", f"localhost:{port}",
                                   "--num-processes", "2", "--process-id", str(i)], env=_env(1),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for i, args in enumerate(per_process)]
@@ -149,7 +149,7 @@ def test_a_run_interrupted_alone_resumes_on_two_processes(alone, tmp_path, monke
     """Stopped after its first iteration in this process, resumed by two: the restored states are split
     over the processes, and the finished run equals the uninterrupted one (to float32 rounding: the
     resumed iterations ran in a program of another shape)."""
-    from pg_diag.run import store
+    from pgdiag.run import store
 
     real = store.write_manifest
 
@@ -213,9 +213,9 @@ def test_bad_settings_are_named(given, match):
 
 
 def test_settings_come_from_the_environment(monkeypatch):
-    monkeypatch.setenv("PG_DIAG_COORDINATOR", "10.0.0.1:1234")
-    monkeypatch.setenv("PG_DIAG_NUM_PROCESSES", "4")
-    monkeypatch.setenv("PG_DIAG_PROCESS_ID", "3")
+    monkeypatch.setenv("PGDIAG_COORDINATOR", "10.0.0.1:1234")
+    monkeypatch.setenv("PGDIAG_NUM_PROCESSES", "4")
+    monkeypatch.setenv("PGDIAG_PROCESS_ID", "3")
     assert distributed.settings() == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4, "process_id": 3}
     assert distributed.settings(process_id=1)["process_id"] == 1   # an argument wins over the environment
 
@@ -229,7 +229,7 @@ def test_cli_refuses_a_process_id_out_of_range(capsys):
 def test_an_unreachable_coordinator_is_a_clear_error():
     """Process 1 of 2 with nobody listening at the coordinator's address gives up after the timeout."""
     port = _free_port()
-    out = subprocess.run([sys.executable, "-m", "pg_diag.cli", "sweep", "--task", "point_mass", "--coordinator",
+    out = subprocess.run([sys.executable, "-m", "pgdiag.cli", "sweep", "--task", "point_mass", "--coordinator",
                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "3"],
                          env=_env(1), capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr[-2000:]
@@ -240,7 +240,7 @@ def test_process_0_whose_peers_never_come_is_a_clear_error():
     """Process 0 of 2, alone: it waits for the other process at its port and gives up after the timeout with
     one line (JAX would abort with a C++ check failure)."""
     port = _free_port()
-    out = subprocess.run([sys.executable, "-m", "pg_diag.cli", "sweep", "--task", "point_mass", "--coordinator",
+    out = subprocess.run([sys.executable, "-m", "pgdiag.cli", "sweep", "--task", "point_mass", "--coordinator",
                           f"localhost:{port}", "--num-processes", "2", "--process-id", "0", "--join-timeout", "3"],
                          env=_env(1), capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr[-2000:]
@@ -280,7 +280,7 @@ def test_process_0_counts_each_peer_once_by_the_id_it_knocks_with():
 
     port, out = _free_port(), {}
     t = host(port, 3.0, out)
-    for pieces in ((b"pg_diag 1\n",), (b"pg_diag 1\n",), ()):
+    for pieces in ((b"pgdiag 1\n",), (b"pgdiag 1\n",), ()):
         knock(port, *pieces)
     t.join(30)
     assert "1 of the 2 other processes reached it (not process 2)" in out[0], out

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from pg_diag.cli import gen_docs
-from pg_diag.experiments import targets
+from pgdiag.cli import gen_docs
+from pgdiag.experiments import targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -60,18 +60,18 @@ def test_every_target_has_its_page_in_the_navigation():
 
 def test_the_generated_pages_are_current():
     """The settings reference and every target page's table of scales are written from the code (the settings'
-    declarations, the targets' Scale records) by `python -m pg_diag.cli.gen_docs` (`make docs`): the committed
+    declarations, the targets' Scale records) by `python -m pgdiag.cli.gen_docs` (`make docs`): the committed
     pages must be what it writes, so they cannot drift from what the code allows and trains."""
     pages = gen_docs.pages()
     assert set(pages) >= {os.path.join("docs", "targets", f"{name}.md") for name in targets.TARGETS}
     for path, text in pages.items():
         assert open(os.path.join(ROOT, path), encoding="utf-8").read() == text, \
-            f"{path} is not current: run python -m pg_diag.cli.gen_docs"
+            f"{path} is not current: run python -m pgdiag.cli.gen_docs"
 
 
 def test_every_generated_table_row_names_a_declared_setting():
     """The settings reference has a row for every declared knob and static setting."""
-    from pg_diag.config import KNOB_SETTINGS, STATIC_SETTINGS
+    from pgdiag.config import KNOB_SETTINGS, STATIC_SETTINGS
     page = open(os.path.join(ROOT, gen_docs.SETTINGS_PAGE), encoding="utf-8").read()
     for name in (*KNOB_SETTINGS, *STATIC_SETTINGS):
         assert f"| `{name}` |" in page, f"{gen_docs.SETTINGS_PAGE} has no row for {name}"
@@ -114,7 +114,7 @@ def test_every_reference_citation_names_an_entry_of_the_semantics_page():
     """'ref §2.1 step 6', '§4.2 items 1–3', '§8 B1, B2' in the code and the docs each name a numbered entry of
     docs/semantics.md (the page the code's 'ref §N' comments cite)."""
     entries, cited = _semantics_entries(), 0
-    paths = list(_markdown_files()) + [os.path.join(folder, f) for top in ("pg_diag", "benchmarks", "examples")
+    paths = list(_markdown_files()) + [os.path.join(folder, f) for top in ("pgdiag", "benchmarks", "examples")
                                        for folder, _, files in os.walk(os.path.join(ROOT, top))
                                        for f in files if f.endswith(".py")]
     for path in paths:
@@ -199,7 +199,7 @@ def test_docstring_roles_become_cross_references_once(tmp_path, capsys):
 
 def test_the_package_holds_no_rest_roles():
     """`python tools/docstring_roles.py` rewrites them (and, after a module moves, stale cross-references)."""
-    assert _tool("docstring_roles").main(["--check", os.path.join(ROOT, "pg_diag")]) == 0
+    assert _tool("docstring_roles").main(["--check", os.path.join(ROOT, "pgdiag")]) == 0
 
 
 def _object(ident, kind, docstring="<p>Does it.</p>", signature=True):

@@ -5,11 +5,11 @@ import dataclasses
 
 import pytest
 
-from pg_diag.cli import main
-from pg_diag.config import ConfigError
-from pg_diag.envs import EPISODE_LIMITS, TASK_SIZES, TASKS, make
-from pg_diag.experiments import costs, dry_run, targets
-from pg_diag.run import CompileCounter
+from pgdiag.cli import main
+from pgdiag.config import ConfigError
+from pgdiag.envs import EPISODE_LIMITS, TASK_SIZES, TASKS, make
+from pgdiag.experiments import costs, dry_run, targets
+from pgdiag.run import CompileCounter
 
 GiB = 2 ** 30
 
@@ -63,9 +63,9 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
     table-2's PPO+PPO-M and TRPO sweeps are fig-trust-region's (the same programs, base configurations, grids
     and seeds, so the same run directories), and a plan of all the report's targets costs them once: five
     training programs, not seven."""
-    from pg_diag.experiments import claims
-    from pg_diag.experiments.studies.ablation import targets as ablation
-    from pg_diag.experiments.studies.presets import targets as presets
+    from pgdiag.experiments import claims
+    from pgdiag.experiments.studies.ablation import targets as ablation
+    from pgdiag.experiments.studies.presets import targets as presets
 
     names = [t.name for t in targets.of_paper("im")]
     with CompileCounter() as counter:
@@ -85,8 +85,8 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
     assert set(agents) == set(presets.TABLE_2_PRESETS) | set(presets.TABLE_3_PRESETS)
     assert min(agents.values()) >= claims.MIN_AGENTS
     # enough units that each claim's sign test can pass Holm's first step in its paper section (family)
-    from pg_diag.experiments import findings
-    from pg_diag.experiments.claims_im import IM_CLAIMS
+    from pgdiag.experiments import findings
+    from pgdiag.experiments.claims_im import IM_CLAIMS
 
     def needed(prefix):
         family = {c.family for c in IM_CLAIMS if c.evidence.startswith(prefix) and c.role == "finding"}
@@ -109,9 +109,9 @@ def test_the_im_mid_report_plans_under_45_minutes_at_a_2_core_cpus_recorded_cost
     0.24 at 7; TRPO 0.20 at 7), the report's programs — the shared runs once, 30 s of compiling each — plan
     under 45 minutes (37 by hand: 204,800 steps × (8.9 + 0.39 + 0.24 + 2 × 0.20) ms + 6 × 30 s). A mid scale
     grown past the budget fails here (the ablation with IM's fourth LR: about 47 minutes)."""
-    from pg_diag.run import timings
+    from pgdiag.run import timings
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     programs = [p for t in targets.of_paper("im") for p in _plan(t.name, "mid")]
     statics = {p.spec[0].static.algorithm: p.spec[0].static for p in programs if p.stage == "train"}
     for algorithm, width, ms in (("ppo", 288, 8.9), ("ppo", 14, 0.39), ("ppo", 7, 0.24), ("trpo", 7, 0.20)):
@@ -152,10 +152,10 @@ def test_bad_targets_and_scales_are_named(capsys):
 def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch):
     import os
 
-    from pg_diag.diagnostics.memory import available_memory, fmt_bytes
-    from pg_diag.envs import crossover
+    from pgdiag.diagnostics.memory import available_memory, fmt_bytes
+    from pgdiag.envs import crossover
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only,
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only,
     crossover.record(crossover.host_key(os.cpu_count() or 1),   # both models (Table 2 trains Gym's)
                      [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0,
                        **extra} for b in (1, 64) for extra in ({}, {"model": "gym"})])
@@ -188,9 +188,9 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
     diagnostics' training 3× too long there; beyond the widest batch the cost grows with the width."""
     import os
 
-    from pg_diag.envs import crossover
+    from pgdiag.envs import crossover
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     key = crossover.host_key(os.cpu_count() or 1)
     crossover.record(key, [{"task": "humanoid", "solver": "converged", "batch": b, "native_ms": n, "mjx_ms": m}
                            for b, n, m in ((1, 0.61, 3.6), (16, 1.2, 6.2), (64, 1.4, 7.3))])
@@ -212,7 +212,7 @@ def test_recorded_step_costs_are_interpolated_between_recorded_batches(tmp_path,
 def test_a_program_asking_for_a_backend_is_costed_on_it(tmp_path, monkeypatch):
     """A sweep with physics asked for (here MJX) plans at that backend's step, recorded or timed now on it;
     the dry run's programs carry the physics of their sweeps."""
-    from pg_diag.experiments import targets
+    from pgdiag.experiments import targets
 
     (program,) = targets.get("fig-ablation").dry_run("smoke", memory=1 << 62, physics="mjx")
     assert program.physics == "mjx"
@@ -225,8 +225,8 @@ def test_a_program_asking_for_a_backend_is_costed_on_it(tmp_path, monkeypatch):
     assert costs.run_seconds(program, step_ms, recorded=False) == pytest.approx(
         program.sequential_steps * 4.0 * costs.OVERHEAD["train"] / 1e3)
     assert asked == ["mjx"]
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
-    from pg_diag.envs import crossover
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    from pgdiag.envs import crossover
     timed = []
     monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
                         timed.append((backend, batch)) or 2.0)
@@ -239,9 +239,9 @@ def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatc
     rounds): the plan times the ladder's batches around 320 (256 and 1,024) and interpolates between them."""
     import os
 
-    from pg_diag.envs import crossover
+    from pgdiag.envs import crossover
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     crossover.record(crossover.host_key(os.cpu_count() or 1),
                      [{"task": "walker2d", "solver": "converged", "batch": b, "native_ms": ms, "mjx_ms": 9.0}
                       for b, ms in ((4, 0.10), (16, 0.11))])
@@ -261,10 +261,10 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     those rows — linear between recorded widths — instead of physics × the training allowance: widths 2 and 8
     recorded at 1 and 4 ms give
     2 ms at width 4, so 5 iterations × 32 steps take 160 steps × 2 ms = 0.32 s, plus 30 s of compiling."""
-    from pg_diag import preset, sweep
-    from pg_diag.run import timings
+    from pgdiag import preset, sweep
+    from pgdiag.run import timings
 
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     base = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4,
                   ppo_epochs=2, value_epochs=2)
     run = sweep(base, {"value_clipping": [False, True]}, seeds=[0])
@@ -311,15 +311,15 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
 
 
 def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
-    """physics + 0.1 ms a step where pg_diag.run.split.resolve would split the program on this host (an
+    """physics + 0.1 ms a step where pgdiag.run.split.resolve would split the program on this host (an
     accelerator, one process and one device, native physics, a MuJoCo task); physics + 0.3 ms where MJX or
     Warp runs the whole iteration on the accelerator, asked for or picked by ``auto`` from this host's recorded
     measurements at the program's width; every other program keeps the multiple (on a CPU the update costs
     about what the rollout does; on the accelerator's own callback path the policy's steps do)."""
     import jax
 
-    from pg_diag import preset
-    from pg_diag.envs import crossover
+    from pgdiag import preset
+    from pgdiag.envs import crossover
 
     def program(task="hopper", agents=5, **over):
         cfg = preset("ppo", task, num_envs=1, steps_per_env=64, num_iterations=2, **over)
@@ -360,7 +360,7 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
 def test_a_plan_costs_each_program_with_its_own_model_and_solver():
     """Table 2 at paper scale trains Gym's models: its programs are costed with Gym's physics (2.5–4× Brax's
     per step), not the default model's; a measurement program carries its runs' model too."""
-    from pg_diag.experiments import targets
+    from pgdiag.experiments import targets
 
     asked = []
 

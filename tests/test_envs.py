@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import envs, preset, sweep
-from pg_diag.run import CompileCounter
+from pgdiag import envs, preset, sweep
+from pgdiag.run import CompileCounter
 
 
 def test_pendulum_step_by_hand():
@@ -65,7 +65,7 @@ def test_reset_and_step_batch_with_vmap():
 def test_every_model_has_its_tasks_and_an_unknown_one_is_refused():
     """The models the package names (envs.MODELS) are the ones a MuJoCo task is looked up in, each defining
     the three MuJoCo tasks; another model is refused naming the allowed ones."""
-    from pg_diag.envs.mujoco_models import BY_MODEL, mujoco_task
+    from pgdiag.envs.mujoco_models import BY_MODEL, mujoco_task
 
     assert tuple(BY_MODEL) == envs.MODELS
     for model in envs.MODELS:
@@ -149,7 +149,7 @@ def test_declared_sizes_match_traced_shapes(name):
 
 def _target_task(max_episode_steps=1):
     """A user's task: observe a target c ~ U(−1, 1), act, get −(a − c)²; every episode is one step."""
-    from pg_diag.envs.base import Env, EnvState, time_limit
+    from pgdiag.envs.base import Env, EnvState, time_limit
 
     def reset(key):
         c = jax.random.uniform(key, (1,), minval=-1.0, maxval=1.0)
@@ -168,7 +168,7 @@ def _target_task(max_episode_steps=1):
 
 
 def test_a_users_task_registers_like_the_built_in_ones_and_trains():
-    """Registered in one call, the task is known to configurations, sweeps and `pg-diag tasks`; a batch of
+    """Registered in one call, the task is known to configurations, sweeps and `pgdiag tasks`; a batch of
     2 environments × 16 steps of one-step episodes ends 32 episodes of length 1 per iteration (by hand)."""
     envs.register_task("target", lambda physics, threads, solver: _target_task(), obs_size=1, action_size=1,
                        episode_limit=1, description="one-step target matching")

@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag.experiments import claims, evidence_rows
-from pg_diag.experiments.studies.ablation.evidence import ablation_evidence
-from pg_diag.experiments.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
-from pg_diag.experiments.studies.gradients.evidence import gradient_evidence
-from pg_diag.experiments.studies.landscape.evidence import landscape_evidence
-from pg_diag.experiments.studies.presets.evidence import score_evidence
-from pg_diag.experiments.studies.theorem.evidence import theorem_evidence
-from pg_diag.experiments.studies.trust_region.evidence import trust_region_evidence
-from pg_diag.experiments.studies.value.evidence import value_evidence
+from pgdiag.experiments import claims, evidence_rows
+from pgdiag.experiments.studies.ablation.evidence import ablation_evidence
+from pgdiag.experiments.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
+from pgdiag.experiments.studies.gradients.evidence import gradient_evidence
+from pgdiag.experiments.studies.landscape.evidence import landscape_evidence
+from pgdiag.experiments.studies.presets.evidence import score_evidence
+from pgdiag.experiments.studies.theorem.evidence import theorem_evidence
+from pgdiag.experiments.studies.trust_region.evidence import trust_region_evidence
+from pgdiag.experiments.studies.value.evidence import value_evidence
 
 BATCH = 1000
 ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's "later"), unannealed

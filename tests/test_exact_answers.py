@@ -1,4 +1,4 @@
-"""Exact answers as a task's capability (pg_diag.envs.ExactAnswers): a task registered with closed-form J, ∇J and
+"""Exact answers as a task's capability (pgdiag.envs.ExactAnswers): a task registered with closed-form J, ∇J and
 V^π is measured against them by training and by every diagnostic, whatever its name. A user's task declaring
 the linear-quadratic task's answers gets, from the same compiled arithmetic, the built-in task's numbers bit for
 bit; the same task without them gets none (NaN; training otherwise the same, to float32 rounding: another
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from compare import RTOL
 
-from pg_diag import envs, preset, sweep
-from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics.baselines import measure as baselines
-from pg_diag.diagnostics.gradients import measure as gradients
-from pg_diag.envs import lqr
+from pgdiag import envs, preset, sweep
+from pgdiag.diagnostics import DiagnosticError
+from pgdiag.diagnostics.baselines import measure as baselines
+from pgdiag.diagnostics.gradients import measure as gradients
+from pgdiag.envs import lqr
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,6 @@ def test_the_diagnostics_read_the_capability_not_the_name(twins):
         with pytest.raises(DiagnosticError, match="the 'exact' baseline needs the task's exact answers"):
             baselines.resolve(baselines.BaselineSettings(sizes=(64,), estimates=2, baselines=("exact",)), [refused])
     assert envs.exact_answers("lqr_twin") is envs.EXACT["lqr_twin"] and envs.exact_answers("lqr_blind") is None
-    with pytest.raises(ValueError, match="exact must be a pg_diag.envs.ExactAnswers, got dict"):
+    with pytest.raises(ValueError, match="exact must be a pgdiag.envs.ExactAnswers, got dict"):
         envs.register_task("lqr_bad", lambda *a: lqr.make_lqr(), obs_size=2, action_size=1, episode_limit=10,
                            exact={"value": None})

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import algorithms, stages
-from pg_diag.algorithms import ppo
-from pg_diag.algorithms.epochs import minibatch_indices
+from pgdiag import algorithms, stages
+from pgdiag.algorithms import ppo
+from pgdiag.algorithms.epochs import minibatch_indices
 from batches import fixed_batch, settings
 
 PATH = pathlib.Path(__file__).parent.parent / "examples" / "ppo_early_stop.py"
@@ -57,18 +57,18 @@ def test_the_early_stopped_step_is_ppos_step_or_its_first_minibatch(example):
 
 def test_the_example_trains_and_runs_the_step_study_and_the_landscape(example, tmp_path):
     assert len(PATH.read_text().splitlines()) < 80
-    from pg_diag.experiments.notebook import TINY_TRAINING
+    from pgdiag.experiments.notebook import TINY_TRAINING
 
     run, steps, land = example.main(str(tmp_path), seeds=1, **TINY_TRAINING)
     assert run.manifest["base_config"]["static"]["algorithm"] == "ppo-early-stop"
     assert np.isfinite(run.metrics.mean_kl).all() and not run.metrics.diverged.any()
-    # its own metric reaches the metrics table, the manifest's metrics and `pg-diag plot`
+    # its own metric reaches the metrics table, the manifest's metrics and `pgdiag plot`
     assert run.metrics.applied_fraction.between(0, 1).all() and "applied_fraction" in run.manifest["metrics"]
-    from pg_diag.experiments.run_plot import plot
+    from pgdiag.experiments.run_plot import plot
     assert os.path.getsize(plot(run.path, "applied_fraction", out=str(tmp_path / "applied.png"))) > 5_000
     for res in (steps, land):
         assert os.path.getsize(res["figure"]) > 10_000
-    from pg_diag.diagnostics import load_landscape_study
+    from pgdiag.diagnostics import load_landscape_study
     planes = load_landscape_study(run.path, "landscape-surrogate").planes
     assert set(planes.constraint) == {"kl"} and np.allclose(planes.constraint_value, 0.005)
     # run again, it loads its saved run and measurements (a second run of a script or notebook works)

@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 
 from compare import assert_frames_close
-from pg_diag import ConfigError, networks, preset, sweep
-from pg_diag.cli import main
-from pg_diag.experiments import diagnostic_targets, study_dir, targets, training
-from pg_diag.experiments.studies.gradients import targets as gradients
-from pg_diag.experiments.studies.presets import targets as presets
-from pg_diag.experiments.studies.theorem import targets as theorem
-from pg_diag.experiments.studies.trust_region import targets as trust_region
-from pg_diag.experiments.studies.value import targets as value
-from pg_diag.experiments.scales import Scale
-from pg_diag.objectives import normalize_advantages, probability_ratio
-from pg_diag.run import CompileCounter
+from pgdiag import ConfigError, networks, preset, sweep
+from pgdiag.cli import main
+from pgdiag.experiments import diagnostic_targets, study_dir, targets, training
+from pgdiag.experiments.studies.gradients import targets as gradients
+from pgdiag.experiments.studies.presets import targets as presets
+from pgdiag.experiments.studies.theorem import targets as theorem
+from pgdiag.experiments.studies.trust_region import targets as trust_region
+from pgdiag.experiments.studies.value import targets as value
+from pgdiag.experiments.scales import Scale
+from pgdiag.objectives import normalize_advantages, probability_ratio
+from pgdiag.run import CompileCounter
 
 TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 
@@ -208,21 +208,21 @@ def shared_scale(monkeypatch):
 @pytest.fixture
 def trained(monkeypatch):
     """Every training sweep started, as (its run directory, its seeds)."""
-    import pg_diag.run
-    from pg_diag.experiments import training
+    import pgdiag.run
+    from pgdiag.experiments import training
 
-    calls, real = [], pg_diag.run.sweep
+    calls, real = [], pgdiag.run.sweep
 
     def counting(base, grid, seeds, **kw):
         calls.append((kw.get("out") or kw.get("resume"), list(seeds)))
         return real(base, grid, seeds, **kw)
-    monkeypatch.setattr(pg_diag.run, "sweep", counting)
+    monkeypatch.setattr(pgdiag.run, "sweep", counting)
     monkeypatch.setattr(training, "sweep", counting)   # where the studies' training calls it
     return calls
 
 
 def test_targets_of_a_scale_train_each_seed_once_and_share_the_runs(shared_scale, trained, tmp_path):
-    from pg_diag.run import load_checkpoint
+    from pgdiag.run import load_checkpoint
 
     root = tmp_path / "results"
     value = targets.get("fig-value").train("shared", out=str(root / "fig-value"), progress=False)
@@ -274,7 +274,7 @@ def test_the_mid_scale_is_one_training_for_every_closer_look_target():
     seed) trains once: at least the claims' 5 agents per preset, PPO-M among them, the papers' 1 × 2,048 steps
     per iteration; each target measures its own presets at checkpoints the runs keep; the plans show two
     training programs between them all."""
-    from pg_diag.experiments import claims
+    from pgdiag.experiments import claims
 
     names = targets.of_notebook("closer-look") + ("fig-trust-region",)
     configs = set()
@@ -314,7 +314,7 @@ def test_tables_and_reward_figure_from_the_study(algorithms_study):
     assert list(t2["table"].algorithm) == ["PPO", "PPO-M", "TRPO", "TRPO+", "AAI", "ACLI"]
     assert os.path.exists(t2["markdown"]) and os.path.exists(t2["csv"])
     note = open(t2["markdown"]).read()
-    assert "95% Student-t interval over agents" in note and "pg_diag's rule" in note
+    assert "95% Student-t interval over agents" in note and "pgdiag's rule" in note
     assert "simultaneous by Bonferroni" in note
     assert list(t3["table"].algorithm) == ["PPO", "PPO-NoClip"]
     assert os.path.getsize(fig["figure"]) > 10_000

@@ -6,10 +6,10 @@ import struct
 import numpy as np
 import pytest
 
-from pg_diag import preset, sweep
-from pg_diag.cli import main
-from pg_diag.experiments import run_plot
-from pg_diag.run import tensorboard
+from pgdiag import preset, sweep
+from pgdiag.cli import main
+from pgdiag.experiments import run_plot
+from pgdiag.run import tensorboard
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""What every figure shares (pg_diag.experiments.figures): one legend below the panels at a legible size, axes
+"""What every figure shares (pgdiag.experiments.figures): one legend below the panels at a legible size, axes
 that show the intervals whole, and the gradient grid's batch size in place of a near-duplicate."""
 
 import numpy as np
 import pytest
 
-from pg_diag.diagnostics.streaming import with_batch
-from pg_diag.experiments import figures
+from pgdiag.diagnostics.streaming import with_batch
+from pgdiag.experiments import figures
 
 
 def test_one_legend_for_the_figure_each_label_once():

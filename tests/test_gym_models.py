@@ -1,16 +1,16 @@
 """The `gym` model's tasks step for step against Gymnasium's Hopper-v5, Walker2d-v5 and Humanoid-v5, configured
 to Gym-v2's semantics where v5 differs.
 
-pg_diag carries its state in float32 and Gymnasium in float64, so two free-running trajectories of these
+pgdiag carries its state in float32 and Gymnasium in float64, so two free-running trajectories of these
 chaotic systems part after a few hundred steps whatever the implementation. The comparison therefore lets
-pg_diag run free for 1,000 steps (through terminations, resets and, with a short time limit, truncations) and
-has Gymnasium take every step from pg_diag's state: its data's positions, velocities (and, for Humanoid, the
-solver's warm start) set to pg_diag's float32 values, which float64 holds exactly. Both then integrate the same
-float64 input with MuJoCo; what can differ is rounding to float32 on pg_diag's side:
+pgdiag run free for 1,000 steps (through terminations, resets and, with a short time limit, truncations) and
+has Gymnasium take every step from pgdiag's state: its data's positions, velocities (and, for Humanoid, the
+solver's warm start) set to pgdiag's float32 values, which float64 holds exactly. Both then integrate the same
+float64 input with MuJoCo; what can differ is rounding to float32 on pgdiag's side:
 
 * observations: each value is MuJoCo's float64 rounded once to float32, |Δ| ≤ 2⁻²⁴·|v| (6e-8 relative), the
   height and angle included (their offsets are exact in float32); asserted at 4 × 2⁻²⁴ relative. (Newton's
-  different warm starts in Hopper and Walker2d are set equal: zero, pg_diag's per-step start);
+  different warm starts in Hopper and Walker2d are set equal: zero, pgdiag's per-step start);
 * rewards: Δx/dt is a difference of two float32 positions, off by ≤ 2⁻²⁴(|x₀| + |x₁|)/dt, plus float32 sums of
   O(1) terms (≤ 1e-6·|r|); asserted at 4× that bound + 1e-5;
 * terminations and truncations: exactly, except on steps whose height or angle lies within 1e-5 of a healthy
@@ -24,7 +24,7 @@ Differences between v5 and Gym-v2, each accounted for by name:
 * Humanoid-v5's observation drops the world body's rows of cinert, cvel and cfrc_ext and qfrc_actuator's six
   root entries, all zero: v2's 376-d observation is v5's 348-d one with those zeros put back.
 * Humanoid-v2's `done` was z < 1 or z > 2; v5's healthy range is open (1 < z < 2): they differ only at z = 1, 2.
-* Gymnasium's time limit reports a step that terminates on the limit as terminated and truncated; pg_diag
+* Gymnasium's time limit reports a step that terminates on the limit as terminated and truncated; pgdiag
   calls it terminated only (a terminal state is never bootstrapped).
 """
 
@@ -36,10 +36,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from pg_diag import envs, preset, sweep
-from pg_diag.config import ConfigError
-from pg_diag.envs.mujoco_models import mujoco_task
-from pg_diag.envs.mujoco_tasks import asset_path, make_mujoco_env
+from pgdiag import envs, preset, sweep
+from pgdiag.config import ConfigError
+from pgdiag.envs.mujoco_models import mujoco_task
+from pgdiag.envs.mujoco_tasks import asset_path, make_mujoco_env
 
 GYM_IDS = {"hopper": "Hopper-v5", "walker2d": "Walker2d-v5", "humanoid": "Humanoid-v5"}
 HEALTHY_REWARD = {"hopper": 1.0, "walker2d": 1.0, "humanoid": 5.0}
@@ -67,8 +67,8 @@ def _v2_obs_from_v5(task, obs, nbody):
 
 
 def _follow(task, limit, action_scale, seed):
-    """pg_diag's native gym-model task runs free; Gymnasium takes each step from pg_diag's state. Returns
-    per-step arrays of (pg_diag, Gymnasium) observations, rewards, flags and the reward tolerance."""
+    """pgdiag's native gym-model task runs free; Gymnasium takes each step from pgdiag's state. Returns
+    per-step arrays of (pgdiag, Gymnasium) observations, rewards, flags and the reward tolerance."""
     env = make_mujoco_env(mujoco_task(task, "gym"), "native", 1, max_episode_steps=limit)
     gym = _gym_env(task, limit)
     u = gym.unwrapped
@@ -80,7 +80,7 @@ def _follow(task, limit, action_scale, seed):
                             "gym_truncated", "reward_tol", "edge")}
 
     def gym_reset(state):
-        # Gymnasium's reset (mj_resetData, then set_state: mj_forward) at pg_diag's reset state
+        # Gymnasium's reset (mj_resetData, then set_state: mj_forward) at pgdiag's reset state
         gym.reset(seed=0)
         mujoco.mj_resetData(m, d)
         u.set_state(np.asarray(state.physics["qpos"], np.float64), np.asarray(state.physics["qvel"], np.float64))
@@ -98,7 +98,7 @@ def _follow(task, limit, action_scale, seed):
         d.qvel[:] = np.asarray(state.physics["qvel"], np.float64)
         if "qacc_warmstart" in state.physics:
             d.qacc_warmstart[:] = np.asarray(state.physics["qacc_warmstart"], np.float64)
-        else:  # pg_diag's Hopper and Walker2d start Newton from zero each step (converged to 1e-8 either way)
+        else:  # pgdiag's Hopper and Walker2d start Newton from zero each step (converged to 1e-8 either way)
             d.qacc_warmstart[:] = 0.0
         x0 = float(state.physics["qpos"][0]) if task != "humanoid" else float(state.physics["mass_center"][0])
         state = step(state, action)
@@ -159,8 +159,8 @@ def test_gym_models_reset_as_gym_v2():
 
 def test_the_gym_humanoids_steps_do_not_depend_on_the_thread_count():
     """Each environment is stepped alone in float64 on its own MjData, whichever thread takes it."""
-    from pg_diag.envs.native_physics import NativeFieldStepper
-    from pg_diag.envs.mujoco_tasks import load_model
+    from pgdiag.envs.native_physics import NativeFieldStepper
+    from pgdiag.envs.mujoco_tasks import load_model
 
     spec = mujoco_task("humanoid", "gym")
     model = load_model(spec)

@@ -1,4 +1,4 @@
-"""The host's CPU device count pg_diag asks JAX for at import (pg_diag/run/host_devices.py)."""
+"""The host's CPU device count pgdiag asks JAX for at import (pgdiag/run/host_devices.py)."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pg_diag.run import host_devices
+from pgdiag.run import host_devices
 
 
 def _clean(monkeypatch, flags=""):
@@ -37,7 +37,7 @@ def test_the_variable_asks_for_a_count_anywhere_and_a_bad_one_is_named(monkeypat
     assert host_devices.wanted() == 3
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv(host_devices.ENV, bad)
-        with pytest.raises(ValueError, match=f"PG_DIAG_HOST_DEVICES='{bad}': expected a whole number"):
+        with pytest.raises(ValueError, match=f"PGDIAG_HOST_DEVICES='{bad}': expected a whole number"):
             host_devices.wanted()
 
 
@@ -61,7 +61,7 @@ def test_an_accelerator_is_a_plugin_and_its_device(monkeypatch, tmp_path):
 def _devices_after_import(env_extra, before=""):
     env = {**os.environ, **env_extra}
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
-    code = (f"import jax, os\n{before}\nimport pg_diag\nfrom pg_diag.envs import default_threads\n"
+    code = (f"import jax, os\n{before}\nimport pgdiag\nfrom pgdiag.envs import default_threads\n"
             "os.cpu_count = lambda: 16\nprint(json.dumps([len(jax.devices('cpu')), default_threads()]))")
     code = "import json\n" + code
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -69,7 +69,7 @@ def _devices_after_import(env_extra, before=""):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_importing_pg_diag_sets_the_count_before_jax_starts_and_keeps_it_after():
+def test_importing_pgdiag_sets_the_count_before_jax_starts_and_keeps_it_after():
     """On a 16-core host the native backend's default threads are the cores shared among the devices: 4 CPU
     devices, 4 threads each; one device, 16."""
     assert _devices_after_import({host_devices.ENV: "4"}) == [4, 4]

@@ -1,4 +1,4 @@
-"""A policy trained elsewhere measured by pg_diag's diagnostics (pg_diag.run.imported): a Brax PPO policy on a
+"""A policy trained elsewhere measured by pgdiag's diagnostics (pgdiag.run.imported): a Brax PPO policy on a
 Brax environment through the gradient and step studies from Python, a Stable-Baselines3 Hopper policy through
 the gradient study from the command line (--policy KIND:PATH)."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import pg_diag
-from pg_diag.envs import unregister_task
+import pgdiag
+from pgdiag.envs import unregister_task
 
 DATA = pathlib.Path(__file__).parent / "data"
 
@@ -24,7 +24,7 @@ def brax_run(tmp_path_factory):
     from brax.training.acme import running_statistics, specs
     from brax.training.agents.ppo import networks as ppo_networks
 
-    from pg_diag.adapters.brax_envs import register_brax_env
+    from pgdiag.adapters.brax_envs import register_brax_env
 
     env = envs.get_environment("inverted_pendulum", backend="positional")
     name = register_brax_env(env, name="brax-pendulum-import", episode_limit=40)
@@ -36,7 +36,7 @@ def brax_run(tmp_path_factory):
     norm = running_statistics.update(norm, 0.3 * jax.random.normal(k1, (64, env.observation_size)))
     tmp = tmp_path_factory.mktemp("brax-import")
     model.save_params(str(tmp / "params.pkl"), (norm, net.policy_network.init(k1), net.value_network.init(k2)))
-    run = pg_diag.import_policy("brax", str(tmp / "params.pkl"), task=name, out=str(tmp / "run"),
+    run = pgdiag.import_policy("brax", str(tmp / "params.pkl"), task=name, out=str(tmp / "run"),
                                 settings=dict(num_envs=2, steps_per_env=32, num_minibatches=2))
     yield run, str(tmp / "params.pkl")
     unregister_task(name)
@@ -45,7 +45,7 @@ def brax_run(tmp_path_factory):
 def test_the_run_directory_holds_the_policy_as_read(brax_run):
     run, path = brax_run
     assert run.manifest["imported"]["kind"] == "brax" and run.manifest["imported"]["network"] == "brax"
-    direct, saved = pg_diag.load_policy("brax", path), pg_diag.load_policy(run.path)
+    direct, saved = pgdiag.load_policy("brax", path), pgdiag.load_policy(run.path)
     obs = jax.random.normal(jax.random.PRNGKey(1), (8, 4))
     u = jax.random.normal(jax.random.PRNGKey(2), (8, 1))
     np.testing.assert_array_equal(direct.log_prob(obs, u), saved.log_prob(obs, u))   # same arrays, same program
@@ -53,7 +53,7 @@ def test_the_run_directory_holds_the_policy_as_read(brax_run):
 
 
 def test_a_brax_policy_goes_through_the_gradient_and_step_studies(brax_run, capfd):
-    from pg_diag.diagnostics import gradient_study, step_study
+    from pgdiag.diagnostics import gradient_study, step_study
 
     run, _ = brax_run
     grads = gradient_study([run.path], sizes=(16, 64), estimates=3, save=False)
@@ -64,7 +64,7 @@ def test_a_brax_policy_goes_through_the_gradient_and_step_studies(brax_run, capf
 
 
 def test_an_sb3_policy_from_the_command_line(tmp_path):
-    from pg_diag.cli import main
+    from pgdiag.cli import main
 
     args = ["fig-grad-variance", "--policy", f"sb3:{DATA / 'sb3_hopper.zip'}", "--policy-option", "task=hopper",
             "--policy-option", "model=gym", "--policy-option",
@@ -73,17 +73,17 @@ def test_an_sb3_policy_from_the_command_line(tmp_path):
     assert main(args) == 0
     summary = pd.read_csv(tmp_path / "fig-grad-variance-summary.csv")
     assert list(summary.label) == ["sb3"] and list(summary.task) == ["hopper"]
-    imported = pg_diag.load_run(tmp_path / "imported" / "sb3-sb3_hopper")
+    imported = pgdiag.load_run(tmp_path / "imported" / "sb3-sb3_hopper")
     assert imported.config(0).static.model == "gym" and imported.config(0).knobs.gamma == 0.99
     assert main(args) == 0   # measured again: the imported directory is reused, not written over
 
 
 def test_a_cleanrl_agent_is_written_as_a_run_with_its_filter(tmp_path):
     fx = json.loads((DATA / "cleanrl_hopper.json").read_text())
-    run = pg_diag.import_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), task="hopper", model="gym",
+    run = pgdiag.import_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), task="hopper", model="gym",
                                 out=str(tmp_path / "run"), obs_stats={"mean": fx["obs_mean"], "var": fx["obs_var"]})
     cfg = run.config(0)
     assert cfg.knobs.obs_normalization and cfg.knobs.obs_clipping and cfg.knobs.obs_clip == 10.0
-    saved = pg_diag.load_policy(run.path)
+    saved = pgdiag.load_policy(run.path)
     raw = jnp.asarray(fx["raw_obs"], jnp.float32)
     np.testing.assert_allclose(saved.distribution(raw)[0], fx["mean"], rtol=0, atol=2e-5)

@@ -22,16 +22,16 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from compare import CANCELLING_ATOL
-from pg_diag import load_checkpoint, load_run, make_train, stages
-from pg_diag.diagnostics import DiagnosticError
-from pg_diag.diagnostics.landscape import measure as ls
-from pg_diag.diagnostics.landscape.memory import landscape_bytes
-from pg_diag.diagnostics.landscape.study import landscape_study, load_landscape_study, sign_agreement
-from pg_diag.diagnostics.sampling import Sampling
-from pg_diag.diagnostics.subjects import load_subjects, plan_subjects
-from pg_diag.envs import lqr
-from pg_diag.optim import annealed_learning_rate
-from pg_diag.run import CompileCounter
+from pgdiag import load_checkpoint, load_run, make_train, stages
+from pgdiag.diagnostics import DiagnosticError
+from pgdiag.diagnostics.landscape import measure as ls
+from pgdiag.diagnostics.landscape.memory import landscape_bytes
+from pgdiag.diagnostics.landscape.study import landscape_study, load_landscape_study, sign_agreement
+from pgdiag.diagnostics.sampling import Sampling
+from pgdiag.diagnostics.subjects import load_subjects, plan_subjects
+from pgdiag.envs import lqr
+from pgdiag.optim import annealed_learning_rate
+from pgdiag.run import CompileCounter
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
 def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_random_norm(study, tmp_path):
     """The two targets' summaries carry the pairs each point used, L̂ and ‖Δ‖ / random_norm (worked out here
     from the tables), and both figures draw from the study's tables alone."""
-    from pg_diag.experiments.studies.landscape import targets as lf
+    from pgdiag.experiments.studies.landscape import targets as lf
 
     p = study.planes.iloc[0]
     c = lf.summary(True, {"lqr": study})
@@ -172,7 +172,7 @@ def test_a_figure_too_tall_is_one_file_per_task_and_algorithm(study, tmp_path, m
     """Rows of panels within MAX_ROWS: one file; more: one file per task, and per algorithm (label) where a task
     alone has more. The study has one row (one TRPO agent at one iteration): MAX_ROWS = 1 keeps it whole,
     MAX_ROWS = 0 makes the task alone too tall, so it is cut by label."""
-    from pg_diag.experiments.studies.landscape import targets as lf
+    from pgdiag.experiments.studies.landscape import targets as lf
 
     (label,) = set(lf._subjects(study).label)
     assert len(lf._subjects(study)) == 1
@@ -188,8 +188,8 @@ def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tm
     """By hand: 1 … 100 plus one diverged value −5e34 and a NaN. The 1st and 99th percentiles of the 101
     finite values are 1 and 99; −5e34 lies more than their range (98) below, so the scale is [1, 99] and two
     cells (−5e34 and 100) lie beyond it. Without the outlier the full range stands."""
-    from pg_diag.experiments import figures
-    from pg_diag.experiments.studies.landscape import targets as lf
+    from pgdiag.experiments import figures
+    from pgdiag.experiments.studies.landscape import targets as lf
 
     values = np.append(np.arange(1.0, 101.0), [-5e34, np.nan])
     assert figures.robust_range(values) == (1.0, 99.0, 2)
@@ -203,7 +203,7 @@ def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tm
 
 
 def test_a_suptitle_never_covers_the_first_panels_title(tmp_path):
-    from pg_diag.experiments import figures
+    from pgdiag.experiments import figures
 
     plt = figures.pyplot()
     for rows in (1, 4, 12):
@@ -263,7 +263,7 @@ def _survival_task(h: float = H, limit: int = T):
     """A pure-JAX task whose episode ends each step with probability ``h`` whatever the action, truncated at
     ``limit`` steps, paying 1 per step (the return is the length). Its 4-d observation and 2-d action fit
     the point-mass preset's networks."""
-    from pg_diag.envs.base import Env, EnvState, time_limit
+    from pgdiag.envs.base import Env, EnvState, time_limit
 
     def reset(key):
         return EnvState(physics=key, obs=jnp.zeros(4, jnp.float32), reward=jnp.float32(0),
@@ -319,8 +319,8 @@ def test_length_estimate_and_returns_are_unbiased_where_the_in_batch_mean_is_sho
 
     Each 4.5-SE comparison fails falsely with probability 6.8e-6 for a normal mean (the means are over
     2,000–8,000 i.i.d. lengths, far into the CLT's range): below 3e-5 for the test at its fixed seed."""
-    from pg_diag import make_train, preset, seed_key
-    from pg_diag.rollout import collect, reset_envs
+    from pgdiag import make_train, preset, seed_key
+    from pgdiag.rollout import collect, reset_envs
 
     env = _survival_task()
     mean_l, var_l = _survival_moments()
@@ -363,7 +363,7 @@ def test_the_stream_bound_covers_the_length_episodes():
     (LQR: 10,000 steps, 40 chunks of 250), however few pairs a point asks for; the memory estimate counts
     the length stream's environments where they outnumber the grid's (and the streams, not the step batch,
     set the peak)."""
-    from pg_diag import preset
+    from pgdiag import preset
 
     static = preset("ppo", "lqr").static
     r = ls.resolve(ls.LandscapeSettings(points=2, sizes=(4,), envs=4, length_episodes=1000, chunk_steps=250),
@@ -382,7 +382,7 @@ def test_a_plan_too_large_splits_itself_before_it_refuses():
     below the vmapped estimate the subjects go in turn; below that the chunks shorten (memory falls, the
     episodes run are the same) until the step batch sets the peak; below that floor the study refuses.
     Nothing is compiled."""
-    from pg_diag import preset
+    from pgdiag import preset
 
     static = preset("ppo", "humanoid").static
     r = ls.resolve(ls.LandscapeSettings(sizes=(1_000_000,), envs=64), [static])

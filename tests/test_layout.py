@@ -3,7 +3,7 @@
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).parent.parent / "pg_diag"
+ROOT = pathlib.Path(__file__).parent.parent / "pgdiag"
 
 #: the layers, lowest first (docs/development.md); the modules at the package's top level that the trainer
 #: builds on share one layer
@@ -13,9 +13,9 @@ CORE = {"rollout", "networks", "normalize", "objectives", "optim", "policy", "st
 
 #: the imports that read upward inside a function, each for a stated reason
 LATE_UPWARD = {
-    ("pg_diag.config.schema", "pg_diag.envs"),   # a Config checks its task against the registered tasks
-    ("pg_diag.config.static", "pg_diag.envs"),   # the static settings' task choices are the registered tasks
-    ("pg_diag.envs.lqr", "pg_diag.normalize"),   # the exact answers of a normalized advantage use its epsilon
+    ("pgdiag.config.schema", "pgdiag.envs"),   # a Config checks its task against the registered tasks
+    ("pgdiag.config.static", "pgdiag.envs"),   # the static settings' task choices are the registered tasks
+    ("pgdiag.envs.lqr", "pgdiag.normalize"),   # the exact answers of a normalized advantage use its epsilon
 }
 
 LIMIT = 120
@@ -23,7 +23,7 @@ LIMIT = 120
 
 def _layer(module: str):
     parts = module.split(".")
-    if parts[0] != "pg_diag" or len(parts) == 1:
+    if parts[0] != "pgdiag" or len(parts) == 1:
         return None
     return LAYERS.index("core") if parts[1] in CORE else LAYERS.index(parts[1]) if parts[1] in LAYERS else None
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import make_train, networks, preset, seed_key, sweep
-from pg_diag.config import Knobs
-from pg_diag.envs import lqr, make
-from pg_diag.normalize import RunningStat, observation_filter, push
+from pgdiag import make_train, networks, preset, seed_key, sweep
+from pgdiag.config import Knobs
+from pgdiag.envs import lqr, make
+from pgdiag.normalize import RunningStat, observation_filter, push
 
 SPEC = lqr.default_spec()
 EPISODES, HORIZON = 20_000, 1_000   # P(an episode outlives the horizon) = 0.98^1000 ≈ 2e-9

@@ -1,17 +1,17 @@
-"""The memory model (pg_diag.diagnostics.memory) against numbers worked by hand, and the dry run's shapes
+"""The memory model (pgdiag.diagnostics.memory) against numbers worked by hand, and the dry run's shapes
 (engine.plan_shapes) against what the studies record when they run."""
 
 import types
 
 import pytest
 
-from pg_diag import preset, sweep
-from pg_diag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
-from pg_diag.diagnostics.gradients import GRADIENTS as GRADIENT_STUDY
-from pg_diag.diagnostics.gradients.memory import gradient_bytes
-from pg_diag.diagnostics.steps import STEPS as STEP_STUDY
-from pg_diag.diagnostics.steps.memory import step_bytes
-from pg_diag.run import CompileCounter
+from pgdiag import preset, sweep
+from pgdiag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
+from pgdiag.diagnostics.gradients import GRADIENTS as GRADIENT_STUDY
+from pgdiag.diagnostics.gradients.memory import gradient_bytes
+from pgdiag.diagnostics.steps import STEPS as STEP_STUDY
+from pgdiag.diagnostics.steps.memory import step_bytes
+from pgdiag.run import CompileCounter
 
 #: a tiny network: 3 observations, 1 action, one hidden layer of 4 (policy) and 5 (value) units
 TINY = types.SimpleNamespace(policy_hidden=(4,), value_hidden=(5,))
@@ -114,8 +114,8 @@ def test_a_users_algorithm_declares_its_working_set():
     (0, 1] is refused naming it."""
     import dataclasses
 
-    from pg_diag import WorkingSet, algorithms, register_algorithm
-    from pg_diag.algorithms import AlgorithmError, unregister_algorithm
+    from pgdiag import WorkingSet, algorithms, register_algorithm
+    from pgdiag.algorithms import AlgorithmError, unregister_algorithm
 
     mine = dataclasses.replace(algorithms.get("vpg"), name="vpg-halves",
                                working_set=lambda static: WorkingSet(differentiated=0.5))

@@ -1,4 +1,4 @@
-"""Native MuJoCo stepped by the XLA FFI handler (pg_diag/envs/native_step.cc) against the host-callback path.
+"""Native MuJoCo stepped by the XLA FFI handler (pgdiag/envs/native_step.cc) against the host-callback path.
 
 Both paths run the same float64 MuJoCo calls in the same order for each environment (set the state, the control
 and the warm start; mj_step × n_frames; mj_rnePostConstraint for Gym's models) and round to float32 once, so
@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import envs
-from pg_diag.envs import native_ffi, native_physics
-from pg_diag.envs.mujoco_models import mujoco_task
-from pg_diag.envs.mujoco_tasks import load_model
+from pgdiag import envs
+from pgdiag.envs import native_ffi, native_physics
+from pgdiag.envs.mujoco_models import mujoco_task
+from pgdiag.envs.mujoco_tasks import load_model
 
 
 def test_the_handler_builds_on_this_host():
@@ -30,7 +30,7 @@ def test_the_handler_builds_on_this_host():
 
 def _env(task, model, threads, handler: bool, monkeypatch):
     """The task built with or without the handler (envs.make caches its tasks, so the maker is called)."""
-    from pg_diag.envs.mujoco_tasks import make_mujoco_env
+    from pgdiag.envs.mujoco_tasks import make_mujoco_env
 
     if not handler:
         monkeypatch.setattr(native_physics, "_handler", lambda *a, **k: None)
@@ -100,7 +100,7 @@ def test_an_accelerators_callback_steps_through_the_handlers_c_stepper(task, mod
     callback calls its C stepper (outside XLA) rather than the Python steppers. Forced here on the CPU: the
     same states, fields and observations as the handler called from inside the program, bit for bit; the
     rewards, which XLA computes from them in two different programs, to float32 rounding."""
-    from pg_diag.envs.mujoco_tasks import make_mujoco_env
+    from pgdiag.envs.mujoco_tasks import make_mujoco_env
 
     inside = _trajectory(_env(task, model, 2, True, monkeypatch), 2, 2, 30)
     monkeypatch.setattr(native_physics, "_on_cpu_by_handler", lambda handler_step, callback_step: callback_step)
@@ -144,7 +144,7 @@ def test_the_handler_matches_mj_step_and_not_the_thread_count():
 @pytest.mark.parametrize("task, model, mode", [("walker2d", "brax", 0), ("humanoid", "gym", 1)])
 def test_a_one_thread_stepper_steps_several_callers_at_once(task, model, mode):
     """A collection sharded over the host's CPU devices calls one one-thread stepper from every device's thread
-    at once (pg_diag/run/split.py). Four threads (ctypes lets go of the GIL in the call) each step their
+    at once (pgdiag/run/split.py). Four threads (ctypes lets go of the GIL in the call) each step their
     quarter of a batch, over and over: every result equals the same quarter stepped alone, and MuJoCo's data
     is not shared between callers (a shared one would mix the quarters' states)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -215,18 +215,18 @@ def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):
     the same states."""
     script = (
         "import numpy as np, jax\n"
-        "from pg_diag.envs import native_ffi\n"
-        "from pg_diag import envs\n"
+        "from pgdiag.envs import native_ffi\n"
+        "from pgdiag import envs\n"
         "print('reason:', native_ffi.unavailable())\n"
         "env = envs.make('hopper', 'native', 1)\n"
         "s = env.reset(jax.random.PRNGKey(0))\n"
         "s = jax.jit(env.step)(s, np.full(env.action_size, 0.3, np.float32))\n"
         "print('qpos:', ' '.join(repr(float(x)) for x in np.asarray(s.physics['qpos'])))\n"
-        "from pg_diag import preset\n"
-        "from pg_diag.run import provenance\n"
+        "from pgdiag import preset\n"
+        "from pgdiag.run import provenance\n"
         "info = provenance.physics_info(preset('ppo', 'hopper', physics='native').static)\n"
         "print('manifest:', info['backend'], '|', info['step'], '|', info['step_fallback_reason'])\n")
-    env = dict(os.environ, CXX="/bin/false", PG_DIAG_BUILD_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
+    env = dict(os.environ, CXX="/bin/false", PGDIAG_BUILD_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "reason: RuntimeError: false exited with code 1 building native_step.cc: (no output)" in done.stdout

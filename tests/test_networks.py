@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import networks
-from pg_diag.config import Knobs
+from pgdiag import networks
+from pgdiag.config import Knobs
 
 
 @pytest.mark.parametrize("shape", [(11, 64), (64, 64), (64, 3), (64, 1)])

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag.config import Knobs
-from pg_diag.normalize import (RunningStat, clip_observation, clip_reward, normalize_observation,
+from pgdiag.config import Knobs
+from pgdiag.normalize import (RunningStat, clip_observation, clip_reward, normalize_observation,
                                observation_filter, push, scale_reward)
 
 

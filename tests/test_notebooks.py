@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from pg_diag.config import ConfigError
-from pg_diag.experiments import notebook
+from pgdiag.config import ConfigError
+from pgdiag.experiments import notebook
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -93,7 +93,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
     """At a per-step cost of 1 ms the quickstart's sweep (one training program) takes, by hand: sequential steps
     × 1 ms × 2.5 (training's overhead over physics) + 30 s of compiling — smoke 30 × 256 steps: 49.2 s; mid
     100 × 2,048: 542 s; paper 488 × 2,048: 2,528.56 s."""
-    monkeypatch.setenv("PG_DIAG_CACHE", str(tmp_path))   # no training cost recorded by other tests' runs
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))   # no training cost recorded by other tests' runs
 
     def one_ms(task, width, *physics):
         return 1.0
@@ -120,7 +120,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
     # and the tables have one), never where one of them lacks it
     scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]
     assert scales == ["paper", "mid", "smoke"]
-    from pg_diag.experiments.studies.ablation import targets as ablation
+    from pgdiag.experiments.studies.ablation import targets as ablation
 
     monkeypatch.delitem(ablation.SCALES, "mid")
     scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]
@@ -128,7 +128,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
 
 
 def test_a_step_cost_is_measured_here_when_none_is_recorded():
-    from pg_diag.experiments import costs
+    from pgdiag.experiments import costs
 
     step_ms = costs.measured_step_ms()
     ms = step_ms("point_mass", 8)
@@ -146,62 +146,62 @@ def test_auto_without_a_notebook_picks_by_device(backend, scale):
 
 
 def test_the_install_cell_installs_from_the_named_source_or_says_what_to_set(monkeypatch):
-    """The first cell run where pg_diag is missing (find_spec patched): with neither REPOSITORY nor
-    PG_DIAG_SOURCE it says what to set; with a repository it pip-installs it (pip patched)."""
+    """The first cell run where pgdiag is missing (find_spec patched): with neither REPOSITORY nor
+    PGDIAG_SOURCE it says what to set; with a repository it pip-installs it (pip patched)."""
     import importlib.util
     import subprocess
 
     nb = nbformat.read(NOTEBOOKS[0], as_version=4)
     cell = next(c.source for c in nb.cells if c.cell_type == "code")
-    assert cell.startswith("# Install pg_diag")
+    assert cell.startswith("# Install pgdiag")
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pg_diag" else real(name, *a))
-    monkeypatch.delenv("PG_DIAG_SOURCE", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pgdiag" else real(name, *a))
+    monkeypatch.delenv("PGDIAG_SOURCE", raising=False)
     with pytest.raises(RuntimeError, match="set REPOSITORY to OWNER/NAME"):
         exec(cell, {})
     calls = []
     monkeypatch.setattr(subprocess, "check_call", calls.append)
-    exec(cell.replace('REPOSITORY = ""', 'REPOSITORY = "someone/pg_diag"'), {})
-    assert calls[0][3:6] == ["install", "--quiet", "git+https://github.com/someone/pg_diag"]
-    monkeypatch.setenv("PG_DIAG_SOURCE", "/content/pg_diag")
+    exec(cell.replace('REPOSITORY = ""', 'REPOSITORY = "someone/pgdiag"'), {})
+    assert calls[0][3:6] == ["install", "--quiet", "git+https://github.com/someone/pgdiag"]
+    monkeypatch.setenv("PGDIAG_SOURCE", "/content/pgdiag")
     exec(cell, {})
-    assert calls[1][5] == "/content/pg_diag"
+    assert calls[1][5] == "/content/pgdiag"
 
 
-@pytest.mark.parametrize("remote", ["git@github.com:someone/pg-diag.git", "https://github.com/someone/pg-diag",
-                                    "https://github.com/someone/pg-diag.git/", "someone/pg-diag"])
+@pytest.mark.parametrize("remote", ["git@github.com:someone/pgdiag.git", "https://github.com/someone/pgdiag",
+                                    "https://github.com/someone/pgdiag.git/", "someone/pgdiag"])
 def test_the_colab_links_come_from_the_repositorys_remote(remote, tmp_path, monkeypatch):
     import json
     import shutil
     import subprocess
 
-    from pg_diag.experiments import colab
+    from pgdiag.experiments import colab
 
     root = tmp_path / "clone"
     shutil.copytree(os.path.dirname(NOTEBOOKS[0]), root / "notebooks")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.delenv("PG_DIAG_REPOSITORY", raising=False)
+    monkeypatch.delenv("PGDIAG_REPOSITORY", raising=False)
     with pytest.raises(colab.NoRepository, match="REPOSITORY=OWNER/NAME"):
         colab.repository(cwd=str(root))                                 # no origin yet: says how to name it
     subprocess.run(["git", "-C", str(root), "remote", "add", "origin", remote], check=True)
     repo = colab.repository(cwd=str(root))
-    assert repo == "someone/pg-diag"
+    assert repo == "someone/pgdiag"
     for _ in range(2):                                                  # written twice: one badge, not two
         paths = colab.write_links(repo, str(root))
     assert len(paths) == len(NOTEBOOKS)
     nb = json.load(open(root / "notebooks" / "quickstart.ipynb"))
     first = nb["cells"][0]["source"]
     assert first[0] == ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab."
-                        "research.google.com/github/someone/pg-diag/blob/main/notebooks/quickstart.ipynb) <!-- colab -->\n")
-    assert first[1] == "\n" and first[2].startswith("# pg_diag quickstart")
+                        "research.google.com/github/someone/pgdiag/blob/main/notebooks/quickstart.ipynb) <!-- colab -->\n")
+    assert first[1] == "\n" and first[2].startswith("# pgdiag quickstart")
     assert sum(colab.MARK in line for line in first) == 1
     install = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
-    assert 'REPOSITORY = "someone/pg-diag"  # @param' in install
+    assert 'REPOSITORY = "someone/pgdiag"  # @param' in install
     nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
 
 
 def test_colab_links_refuse_an_address_colab_cannot_open():
-    from pg_diag.experiments import colab
+    from pgdiag.experiments import colab
 
     with pytest.raises(colab.NoRepository, match="'https://gitlab.com/a/b' is not a GitHub address"):
         colab.repository("https://gitlab.com/a/b")
@@ -214,9 +214,9 @@ def test_closer_look_value_curves_are_the_recorded_metrics_and_redraw(executed, 
     import numpy as np
     import pandas as pd
 
-    from pg_diag.cli import main
-    from pg_diag.experiments import study_dir
-    from pg_diag.run import CompileCounter
+    from pgdiag.cli import main
+    from pgdiag.experiments import study_dir
+    from pgdiag.run import CompileCounter
 
     out = executed["closer-look"][1] / "value"
     _, m = study_dir.load_runs(str(out), "value", "fig-value")
@@ -240,8 +240,8 @@ def test_closer_look_baselines_cover_every_baseline_and_redraw(executed, tmp_pat
     import numpy as np
     import pandas as pd
 
-    from pg_diag.cli import main
-    from pg_diag.run import CompileCounter
+    from pgdiag.cli import main
+    from pgdiag.run import CompileCounter
 
     out = executed["closer-look"][1] / "baselines"
     s = pd.read_csv(out / "fig-baselines-summary.csv")
@@ -258,8 +258,8 @@ def test_closer_look_baselines_cover_every_baseline_and_redraw(executed, tmp_pat
 def test_closer_look_landscapes_bracket_their_agreement_and_redraw(executed, tmp_path):
     import pandas as pd
 
-    from pg_diag.cli import main
-    from pg_diag.run import CompileCounter
+    from pgdiag.cli import main
+    from pgdiag.run import CompileCounter
 
     out = executed["closer-look"][1] / "landscape"
     s = pd.read_csv(out / "fig-landscape-surrogate-summary.csv")
@@ -274,13 +274,13 @@ def test_closer_look_landscapes_bracket_their_agreement_and_redraw(executed, tmp
 
 
 def test_the_claims_report_reads_the_closer_look_studies_without_compiling(executed, tmp_path, capsys):
-    """``pg-diag report`` on the notebook's studies (gradients, steps, value, baselines, landscapes at the tiny
+    """``pgdiag report`` on the notebook's studies (gradients, steps, value, baselines, landscapes at the tiny
     scale): every claim measured there gets a row with a verdict, every figure is redrawn, nothing compiles."""
     import pandas as pd
 
-    from pg_diag.cli import main
-    from pg_diag.experiments import claims
-    from pg_diag.run import CompileCounter
+    from pgdiag.cli import main
+    from pgdiag.experiments import claims
+    from pgdiag.run import CompileCounter
 
     root = executed["closer-look"][1]
     with CompileCounter() as counter:
@@ -306,13 +306,13 @@ def test_the_claims_report_reads_the_closer_look_studies_without_compiling(execu
 
 
 def test_the_im_report_reads_the_implementation_matters_studies_without_compiling(executed, tmp_path, capsys):
-    """``pg-diag report --paper im`` on the notebook's fig-ablation and Tables 2/3 study: IM's claims each get a
+    """``pgdiag report --paper im`` on the notebook's fig-ablation and Tables 2/3 study: IM's claims each get a
     row per task, every one with agents counted (pairs for the ablation), nothing compiles."""
     import pandas as pd
 
-    from pg_diag.cli import main
-    from pg_diag.experiments import claims
-    from pg_diag.run import CompileCounter
+    from pgdiag.cli import main
+    from pgdiag.experiments import claims
+    from pgdiag.run import CompileCounter
 
     root = executed["implementation-matters"][1]
     with CompileCounter() as counter:

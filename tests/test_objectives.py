@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag.config import Knobs
-from pg_diag.objectives import (clipped_surrogate, entropy, kl, kl_stats, mean_relative_error, normalize_advantages,
+from pgdiag.config import Knobs
+from pgdiag.objectives import (clipped_surrogate, entropy, kl, kl_stats, mean_relative_error, normalize_advantages,
                                 original_gae_relative_error, probability_ratio, surrogate, value_loss)
 
 RATIOS = np.array([1.5, 0.5, 1.1])

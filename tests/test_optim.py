@@ -4,8 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag.config import Knobs
-from pg_diag.optim import annealed_learning_rate, clip_by_global_norm
+from pgdiag.config import Knobs
+from pgdiag.optim import annealed_learning_rate, clip_by_global_norm
 
 
 def test_linear_annealing_to_zero():

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pg_diag.cli import load_plugin, main
-from pg_diag.diagnostics import gradient_study
-from pg_diag.experiments import diagnostic_targets, study_dir, targets
+from pgdiag.cli import load_plugin, main
+from pgdiag.diagnostics import gradient_study
+from pgdiag.experiments import diagnostic_targets, study_dir, targets
 
 PATH = pathlib.Path(__file__).parent.parent / "examples" / "own_study.py"
 
@@ -20,7 +20,7 @@ PATH = pathlib.Path(__file__).parent.parent / "examples" / "own_study.py"
 def example():
     load_plugin(str(PATH))
     import sys
-    yield sys.modules["pg_diag_load_own_study"]
+    yield sys.modules["pgdiag_load_own_study"]
     targets.unregister("fig-grad-snr")
 
 

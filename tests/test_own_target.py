@@ -1,16 +1,16 @@
 """A target of one's own, declared here and registered, runs through the CLI, the dry run and the report like
-pg_diag's own: the table is the only place that knows a target."""
+pgdiag's own: the table is the only place that knows a target."""
 
 import os
 
 import pandas as pd
 import pytest
 
-from pg_diag.cli import main
-from pg_diag.config import preset
-from pg_diag.experiments import dry_run, study_dir, targets
-from pg_diag.experiments.scales import Scale, pick
-from pg_diag.experiments.targets import Target
+from pgdiag.cli import main
+from pgdiag.config import preset
+from pgdiag.experiments import dry_run, study_dir, targets
+from pgdiag.experiments.scales import Scale, pick
+from pgdiag.experiments.targets import Target
 
 # Six agents' step cosines, all below the 0.5 of CL's "steps-vary" claim: the median agent's exact interval at 6
 # agents is [min, max] = [0.05, 0.3] (coverage 1 − 2/64 ≈ 0.97), wholly below 0.5, so the claim holds.
@@ -90,7 +90,7 @@ def test_a_registered_target_runs_through_the_cli_the_dry_run_and_the_report(reg
     assert vary.verdict == "not measured where the paper made it" and vary.scope == "exploratory"
     assert vary.agents == len(COSINES) and (vary.low, vary.high) == (min(COSINES), max(COSINES))
     assert f"### {OWN.name}" in page and "`own-steps`" in page
-    # a claim it does not provide names no target of its own; one pg_diag's targets provide names them
+    # a claim it does not provide names no target of its own; one pgdiag's targets provide names them
     assert "run fig-grad-variance" in page
 
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from compare import assert_terminations_match
-from pg_diag import ConfigError, envs, preset, sweep
-from pg_diag.envs.native_physics import NativeStepper
-from pg_diag.envs.mujoco_tasks import MUJOCO_TASKS, load_model
+from pgdiag import ConfigError, envs, preset, sweep
+from pgdiag.envs.native_physics import NativeStepper
+from pgdiag.envs.mujoco_tasks import MUJOCO_TASKS, load_model
 
 B = 6
 
@@ -83,7 +83,7 @@ def test_small_batches_stepped_directly_equal_rollout_bitwise(task, monkeypatch)
     """A batch of at most DIRECT_MAX goes through mj_step, not rollout (whose fixed cost per call is several
     environments' physics): the same float64 arithmetic, so 100 chained steps through contacts agree bit for bit
     at every batch size up to the limit."""
-    from pg_diag.envs import native_physics
+    from pgdiag.envs import native_physics
 
     t = MUJOCO_TASKS[task]
     model = load_model(t)
@@ -178,8 +178,8 @@ def test_native_training_is_one_program_and_recorded(tmp_path):
 def test_solver_settings_are_the_tasks_own_or_braxs_fast_ones():
     import mujoco
 
-    from pg_diag.envs.mujoco_tasks import brax_asset
-    from pg_diag.run import provenance
+    from pgdiag.envs.mujoco_tasks import brax_asset
+    from pgdiag.run import provenance
 
     raw = mujoco.MjModel.from_xml_path(brax_asset("hopper.xml"))
     converged = load_model(MUJOCO_TASKS["hopper"], "converged")

@@ -1,4 +1,4 @@
-"""A MuJoCo Playground environment as a pg_diag task (pg_diag.adapters.playground_envs): step for step what
+"""A MuJoCo Playground environment as a pgdiag task (pgdiag.adapters.playground_envs): step for step what
 Playground's own environment computes, trained in a sweep and measured by a diagnostic like any built-in task.
 CartpoleBalance (DM Control suite; 5-d observation, 1-d action) on MJX's JAX physics compiles in seconds on a CPU."""
 
@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import preset, sweep
-from pg_diag.adapters import register_playground_env
-from pg_diag.adapters.brax_envs import brax_task
-from pg_diag.adapters.playground_envs import playground_env
-from pg_diag.envs import unregister_task
+from pgdiag import preset, sweep
+from pgdiag.adapters import register_playground_env
+from pgdiag.adapters.brax_envs import brax_task
+from pgdiag.adapters.playground_envs import playground_env
+from pgdiag.envs import unregister_task
 
 LIMIT = 25
 
@@ -58,7 +58,7 @@ def test_action_repeat_sums_the_rewards_of_the_repeated_steps(cartpole):
 
 
 def test_a_playground_env_trains_in_a_sweep_and_is_measured(cartpole, tmp_path):
-    from pg_diag.diagnostics import step_study
+    from pgdiag.diagnostics import step_study
 
     _, name = cartpole
     cfg = preset("ppo", "point_mass").replace(task=name, num_envs=2, steps_per_env=16, num_iterations=2,

@@ -1,4 +1,4 @@
-"""Policies of other frameworks read into pg_diag (pg_diag.adapters.policies), checked against the numbers the
+"""Policies of other frameworks read into pgdiag (pgdiag.adapters.policies), checked against the numbers the
 source framework computed on fixed observations: CleanRL's and Stable-Baselines3's from files those libraries
 wrote (tests/data/make_torch_fixtures.py; read here without torch), Brax's from files Brax writes in the test.
 "Within float32 rounding": a relative error of a few float32 ulps (2⁻²³ ≈ 1.2e-7) per operation of a 3-layer
@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import pg_diag
-from pg_diag.adapters import ArchiveError
-from pg_diag.adapters.policies import read_policy
+import pgdiag
+from pgdiag.adapters import ArchiveError
+from pgdiag.adapters.policies import read_policy
 
 DATA = pathlib.Path(__file__).parent / "data"
 SB3 = dict(path=str(DATA / "sb3_hopper.zip"), vecnormalize=str(DATA / "sb3_hopper_vecnormalize.pkl"))
@@ -45,7 +45,7 @@ def check_against(policy, fx):
 
 def test_cleanrl_agent_matches_what_cleanrl_computed():
     fx = fixture("cleanrl")
-    check_against(pg_diag.load_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"),
+    check_against(pgdiag.load_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"),
                                       obs_stats=(fx["obs_mean"], fx["obs_var"])), fx)
 
 
@@ -57,7 +57,7 @@ def test_cleanrl_without_statistics_says_what_it_assumes():
 
 def test_sb3_policy_matches_what_sb3_computed():
     fx = fixture("sb3")
-    policy = pg_diag.load_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
+    policy = pgdiag.load_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
     check_against(policy, fx)
     ext = read_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
     assert ext.knobs["gamma"] == fx["gamma"] and ext.knobs["gae_lambda"] == fx["gae_lambda"]
@@ -88,7 +88,7 @@ def brax_policy(tmp_path_factory):
 
 def test_brax_policy_matches_what_brax_computed(brax_policy):
     path, obs, action, extra, mode = brax_policy
-    policy = pg_diag.load_policy("brax", path)
+    policy = pgdiag.load_policy("brax", path)
     close(policy.log_prob(obs, extra["raw_action"]), extra["log_prob"])   # the squashed action's density
     close(policy.values(obs), extra["value"])
     close(policy.act(obs), mode)
@@ -122,8 +122,8 @@ def test_bad_input_is_named_in_one_line(tmp_path):
         read_policy("cleanrl", "x", vecnormalize="y")
     with pytest.raises(ArchiveError, match="obs_stats must be"):
         read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=3)
-    with pytest.raises(pg_diag.ConfigError, match=r"sb3 policy .* has 11-d observations; task 'point_mass' has 4-d"):
-        pg_diag.import_policy("sb3", SB3["path"], task="point_mass", out=str(tmp_path / "run"),
+    with pytest.raises(pgdiag.ConfigError, match=r"sb3 policy .* has 11-d observations; task 'point_mass' has 4-d"):
+        pgdiag.import_policy("sb3", SB3["path"], task="point_mass", out=str(tmp_path / "run"),
                               vecnormalize=SB3["vecnormalize"])
     assert not (tmp_path / "run").exists()   # refused before the directory is taken
 
@@ -135,11 +135,11 @@ def test_a_policy_whose_action_bounds_differ_from_the_tasks_is_refused(tmp_path)
     ext = read_policy("sb3", SB3["path"], vecnormalize=SB3["vecnormalize"])
     assert ext.action_bounds == ((-1.0,) * 3, (1.0,) * 3)
     wide = dataclasses.replace(ext, action_bounds=((-2.0,) * 3, (2.0,) * 3))
-    with pytest.raises(pg_diag.ConfigError, match=r"acts in \[-2, 2\] per dimension; task 'hopper' takes actions "
+    with pytest.raises(pgdiag.ConfigError, match=r"acts in \[-2, 2\] per dimension; task 'hopper' takes actions "
                                                   r"in \[-1, 1\] per dimension"):
-        pg_diag.import_policy(wide, task="hopper", model="gym", out=str(tmp_path / "run"))
+        pgdiag.import_policy(wide, task="hopper", model="gym", out=str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()
     # what the tasks declare: Gym's Humanoid maps actions to its ±0.4 ctrlrange as given, Brax's rescales [-1, 1]
-    from pg_diag import envs
+    from pgdiag import envs
     assert envs.make("humanoid", "native", 1, "converged", "gym").action_bounds == ((-0.4,) * 17, (0.4,) * 17)
     assert envs.make("humanoid", "native", 1, "converged", "brax").action_bounds == ((-1.0,) * 17, (1.0,) * 17)

@@ -1,10 +1,10 @@
-"""The progress bar of a compiled program that cannot report its own progress (pg_diag.run.progress.Ticker):
+"""The progress bar of a compiled program that cannot report its own progress (pgdiag.run.progress.Ticker):
 what it draws at a given time, and that a study run with progress on draws it and closes it."""
 
 import io
 import time
 
-from pg_diag.run.progress import Ticker, clock
+from pgdiag.run.progress import Ticker, clock
 
 
 def test_the_bar_is_drawn_against_the_plan():

@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from pg_diag.config import ConfigError
-from pg_diag.experiments import claims, report
+from pgdiag.config import ConfigError
+from pgdiag.experiments import claims, report
 
 
 def _evidence(name, values, task="hopper", label="ppo"):
@@ -76,7 +76,7 @@ def test_the_report_directory_is_named_as_make_names_it(tmp_path):
 
 
 def test_an_unknown_paper_is_named(tmp_path, capsys):
-    from pg_diag.cli import main
+    from pgdiag.cli import main
 
     with pytest.raises(ConfigError, match="report --paper 'xx': unknown paper; choose from cl, im"):
         report.check_paper("xx")

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from compare import assert_trees_close
-from pg_diag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
-from pg_diag import networks
-from pg_diag.run import checkpoints, store
-from pg_diag.trainer import METRICS
+from pgdiag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
+from pgdiag import networks
+from pgdiag.run import checkpoints, store
+from pgdiag.trainer import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 GRID = {"value_clipping": [False, True]}
@@ -96,7 +96,7 @@ def test_interrupted_run_resumes_bitwise(uninterrupted, base, tmp_path, monkeypa
         sweep(base.replace(checkpoint_at=(0, 3)), GRID, seeds=[0, 1], out=out, chunk_iterations=2,
               save_checkpoint=True)
     monkeypatch.undo()
-    assert f"resume with: pg-diag resume {out}" in capsys.readouterr().err
+    assert f"resume with: pgdiag resume {out}" in capsys.readouterr().err
     stopped = load_run(out)
     assert stopped.manifest["status"] == "interrupted" and stopped.manifest["iterations_done"] == 4
     assert stopped.metrics.iteration.max() == 3 and len(stopped.metrics) == 4 * 4
@@ -197,8 +197,8 @@ def test_a_resume_that_fails_before_it_starts_leaves_the_directory_as_it_was(sto
 
 
 def test_rerun_reproduces_a_run_from_its_manifest(uninterrupted, tmp_path, capsys):
-    """`pg-diag rerun` runs the recorded configuration, grid, seeds and checkpoints again: the same numbers."""
-    from pg_diag.cli import main
+    """`pgdiag rerun` runs the recorded configuration, grid, seeds and checkpoints again: the same numbers."""
+    from pgdiag.cli import main
 
     assert main(["rerun", uninterrupted.path, "--out", str(tmp_path / "again"), "--no-progress"]) == 0
     again, first = load_run(str(tmp_path / "again")), load_run(uninterrupted.path)
@@ -212,7 +212,7 @@ def test_rerun_reproduces_a_run_from_its_manifest(uninterrupted, tmp_path, capsy
 
 
 def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):
-    with pytest.raises(ConfigError, match="not a pg_diag run directory"):
+    with pytest.raises(ConfigError, match="not a pgdiag run directory"):
         resume(str(tmp_path))
     # a resumed run continues as recorded: settings of how to run it cannot be changed on the way
     with pytest.raises(ConfigError, match=r"continues the run as recorded in it; chunk_iterations=7, "
@@ -231,7 +231,7 @@ def test_resume_refuses_what_is_not_its_run(base, tmp_path, uninterrupted):
 def test_a_run_that_fails_is_recorded_as_failed_and_resumes_once_fixed(base, tmp_path, monkeypatch, capsys):
     """An error (not a signal) while compiling: the manifest says failed, with the error, and the message
     does not call it an interruption; with the cause gone, resuming it trains the whole run."""
-    from pg_diag.run import loop
+    from pgdiag.run import loop
 
     def broken(*args, **kwargs):
         raise TypeError("a bug in a user's code")
@@ -242,7 +242,7 @@ def test_a_run_that_fails_is_recorded_as_failed_and_resumes_once_fixed(base, tmp
     manifest = load_run(out).manifest
     assert manifest["status"] == "failed" and manifest["error"] == "TypeError: a bug in a user's code"
     err = capsys.readouterr().err
-    assert "failed after iteration 0 of 6; once its cause is fixed, resume with: pg-diag resume" in err
+    assert "failed after iteration 0 of 6; once its cause is fixed, resume with: pgdiag resume" in err
     monkeypatch.undo()
     run = resume(out, progress=False)
     assert run.manifest["status"] == "complete" and "error" not in load_run(out).manifest
@@ -305,7 +305,7 @@ CHILD = textwrap.dedent("""
     # a child of a background job starts with SIGINT ignored (POSIX shells do that without job control),
     # and Python then installs no KeyboardInterrupt handler: restore it, as in an interactive terminal
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from pg_diag import preset, sweep
+    from pgdiag import preset, sweep
     # far more iterations than the test waits for, so that a busy machine cannot let it finish first
     cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=20000, num_minibatches=4,
                  ppo_epochs=2, value_epochs=2, lr_annealing=False)
@@ -343,7 +343,7 @@ def test_a_signalled_run_is_consistent_and_resumes_to_the_same_numbers(tmp_path,
     assert 4 <= done < 20000
     if sig in (signal.SIGINT, signal.SIGTERM):
         assert run.manifest["status"] == "interrupted"
-        assert f"resume with: pg-diag resume {out}" in err
+        assert f"resume with: pgdiag resume {out}" in err
     else:  # killed outright: the directory is as it was after the last finished chunk
         assert run.manifest["status"] == "running"
     assert run.metrics.iteration.max() == done - 1
@@ -404,7 +404,7 @@ def test_a_signal_during_a_checkpoint_write_waits_for_the_write(tmp_path, monkey
 def test_a_signal_swallowed_where_it_landed_is_raised_at_the_next_wait():
     """Python drops an exception raised inside a callback (JAX's garbage-collection hook: "Exception ignored
     in ..."): a SIGTERM landing there is raised again when the run next waits on its chunk, not lost."""
-    from pg_diag.run.interrupts import Interrupted, sigterm_interrupts, wait
+    from pgdiag.run.interrupts import Interrupted, sigterm_interrupts, wait
 
     with sigterm_interrupts():
         try:
@@ -419,11 +419,11 @@ def test_a_signal_swallowed_where_it_landed_is_raised_at_the_next_wait():
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, sig):
-    """`pg-diag train` stopped while XLA compiles (its lock taken, the directory claimed): exit code 130 with
+    """`pgdiag train` stopped while XLA compiles (its lock taken, the directory claimed): exit code 130 with
     the resume command — the interpreter's teardown with a compilation cut short could end the process with a
     segmentation fault (seen in about half of such runs) — and the run then resumes to completion."""
     out = str(tmp_path / "run")
-    child = subprocess.Popen([sys.executable, "-m", "pg_diag.cli", "train", "--preset", "ppo", "--task", "hopper",
+    child = subprocess.Popen([sys.executable, "-m", "pgdiag.cli", "train", "--preset", "ppo", "--task", "hopper",
                               "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=50",
                               "--set", "num_minibatches=4", "--out", out, "--no-progress"],
                              stderr=subprocess.PIPE, text=True)
@@ -439,5 +439,5 @@ def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, s
         child.communicate()
         raise
     assert child.returncode == 130, err
-    assert f"resume with: pg-diag resume {out}" in err
+    assert f"resume with: pgdiag resume {out}" in err
     assert resume(out).manifest["status"] == "complete"

@@ -6,10 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pg_diag import networks
-from pg_diag.config import Knobs
-from pg_diag.envs.base import Env, EnvState, time_limit
-from pg_diag.rollout import Filters, collect, discounted_returns, gae_advantages, reset_envs
+from pgdiag import networks
+from pgdiag.config import Knobs
+from pgdiag.envs.base import Env, EnvState, time_limit
+from pgdiag.rollout import Filters, collect, discounted_returns, gae_advantages, reset_envs
 
 # T = 4, one environment, an episode boundary after step 1.
 REWARDS = jnp.array([[1.0], [2.0], [3.0], [4.0]])
@@ -127,7 +127,7 @@ def test_frozen_collection_keeps_the_statistics_and_filters_with_them():
     Statistics: observations {1, 2, 4} (mean 7/3, unbiased var 7/3), discounted
     returns {1, 3} (std √2). The scripted episode observes 1, 2, 4 (terminal), 1, ...
     and pays 1, 2 | 1, 2."""
-    from pg_diag.normalize import RunningStat, push
+    from pgdiag.normalize import RunningStat, push
 
     env = scripted_env()
     k = Knobs(obs_normalization=True, obs_clipping=False, reward_scaling=True, reward_clipping=False).as_arrays()

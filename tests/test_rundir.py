@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from pg_diag import load_checkpoint, load_run, preset, sweep
-from pg_diag.cli import main
-from pg_diag.run import CompileCounter, checkpoints, store
-from pg_diag.run.claim import LOCK, RunLock, claim, fresh_dir
-from pg_diag.run.progress import attached
-from pg_diag.run.store import RunDirError
+from pgdiag import load_checkpoint, load_run, preset, sweep
+from pgdiag.cli import main
+from pgdiag.run import CompileCounter, checkpoints, store
+from pgdiag.run.claim import LOCK, RunLock, claim, fresh_dir
+from pgdiag.run.progress import attached
+from pgdiag.run.store import RunDirError
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 CLI = ["--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=2",
@@ -54,7 +54,7 @@ def test_a_directory_holding_a_run_is_refused_before_compiling(saved, base, tmp_
     assert compiles.count == 0
     message = str(err.value)
     assert out in message and "complete after 3 iterations" in message
-    assert "pg-diag resume" in message and "--overwrite" in message and "another --out" in message
+    assert "pgdiag resume" in message and "--overwrite" in message and "another --out" in message
     assert json.load(open(os.path.join(out, store.MANIFEST))) == before
     assert load_run(out).checkpoints == [0, 3]
 
@@ -87,7 +87,7 @@ def test_the_cli_refuses_a_reused_out_and_overwrites_when_asked(saved, tmp_path,
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from pg_diag.run.claim import RunLock
+    from pgdiag.run.claim import RunLock
     lock = RunLock(sys.argv[1]).acquire()
     print("held", flush=True)
     time.sleep(600)
@@ -118,7 +118,7 @@ def test_a_second_writer_fails_at_once_and_a_killed_writers_lock_is_taken_over(b
 def test_a_study_trains_into_its_directory_left_with_only_a_killed_runs_lock(base, tmp_path):
     """A study's run killed while compiling leaves its directory holding the lock file alone (nothing was
     written yet): asked again, the study trains there instead of refusing a directory with nothing to lose."""
-    from pg_diag.experiments.training import train_once
+    from pgdiag.experiments.training import train_once
 
     out = str(tmp_path / "hopper-ppo-key")
     os.makedirs(out)
@@ -223,8 +223,8 @@ def test_a_read_only_directory_is_refused(tmp_path, monkeypatch):
 
 FAILING_SAVE = textwrap.dedent("""
     import os, sys
-    from pg_diag.cli import main
-    from pg_diag.run import checkpoints
+    from pgdiag.cli import main
+    from pgdiag.run import checkpoints
     # the directory was writable when the run began; later its checkpoints' place becomes a file
     blocker = os.path.join(sys.argv[1], "blocker")
     open(blocker, "w").write("x")
@@ -239,7 +239,7 @@ def test_a_failure_to_write_during_a_run_ends_the_process_with_one_line(tmp_path
                            "--checkpoint"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert lines[-1].startswith("pg-diag: error: cannot write the checkpoint ")
+    assert lines[-1].startswith("pgdiag: error: cannot write the checkpoint ")
     assert "Traceback" not in done.stderr
     # what the run did write is consistent: the manifest records a failed run, with its error
     manifest = store.read_manifest(out)
@@ -269,7 +269,7 @@ def test_a_truncated_manifest_is_named_with_what_to_do(saved, tmp_path, capsys):
 def test_a_truncated_metrics_table_is_named(saved, tmp_path):
     out = _copy(saved, tmp_path)
     _truncate(os.path.join(out, store.METRICS_FILE))
-    with pytest.raises(RunDirError, match=r"metrics.parquet cannot be read .*pg-diag rerun"):
+    with pytest.raises(RunDirError, match=r"metrics.parquet cannot be read .*pgdiag rerun"):
         load_run(out)
 
 
@@ -282,7 +282,7 @@ def test_a_damaged_checkpoint_is_named_with_the_good_ones(saved, tmp_path):
     with pytest.raises(RunDirError) as err:
         load_checkpoint(out, 3)
     message = str(err.value)
-    assert root in message and "saved after iterations [0]" in message and "pg-diag rerun" in message
+    assert root in message and "saved after iterations [0]" in message and "pgdiag rerun" in message
     assert len(message.splitlines()) == 1
     load_checkpoint(out, 0)                            # the other checkpoint still loads
 
@@ -338,7 +338,7 @@ def test_metrics_an_earlier_version_did_not_record_resume_as_not_measured():
     import numpy as np
     import pandas as pd
 
-    from pg_diag.trainer import METRICS
+    from pgdiag.trainer import METRICS
 
     older = [m for m in METRICS if m != "heldout_value_mre_floor"]
     frame = pd.DataFrame([{"agent": a, "iteration": i, **{m: 10.0 * a + i for m in older}}

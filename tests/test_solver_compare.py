@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from pg_diag.config import ConfigError
-from pg_diag.experiments import targets
-from pg_diag.experiments.studies.solver_compare import targets as sc
+from pgdiag.config import ConfigError
+from pgdiag.experiments import targets
+from pgdiag.experiments.studies.solver_compare import targets as sc
 
 
 def test_the_table_sets_the_verdicts_side_by_side():
@@ -48,7 +48,7 @@ def test_solver_compare_chooses_the_solver_itself():
 
 
 def test_the_cli_redraws_only_a_solver_compare_study(tmp_path, capsys):
-    from pg_diag.cli import main
+    from pgdiag.cli import main
 
     assert main(["solver-compare", "--from", str(tmp_path)]) == 2
     err = capsys.readouterr().err

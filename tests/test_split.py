@@ -1,5 +1,5 @@
 """placement='split': the collection on the host's CPU, the update on the learner device, one transfer of the
-batch per iteration (pg_diag/run/split.py).
+batch per iteration (pgdiag/run/split.py).
 
 Runs in a subprocess with three virtual CPU devices: the learner is the third and the other two collect, each
 a block of two of the four agents — the code path of a GPU host whose CPU is one device per core, on any
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from compare import assert_frames_close
-from pg_diag import ConfigError, preset
+from pgdiag import ConfigError, preset
 
 
 def _flags(extra: str) -> str:
@@ -26,9 +26,9 @@ def _flags(extra: str) -> str:
 
 SCRIPT = textwrap.dedent("""
     import json, sys, jax, numpy as np
-    from pg_diag import preset, resume, sweep
-    from pg_diag.run import split
-    from pg_diag.stages import Collected
+    from pgdiag import preset, resume, sweep
+    from pgdiag.run import split
+    from pgdiag.stages import Collected
 
     puts = []                      # every explicit transfer the split loop makes: (what, devices)
     put = split._put
@@ -105,7 +105,7 @@ def test_one_transfer_of_the_batch_per_iteration(result):
 
 
 def test_split_refuses_several_processes():
-    from pg_diag.run import split
+    from pgdiag.run import split
 
     with pytest.raises(ConfigError, match="placement='split' runs on one process"):
         split.check(preset("ppo", "hopper", placement="split").static, n_processes=2)
@@ -122,7 +122,7 @@ def test_split_refuses_several_processes():
 def test_the_collection_takes_equal_blocks_that_keep_the_cores_stepping(agents, envs, blocks, monkeypatch):
     """On 16 collecting devices against one device's 16 physics threads, worked out by hand: the largest
     divisor d of the agent count up to 16, taken where d >= min(16, agents × environments)."""
-    from pg_diag.run import split
+    from pgdiag.run import split
 
     monkeypatch.setattr(split, "devices", lambda: (tuple(range(16)), "learner"))
     static = preset("ppo", "hopper", num_envs=envs, physics_threads=16).static

@@ -1,4 +1,4 @@
-"""The tanh-squashed Gaussian (Brax's NormalTanhDistribution; pg_diag.networks): its log-density right at the
+"""The tanh-squashed Gaussian (Brax's NormalTanhDistribution; pgdiag.networks): its log-density right at the
 bounds, its KL and its entropy, each against an independent float64 computation in the action's own space."""
 
 import math
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import networks
+from pgdiag import networks
 
 
 def normal_logpdf(u, mean, std):

@@ -5,8 +5,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from pg_diag.rollout import Transitions
-from pg_diag.stages import episode_stats
+from pgdiag.rollout import Transitions
+from pgdiag.stages import episode_stats
 
 
 def transitions(done, finished_return, finished_length):
@@ -44,10 +44,10 @@ def test_training_update_in_one_loop_equals_the_value_and_policy_steps_taken_apa
     minibatch of the wrong network, changes the parameters at order 1e-4, far above float rounding)."""
     import jax
 
-    from pg_diag import networks, preset, stages
-    from pg_diag.config import stack_knobs
-    from pg_diag.optim import adam
-    from pg_diag.rollout import UpdateBatch
+    from pgdiag import networks, preset, stages
+    from pgdiag.config import stack_knobs
+    from pgdiag.optim import adam
+    from pgdiag.rollout import UpdateBatch
 
     cfg = preset("ppo", "point_mass", num_envs=4, steps_per_env=32, num_minibatches=4, ppo_epochs=3,
                  value_epochs=3)

@@ -4,7 +4,7 @@ interval methods, each with its coverage simulated at the unit counts the packag
 import numpy as np
 import pytest
 
-from pg_diag.stats import PUBLISHED, aai, acli, index_interval, t_interval
+from pgdiag.stats import PUBLISHED, aai, acli, index_interval, t_interval
 
 
 @pytest.mark.parametrize("agents", [5, 8, 80])   # the figures' bands over 5 agents; the tables' 8 and 80
@@ -70,7 +70,7 @@ def test_aai_acli_reproduce_the_published_table_from_its_means(task, expected_aa
 # Each simulation fixes its seed; a check "simulated coverage ≥ 0.93" over R replicates of an interval whose true
 # coverage is p fails by chance with probability P(Bin(R, p)/R < 0.93): the margins are stated per test.
 
-from pg_diag import stats  # noqa: E402
+from pgdiag import stats  # noqa: E402
 
 
 @pytest.mark.parametrize("n, k, coverage", [

@@ -3,8 +3,8 @@ tables carry the grid's columns."""
 
 import numpy as np
 
-from pg_diag import preset, sweep
-from pg_diag.diagnostics import step_study
+from pgdiag import preset, sweep
+from pgdiag.diagnostics import step_study
 
 
 def test_a_swept_grid_is_not_pooled(tmp_path):

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 from compare import assert_frames_close
 
-from pg_diag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
-from pg_diag.config import KNOB_NAMES
-from pg_diag.experiments.studies.ablation import TOGGLES
-from pg_diag.run import CompileCounter, clear_compiled
-from pg_diag.trainer import METRICS
+from pgdiag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
+from pgdiag.config import KNOB_NAMES
+from pgdiag.experiments.studies.ablation import TOGGLES
+from pgdiag.run import CompileCounter, clear_compiled
+from pgdiag.trainer import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 
@@ -108,7 +108,7 @@ def test_the_initialization_compiles_unoptimized_on_a_cpu_and_agrees_with_an_opt
     import jax.numpy as jnp
     from compare import assert_trees_close
 
-    from pg_diag.run import programs
+    from pgdiag.run import programs
 
     assert programs.init_compiler_options() == {"xla_backend_optimization_level": 0}
     keys = jnp.stack([seed_key(0), seed_key(1)])
@@ -184,7 +184,7 @@ def test_knob_names_do_not_collide_with_metric_columns():
 
 
 def test_a_long_run_estimates_its_duration_after_the_first_chunk():
-    from pg_diag.run.progress import duration, estimate
+    from pgdiag.run.progress import duration, estimate
 
     assert [duration(s) for s in (45, 89.4, 720, 5399, 8640)] == ["45 s", "89 s", "12 min", "90 min", "2.4 h"]
     # 3 iterations took 30 s: 97 more take 97 × 10 s = 970 s ≈ 16 min; under a minute says nothing
@@ -196,7 +196,7 @@ def test_a_long_run_estimates_its_duration_after_the_first_chunk():
 def test_default_chunks_need_not_divide_the_run():
     """At least 20 chunks, of equal length but the last: a prime count of iterations is not cut one by one,
     and checkpoints add cuts without changing the other chunks."""
-    from pg_diag.run.progress import chunk_lengths, default_chunk
+    from pgdiag.run.progress import chunk_lengths, default_chunk
 
     assert [default_chunk(n) for n in (5, 20, 487, 488, 976)] == [1, 1, 24, 24, 48]
     assert chunk_lengths(0, 487, 24) == [24] * 20 + [7]

@@ -1,4 +1,4 @@
-"""The one table of targets (pg_diag.experiments.targets): every place a target appears reads it."""
+"""The one table of targets (pgdiag.experiments.targets): every place a target appears reads it."""
 
 import ast
 import dataclasses
@@ -8,30 +8,30 @@ import subprocess
 
 import pytest
 
-from pg_diag import ConfigError
-from pg_diag.cli import build_parser
-from pg_diag.experiments import notebook, targets
+from pgdiag import ConfigError
+from pgdiag.cli import build_parser
+from pgdiag.experiments import notebook, targets
 
 ROOT = pathlib.Path(__file__).parent.parent
 
 
 def test_the_makefile_include_is_written_from_the_table():
     assert (ROOT / "targets.mk").read_text() == targets.makefile(), \
-        "targets.mk is stale: run `python -m pg_diag.experiments.targets > targets.mk`"
+        "targets.mk is stale: run `python -m pgdiag.experiments.targets > targets.mk`"
 
 
 def test_make_runs_each_target_into_its_studys_directory():
     # make -n prints the command each target would run, without running it
     done = subprocess.run(["make", "-n", "--no-print-directory", *targets.TARGETS, "SCALE=mid", "OUT=o"], cwd=ROOT,
                           capture_output=True, text=True, check=True)
-    commands = [line for line in done.stdout.splitlines() if "pg-diag " in line]
+    commands = [line for line in done.stdout.splitlines() if "pgdiag " in line]
     assert len(commands) == len(targets.TARGETS)
     for line, t in zip(commands, targets.TARGETS.values()):
-        assert f"pg-diag {t.name} --scale mid --out o/{t.study}-mid" in line
+        assert f"pgdiag {t.name} --scale mid --out o/{t.study}-mid" in line
         assert ("--progress" in line) == (t.kind != "optimize")
     closer = subprocess.run(["make", "-n", "--no-print-directory", "closer-look-report"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout
-    assert all(f"pg-diag {n} " in closer for n in targets.of_notebook("closer-look"))
+    assert all(f"pgdiag {n} " in closer for n in targets.of_notebook("closer-look"))
 
 
 def test_every_target_the_closer_look_report_runs_has_the_scale_it_is_asked_for():
@@ -40,7 +40,7 @@ def test_every_target_the_closer_look_report_runs_has_the_scale_it_is_asked_for(
     report finds them and their shared runs."""
     done = subprocess.run(["make", "-n", "--no-print-directory", "closer-look-report", "SCALE=mid", "OUT=o"], cwd=ROOT,
                           capture_output=True, text=True, check=True)
-    ran = [line.split("pg-diag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pg-diag " in line]
+    ran = [line.split("pgdiag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pgdiag " in line]
     assert ran[-1] == "report" and set(ran[:-1]) == set(targets.of_notebook("closer-look")) | {"fig-trust-region",
                                                                                               "fig-theorem"}
     for name in ran[:-1]:
@@ -55,10 +55,10 @@ def test_the_implementation_matters_report_runs_at_the_mid_scale():
     IM report of that scale; every target whose evidence the report reads has a mid scale."""
     done = subprocess.run(["make", "-n", "--no-print-directory", "implementation-matters-report", "SCALE=mid", "OUT=o"],
                           cwd=ROOT, capture_output=True, text=True, check=True)
-    ran = [line.split("pg-diag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pg-diag " in line]
+    ran = [line.split("pgdiag ", 1)[1].split()[0] for line in done.stdout.splitlines() if "pgdiag " in line]
     assert ran == ["fig-ablation", "table-2", "fig-trust-region", "fig-theorem", "report"]
     for name in ran[:-1]:
-        assert f"pg-diag {name} --scale mid --out o/{targets.get(name).study}-mid" in done.stdout
+        assert f"pgdiag {name} --scale mid --out o/{targets.get(name).study}-mid" in done.stdout
     assert "report --paper im --from o --scale mid" in done.stdout
     assert all("mid" in t.scales for t in targets.of_paper("im"))
 
@@ -124,7 +124,7 @@ def test_no_module_outside_the_declarations_tests_a_targets_name():
     """Behaviour lives in the targets: no comparison with, index by or lookup of a target's name anywhere in the
     package (the study modules declare their targets; everything else iterates the table)."""
     names = set(targets.TARGETS)
-    found = [line for path in sorted((ROOT / "pg_diag").rglob("*.py")) for line in _target_names_tested(path, names)]
+    found = [line for path in sorted((ROOT / "pgdiag").rglob("*.py")) for line in _target_names_tested(path, names)]
     assert found == []
     # the check itself finds such a line
     probe = ROOT / "tests" / "_probe_name_test.py"
@@ -145,9 +145,9 @@ def test_registering_a_target_is_checked():
     own = targets.get("fig-value")
     with pytest.raises(ConfigError, match="a target named 'fig-value' exists"):
         targets.register(own)
-    with pytest.raises(ConfigError, match="expected a pg_diag.experiments.target_types.Target, got dict"):
+    with pytest.raises(ConfigError, match="expected a pgdiag.experiments.target_types.Target, got dict"):
         targets.register({"name": "x"})
-    with pytest.raises(ConfigError, match="'fig-value' is one of pg_diag's own targets"):
+    with pytest.raises(ConfigError, match="'fig-value' is one of pgdiag's own targets"):
         targets.unregister("fig-value")
     with pytest.raises(ConfigError, match="kind 'figure' is not one of training, diagnostic, optimize"):
         dataclasses.replace(own, name="x", kind="figure")

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pg_diag import make_train, preset, seed_key
+from pgdiag import make_train, preset, seed_key
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=10, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 

@@ -1,4 +1,4 @@
-"""Live tracking and callbacks (pg_diag.run.callbacks, pg_diag.run.trackers): what a run tells the code watching
+"""Live tracking and callbacks (pgdiag.run.callbacks, pgdiag.run.trackers): what a run tells the code watching
 it after each chunk, on the host, and what TensorBoard, MLflow (a local file store) and Weights & Biases
 (offline) receive — the values the run's metrics table holds."""
 
@@ -9,10 +9,10 @@ import os
 import numpy as np
 import pytest
 
-from pg_diag import ConfigError, preset, sweep
-from pg_diag.cli import main
-from pg_diag.run.callbacks import Callback
-from pg_diag.run.trackers import MLflowLogger, WandbLogger
+from pgdiag import ConfigError, preset, sweep
+from pgdiag.cli import main
+from pgdiag.run.callbacks import Callback
+from pgdiag.run.trackers import MLflowLogger, WandbLogger
 from tests.test_export import _fields, _records
 
 SMALL = dict(num_envs=2, steps_per_env=16, num_iterations=4, num_minibatches=2, ppo_epochs=1, value_epochs=1,

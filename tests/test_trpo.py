@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from pg_diag import networks
-from pg_diag.config import Knobs
-from pg_diag.algorithms.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
+from pgdiag import networks
+from pgdiag.config import Knobs
+from pgdiag.algorithms.trpo import conjugate_gradient, fisher_vector_product, mean_kl, trpo_step
 
 from batches import fixed_batch, settings
 
@@ -126,7 +126,7 @@ def _line_search_margin(params, batch, knobs, accepted_scale, steps=10):
     """The smallest distance of a line-search test from its threshold, over the candidates up to the accepted
     one (trpo.trpo_step's three tests: improvement > 0, mean KL ≤ δ, improvement > ratio · scale · expected):
     at each rejected candidate the failing test's, at the accepted one every test's."""
-    from pg_diag.algorithms.trpo import natural_step, surrogate_objective
+    from pgdiag.algorithms.trpo import natural_step, surrogate_objective
 
     objective = surrogate_objective(params, batch, knobs)
     nat = natural_step(params, batch, knobs, jax.random.PRNGKey(5), cg_iterations=10, fisher_size=16,
@@ -182,18 +182,18 @@ def test_mean_kl_is_zero_at_the_old_policy():
 def test_fisher_subset_has_the_originals_size(steps, expected, monkeypatch):
     """ref §2.7: the original takes int(0.1·T) states, truncating (204.8 → 204, 25.6 → 25);
     the step's Fisher-vector product runs on exactly that many."""
-    import pg_diag.algorithms.trpo
-    from pg_diag import preset, stages
+    import pgdiag.algorithms.trpo
+    from pgdiag import preset, stages
 
     cfg = preset("trpo", "hopper", num_envs=1, steps_per_env=steps, num_minibatches=32)
-    assert pg_diag.algorithms.trpo.fisher_size(cfg.static) == expected
+    assert pgdiag.algorithms.trpo.fisher_size(cfg.static) == expected
     seen = []
 
     def spy(p, obs, knobs, damping):
         seen.append(obs.shape[0])
         return fisher_vector_product(p, obs, knobs, damping)
 
-    monkeypatch.setattr(pg_diag.algorithms.trpo, "fisher_vector_product", spy)
+    monkeypatch.setattr(pgdiag.algorithms.trpo, "fisher_vector_product", spy)
     params, batch = fixed_batch(n=steps)
     stages.policy_step(cfg.static, params, None, batch, 0.0, cfg.knobs.as_arrays(), jax.random.PRNGKey(0))
     assert seen == [expected]

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from compare import ILL_CONDITIONED_RTOL, assert_frames_close, assert_trees_close
-from pg_diag import envs, make_train, networks, preset, seed_key, stages
-from pg_diag.config import Knobs
-from pg_diag.envs import make
-from pg_diag.normalize import RunningStat, push, reward_affine, scale_reward
-from pg_diag.objectives import mean_relative_error
-from pg_diag.rollout import EnvCarry, Filters, collect, discounted_returns, episode_completes
+from pgdiag import envs, make_train, networks, preset, seed_key, stages
+from pgdiag.config import Knobs
+from pgdiag.envs import make
+from pgdiag.normalize import RunningStat, push, reward_affine, scale_reward
+from pgdiag.objectives import mean_relative_error
+from pgdiag.rollout import EnvCarry, Filters, collect, discounted_returns, episode_completes
 
 
 def test_mean_relative_error_by_hand():
@@ -111,7 +111,7 @@ def test_exact_value_in_learner_units_agrees_with_monte_carlo(uses_rewards):
     s0 = jnp.array([0.7, -0.4])
     state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(3), n))
     state = state.replace(obs=jnp.tile(s0, (n, 1)), physics={**state.physics, "s": jnp.tile(s0, (n, 1))})
-    from pg_diag.normalize import observation_filter
+    from pgdiag.normalize import observation_filter
     carry = EnvCarry(state=state, obs=observation_filter(filters.obs, state.obs, knobs), ret=jnp.zeros(n),
                      ep_return=jnp.zeros(n), ep_length=jnp.zeros(n, jnp.int32))
     run = jax.jit(lambda: collect(env, policy, carry, filters, jax.random.PRNGKey(4), knobs, 600, frozen=True)[2])
@@ -144,7 +144,7 @@ def test_training_records_value_errors_and_the_exact_one_only_on_lqr():
 
 @pytest.fixture(scope="module")
 def lqr_agent(lqr_runs):
-    from pg_diag import load_checkpoint, load_run
+    from pgdiag import load_checkpoint, load_run
 
     run = load_run(lqr_runs["ppo"])
     cfg = run.config(0)

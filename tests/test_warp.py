@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from compare import assert_terminations_match
-from pg_diag import ConfigError, envs, preset, sweep
-from pg_diag.envs import crossover, mujoco_physics
+from pgdiag import ConfigError, envs, preset, sweep
+from pgdiag.envs import crossover, mujoco_physics
 
 
 def _rollout(env, batch=3, steps=30):
@@ -51,8 +51,8 @@ def _capped(task, model, states, actions) -> np.ndarray:
     models allow 100 iterations)."""
     import mujoco
 
-    from pg_diag.envs.mujoco_models import mujoco_task
-    from pg_diag.envs.mujoco_tasks import _model_info, load_model
+    from pgdiag.envs.mujoco_models import mujoco_task
+    from pgdiag.envs.mujoco_tasks import _model_info, load_model
 
     spec = mujoco_task(task, model)
     m = load_model(spec)
@@ -135,15 +135,15 @@ def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch, capsys):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "warp" else real(name, *a))
     with pytest.raises(ValueError, match=r"needs the warp-lang package, which is not installed: pip install "
-                                         r"'pg_diag\[warp\]'"):
+                                         r"'pgdiag\[warp\]'"):
         envs.resolve_physics("hopper", "warp")
     assert mujoco_physics.warp_unavailable()
     # from the command line: one line naming the missing package, before anything compiles
-    from pg_diag.cli import main
+    from pgdiag.cli import main
 
     assert main(["train", "--preset", "ppo", "--task", "hopper", "--set", "physics=warp"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("pg-diag: error: physics='warp' needs the warp-lang package")
+    assert err.count("\n") == 1 and err.startswith("pgdiag: error: physics='warp' needs the warp-lang package")
 
 
 def test_auto_times_warp_only_where_an_accelerator_runs_it():

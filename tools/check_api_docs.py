@@ -2,11 +2,11 @@
 not see.
 
 1. No reST role is left as literal text (``:func:`x``` and the like, in any page): the docstrings are Google
-   style Markdown, their cross-references ``[`x`][pg_diag.path]`` (tools/docstring_roles.py rewrites roles).
+   style Markdown, their cross-references ``[`x`][pgdiag.path]`` (tools/docstring_roles.py rewrites roles).
 2. Every public name of the package's API is in the API reference, as the kind of object it is, with a
-   docstring: each name in ``__all__`` of ``pg_diag``, ``pg_diag.diagnostics`` and of every other module the
+   docstring: each name in ``__all__`` of ``pgdiag``, ``pgdiag.diagnostics`` and of every other module the
    reference renders with a ``::: module`` directive. A name counts as there when the page renders an object
-   at its path (``pg_diag.sweep``) or at the path of what it names (``pg_diag.run.execute.sweep``, found by
+   at its path (``pgdiag.sweep``) or at the path of what it names (``pgdiag.run.execute.sweep``, found by
    following the package's imports statically); a function rendered as the submodule of the same name (Griffe
    gives a submodule precedence over the name its package imports) does not count.
 
@@ -31,7 +31,7 @@ ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|obj|exc|const):(?:`|<code>
 DIRECTIVE = re.compile(r"^:::\s+([\w.]+)", re.M)
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 KINDS = ("module", "class", "function", "attribute", "type_alias")
-REQUIRED = ("pg_diag", "pg_diag.diagnostics")
+REQUIRED = ("pgdiag", "pgdiag.diagnostics")
 
 
 class Node:
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", nargs="?", default=os.path.join(here, "site"), help="the built site (site/)")
-    parser.add_argument("--package", default=os.path.join(here, "pg_diag"))
+    parser.add_argument("--package", default=os.path.join(here, "pgdiag"))
     parser.add_argument("--api", default=os.path.join(here, "docs", "reference", "api.md"))
     parser.add_argument("--page", default=os.path.join("reference", "api.html"))   # the offline plugin's layout
     parser.add_argument("--module", action="append", help=f"a module whose __all__ must be documented "

@@ -6,7 +6,7 @@ reads ``[`title`][dotted.path]`` as a cross-reference (mkdocs-autorefs) and show
 ``:data:``, ``:meth:``, ``:attr:``, ``:obj:``, ``:exc:``, ``:const:``) in docstrings (any bare string
 statement) and ``#`` comments of the package's modules into
 
-* ``[`name`][pg_diag.full.dotted.path]`` when the target resolves to an object defined in the package: the
+* ``[`name`][pgdiag.full.dotted.path]`` when the target resolves to an object defined in the package: the
   path is where the object is defined (its canonical path), found statically (no imports): the target is
   looked up in the enclosing classes, the module's own names and imports, its package's and those of the
   packages above it, then a bare target as an absolute path and a relative one (a leading ``.``, Sphinx's
@@ -21,7 +21,7 @@ after ``~``, leading dots dropped. A cross-reference this tool wrote earlier who
 Idempotent (a second run changes nothing) and stable (the output depends only on the package's sources).
 Standard library only.
 
-    python tools/docstring_roles.py                # rewrite pg_diag/ in place, list the files changed
+    python tools/docstring_roles.py                # rewrite pgdiag/ in place, list the files changed
     python tools/docstring_roles.py --check        # exit 1 if any role or stale cross-reference is left
     python tools/docstring_roles.py --diff FILES   # show what would change
 """
@@ -384,8 +384,8 @@ def _package_dir(path: str) -> str:
 def main(argv=None) -> int:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="*", default=[os.path.join(here, "pg_diag")],
-                        help="package folders or modules (default: the repository's pg_diag/)")
+    parser.add_argument("paths", nargs="*", default=[os.path.join(here, "pgdiag")],
+                        help="package folders or modules (default: the repository's pgdiag/)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="change nothing; exit 1 if anything would change")
     mode.add_argument("--diff", action="store_true", help="change nothing; print a unified diff")

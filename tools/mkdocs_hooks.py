@@ -1,6 +1,6 @@
 """MkDocs hooks for the site (mkdocs.yml: ``hooks``).
 
-The docstrings cross-reference the package's objects by where they are defined (``[`run`][pg_diag.diagnostics
+The docstrings cross-reference the package's objects by where they are defined (``[`run`][pgdiag.diagnostics
 .engine.run]``, written by tools/docstring_roles.py), also objects the API reference does not render (internal
 modules, private helpers). Such a reference is made optional here, before mkdocs-autorefs resolves them: a link
 where the site renders its target, plain code (with the path as its tooltip) where it does not, instead of a
@@ -10,7 +10,7 @@ these paths naming an object the package defines.
 
 import re
 
-PACKAGE = "pg_diag"
+PACKAGE = "pgdiag"
 AUTOREF = re.compile(r"<autoref (?P<attrs>[^>]*)>")
 IDENTIFIER = re.compile(r'\bidentifier="' + PACKAGE + r'(?:\.\w+)*"')
 

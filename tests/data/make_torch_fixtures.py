@@ -1,6 +1,6 @@
 """Make the CleanRL and Stable-Baselines3 fixtures of tests/test_policy_loaders.py with the real libraries.
 
-Run where torch, stable-baselines3 and gymnasium[mujoco] are installed (not pg_diag's own environment; pg_diag
+Run where torch, stable-baselines3 and gymnasium[mujoco] are installed (not pgdiag's own environment; pgdiag
 reads these files without torch):
 
     python tests/data/make_torch_fixtures.py tests/data

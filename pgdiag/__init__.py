@@ -1,0 +1,23 @@
+"""pgdiag: a JAX experiment engine for studying deep policy-gradient algorithms."""
+
+from pgdiag.run.host_devices import configure as _host_devices
+
+_host_devices()  # first: JAX takes its CPU device count only before it starts (pgdiag.run.host_devices)
+
+from pgdiag.algorithms import Algorithm, WorkingSet, register_algorithm
+from pgdiag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset,
+                            preset_names)
+from pgdiag.envs import ExactAnswers, register_task
+from pgdiag.policy import FrozenPolicy
+from pgdiag.run.callbacks import Callback
+from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume,
+                         sweep, train)
+from pgdiag.trainer import METRICS, make_train, seed_key
+from pgdiag.experiments.planner import plan_study, plan_sweep
+
+__version__ = "0.1.0"
+
+__all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
+           "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint", "load_policy",
+           "load_run", "make_train", "plan", "plan_study", "plan_sweep", "preset", "preset_names", "WorkingSet",
+           "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]

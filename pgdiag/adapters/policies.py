@@ -1,0 +1,321 @@
+"""Policies trained elsewhere, read into pgdiag's networks: Brax PPO, CleanRL and Stable-Baselines3.
+
+``read_policy(kind, path, ...)`` returns an [`ExternalPolicy`][pgdiag.adapters.policies.ExternalPolicy]: the
+policy's and value function's parameters in one of pgdiag's networks ([`pgdiag.networks`][pgdiag.networks]),
+the observation filter the agent saw, and the few settings its file states. Nothing is imported from the
+framework that wrote the file and no code in it runs ([`pgdiag.adapters.archives`][pgdiag.adapters.archives]).
+
+* ``"brax"``: the (normalizer, policy, value) parameters Brax PPO's trainer returns, saved by
+  `brax.io.model.save_params`, for `make_ppo_networks`' default networks (swish MLPs, tanh-squashed Gaussian):
+  the "brax" network. The normalizer is applied where it has counted observations (Brax's
+  ``normalize_observations=True``), as (x − mean)/std, unclipped.
+* ``"cleanrl"``: the state dict `ppo_continuous_action.py --save-model` writes (its ``Agent``: tanh MLPs, a
+  state-independent log σ): the "mlp" network. The file holds no observation statistics (they live in the
+  `NormalizeObservation` wrapper): pass ``obs_stats=(mean, var)`` (or a ``.npz``/``.json`` with ``mean`` and
+  ``var``); without them the policy sees raw observations, and a warning says so.
+* ``"sb3"``: a Stable-Baselines3 PPO zip (``MlpPolicy``, tanh by default; ``activation="relu"`` for a ReLU one),
+  with ``vecnormalize=PATH`` the `VecNormalize.save` file whose observation statistics the policy saw.
+
+Observations are normalized as pgdiag's filter does, (x − μ)/(σ + 1e-8) then clipped (ref §2.2); each
+framework's σ is stored so that this equals its own (x − μ)/σ' to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import warnings
+import zipfile
+
+import numpy as np
+
+from pgdiag.adapters.archives import ArchiveError, load_pickle, load_torch, read_bytes
+from pgdiag.normalize import NORM_EPS
+
+#: the frameworks whose saved policies are read
+KINDS = ("brax", "cleanrl", "sb3")
+_INT32_MAX = 2 ** 31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ExternalPolicy:
+    """A policy read from another framework's file, in pgdiag's terms."""
+
+    kind: str
+    path: str
+    network: str            # "mlp" or "brax" (pgdiag.networks.NETWORKS)
+    policy: dict            # parameters of the network's policy
+    value: dict | None      # parameters of its value function (every supported file holds one)
+    obs_mean: np.ndarray | None   # the observation filter (None: raw observations)
+    obs_std: np.ndarray | None    # σ such that (x − mean)/(σ + 1e-8) is what the agent saw
+    obs_count: int
+    obs_clip: float | None  # clip bound after normalizing (None: unclipped)
+    knobs: dict             # knob values the file states (activation, γ, λ, …)
+    notes: tuple = ()       # what was assumed, said plainly
+    action_bounds: tuple | None = None   # (low, high) of the actions it was trained to emit, where the file says
+
+    @property
+    def obs_size(self) -> int:
+        return int(_layers(self.policy)[0]["w"].shape[0])
+
+    @property
+    def action_size(self) -> int:
+        out = int(_layers(self.policy)[-1]["b"].shape[-1])
+        return out // 2 if self.network == "brax" else out
+
+    @property
+    def policy_hidden(self) -> tuple:
+        return tuple(int(layer["b"].shape[-1]) for layer in _layers(self.policy)[:-1])
+
+    @property
+    def value_hidden(self) -> tuple:
+        return tuple(int(layer["b"].shape[-1]) for layer in _layers(self.value)[:-1])
+
+
+def _layers(params: dict) -> list:
+    return params["swish_layers"] if "swish_layers" in params else params["layers"]
+
+
+def read_policy(kind: str, path: str, *, obs_stats=None, vecnormalize: str | None = None,
+                activation: str = "tanh") -> ExternalPolicy:
+    """Read the policy ``kind`` (one of ``KINDS``) saved at ``path``; see the module's note for each kind."""
+    if kind not in KINDS:
+        raise ArchiveError(f"unknown policy kind {kind!r}; kinds are {', '.join(KINDS)}")
+    if activation not in ("tanh", "relu"):
+        raise ArchiveError(f"activation must be 'tanh' or 'relu', got {activation!r}")
+    if kind != "cleanrl" and obs_stats is not None:
+        raise ArchiveError(f"obs_stats is for CleanRL files (which lack them); a {kind} file states its own")
+    if kind != "sb3" and vecnormalize is not None:
+        raise ArchiveError("vecnormalize is for Stable-Baselines3 zips")
+    path = os.fspath(path)
+    if kind == "brax":
+        return _brax(path)
+    if kind == "cleanrl":
+        return _cleanrl(path, obs_stats, activation)
+    return _sb3(path, vecnormalize, activation)
+
+
+# --- shared mapping -------------------------------------------------------------------
+
+def _torch_layers(state: dict, prefixes: list, what: str) -> list:
+    """torch Linear layers (weight [out, in], bias) under ``prefixes``, as pgdiag's {"w": [in, out], "b"}."""
+    layers = []
+    for prefix in prefixes:
+        w, b = state.pop(f"{prefix}.weight", None), state.pop(f"{prefix}.bias", None)
+        if w is None or b is None or w.ndim != 2 or b.shape != (w.shape[0],):
+            raise ArchiveError(f"{what}: expected a linear layer {prefix}.weight/.bias, found "
+                               f"{None if w is None else w.shape} / {None if b is None else b.shape}")
+        layers.append({"w": np.asarray(w.T, np.float32), "b": np.asarray(b, np.float32)})
+    _check_chain(layers, what)
+    return layers
+
+
+def _check_chain(layers: list, what: str) -> None:
+    for i, (a, b) in enumerate(zip(layers[:-1], layers[1:])):
+        if a["w"].shape[1] != b["w"].shape[0]:
+            raise ArchiveError(f"{what}: layer {i} gives {a['w'].shape[1]} outputs but layer {i + 1} takes "
+                               f"{b['w'].shape[0]}")
+
+
+def _sequential(state: dict, name: str) -> list:
+    """The Linear indices of a torch ``nn.Sequential`` named ``name`` (0, 2, 4 with activations between)."""
+    found = sorted({int(m.group(1)) for k in state for m in [re.fullmatch(rf"{re.escape(name)}\.(\d+)\.weight", k)]
+                    if m})
+    return [f"{name}.{i}" for i in found]
+
+
+def _filter_from(mean, var, eps: float, count, clip, what: str):
+    """σ stored for pgdiag's (x − μ)/(σ + 1e-8) to equal the framework's (x − μ)/√(var + eps)."""
+    mean, var = np.asarray(mean, np.float64).reshape(-1), np.asarray(var, np.float64).reshape(-1)
+    if mean.shape != var.shape or not np.all(np.isfinite(mean)) or not np.all(var >= 0):
+        raise ArchiveError(f"{what}: observation statistics need a finite mean and a variance ≥ 0 of one shape, "
+                           f"got shapes {mean.shape} and {var.shape}")
+    std = np.maximum(np.sqrt(var + eps) - NORM_EPS, 0.0)
+    return mean.astype(np.float32), std.astype(np.float32), int(min(max(float(count), 2), _INT32_MAX)), clip
+
+
+def _leftover(state: dict, what: str) -> None:
+    if state:
+        raise ArchiveError(f"{what}: unexpected parameters {sorted(state)[:4]} — not the network this loader "
+                           f"maps (a customized agent?)")
+
+
+# --- Brax -----------------------------------------------------------------------------
+
+def _brax(path: str) -> ExternalPolicy:
+    what = f"Brax parameters {path!r}"
+    loaded = load_pickle(read_bytes(path, "the Brax parameter file"))
+    if not (isinstance(loaded, (tuple, list)) and len(loaded) >= 3):
+        raise ArchiveError(f"{what}: expected the (normalizer, policy, value) tuple Brax PPO saves, got "
+                           f"{type(loaded).__name__}")
+    norm, policy, value = loaded[:3]
+    policy, value = (_flax_mlp(p, f"{what} ({name})") for p, name in ((policy, "policy"), (value, "value")))
+    if policy[-1]["b"].shape[-1] % 2:
+        raise ArchiveError(f"{what}: the policy's output has {policy[-1]['b'].shape[-1]} units; a tanh-normal "
+                           f"policy has 2 per action dimension (loc, scale)")
+    count = _brax_count(getattr(norm, "count", 0))
+    mean = std = None
+    if count > 0:   # a normalizer that never counted was not used (normalize_observations=False)
+        mean = np.asarray(norm.mean, np.float32)
+        std = np.maximum(np.asarray(norm.std, np.float64) - NORM_EPS, 0.0).astype(np.float32)
+    return ExternalPolicy(kind="brax", path=path, network="brax", policy={"swish_layers": policy},
+                          value={"swish_layers": value}, obs_mean=mean, obs_std=std,
+                          obs_count=int(min(max(count, 2), _INT32_MAX)), obs_clip=None, knobs={},
+                          notes=() if count else ("the normalizer counted no observations: raw observations",),
+                          action_bounds=_unit_box(policy[-1]["b"].shape[-1] // 2))   # tanh's range
+
+
+def _unit_box(n: int) -> tuple:
+    return (-1.0,) * n, (1.0,) * n
+
+
+def _brax_count(count) -> int:
+    if hasattr(count, "hi") and hasattr(count, "lo"):
+        return (int(count.hi) << 32) + int(count.lo)
+    return int(np.asarray(count))
+
+
+def _flax_mlp(params, what: str) -> list:
+    layers = params.get("params", params) if isinstance(params, dict) else None
+    names = sorted(layers or {}, key=lambda k: int(k.split("_")[-1]) if k.split("_")[-1].isdigit() else -1)
+    if not names or any(not re.fullmatch(r"hidden_\d+", k) for k in names):
+        raise ArchiveError(f"{what}: expected Brax MLP layers hidden_0, hidden_1, …, found {names[:4] or 'none'}")
+    out = [{"w": np.asarray(layers[k]["kernel"], np.float32), "b": np.asarray(layers[k]["bias"], np.float32)}
+           for k in names]
+    _check_chain(out, what)
+    return out
+
+
+# --- CleanRL --------------------------------------------------------------------------
+
+def _cleanrl(path: str, obs_stats, activation: str) -> ExternalPolicy:
+    what = f"CleanRL checkpoint {path!r}"
+    state = dict(load_torch(read_bytes(path, "the CleanRL checkpoint")))
+    log_std = state.pop("actor_logstd", None)
+    if log_std is None:
+        raise ArchiveError(f"{what}: no actor_logstd — not ppo_continuous_action's Agent")
+    policy = _torch_layers(state, _sequential(state, "actor_mean"), what)
+    value = _torch_layers(state, _sequential(state, "critic"), what)
+    _leftover(state, what)
+    notes, mean = [], None
+    if obs_stats is None:
+        notes.append("CleanRL's checkpoint holds no observation statistics: the policy sees raw observations "
+                     "(pass obs_stats=(mean, var) from the run's NormalizeObservation wrapper)")
+        warnings.warn(f"{path}: {notes[-1]}", stacklevel=3)
+        std, count, clip = None, 0, None
+    else:
+        mean, std, count, clip = _filter_from(*_stats(obs_stats, what), 1e-8, 1e8, 10.0, what)
+    knobs = {"tanh_activations": activation == "tanh"}
+    return ExternalPolicy(kind="cleanrl", path=path, network="mlp",
+                          policy={"layers": policy, "log_std": np.asarray(log_std, np.float32).reshape(-1)},
+                          value={"layers": value}, obs_mean=mean, obs_std=std, obs_count=count, obs_clip=clip,
+                          knobs=knobs, notes=tuple(notes))
+
+
+def _stats(obs_stats, what: str):
+    """(mean, var) from a pair, a dict or a .npz/.json file with 'mean' and 'var'."""
+    if isinstance(obs_stats, (str, os.PathLike)):
+        source = os.fspath(obs_stats)
+        if source.endswith(".json"):
+            obs_stats = json.loads(read_bytes(source, "the observation statistics"))
+        else:
+            try:
+                obs_stats = dict(np.load(source, allow_pickle=False))
+            except (OSError, ValueError) as err:
+                raise ArchiveError(f"cannot read observation statistics {source!r}: {err}") from None
+    if isinstance(obs_stats, dict):
+        if not {"mean", "var"} <= set(obs_stats):
+            raise ArchiveError(f"{what}: observation statistics need 'mean' and 'var', got {sorted(obs_stats)}")
+        return obs_stats["mean"], obs_stats["var"]
+    if isinstance(obs_stats, (tuple, list)) and len(obs_stats) == 2:
+        return obs_stats
+    raise ArchiveError(f"{what}: obs_stats must be (mean, var), a dict or a .npz/.json file, got "
+                       f"{type(obs_stats).__name__}")
+
+
+# --- Stable-Baselines3 ----------------------------------------------------------------
+
+def _sb3(path: str, vecnormalize: str | None, activation: str) -> ExternalPolicy:
+    what = f"Stable-Baselines3 zip {path!r}"
+    try:
+        archive = zipfile.ZipFile(path)
+        data = json.loads(archive.read("data"))
+        state = dict(load_torch(archive.read("policy.pth")))
+    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as err:
+        raise ArchiveError(f"{what}: not a model.save zip with 'data' and 'policy.pth' ({err})") from None
+    if data.get("use_sde"):
+        raise ArchiveError(f"{what}: a gSDE policy (use_sde=True); only the diagonal Gaussian MlpPolicy is read")
+    notes = []
+    if data.get("policy_kwargs") not in ({}, None):
+        notes.append(f"policy_kwargs were set (stored as a pickle, not read): activation taken as {activation!r}")
+    log_std = state.pop("log_std", None)
+    if log_std is None:
+        raise ArchiveError(f"{what}: no log_std — not a continuous-action ActorCriticPolicy")
+    policy = _torch_layers(state, _sequential(state, "mlp_extractor.policy_net") + ["action_net"], what)
+    value = _torch_layers(state, _sequential(state, "mlp_extractor.value_net") + ["value_net"], what)
+    _leftover(state, what)
+    knobs = {"tanh_activations": activation == "tanh"}
+    knobs.update({k: float(data[src]) for k, src in (("gamma", "gamma"), ("gae_lambda", "gae_lambda"))
+                  if isinstance(data.get(src), (int, float))})
+    mean = std = clip = None
+    count = 0
+    if vecnormalize is not None:
+        wrapper = load_pickle(read_bytes(vecnormalize, "the VecNormalize file"))
+        rms = getattr(wrapper, "obs_rms", None)
+        if rms is None or not getattr(wrapper, "norm_obs", True):
+            notes.append("the VecNormalize file normalizes no observations: raw observations")
+        else:
+            mean, std, count, clip = _filter_from(rms.mean, rms.var, float(wrapper.epsilon), rms.count,
+                                                  float(wrapper.clip_obs), f"VecNormalize file {vecnormalize!r}")
+    return ExternalPolicy(kind="sb3", path=path, network="mlp",
+                          policy={"layers": policy, "log_std": np.asarray(log_std, np.float32).reshape(-1)},
+                          value={"layers": value}, obs_mean=mean, obs_std=std, obs_count=count, obs_clip=clip,
+                          knobs=knobs, notes=tuple(notes), action_bounds=_box_bounds(data.get("action_space")))
+
+
+def _box_bounds(space) -> tuple | None:
+    """(low, high) of the Box space SB3's ``data`` describes in text ("[-1. -1. -1.]"); None where it does not."""
+    try:
+        low, high = (np.array(space[k].strip("[]").split(), np.float64) for k in ("low", "high"))
+    except (TypeError, KeyError, AttributeError, ValueError):
+        return None
+    return tuple(low.tolist()), tuple(high.tolist())
+
+
+# --- in pgdiag's terms ------------------------------------------------------------------
+
+def knob_values(ext: ExternalPolicy) -> dict:
+    """The knobs that make pgdiag's filter and networks compute what the source framework did."""
+    values = {**ext.knobs, "obs_normalization": ext.obs_mean is not None, "obs_clipping": ext.obs_clip is not None}
+    if ext.obs_clip is not None:
+        values["obs_clip"] = float(ext.obs_clip)
+    return values
+
+
+def obs_stat(ext: ExternalPolicy):
+    """The observation filter's statistics (a [`RunningStat`][pgdiag.normalize.RunningStat]) whose σ is
+    ``ext.obs_std``; zeros where the policy sees raw observations."""
+    from pgdiag.normalize import RunningStat
+
+    if ext.obs_mean is None:
+        return RunningStat.zeros((ext.obs_size,))
+    n = ext.obs_count
+    return RunningStat.from_moments(n, ext.obs_mean, np.square(ext.obs_std.astype(np.float64)) * (n - 1))
+
+
+def frozen(ext: ExternalPolicy):
+    """``ext`` as a [`FrozenPolicy`][pgdiag.policy.FrozenPolicy] (its value function beside it)."""
+    import jax
+    import jax.numpy as jnp
+
+    from pgdiag.config import Config
+    from pgdiag.policy import FrozenPolicy
+
+    knobs = Config().replace(**knob_values(ext)).knobs.as_arrays()
+    return FrozenPolicy(params=jax.tree.map(jnp.asarray, ext.policy), obs_stat=obs_stat(ext), knobs=knobs,
+                        iteration=jnp.int32(0), value=jax.tree.map(jnp.asarray, ext.value))
+
+
+__all__ = ["KINDS", "ExternalPolicy", "frozen", "knob_values", "obs_stat", "read_policy"]

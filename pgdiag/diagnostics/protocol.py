@@ -1,0 +1,147 @@
+"""The study protocol: what a measurement on checkpointed agents declares, and the records its methods take.
+
+A measurement is a subclass of [`Diagnostic`][pgdiag.diagnostics.protocol.Diagnostic]. The engine
+([`pgdiag.diagnostics.engine`][]) calls its methods in one order for every study, each with one typed record:
+
+1. `resolve(settings, statics)`: the settings against every run's `Static` (bad settings fail here, before
+   a checkpoint is read); returns the study's resolved settings (its *plan*).
+2. `group_by(settings, static)`: which subjects share a compiled program.
+3. `shape(group: Group) -> Shape`: one group's program before it compiles: how many pairs, how wide and long,
+   its estimated peak memory and whether it fits. `Shape.plan` is the plan that program compiles (the
+   resolved plan, or one widened or narrowed to fit); from here on the plan is read from the shape alone.
+4. `program(shape: Shape) -> jitted (states, knobs, keys) -> outputs`.
+5. `frames(measured: Measured) -> {table: DataFrame}`: the outputs as the study's tables.
+6. `record(shapes) -> Record`: what the manifest keeps of the plans.
+
+`examples/own_study.py` defines one outside the package; `docs/guides/own-study.md` walks through it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Callable, ClassVar, Generic, Hashable, NamedTuple, Sequence, TypeVar
+
+Plan = TypeVar("Plan")
+
+
+class Sizes(NamedTuple):
+    """The network sizes a program is shaped for."""
+
+    obs: int       # observation size
+    act: int       # action size
+    params: int    # policy + value parameters
+
+
+@dataclasses.dataclass(frozen=True)
+class Group(Generic[Plan]):
+    """One program's subjects, as [`Diagnostic.shape`][pgdiag.diagnostics.protocol.Diagnostic.shape] sees
+    them: nothing is loaded for a dry run, only counted."""
+
+    settings: Any          # the study's checked settings
+    plan: Plan             # what `resolve` returned for every run of the study
+    statics: tuple         # the `Static` of each subject of the group
+    units: int             # subjects in the group
+    sizes: Sizes           # network sizes
+    memory: int            # bytes the program may take
+
+    @property
+    def static(self):
+        """The configuration every subject of the group shares (the first one's)."""
+        return self.statics[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape(Generic[Plan]):
+    """One compiled program of a study, before it compiles: what a dry run prints and the engine compiles."""
+
+    labels: tuple           # the labels (algorithms) whose subjects it measures
+    batching: str           # "vmap": subjects together; "map": in turn
+    units: int              # subjects
+    pairs: int              # state–action pairs sampled
+    sequential_steps: int   # batched steps one after another
+    width: int              # environments one batched step moves
+    bytes: int              # estimated peak (`pgdiag.diagnostics.memory`)
+    fits: bool              # bytes within the memory it was shaped for
+    note: str = ""          # what was changed to fit ("" when nothing)
+    #: the plan `program` compiles: the group's own (widened, fitted) resolved settings
+    plan: Plan = dataclasses.field(default=None, compare=False, repr=False)
+    #: the study's settings and the group's shared configuration (filled in by the engine)
+    settings: Any = dataclasses.field(default=None, compare=False, repr=False)
+    static: Any = dataclasses.field(default=None, compare=False, repr=False)
+    #: (what, shape, advice) of the refusal when it does not fit (`memory.require_memory`)
+    refusal: tuple = dataclasses.field(default=(), compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured(Generic[Plan]):
+    """One program's outputs, as [`Diagnostic.frames`][pgdiag.diagnostics.protocol.Diagnostic.frames] reads
+    them."""
+
+    subjects: Any          # `pgdiag.diagnostics.subjects.Subjects`: rows, stacked states and knobs
+    shape: Shape           # the program's shape (its plan and settings)
+    outputs: dict          # what the program returned, fetched to the host
+
+    @property
+    def plan(self) -> Plan:
+        return self.shape.plan
+
+    @property
+    def settings(self):
+        return self.shape.settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """What the manifest keeps of a study's plans: its `resolved` entry and any entries beside it."""
+
+    resolved: dict
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+class Diagnostic(abc.ABC, Generic[Plan]):
+    """A measurement on checkpointed agents. Subclasses set the class attributes and implement `shape`, `program`
+    and `frames` (a subclass missing one cannot be made); the other methods have defaults that suit a study of one
+    program whose plan is its settings."""
+
+    kind: ClassVar[str]          # the manifest's kind, and the study's default name (its directory)
+    title: ClassVar[str]         # how messages name it ("gradient study")
+    settings: ClassVar[type]     # its settings dataclass (with `.check()`)
+    tables: ClassVar[tuple]      # the tables it saves
+    result: ClassVar[type]       # holds the manifest and one DataFrame per table; its curves and summaries
+
+    def resolve(self, settings, statics: Sequence) -> Plan:
+        """The settings against every subject's `Static`; raise `DiagnosticError` naming what disagrees."""
+        return settings
+
+    def group_by(self, settings, static) -> Hashable:
+        """The key of the program a subject with `static` joins (default: one program for all)."""
+        return None
+
+    def reads_optimizer(self, settings) -> bool:
+        """Whether the programs read the agents' optimizer states (PPO's Adam and TRPO's none differ)."""
+        return True
+
+    @abc.abstractmethod
+    def shape(self, group: Group[Plan]) -> Shape[Plan]:
+        """The group's program before it compiles: its size, its memory and the plan it compiles."""
+
+    @abc.abstractmethod
+    def program(self, shape: Shape[Plan]) -> Callable:
+        """The jitted program `(states, knobs, keys) -> outputs` over the shape's subjects."""
+
+    @abc.abstractmethod
+    def frames(self, measured: Measured[Plan]) -> dict:
+        """The program's outputs as the study's tables, `{table: DataFrame}`."""
+
+    def record(self, shapes: Sequence[Shape[Plan]]) -> Record:
+        """The manifest's `resolved` entry (default: the last program's plan, where it is a dataclass)."""
+        plan = shapes[-1].plan
+        return Record(dataclasses.asdict(plan) if dataclasses.is_dataclass(plan) else {})
+
+    def describe(self, shape: Shape[Plan]) -> str:
+        """The line `--progress` prints before the program compiles."""
+        return f"{self.title}: {shape.units} subjects, {shape.pairs:,} pairs"
+
+
+__all__ = ["Diagnostic", "Group", "Measured", "Record", "Shape", "Sizes"]

@@ -1,0 +1,327 @@
+"""Each claim ([`paper_claims`][pgdiag.experiments.paper_claims]) tested on measured evidence where the paper made
+it, with an interval whose coverage is stated and the one-sided p-values the findings' multiplicity control reads
+([`findings`][pgdiag.experiments.findings]).
+
+A claim names one *evidence* series — rows of task, label, agent, value, with the point of training (iteration,
+progress, lr_share) and the sample size (pairs) where they matter, extracted from saved studies by `evidence`. Rows
+inside the claim's [`Scope`][pgdiag.experiments.paper_claims.Scope] (the figure's tasks, the point of training, the
+sample sizes) are tested; a task or algorithm measured only outside it gives an *exploratory* row, verdict "not
+measured where the paper made it", never counted. The unit is the **agent**: its rows in scope become one value
+(their mean, or median where the claim says so or one is censored, ±inf). Tests:
+
+* ``agents`` — the median agent with its distribution-free order-statistic interval
+  ([`pgdiag.stats.median_interval`][pgdiag.stats.median_interval]; at 5 agents [min, max], coverage 0.9375); its
+  p-values are the sign test's ([`pgdiag.stats.sign_test_p`][pgdiag.stats.sign_test_p],
+  [`pgdiag.stats.band_p`][pgdiag.stats.band_p]);
+* ``groups`` — two groups' median agents (two algorithms, or Humanoid against an easier task), their difference with
+  the interval of [`pgdiag.stats.median_difference_interval`][pgdiag.stats.median_difference_interval] (coverage ≥
+  its guaranteed bound on any populations: skewed, heavy-tailed, failed seeds);
+* ``min-difference`` — the smallest of several such differences (all positive ⇔ the smallest is: the p-value
+  is the largest of theirs, an intersection–union test);
+* ``exact`` — a deterministic check of a theorem on one batch (a *check*, not a finding).
+
+A per-test verdict: *holds* when the interval lies on the paper's side (its false rate ≤ (1 − coverage)/2), *does
+not hold* when it lies on the other, *inconclusive* otherwise; below
+[`MIN_AGENTS`][pgdiag.experiments.claims.MIN_AGENTS] agents (per group) *too few agents* with *k of n agree*. A
+band with a noise floor ([`floor`][pgdiag.experiments.paper_claims.Claim.floor]) holds only where the floor's
+interval lies below the band. A claim's stronger levels are read where it holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pgdiag import stats
+from pgdiag.experiments.claims_cl import CL_CLAIMS
+from pgdiag.experiments.claims_im import IM_CLAIMS
+from pgdiag.experiments.paper_claims import KINDS, WINDOWS, Claim, by_key
+
+CLAIMS = CL_CLAIMS + IM_CLAIMS
+
+VERDICTS = ("holds", "does not hold", "inconclusive", "too few agents", "not measured where the paper made it")
+MIN_AGENTS = 5
+NOT_HERE = VERDICTS[4]
+#: tasks in the order of their complexity (CL §5.1: Humanoid the "hard" task)
+COMPLEXITY = ("hopper", "walker2d", "humanoid")
+#: "later in training" (CL's iteration 300 of 488: 0.61 through the run); an annealed LR's share still ≥ 0.25
+LATER, LR_SHARE = (0.45, 0.75), 0.25
+COLUMNS = ["paper", "family", "role", "claim", "level", "where", "task", "label", "estimate", "value", "low", "high",
+           "coverage", "agents", "agree", "test", "verdict", "scope", "p_for", "p_against", "why"]
+
+
+def _col(part, name):
+    return part[name].to_numpy(np.float64) if name in part else np.full(len(part), np.nan)
+
+
+def in_window(part, window: str) -> np.ndarray:
+    """Which rows lie in the claim's point of training
+    ([`pgdiag.experiments.paper_claims.WINDOWS`][pgdiag.experiments.paper_claims.WINDOWS]); a row whose checkpoint
+    is not known is only in "whole"."""
+    it, progress, share = _col(part, "iteration"), _col(part, "progress"), _col(part, "lr_share")
+    if window == "whole":
+        return np.ones(len(part), bool)
+    if window == "initial":
+        return it == 0
+    if window == "after-first":
+        return it > 0
+    if window == "later":
+        return (progress >= LATER[0]) & (progress <= LATER[1]) & ~(share < LR_SHARE)
+    if window == "stepping":
+        return (it > 0) & (share >= LR_SHARE)
+    raise ValueError(f"unknown window {window!r}")
+
+
+def _scope_mask(claim: Claim, part) -> tuple:
+    """(in scope, {reason: rows meeting it}) per row: the tasks, the point of training, the sample sizes."""
+    sc = claim.scope
+    task_ok = part.task.isin(sc.tasks).to_numpy() if sc.tasks else np.ones(len(part), bool)
+    pairs = _col(part, "pairs")
+    pairs_ok = np.isnan(pairs) & (sc.pairs == (0, float("inf"))) | (pairs >= sc.pairs[0]) & (pairs <= sc.pairs[1])
+    checks = {f"the paper's tasks: {'/'.join(sc.tasks)}": task_ok,
+              "the paper's point of training: " + _window_words(sc.window): in_window(part, sc.window),
+              f"the paper's sample sizes: {sc.sizes}": pairs_ok}
+    return np.logical_and.reduce(list(checks.values())), checks
+
+
+def _missing_scope(checks: dict, rows) -> str:
+    """What a task's (or algorithm's) measurements lack: each part of the scope none of them meets, or, where
+    each part is met by some, that none meets all."""
+    lacking = [why for why, ok in checks.items() if not ok[rows].any()]
+    return "; ".join(lacking) or "no measurement meets all of: " + "; ".join(checks)
+
+
+def _window_words(window: str) -> str:
+    return WINDOWS[window]
+
+
+def per_agent(group, within: str = "mean") -> np.ndarray:
+    """One value per agent: the mean of its measurements, or their median (``within="median"``, or where one is
+    infinite: a censored value has a rank but no size)."""
+    def one(values):
+        v = values.to_numpy(np.float64)
+        v = v[~np.isnan(v)]
+        if v.size == 0:
+            return np.nan
+        return float(np.median(v)) if within == "median" or np.isinf(v).any() else float(np.mean(v))
+    return group.groupby("agent", sort=True)["value"].agg(one).to_numpy(np.float64)
+
+
+def _side(low: float, high: float, test: str, threshold) -> str:
+    if np.isnan(low) or np.isnan(high):
+        return "inconclusive"
+    if test == "within":
+        lo, hi = threshold
+        if lo < low and high < hi:
+            return "holds"
+        return "does not hold" if high < lo or low > hi else "inconclusive"
+    if test == "<":
+        return "holds" if high < threshold else "does not hold" if low > threshold else "inconclusive"
+    return "holds" if low > threshold else "does not hold" if high < threshold else "inconclusive"
+
+
+def agrees(values, test: str, threshold) -> np.ndarray:
+    """Which units lie on the paper's side (or inside its band)."""
+    v = np.asarray(values, np.float64)
+    if test == "within":
+        return (v > threshold[0]) & (v < threshold[1])
+    return v < threshold if test == "<" else v > threshold
+
+
+def _sign_p(values, test: str, threshold) -> tuple:
+    """(p for the paper's side, p against it) of the median of ``values``."""
+    if test == "within":
+        lo, hi = threshold
+        against = min(1.0, 2.0 * min(stats.sign_test_p(values, lo, "<"), stats.sign_test_p(values, hi, ">")))
+        return stats.band_p(values, lo, hi), against
+    other = ">" if test == "<" else "<"
+    return stats.sign_test_p(values, threshold, test), stats.sign_test_p(values, threshold, other)
+
+
+def _difference_p(a, b, test: str, threshold) -> tuple:
+    if test == "within":
+        lo, hi = threshold
+        p_for = max(stats.median_difference_p(a, b, lo, ">"), stats.median_difference_p(a, b, hi, "<"))
+        return p_for, min(1.0, 2.0 * min(stats.median_difference_p(a, b, lo, "<"),
+                                         stats.median_difference_p(a, b, hi, ">")))
+    other = ">" if test == "<" else "<"
+    return stats.median_difference_p(a, b, threshold, test), stats.median_difference_p(a, b, threshold, other)
+
+
+def _row(claim: Claim, task: str, label: str, iv, agree: str, verdict: str, estimate: str, p=(np.nan, np.nan),
+         level=None, scope="paper", why="") -> dict:
+    test = level.rule() if level else claim.rule()
+    return {"paper": claim.paper, "family": claim.family, "role": claim.role, "claim": claim.key,
+            "level": level.name if level else "", "where": claim.where, "task": task, "label": label,
+            "estimate": estimate, "value": float(iv.estimate), "low": float(iv.low), "high": float(iv.high),
+            "coverage": float(iv.coverage), "agents": int(iv.n), "agree": agree, "test": test, "verdict": verdict,
+            "scope": scope, "p_for": float(p[0]), "p_against": float(p[1]), "why": why}
+
+
+def _agents_test(claim, task, label, values, test, threshold, level=None, floor=None) -> dict:
+    values = values[~np.isnan(values)]
+    iv = stats.median_interval(values)
+    on = int(agrees(values, test, threshold).sum())
+    few = values.size < MIN_AGENTS
+    verdict = "too few agents" if few else _side(iv.low, iv.high, test, threshold)
+    why = ""
+    if verdict == "holds" and claim.floor and level is None:
+        verdict, why = _floor_check(claim, floor, threshold)
+    p = (np.nan, np.nan) if few else _sign_p(values, test, threshold)
+    if why:
+        p = (1.0, p[1])
+    return _row(claim, task, label, iv, f"{on} of {values.size}", verdict, "median agent", p, level, why=why)
+
+
+def _floor_check(claim: Claim, floor, band) -> tuple:
+    """A band about the error against the true value holds only above the noise floor (the error a perfect
+    value function shows against the same noisy targets)."""
+    if floor is None or floor.size == 0:
+        return "inconclusive", "no noise floor measured (run fig-baselines, or the LQR task's fig-value)"
+    iv = stats.median_interval(floor[~np.isnan(floor)])
+    if not iv.high < band[0]:
+        return "inconclusive", f"the noise floor reaches the band (floor's median agent {iv.estimate:.3g} " \
+                               f"[{iv.low:.3g}, {iv.high:.3g}])"
+    return "holds", ""
+
+
+def _agents_rows(claim: Claim, part, floors) -> list:
+    rows = []
+    for (task, label), group in part.groupby(["task", "label"], sort=True):
+        values = per_agent(group, claim.within)
+        if np.isnan(values).all():
+            continue
+        floor = floors.get((task, label))
+        row = _agents_test(claim, task, label, values, claim.test, claim.threshold, floor=floor)
+        rows.append(row)
+        for level in claim.stronger:
+            if row["verdict"] == "holds" and (not level.tasks or task in level.tasks):
+                rows.append(_agents_test(claim, task, label, values, level.test, level.threshold, level))
+    return rows
+
+
+def _groups_rows(claim: Claim, part) -> list:
+    if claim.versus == "tasks":   # Humanoid against each easier task it was measured beside
+        if "humanoid" not in set(part.task):
+            return []
+        hard = part[part.task == "humanoid"]
+        return [_compare(claim, f"humanoid − {easy}", label, per_agent(hard[hard.label == label], claim.within),
+                         per_agent(g, claim.within))
+                for (easy, label), g in part[part.task != "humanoid"].groupby(["task", "label"], sort=True)
+                if easy in COMPLEXITY and label in set(hard.label)]
+    rows = []
+    for task, group in part.groupby("task", sort=True):
+        a = per_agent(group[group.label.isin(claim.labels)], claim.within)
+        b = per_agent(group[group.label == claim.versus], claim.within)
+        if a.size and b.size:
+            rows.append(_compare(claim, task, f"{'/'.join(claim.labels)} − {claim.versus}", a, b))
+    return rows
+
+
+def _compare(claim: Claim, task: str, label: str, a, b) -> dict:
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]   # ±inf (a failed agent) keeps its rank
+    iv = stats.median_difference_interval(a, b)
+    few = min(a.size, b.size) < MIN_AGENTS
+    verdict = "too few agents" if few else _side(iv.low, iv.high, claim.test, claim.threshold)
+    p = (np.nan, np.nan) if few else _difference_p(a, b, claim.test, claim.threshold)
+    return _row(claim, task, label, iv, f"{a.size} vs {b.size} agents", verdict, "difference of median agents", p)
+
+
+def _min_difference_rows(claim: Claim, part) -> list:
+    rows = []
+    needed = sorted({x for pair in claim.differences for x in pair})
+    for task, group in part.groupby("task", sort=True):
+        scores = {lab: per_agent(group[group.label == lab], claim.within) for lab in needed}
+        if any(v.size == 0 for v in scores.values()):
+            continue
+        m = len(claim.differences)
+        ivs = [stats.median_difference_interval(scores[a], scores[b], 1.0 - 0.05 / m) for a, b in claim.differences]
+        cover = max(0.0, 1.0 - sum(1.0 - iv.coverage for iv in ivs))
+        iv = stats.Interval(min(i.estimate for i in ivs), min(i.low for i in ivs), min(i.high for i in ivs),
+                            min(i.n for i in ivs), cover)
+        few = min(v.size for v in scores.values()) < MIN_AGENTS
+        ps = [_difference_p(scores[a], scores[b], ">", 0.0) for a, b in claim.differences]
+        p = (np.nan, np.nan) if few else (max(x[0] for x in ps), min(1.0, m * min(x[1] for x in ps)))
+        sizes = ", ".join(f"{lab} {scores[lab].size}" for lab in needed)
+        rows.append(_row(claim, task, " / ".join(f"{a} − {b}" for a, b in claim.differences), iv, sizes,
+                         "too few agents" if few else _side(iv.low, iv.high, claim.test, claim.threshold),
+                         "smallest difference of median agents", p))
+    return rows
+
+
+def _exact_rows(claim: Claim, part) -> list:
+    rows = []
+    for (task, label), group in part.groupby(["task", "label"], sort=True):
+        values = group["value"].to_numpy(np.float64)
+        on = agrees(values, claim.test, claim.threshold)
+        iv = stats.Interval(float(np.max(values) if claim.test == "<" else np.min(values)), float(np.min(values)),
+                            float(np.max(values)), int(values.size), 1.0)
+        # a value not measured (NaN) is neither side of a deterministic check
+        verdict = "inconclusive" if np.isnan(values).any() else "holds" if on.all() else "does not hold"
+        rows.append(_row(claim, task, label, iv, f"{int(on.sum())} of {values.size}", verdict,
+                         "worst unit (deterministic)"))
+    return rows
+
+
+_EVALUATE = {"agents": _agents_rows, "groups": _groups_rows, "min-difference": _min_difference_rows,
+             "exact": _exact_rows}
+
+
+def _floors(claim: Claim, evidence) -> dict:
+    if not claim.floor:
+        return {}
+    part = evidence[evidence.evidence == claim.floor]
+    return {key: per_agent(g) for key, g in part.groupby(["task", "label"], sort=True)}
+
+
+def _claim_rows(claim: Claim, evidence) -> list:
+    part = evidence[evidence.evidence == claim.evidence]
+    if claim.labels and claim.kind == "agents":
+        part = part[part.label.isin(claim.labels)]
+    if part.empty:
+        return []
+    inside, checks = _scope_mask(claim, part)
+    args = (_floors(claim, evidence),) if claim.kind == "agents" else ()
+    rows = _EVALUATE[claim.kind](claim, part[inside], *args) if inside.any() else []
+    measured = {(r["task"], r["label"]) for r in rows}
+    for r in (_EVALUATE[claim.kind](claim, part[~inside], *args) if (~inside).any() else []):
+        if (r["task"], r["label"]) in measured or r["level"]:
+            continue
+        mine = part.task.isin(r["task"].split(" − ")).to_numpy()
+        rows.append({**r, "verdict": NOT_HERE, "scope": "exploratory", "p_for": np.nan, "p_against": np.nan,
+                     "why": _missing_scope(checks, mine if mine.any() else np.ones(len(part), bool))})
+    if not rows:   # measured, but nothing the claim's test can read (e.g. no Humanoid to rank the tasks against)
+        rows.append({**{c: np.nan for c in COLUMNS}, "paper": claim.paper, "family": claim.family, "role": claim.role,
+                     "claim": claim.key, "level": "", "where": claim.where, "task": "/".join(sorted(set(part.task))),
+                     "label": "/".join(sorted(set(part.label))), "estimate": "", "agents": 0, "agree": "",
+                     "test": claim.rule(), "verdict": NOT_HERE, "scope": "exploratory",
+                     "why": f"the paper's tasks: {'/'.join(claim.scope.tasks)}"
+                            + (" (Humanoid beside an easier task)" if claim.versus == "tasks" else "")})
+    return rows
+
+
+def evaluate(evidence, claims=None, paper: str | None = None):
+    """Every claim (of ``paper``, default both) whose evidence was measured: per task and algorithm (or compared
+    pair) the estimate, its interval and coverage, the agents, how many agree, the verdict, whether it was
+    measured where the paper made it (``scope``: paper / exploratory, ``why``) and its one-sided p-values.
+    ``evidence``: a DataFrame with columns evidence, task, label, agent, value (one row per measurement) and,
+    where a claim reads them, iteration, progress, lr_share and pairs.
+
+    Args:
+        evidence: the measurements, one row each (above).
+        claims: the claims to test; None: every claim of ``paper``.
+        paper: ``"CL"`` or ``"IM"``; None: both.
+
+    Returns:
+        A DataFrame with one row per claim, task and algorithm (or pair).
+    """
+    import pandas as pd
+
+    rows = []
+    for claim in claims if claims is not None else CLAIMS:
+        if paper is None or paper in claim.paper.split():
+            rows += _claim_rows(claim, evidence)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+__all__ = ["CLAIMS", "COLUMNS", "COMPLEXITY", "KINDS", "MIN_AGENTS", "NOT_HERE", "VERDICTS", "agrees", "by_key",
+           "evaluate", "in_window", "per_agent"]

@@ -1,0 +1,203 @@
+"""The claims of Ilyas et al., "A Closer Look at Deep Policy Gradients" (CL; the 2018 text's figure numbers),
+each where the paper made it: its figures' tasks, CL's checkpoints 0/150/300/450 of a 488-iteration run, and
+its sample sizes (docs/claims.md has the table). Levels on cosines come from [`levels`][pgdiag.experiments.levels]."""
+
+from __future__ import annotations
+
+from pgdiag.experiments.levels import (NOISE_EQUALS_SIGNAL, NOISE_FOUR_TIMES, pairwise_level, reason,
+                                        to_gradient_level)
+from pgdiag.experiments.paper_claims import Claim, Level, Scope
+
+_TASKS = ("humanoid", "walker2d", "hopper")
+_PAIRWISE = pairwise_level(NOISE_EQUALS_SIGNAL)                 # 0.5
+_PAIRWISE_FOUR = pairwise_level(NOISE_FOUR_TIMES)               # 0.2
+_TO_GRADIENT = to_gradient_level(NOISE_EQUALS_SIGNAL)           # 0.707
+_TO_GRADIENT_FOUR = to_gradient_level(NOISE_FOUR_TIMES)         # 0.447
+#: a variance ratio (a baseline's noise energy over another's at one N; both estimate one gradient, so the
+#: ratio of their noise-to-signal ratios ρ = 1/c − 1): "marginal" below 1.25 (the noise falls by less than a
+#: fifth), "noticeable" from 1.25, "significant" from 2 (halved)
+NOTICEABLE, SIGNIFICANT = 1.25, 2.0
+#: the baseline figures' N axis (CL Fig 5: 0 … 10,000) and the small-sample regime (the vertical line at 2K)
+_UP_TO_10K, _AT_2K = (5_000, 20_000), (1_000, 4_100)
+#: "several orders of magnitude more samples" than a 2,048-pair batch (CL §5.3; its steps from 1e6 pairs)
+_MANY = (200_000, float("inf"))
+
+_S51, _S52, _S53, _S54 = "CL §5.1 gradients and steps", "CL §5.2 value", "CL §5.3 landscapes", \
+    "CL §5.4 trust regions"
+_GRAD = Scope("Figs 2, 11", _TASKS, "after-first")
+_TRUE = Scope("Figs 3, 12", _TASKS, "after-first")
+_VALUE = Scope("Figs 4, 14, 15", _TASKS, "whole")
+_LAND = Scope("Figs 7, 8, 17–25", _TASKS, "later")
+
+CL_CLAIMS = (
+    # --- §5.1: gradients and steps ------------------------------------------------------------------------
+    Claim("gradients-poorly-concentrated", "CL", _S51, "§5.1, Figs 2/11; §6",
+          "obtaining tightly concentrated gradient estimates would require significantly more samples than are "
+          "used in practice, particularly after the first few timesteps", "grad_pairwise_at_batch",
+          "mean pairwise cosine of K estimates at the algorithm's batch size", "<", _PAIRWISE,
+          reason(NOISE_EQUALS_SIGNAL), _GRAD,
+          stronger=(Level("virtually uncorrelated with each other (§6)", "<", _PAIRWISE_FOUR,
+                          reason(NOISE_FOUR_TIMES)),)),
+    Claim("gradients-worsen-over-training", "CL", _S51, "§5.1, Figs 2/3",
+          "the estimation task becomes more difficult further into training", "grad_pairwise_change",
+          "mean pairwise cosine at the batch size, the last checkpoint minus the initial policy's", "<", 0.0,
+          "a sign: concentration falls over the successive checkpoints", Scope("Figs 2, 11", _TASKS, "whole")),
+    Claim("gradients-far-from-true", "CL", _S51, "§5.1, Figs 3/12; §6",
+          "although it is possible to obtain empirically estimate the true gradient, this requires several-fold "
+          "more samples than are used commonly", "grad_true_at_batch",
+          "mean cosine of the K estimates to the true gradient over the truth's own ceiling, at the batch size",
+          "<", _TO_GRADIENT, reason(NOISE_EQUALS_SIGNAL, "to-gradient"), _TRUE,
+          stronger=(Level("virtually uncorrelated with the true gradient (§6)", "<", _TO_GRADIENT_FOUR,
+                          reason(NOISE_FOUR_TIMES, "to-gradient")),)),
+    Claim("gradients-need-several-fold-samples", "CL", _S51, "§5.1, Fig 3",
+          "this requires several-fold more samples than are used commonly in practical applications",
+          "grad_true_samples_ratio", f"N at which the cosine to the true gradient over its ceiling reaches "
+          f"{_TO_GRADIENT:.3g} (noise energy = signal's), over the batch size (+inf: not within the grid)", ">",
+          3.0, "\"several-fold\": at least 3×", _TRUE),
+    Claim("gradients-converge-with-samples", "CL", _S51, "§5.1, Fig 3; §5.3",
+          "it is possible to obtain empirically estimate the true gradient", "grad_true_at_largest",
+          "mean cosine to the true gradient over its ceiling at the largest N", ">", _TO_GRADIENT,
+          f"{reason(NOISE_EQUALS_SIGNAL, 'to-gradient')}: above it the signal outweighs the noise",
+          Scope("Fig 3", _TASKS, "after-first", (100_000, float("inf")), "N up to ~1e6 (Fig 3's axis)")),
+    Claim("steps-vary", "CL", _S51, "§5.1, Fig 13", "the policy steps do have high empirical variance",
+          "step_pairwise", "mean pairwise cosine of M steps from independent batches", "<", _PAIRWISE,
+          reason(NOISE_EQUALS_SIGNAL), Scope("Fig 13", _TASKS, "stepping"),
+          stronger=(Level("\"hovers around zero\" (Walker2d, Humanoid)", "within", (-0.2, 0.2),
+                          "|c| ≤ 0.2: the steps share at most a fifth of their energy", ("walker2d", "humanoid")),)),
+    Claim("gradients-harder-on-harder-tasks", "CL", _S51, "§5.1, Figs 2/11",
+          "For other tasks – such as Walker2d-v2 and Hopper-v2 – the plots have similar trends, except that "
+          "gradient variance is slightly lower", "grad_pairwise_at_batch",
+          "mean pairwise cosine at the batch size: Humanoid's median agent minus the easier task's", "<", 0.0,
+          "a sign (\"slightly\"): lower concentration on Humanoid", Scope("Figs 2, 11", _TASKS, "after-first"),
+          kind="groups", versus="tasks"),
+    # --- §5.2: value prediction ---------------------------------------------------------------------------
+    Claim("value-fits-its-target", "CL", _S52, "§5.2, Figs 4a/15",
+          "the validation MRE on the GAE-based value loss (V_old + A_GAE)² (c.f. (17)) is small",
+          "value_heldout_gae_mre", "held-out GAE \"MRE\" as the original computes it (the value loss over |target|)",
+          "<", 0.25, "\"small\": the figures' 2^-4 … 2^-2", _VALUE),
+    Claim("value-fits-its-target-relative", "CL", _S52, "§5.2, Figs 4a/15", "(the same, as a relative error)",
+          "value_heldout_gae_mre_true", "held-out mean |V − (V_old + Â)| / |V_old + Â|", "<", 0.25,
+          "the same level on a true relative error", _VALUE, role="extension"),
+    Claim("value-off-by-about-half", "CL", _S52, "§5.2, Figs 4b/15",
+          "the returns MRE is still quite high – the learned value function is off by about 50% with respect to "
+          "the underlying true value function", "value_heldout_truncated_mre",
+          "held-out MRE against the original's returns (cut at the batch end, no bootstrap)", "within",
+          (0.25, 0.75), "\"about 50%\": within half of 50% either side, and above the noise floor (V*'s, or "
+          "V^π's on LQR, on the same target)", _VALUE, floor="value_floor_truncated_mre"),
+    Claim("value-off-by-about-half-complete", "CL", _S52, "§5.2, Figs 4b/15", "(the same, against complete "
+          "returns)", "value_heldout_returns_mre", "held-out MRE against complete returns (each episode run to "
+          "its end)", "within", (0.25, 0.75), "the same band on the target without the truncation's bias", _VALUE,
+          role="extension", floor="value_floor_mre"),
+    Claim("value-train-small-heldout-large", "CL", _S52, "§5.2, Figs 14/15",
+          "We observe that the returns MRE is quite small as well (right column) [training set] [...] the returns "
+          "MRE is still quite high (held-out)", "value_returns_generalization",
+          "held-out minus training-batch MRE against the original's returns, every non-terminal state of both",
+          ">", 0.0, "a sign: the fit to the returns does not carry to unseen states", _VALUE),
+    Claim("value-not-the-true-value", "CL", _S52, "§5.2, Fig 4",
+          "the supervised learning problem induced by (17) does not lead to V learning the underlying true value "
+          "function", "value_excess_error", "the agent's network's held-out MSE against complete returns over "
+          "V*'s (fit to the returns: the noise floor), minus 1, on chunks not used to stop V*'s fit", ">", 0.0,
+          "a sign: worse than the floor the returns' own noise allows (the paper's evidence is the 50% MRE)",
+          Scope("Fig 4 (V*: Fig 5's construction)", _TASKS, "after-first"), role="extension"),
+    Claim("value-baseline-helps", "CL", _S52, "§5.2, Figs 5/16",
+          "employing the value network yields a noticeably larger variance reduction compared to the zero baseline "
+          "function", "baseline_variance_ratio_value", "noise energy with returns (zero baseline) over with the "
+          "agent's value network, ρ = 1/c − 1 from the pairwise cosines, at the figure's largest N", ">",
+          NOTICEABLE, "\"noticeably\": the noise energy falls by a fifth or more",
+          Scope("Figs 5, 16", ("walker2d", "hopper"), "after-first", _UP_TO_10K, "N up to 10,000")),
+    Claim("value-baseline-marginal-at-2k", "CL", _S52, "§5.2, Figs 5/16",
+          "even though this difference is rather marginal in the most relevant, small-sample regime (2K)",
+          "baseline_variance_ratio_value", "the same variance ratio at ~2K pairs", "<", NOTICEABLE,
+          "\"marginal\": the noise energy falls by less than a fifth",
+          Scope("Figs 5, 16", ("walker2d", "hopper"), "after-first", _AT_2K, "N ≈ 2K")),
+    Claim("true-value-baseline-helps-more", "CL", _S52, "§5.2, Figs 5/16",
+          "the usage of the true value function leads to a significantly lower-variance estimate of the gradient "
+          "as compared to the value network", "baseline_variance_ratio_fitted",
+          "noise energy with the agent's network over with V* at ~2K pairs, where V* was shown the better value "
+          "function (paired t-test on held-out chunks)", ">", SIGNIFICANT,
+          "\"significantly\": V* halves the noise energy (\"especially true in the sample regime in which we "
+          "operate\")", Scope("Figs 5, 16", ("walker2d", "hopper"), "after-first", _AT_2K, "N ≈ 2K")),
+    # --- §5.3: landscapes -------------------------------------------------------------------------------
+    Claim("landscape-noisy-at-small-n", "CL", _S53, "§5.3, Figs 6/26/27",
+          "applying our algorithms in this regime makes it impossible to distinguish between good and bad points "
+          "in the landscape", "landscape_step_z_small", "|true return at the step's point − at the origin| "
+          "(largest N) over that difference's standard error at the smallest N", "<", 1.0,
+          "the two points are ordered right by the small-sample estimates with probability < Φ(1) = 0.84",
+          Scope("Figs 6, 26, 27", ("humanoid",), "later", (1_000, 4_100), "2K pairs per point"),
+          labels=("ppo", "trpo")),
+    Claim("landscape-smooth-at-large-n", "CL", _S53, "§5.3, Fig 6",
+          "estimating the true reward landscape with a high number of samples yields a relatively smooth reward "
+          "landscape", "landscape_noise_ratio_large", "median standard error of a point at the largest N over the "
+          "spread of the plane's point means there (their SD less the points' own noise)", "<", 0.5,
+          "points two standard errors apart or more are told apart",
+          Scope("Fig 6", ("humanoid",), "later", (50_000, float("inf")), "100K pairs per point"),
+          labels=("ppo", "trpo")),
+    Claim("surrogate-aligned-early", "CL", _S53, "§5.3, Figs 7/8",
+          "the early stages of training the optimization landscapes of the true and surrogate reward are indeed "
+          "approximately aligned", "landscape_true_step_own", "the true return's change along the step from the "
+          "algorithm's own batch, in standard errors", ">", 0.0,
+          "a sign: the step that raises the surrogate raises the true reward", Scope("Figs 7, 8, 17–25", _TASKS,
+                                                                                     "initial")),
+    Claim("surrogate-misleads-later", "CL", _S53, "§5.3, Figs 7/8",
+          "we often observe that directions that increase the surrogate reward lead to a decrease of the true "
+          "reward", "landscape_true_step_own", "the same, later in training", "<", 0.0,
+          "a sign: the step lowers the true reward", _LAND),
+    Claim("ppo-step-lowers-true-reward-with-many-samples", "CL", _S53, "§5.3, Figs 8/17/18",
+          "in the case of PPO (and PPO-M) we consistently observe landscapes where the step direction leads to "
+          "lower true reward, even in the high-sample regime", "landscape_true_step_many",
+          "the true return's change along a step from several orders of magnitude more pairs, in standard "
+          "errors", "<", 0.0, "a sign", Scope("Figs 8, 17, 18", _TASKS, "stepping", _MANY, "steps from ~1e6 pairs"),
+          labels=("ppo", "ppo-m")),
+    Claim("trpo-surrogate-tracks-true-with-many-samples", "CL", _S53, "§5.3, Figs 7/19",
+          "PPO and TRPO turn out to behave rather differently. In the case of TRPO, the update direction leads to "
+          "a surrogate reward that matches the true reward much more closely", "landscape_true_step_many",
+          "the true return's change along a many-sample step in standard errors: TRPO's median agent minus PPO's",
+          ">", 0.0, "a contrast: TRPO's step raises the true reward more than PPO's",
+          Scope("Figs 7, 19", _TASKS, "stepping", _MANY, "steps from ~1e6 pairs"), kind="groups",
+          labels=("trpo",), versus="ppo"),
+    # --- §5.4: trust regions ----------------------------------------------------------------------------
+    Claim("ppo-max-ratio-leaves-region", "CL", _S54, "§5.4, Fig 9",
+          "the PPO variants' maximum ratios consistently violates the ratio \"trust region\"", "tr_ratio_outside",
+          "fraction of iterations whose max ratio on the training batch exceeds 1 + ε", ">", 0.5,
+          "\"consistently\": in most iterations", Scope("Fig 9", ("humanoid",), "stepping"),
+          labels=("ppo", "ppo-m")),
+    Claim("max-kl-orders-above-bound", "CL", _S54, "§5.4, Fig 9",
+          "in practice, we find that the maximum KL divergence is several orders of magnitude larger than our "
+          "enforced bound on mean KL", "tr_max_kl_orders", "median over iterations of log10(max KL / δ), "
+          "training batch", ">", 2.0, "\"several orders of magnitude\": at least two",
+          Scope("Fig 9", ("humanoid",), "after-first"), labels=("trpo",), within="median"),
+    Claim("ppo-constrains-mean-kl", "CL", _S54, "§5.4, Fig 9", "PPO constrains the mean KL well",
+          "tr_mean_kl_over_bound", "median over iterations of the mean KL over TRPO's δ on the task", "<", 1.0,
+          "kept: below the bound TRPO enforces on the same task", Scope("Fig 9", ("humanoid",), "after-first"),
+          labels=("ppo",), within="median"),
+    Claim("ppo-m-loses-the-kl-region", "CL", _S54, "§5.4, Fig 9",
+          "while PPO constrains the mean KL well, PPO-M does not", "tr_mean_kl_over_bound",
+          "median over iterations of the mean KL over TRPO's δ on the task", ">", 1.0,
+          "lost: above the bound TRPO enforces on the same task", Scope("Fig 9", ("humanoid",), "after-first"),
+          labels=("ppo-m",), within="median",
+          note="IM (Fig 2) reads the same plot the other way: \"both PPO and PPO-M constrain the KL well "
+               "(compared to the TRPO bound of 0.07)\" — see IM's kl-region-kept"),
+    Claim("ppo-m-kl-above-ppo", "CL", _S54, "§5.4, Fig 9", "while PPO constrains the mean KL well, PPO-M does not",
+          "tr_log_mean_kl", "median over iterations of log10(mean KL): PPO-M's median agent minus PPO's", ">",
+          0.30103, "at least twice PPO's (log10 2): a KL 1.2× another's is the same constraint, not its loss",
+          Scope("Fig 9", ("humanoid",), "after-first"), kind="groups", labels=("ppo-m",), versus="ppo",
+          within="median"),
+    Claim("trpo-kl-holds-on-heldout", "CL", _S54, "§5.4, Fig 29",
+          "the mean-KL constraint does generalize to unseen set of trajectories", "tr_heldout_within_bound",
+          "fraction of held-out checks whose mean KL is at most δ", ">", 0.8,
+          "\"nearly always stays within the desired mean KL trust region\" (Fig 29)",
+          Scope("Fig 29", ("humanoid",), "after-first"), labels=("trpo",)),
+    # --- Theorem 5.1: checks, not findings ----------------------------------------------------------------
+    Claim("theorem-first-step-unclipped", "CL IM", "Theorem 5.1", "Theorem 5.1, §5.4",
+          "the first step we take is identical to a maximization step over the unclipped surrogate reward",
+          "theorem_first_step", "|∇L^C − ∇L| / |∇L| at θ_old on the batch", "<", 1e-4,
+          "float32 rounding of two gradients equal in exact arithmetic (an identity at θ_old)",
+          Scope("Theorem 5.1", (), "whole"), kind="exact", role="check"),
+    Claim("theorem-ratios-leave-clip", "CL IM", "Theorem 5.1", "Theorem 5.1, §5.4",
+          "we can end up moving arbitrarily far from the trust region", "theorem_max_ratio_excess",
+          "max ratio after the optimization minus 1 + ε, per optimizer", ">", 0.0,
+          "a sign: past the clip (a demonstration on one batch)", Scope("Theorem 5.1", (), "whole"), kind="exact",
+          role="check"),
+)
+
+__all__ = ["CL_CLAIMS", "NOTICEABLE", "SIGNIFICANT"]

@@ -1,0 +1,215 @@
+"""What a plan costs on this host: per-step physics costs (recorded or measured now) and the estimated
+duration of a plan's programs ([`pgdiag.experiments.dry_run`][pgdiag.experiments.dry_run])."""
+
+from __future__ import annotations
+
+import math
+from pgdiag.config import task_kind
+from pgdiag.envs import REGISTRY, crossover, recorded_physics
+from pgdiag.run import split, timings
+
+#: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
+#: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
+#: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
+OVERHEAD = {"train": 2.5, "optimize": 1.0}
+#: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
+#: iteration runs ([`where_here`][pgdiag.experiments.costs.where_here]); added, not multiplied: the update no
+#: longer costs what the rollout does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the
+#: accelerator): the policy's sampling and the filters around the physics, the networks' and batch's transfers and
+#: the update spread over the iteration's steps; an H200 host (16 cores, the collection in per-core blocks) measured
+#: 0.04 for 320 one-environment Walker2d agents and 0.07 (PPO) to 0.10 (TRPO) for 5 Hopper agents over the physics
+#: of the same batch (benchmarks/results/accelerator-h200-2026-11-26.md, the second iteration). ``"accelerator"``
+#: (MJX or Warp physics, the whole iteration on the accelerator): the policy's and the filters' small kernels each
+#: step; fig-ablation's 320 Walker2d agents measured 0.21 over Warp's physics on an H200
+#: (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
+#: (accelerator-h100-2026-11-25.md), where the CPU's multiple planned 2.2× the measured time
+ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3}
+MEASURE_OVERHEAD = 1.5
+#: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
+COMPILE_S = 30.0
+
+
+def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
+    """Estimated seconds to run ``programs`` (identical ones once: targets that share a study train and measure it
+    once), plus [`COMPILE_S`][pgdiag.experiments.costs.COMPILE_S] each: sequential steps × this host's recorded
+    time per step of training programs like it ([`training_ms`][pgdiag.experiments.costs.training_ms], everything a
+    step costs) where there is one, else × ``step_ms(task, width, model, solver, physics)`` (the program's physics)
+    × the program kind's overhead (a training program on an accelerator host: physics +
+    [`ACCELERATOR_FIXED_MS`][pgdiag.experiments.costs.ACCELERATOR_FIXED_MS] for where it runs,
+    [`where_here`][pgdiag.experiments.costs.where_here]); ``recorded=False``: from step costs alone. None where a
+    step cost is unknown."""
+    total = 0.0
+    for p in dict.fromkeys(programs):
+        seconds = run_seconds(p, step_ms, recorded)
+        if seconds is None:
+            return None
+        total += seconds + COMPILE_S
+    return total
+
+
+def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
+    """One program's estimated seconds without compiling (see [`duration`][pgdiag.experiments.costs.duration]);
+    None where unknown."""
+    ms = training_ms(program, step_ms) if recorded else None
+    if ms is None:
+        physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
+        if physics is None:
+            return None
+        where = where_here(program)
+        ms = (physics + ACCELERATOR_FIXED_MS[where] if where
+              else physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD))
+    return program.sequential_steps * ms / 1e3
+
+
+def where_here(program) -> str | None:
+    """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the collection
+    on the host's CPU, the update on the accelerator: [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
+    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
+    pure-JAX task, native physics on the accelerator's own callback path, native physics over several devices),
+    where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the
+    callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded measurements pick
+    for the batch each device steps ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as a sweep
+    decides it), native MuJoCo where they do not."""
+    import dataclasses
+
+    import jax
+
+
+    if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
+        return None
+    static = program.spec[0].static
+    if task_kind(static.task) != "mujoco":
+        return None
+
+    physics = static.physics
+    if physics == "auto":
+        per_device = static.num_envs * -(-program.units // jax.device_count())
+        physics = recorded_physics(static.task, physics, static.physics_threads, static.solver, per_device,
+                                   static.model)
+    if physics in ("mjx", "warp"):
+        return "accelerator"
+
+    return "split" if split.resolve(dataclasses.replace(static, physics="native"))[0] == "split" else None
+
+
+def training_ms(program, step_ms=None) -> float | None:
+    """A training program's time per batched step from this host's own runs of programs like it
+    ([`pgdiag.run.timings`][pgdiag.run.timings]); None where none is recorded. Between recorded widths by
+    [`interpolate`][pgdiag.experiments.costs.interpolate]; outside them, the nearest recorded width's cost scaled
+    by the physics' own cost at the two widths (``step_ms``): a run of 512 environments says little of one of 8 by
+    its width alone (flat, it charged 8 environments what 512 cost), while its cost over its physics carries to the
+    physics of another width."""
+    if program.stage != "train" or program.spec is None:
+        return None
+
+    rows = timings.recorded(program.spec[0].static)
+    if not rows:
+        return None
+    width = program.width
+    if rows[0][0] <= width <= rows[-1][0] or step_ms is None:
+        return interpolate(rows, width)
+    near, near_ms = min(rows, key=lambda r: abs(math.log(r[0] / width)))
+    there, here = (step_ms(program.task, w, program.model, program.solver, program.physics) for w in (near, width))
+    if not there or here is None:
+        return interpolate(rows, width)
+    return near_ms * here / there
+
+
+#: the batch widths at which [`measured_step_ms`][pgdiag.experiments.costs.measured_step_ms] times a task's step;
+#: widths between are interpolated
+LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+
+
+def measured_step_ms(solver: str = "converged", model: str = "brax"):
+    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded per-step
+    cost where the recorded batches reach ``width``
+    ([`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms]), else measured now on the backend asked for
+    (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
+    [`LADDER`][pgdiag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond
+    the last), each timed once per process, model and backend."""
+    import os
+
+    import jax
+
+
+    recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
+    threads = os.cpu_count() or 1
+
+    def at(task, width, model, solver, physics):
+        key = (task, width, model, solver, physics)
+        if key not in cache:
+            if REGISTRY[task].kind == "mujoco" and physics != "auto":   # the backend asked for
+                cache[key] = crossover.step_ms(task, physics, threads, solver, width, model=model)
+            elif REGISTRY[task].kind == "mujoco" and jax.default_backend() != "cpu":
+                # both backends, recorded for this host as `physics=auto` would measure them
+                row = crossover.measure(task, solver, width, threads, model=model)
+                try:
+                    crossover.record(crossover.host_key(threads), [row])
+                except OSError:
+                    pass  # an unwritable cache costs a measurement next time, nothing else
+                cache[key] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
+            else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
+                mujoco = REGISTRY[task].kind == "mujoco"
+                cache[key] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
+                                               model=model if mujoco else "brax")
+        return cache[key]
+
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):
+        ms = recorded(task, width, model, solver, physics)
+        if ms is not None:
+            return ms
+        hi = next((w for w in LADDER if w >= width), LADDER[-1])
+        if hi == width or hi == LADDER[0] or width > hi:
+            return interpolate([(hi, at(task, hi, model, solver, physics))], width)
+        lo = LADDER[LADDER.index(hi) - 1]
+        return interpolate([(lo, at(task, lo, model, solver, physics)), (hi, at(task, hi, model, solver, physics))],
+                           width)
+
+    return step_ms
+
+
+def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
+    """``step_ms(task, width, model=model, solver=solver, physics="auto")`` from this host's recorded physics
+    measurements of the model and solver setting, or None where none is recorded (pure-JAX tasks: None). At
+    each recorded batch the cost of the backend asked for (``physics``), or for ``"auto"`` the faster one's;
+    between two recorded batches, linear in the batch (a batched step costs a fixed part plus a part per
+    environment, which a line through its neighbours follows; scaling the
+    nearest batch's cost by the width instead charged 3 environments three times one, though the threads
+    step them side by side); below the smallest recorded batch, its cost; beyond the largest, proportional to
+    the width (an upper bound: a step cannot get cheaper per environment than the widest measured), or None
+    with ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
+    import os
+
+
+    rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
+
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):
+        costs, backends = {}, crossover.BACKENDS if physics == "auto" else (physics,)
+        for r in rows:
+            if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:
+                ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
+                if math.isfinite(ms):
+                    costs[r["batch"]] = ms
+        if REGISTRY[task].kind != "mujoco" or not costs or (not beyond and width > max(costs)):
+            return None
+        return interpolate(sorted(costs.items()), width)
+
+    return step_ms
+
+
+def interpolate(points, width: float) -> float:
+    """The cost at ``width`` from (batch, ms) ``points`` sorted by batch, as
+    [`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms] describes: linear between the two around it,
+    flat below the first, proportional beyond the last."""
+    (lo, lo_ms), (hi, hi_ms) = points[0], points[-1]
+    if width <= lo:
+        return lo_ms
+    if width >= hi:
+        return hi_ms * width / hi
+    (a, a_ms), (b, b_ms) = next((p, q) for p, q in zip(points, points[1:]) if p[0] <= width <= q[0])
+    return a_ms + (b_ms - a_ms) * (width - a) / (b - a)
+
+
+__all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "training_ms", "where_here"]
+

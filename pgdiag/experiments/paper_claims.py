@@ -1,0 +1,117 @@
+"""The claims of both papers as data: each quotes the paper's sentence, names the evidence series it is tested on,
+states its rule, threshold and why, and declares where the paper made it
+([`Scope`][pgdiag.experiments.paper_claims.Scope]: the figure's tasks, the point of training, the sample sizes).
+How a claim is tested is [`claims`][pgdiag.experiments.claims]; the statements themselves are
+[`claims_cl`][pgdiag.experiments.claims_cl] (A Closer Look) and [`claims_im`][pgdiag.experiments.claims_im]
+(Implementation Matters)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: how a claim is tested ([`claims`][pgdiag.experiments.claims]): the median agent, two groups' median agents, the
+#: smallest of several differences of median agents, or a deterministic check of a theorem
+KINDS = ("agents", "groups", "min-difference", "exact")
+#: what a claim is on the page: a *finding* of the paper (counted, multiplicity-controlled), an *extension* (a
+#: sounder estimand beside the paper's, never counted), a *check* (an identity or a demonstration: shown, not
+#: a finding)
+ROLES = ("finding", "extension", "check")
+#: the points of training a claim reads ([`claims.in_window`][pgdiag.experiments.claims.in_window]), as a fraction
+#: of the run (progress) and the annealed learning rate's share of its start (lr_share)
+WINDOWS = {
+    "initial": "the initial policy (iteration 0)",
+    "after-first": "the checkpoints after the initial policy",
+    "later": "later in training, as CL's iteration 300 of 488: 45–75% through the run, the learning rate still "
+             "≥ 0.25 of its start",
+    "stepping": "the checkpoints or iterations after the first where an annealed learning rate is still ≥ 0.25 of "
+                "its start (a step annealed away is not the algorithm's step)",
+    "whole": "the whole of training (the figure's curves)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Where the paper made a claim: measured elsewhere, a claim's rows are *exploratory* (shown, never a verdict)."""
+
+    figure: str                  # the figure(s) the claim rests on
+    tasks: tuple = ()            # their tasks (empty: any)
+    window: str = "after-first"  # the point of training ([`WINDOWS`][pgdiag.experiments.paper_claims.WINDOWS])
+    pairs: tuple = (0, float("inf"))   # the sample sizes the claim rests on (a row's ``pairs`` inside)
+    sizes: str = ""              # those sample sizes in words (the advice names them)
+
+    def describe(self) -> str:
+        tasks = "/".join(self.tasks) if self.tasks else "any task"
+        return f"{self.figure}: {tasks}, {WINDOWS[self.window]}" + (f", {self.sizes}" if self.sizes else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """A stronger reading of a claim's own series (one finding, two levels): tested only where the claim holds."""
+
+    name: str          # e.g. "virtually uncorrelated"
+    test: str
+    threshold: object
+    reason: str
+    tasks: tuple = ()  # where the paper states the stronger reading (empty: where the claim is read)
+
+    def rule(self) -> str:
+        return _rule(self.test, self.threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    key: str
+    paper: str          # the reports it belongs to: "CL" or "IM"
+    family: str         # the paper section whose findings share one multiplicity control (Holm)
+    where: str          # section and figure
+    quote: str          # the paper's own sentence
+    evidence: str       # the evidence series tested
+    statistic: str      # what one unit's value is
+    test: str           # "<", ">" or "within"
+    threshold: object   # a number, or (low, high) for "within"
+    reason: str         # why this threshold
+    scope: Scope
+    kind: str = "agents"
+    role: str = "finding"
+    labels: tuple = ()  # the algorithms the claim is about (empty: every measured one)
+    versus: str = ""    # groups: the second group's label, or "tasks": the hardest task against the easier ones
+    differences: tuple = ()  # min-difference: the (a, b) pairs of labels
+    stronger: tuple = ()     # [`Level`][pgdiag.experiments.paper_claims.Level] s read on the same series
+    within: str = "mean"     # how one agent's measurements (checkpoints, iterations) become its value
+    floor: str = ""          # the evidence of the noise floor a band needs (a band the floor reaches is not a finding)
+    note: str = ""           # what the page says beside the rule (e.g. a paper that disagrees)
+
+    def rule(self) -> str:
+        return _rule(self.test, self.threshold)
+
+    @property
+    def tasks(self) -> tuple:
+        return self.scope.tasks
+
+
+def _rule(test, threshold) -> str:
+    if test == "within":
+        return f"within [{threshold[0]:g}, {threshold[1]:g}]"
+    return f"{test} {threshold:g}"
+
+
+def _all():
+    from pgdiag.experiments.claims_cl import CL_CLAIMS
+    from pgdiag.experiments.claims_im import IM_CLAIMS
+
+    return CL_CLAIMS + IM_CLAIMS
+
+
+def claims() -> tuple:
+    """Every claim of both papers."""
+    return _all()
+
+
+def by_key(key: str) -> Claim:
+    for claim in _all():
+        if claim.key == key:
+            return claim
+    raise KeyError(f"unknown claim {key!r}; claims: {', '.join(c.key for c in _all())}")
+
+
+__all__ = ["Claim", "KINDS", "Level", "ROLES", "Scope", "WINDOWS", "by_key", "claims"]

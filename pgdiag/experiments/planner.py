@@ -1,0 +1,98 @@
+"""Plans from Python before anything runs: what a sweep or a study would compile, its memory and its duration,
+as `--dry-run` prints them on the command line.
+
+    pgdiag.plan_sweep(base, grid={"lr_policy": [1e-4, 3e-4]}, seeds=5)
+    pgdiag.plan_study("gradients", ["runs/hopper-vclip"], estimates=10, sizes=(100, 1000, 10_000))
+
+Each prints the table (one row per compiled program: agents or subjects, pairs, sequential steps, width,
+memory, whether it fits, estimated seconds without compiling) and a total, and returns the table. Step costs
+are this host's recorded ones, else timed now (a few batched steps, seconds).
+"""
+
+from __future__ import annotations
+
+from pgdiag.config import ConfigError
+
+#: the Python studies' names -> the target whose measurement they are
+STUDIES = {"gradients": "fig-grad-variance", "steps": "fig-step-variance", "baselines": "fig-baselines",
+           "landscape": "fig-landscape-surrogate"}
+
+
+def show_plan(programs: list, have: int, solver: str = "converged", model: str = "brax", show: bool = True):
+    """The plan's table with each program's estimated seconds; printed with its totals where ``show``."""
+    from pgdiag.diagnostics.memory import fmt_bytes, memory_source
+    from pgdiag.experiments import costs, dry_run
+
+    recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
+
+    def step_ms(task, width, model=model, solver=solver, physics="auto"):  # recorded, else timed now (a compile)
+        ms = recorded(task, width, model, solver, physics)
+        if ms is None:
+            timed.add(task)
+            ms = timed_now(task, width, model, solver, physics)
+        return ms
+
+    frame = dry_run.table(programs, step_ms)
+    if show:
+        print(frame.assign(memory=frame.memory.map(fmt_bytes)).to_string(index=False))
+        total = frame.estimated_s.sum()
+        print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
+              + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
+              + f" the {fmt_bytes(have)} available ({memory_source()}); estimated duration (without compiling): "
+              + (f"{total / 60:.1f} min" if total >= 60 else f"{total:.1f} s"))
+        recorded_tasks = sorted(set(frame.task) - timed)
+        print("step costs: " + "; ".join(
+            [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
+            + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
+               f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed)))
+    return frame
+
+
+def plan_sweep(base, grid=None, seeds=1, show: bool = True):
+    """What [`sweep`][pgdiag.run.execute.sweep] ``(base, grid, seeds)`` would compile and cost; nothing runs.
+
+    Returns:
+        The plan's table (one training program: every agent of the grid × seeds).
+    """
+    from pgdiag.diagnostics.memory import available_memory
+    from pgdiag.experiments import dry_run
+    from pgdiag.run.planning import plan
+
+    p = plan(base, grid, seeds)   # the grid and seeds checked as sweep checks them
+    have = available_memory()
+    static = p.base.static
+    program = dry_run.training_program(static.task, p.base.name, static, p.num_agents, have,
+                                       spec=(p.base, grid, seeds))
+    return show_plan([program], have, static.solver, static.model, show)
+
+
+def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True, **settings):
+    """What a study of ``runs`` would compile and cost with ``settings`` (its fields); nothing is loaded or run.
+
+    Args:
+        study: "gradients", "steps", "baselines" or "landscape" (the Python studies), or a diagnostic target's
+            name ("fig-grad-true", "fig-landscape-concentration", ...).
+        runs: run directories with checkpoints.
+        iterations: the checkpointed iterations to measure at (None: every saved one).
+        agents: agent indices in each run (None: all).
+        show: print the table and its totals.
+        **settings: the study's settings, e.g. ``estimates=10, sizes=(100, 1000, 10_000)``.
+
+    Returns:
+        The plan's table, one row per compiled program.
+    """
+    from pgdiag.diagnostics.memory import available_memory
+    from pgdiag.experiments import dry_run, targets
+
+    name = STUDIES.get(study, study)
+    if name not in targets.TARGETS or targets.get(name).kind != "diagnostic":
+        raise ConfigError(f"plan_study: unknown study {study!r}; studies are {', '.join(STUDIES)} or a diagnostic "
+                          f"target's name")
+    have = available_memory()
+    programs = dry_run.runs_plan(targets.get(name), [runs] if isinstance(runs, str) else list(runs),
+                                 diag=settings, memory=have, iterations=iterations, agents=agents)
+    first = programs[0] if programs else None
+    return show_plan(programs, have, getattr(first, "solver", "converged"), getattr(first, "model", "brax"), show)
+
+
+__all__ = ["STUDIES", "plan_study", "plan_sweep", "show_plan"]

@@ -1,0 +1,16 @@
+"""fig-ablation (CL Fig 1 / IM Fig 1): the code-level optimizations toggled, 2^k configurations × learning
+rates × seeds in one compiled sweep per task.
+
+`targets` declares its targets, scales, runs, draws and plans, `evidence` reads the claims' evidence from what
+it saves.
+"""
+
+from pgdiag.experiments.studies.ablation.targets import (LEARNING_RATES, MID_LEARNING_RATES, SCALES, STUDY,
+                                                          TARGET, TARGETS, TOGGLES, agent_scores,
+                                                          agents_at_best_lr, agents_at_held_out_best_lr,
+                                                          base_config, best_learning_rates, draw, grid, plan,
+                                                          plot, run, saved_scores, toggle_effects)
+
+__all__ = ['LEARNING_RATES', 'MID_LEARNING_RATES', 'SCALES', 'STUDY', 'TARGET', 'TARGETS', 'TOGGLES',
+           'agent_scores', 'agents_at_best_lr', 'agents_at_held_out_best_lr', 'base_config',
+           'best_learning_rates', 'draw', 'grid', 'plan', 'plot', 'run', 'saved_scores', 'toggle_effects']

@@ -1,0 +1,93 @@
+"""Placing the agent axis across devices and processes: one block of agents per device.
+
+Agents never talk to each other, so a sweep over several devices (and several
+processes, [`pgdiag.run.distributed`][pgdiag.run.distributed]) is the single-device program run
+on each device's block of agents under ``shard_map``: no collectives inside
+the program, and a host callback (native MuJoCo's physics) is called by the
+process that owns the block, with that block's data only. Every process
+builds the same global inputs from the plan (they are small: keys and knobs)
+but materializes only its own agents' rows; results come back to every
+process by [`gather`][pgdiag.run.shard.gather].
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+AXIS = "agents"
+
+
+def agent_mesh() -> Mesh | None:
+    """The 1-D mesh of every device of every process (None on one device)."""
+    if jax.device_count() == 1:
+        return None
+    return Mesh(np.array(jax.devices()), (AXIS,))
+
+
+def agent_sharding() -> NamedSharding | None:
+    """Sharding of the agent axis across all devices (None on one device)."""
+    mesh = agent_mesh()
+    return None if mesh is None else NamedSharding(mesh, PartitionSpec(AXIS))
+
+
+def padded_count(n_agents: int) -> int:
+    """``n_agents`` rounded up to a multiple of the device count."""
+    return math.ceil(n_agents / jax.device_count()) * jax.device_count()
+
+
+def over_devices(fn, out_specs, in_specs=PartitionSpec(AXIS)):
+    """``fn`` (a function of agent-stacked arrays) run on each device's block of agents. ``out_specs``
+    (``in_specs``): where the agent axis is in each output (input), ``PartitionSpec``s as a pytree prefix;
+    ``PartitionSpec()`` for a value every device sees whole (see [`replicated`][pgdiag.run.shard.replicated])."""
+    mesh = agent_mesh()
+    if mesh is None:
+        return fn
+    # agents never communicate: no collectives, so no varying-axis bookkeeping is needed (check_vma off)
+    return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+
+def replicated_spec(shape, dtype) -> jax.ShapeDtypeStruct:
+    """The abstract input of a value every device holds whole (compiling before the value exists)."""
+    mesh = agent_mesh()
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=None if mesh is None else NamedSharding(mesh, PartitionSpec()))
+
+
+def replicated(x):
+    """A host value (the same on every process) placed whole on every device."""
+    x = np.asarray(x)
+    mesh = agent_mesh()
+    if mesh is None:
+        return x
+    return jax.make_array_from_callback(x.shape, NamedSharding(mesh, PartitionSpec()), lambda index: x[index])
+
+
+def pad_and_shard(tree, n_agents: int):
+    """Pad the agent axis to a multiple of the device count (copies of the last agent, dropped
+    afterwards) and place it across the devices; each process materializes only its own agents' rows.
+    ``tree`` holds the same global values on every process."""
+    sharding = agent_sharding()
+    if sharding is None:
+        return tree, n_agents
+    padded = padded_count(n_agents)
+
+    def place(x):
+        x = np.asarray(x)
+        if padded != n_agents:
+            x = np.concatenate([x, np.repeat(x[-1:], padded - n_agents, 0)])
+        return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+    return jax.tree.map(place, tree), padded
+
+
+def gather(tree):
+    """Every agent's values on every process, as host arrays (a global array spread over processes is
+    all-gathered; on one process this is ``device_get``)."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(tree, tiled=True))
