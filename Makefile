@@ -18,7 +18,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup docs test test-newest test-isa package-check $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa package-check target-smoke $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -48,6 +48,12 @@ docs: $(VENV)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) tools/check_api_docs.py site
 	@test -f site/search/search_index.js || { echo "docs: no site/search/search_index.js: search would not work from disk (file://)"; exit 1; }
+
+# Every target at the smoke scale, alone and in order, timed on this host: its figure and time on its page
+# (docs/targets/img/, docs/targets/smoke.json), then the pages regenerated.
+target-smoke: $(VENV)/.installed
+	$(PY) tools/target_smoke.py
+	$(PY) -m pgdiag.cli.gen_docs
 
 # The wheel and sdist build (python -m build), the native handler's source inside both, and the wheel installs into
 # a clean virtual environment whose `pgdiag` command runs (CI runs it).

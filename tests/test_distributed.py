@@ -296,7 +296,7 @@ def test_process_0_counts_each_peer_once_by_the_id_it_knocks_with():
 
     port, out = _free_port(), {}
     t = host(port, 20.0, out)
-    knock(port, b"pg_d", b"iag 2\n")                 # process 2's knock in two pieces
+    knock(port, b"pgd", b"iag 2\n")                 # process 2's knock in two pieces
     peer = threading.Thread(target=process, args=(port, 1, 20.0, out))
     peer.start()
     for thread in (t, peer):

@@ -1,6 +1,8 @@
 """The documentation's generated parts, written from the declarations: `docs/reference/settings.md`'s tables
 of every setting (the shared knobs and static settings, each registered algorithm's own, each diagnostic's)
-and each target page's table of scales (`docs/targets/NAME.md`, from the target's `Scale` records).
+each target page's table of scales (`docs/targets/NAME.md`, from the target's `Scale` records), and each target's
+figure and time at the smoke scale as `make target-smoke` measured them (`docs/targets/smoke.json`), on its page
+and in the table of targets.
 
 Each part lies between two marker comments in its page; the prose around them stays hand-written.
 
@@ -86,6 +88,39 @@ def scale_block(target) -> list:
                    for name, sc in target.scales.items()])
 
 
+SMOKE_RECORD = os.path.join("docs", "targets", "smoke.json")
+
+
+def _smoke() -> dict:
+    import json
+
+    path = os.path.join(ROOT, SMOKE_RECORD)
+    return json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {"targets": {}}
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def smoke_block(name: str, record: dict) -> list:
+    """A target page's figure and time at the smoke scale, as measured (nothing where it was not)."""
+    entry = record["targets"].get(name)
+    if entry is None:
+        return ["Not yet measured at the smoke scale on the documentation's host (`make target-smoke`)."]
+    lines = [f"![{name} at the smoke scale]({entry['figure']})", ""] if entry.get("figure") else []
+    return lines + [f"At the smoke scale: {_minutes(entry['seconds'])} on a {record['host']}, training, compiling and "
+                    f"drawing included (`make target-smoke`, {record['date']}; targets that share a study train "
+                    f"it in the first of them)."]
+
+
+def smoke_table(record: dict) -> list:
+    from pgdiag.experiments import targets
+
+    rows = [(f"[`{n}`]({n}.md)", _minutes(record["targets"][n]["seconds"]) if n in record["targets"] else "—")
+            for n in targets.TARGETS]
+    return _table(("target", f"smoke scale, {record.get('host', 'this host')} ({record.get('date', '—')})"), rows)
+
+
 def splice(text: str, part: str, block: list, page: str) -> str:
     """``text`` with the lines between ``part``'s markers replaced by ``block``."""
     begin = f"<!-- generated: {part} ({COMMAND}); edit the declarations, not this table -->"
@@ -100,10 +135,14 @@ def pages() -> dict:
     """Each generated page's path (relative to the repository) and its current text."""
     from pgdiag.experiments import targets
     out = {SETTINGS_PAGE: splice(_read(SETTINGS_PAGE), "settings", settings_block(), SETTINGS_PAGE)}
+    smoke = _smoke()
     for target in (t for module in targets.STUDY_MODULES for t in module.TARGETS):   # pgdiag's own
         name = target.name
         path = os.path.join("docs", "targets", f"{name}.md")
-        out[path] = splice(_read(path), "scales", scale_block(target), path)
+        text = splice(_read(path), "scales", scale_block(target), path)
+        out[path] = splice(text, "smoke", smoke_block(name, smoke), path)
+    index = os.path.join("docs", "targets", "index.md")
+    out[index] = splice(_read(index), "smoke times", smoke_table(smoke), index)
     return out
 
 

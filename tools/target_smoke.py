@@ -1,0 +1,65 @@
+"""Run every figure and table target at the smoke scale, alone and in order, on this host: its time (training,
+compiling and drawing included) and its figure, for the documentation's target pages.
+
+    python tools/target_smoke.py [--out results/docs-smoke] [--targets NAME ...]     (make target-smoke)
+
+Writes docs/targets/img/NAME.png (the figure, reduced for the page) and docs/targets/smoke.json (seconds per target,
+the host's cores and the date); `python -m pgdiag.cli.gen_docs` then renders both into the pages. Targets that share
+a study train it once, in the first of them: each later one's time is its own work on the saved runs, as a user
+running the targets in this order would see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMG = os.path.join(ROOT, "docs", "targets", "img")
+RECORD = os.path.join(ROOT, "docs", "targets", "smoke.json")
+
+
+def shrink(src: str, dst: str, width: int = 900) -> None:
+    """A copy of the figure at most ``width`` pixels wide (the committed images stay small)."""
+    from PIL import Image
+
+    with Image.open(src) as im:
+        if im.width > width:
+            im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
+        im.save(dst, optimize=True)
+
+
+def main(argv=None) -> int:
+    from pgdiag.experiments import targets
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "docs-smoke"))
+    parser.add_argument("--targets", nargs="+", default=None)
+    args = parser.parse_args(argv)
+    names = args.targets or [n for n, t in targets.TARGETS.items() if t.kind in ("training", "diagnostic", "optimize")]
+    os.makedirs(IMG, exist_ok=True)
+    record = json.load(open(RECORD)) if os.path.exists(RECORD) else {"targets": {}}
+    for name in names:
+        t = targets.get(name)
+        start = time.perf_counter()
+        out = t.train("smoke", out=os.path.join(args.out, t.study), progress=False)
+        seconds = time.perf_counter() - start
+        entry = {"seconds": round(seconds, 1)}
+        if out.get("figure"):
+            shrink(out["figure"], os.path.join(IMG, f"{name}.png"))
+            entry["figure"] = f"img/{name}.png"
+        record["targets"][name] = entry
+        record.update(cores=os.cpu_count(), date=time.strftime("%Y-%m-%d"),
+                      host=f"{os.cpu_count()}-core CPU, no accelerator")
+        with open(RECORD, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+        print(f"{name}: {seconds:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
