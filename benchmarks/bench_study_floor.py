@@ -4,9 +4,11 @@ For each diagnostic target's measurement at ``--scale`` (its settings on Hopper,
 on a few trained agents (PPO and TRPO, ``--agents`` each, one checkpoint) with its sample sizes cut to at most
 ``--max-n`` pairs (true gradient, V*'s fit data and landscape batches likewise; the estimates, widths and
 structure as the scale has them): "the first chunks" of each program. Per compiled program it prints the pairs
-sampled, the run time (compiling apart), µs per pair, the physics floor of the same pairs — MuJoCo's own C
-``rollout`` on one thread at the program's width (``benchmarks/bench_floor.py``), spread ideally over the host's
-cores — and the ratio floor / time (1 = the program costs what its physics does; the issue's goal is ≥ 0.5). The
+sampled, the run time (compiling apart), µs per pair, the floor of the same pairs — the physics, MuJoCo's own C
+``rollout`` on one thread at the program's width (``benchmarks/bench_floor.py``) spread ideally over the host's
+cores, plus the network arithmetic, one policy forward pass per pair at the rate this host attains at that width
+(``network_floor_us``) — and the ratio floor / time (1 = the program costs what its physics and its sampling's
+arithmetic do; the goal is ≥ 0.5). The
 full scale's pairs (its plan, `--dry-run`'s) times the µs per pair measured gives the extrapolated time.
 
     python benchmarks/bench_study_floor.py [--scale mid|paper] [--max-n 20000] [--agents 2] [--out DIR]
@@ -70,11 +72,37 @@ def physics_floor_us(width: int, cache: dict) -> float:
     return cache[batch]
 
 
+def network_floor_us(width: int, cache: dict) -> float:
+    """The network arithmetic a sampled pair cannot do without — one forward pass of the runs' policy (Hopper's
+    64 × 64 MLP) at batch ``width`` — in µs per pair at the rate this host attains on that shape: the fastest of
+    repeated timings of a compiled chain of 256 such passes (each feeding the next, so none is skipped)."""
+    import jax
+    import jax.numpy as jnp
+
+    from bench_floor import _best
+    from pgdiag import make_train, networks, preset, seed_key
+
+    batch = max(1, width)
+    if batch not in cache:
+        cfg = preset("ppo", "hopper")
+        knobs = cfg.knobs.as_arrays()
+        policy = make_train(cfg.static).init(seed_key(0), knobs).policy
+        obs = jnp.zeros((batch, 11), jnp.float32)
+
+        def body(x, _):
+            mean, _ = networks.policy_apply(policy, x, knobs)
+            return x.at[:, :mean.shape[1]].add(1e-3 * mean), None
+
+        run = jax.jit(lambda x: jax.lax.scan(body, x, None, length=256)[0])
+        cache[batch] = _best(lambda: jax.block_until_ready(run(obs)), 0.5) * 1e6 / (256 * batch)
+    return cache[batch]
+
+
 def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> list:
     from pgdiag.experiments import dry_run, targets
     from pgdiag.experiments.scales import pick
 
-    cores, cache, rows = os.cpu_count() or 1, {}, []
+    cores, cache, net_cache, rows = os.cpu_count() or 1, {}, {}, []
     for name in names:
         t = targets.get(name)
         m = t.measurement
@@ -88,9 +116,12 @@ def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> l
         for i, timing in enumerate(timings if isinstance(timings, list) else [timings]):
             pairs, run_s = timing.get("pairs", 0), timing["run_s"]
             width = max((p.width for p in planned if p.stage != "train"), default=1)
-            floor_s = pairs * physics_floor_us(width, cache) / 1e6 / cores
+            physics_s = pairs * physics_floor_us(width, cache) / 1e6 / cores
+            network_s = pairs * network_floor_us(width, net_cache) / 1e6   # XLA's CPU runs it on one core
+            floor_s = physics_s + network_s
             rows.append({"target": name, "program": i + 1, "pairs": pairs, "compile_s": timing["compile_s"],
                          "run_s": run_s, "us_per_pair": run_s / max(pairs, 1) * 1e6, "width": width,
+                         "physics_s": physics_s, "network_s": network_s,
                          "floor_s": floor_s, "ratio": floor_s / max(run_s, 1e-9), "full_pairs": full_pairs,
                          "extrapolated_min": full_pairs * run_s / max(pairs, 1) / 60, "wall_s": wall})
         print(f"{name}: {wall:.0f} s", flush=True)
@@ -101,12 +132,12 @@ def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> l
 
 def table(rows: list, header: str) -> str:
     lines = [header, "",
-             "| target | program | pairs | compile (s) | run (s) | µs / pair | width | physics floor (s) | "
-             "floor / run | full-scale pairs | extrapolated (min) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| target | program | pairs | compile (s) | run (s) | µs / pair | width | physics (s) | network (s) | "
+             "floor / run | full-scale pairs | extrapolated (min) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['target']} | {r['program']} | {r['pairs']:,} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
-                     f"{r['us_per_pair']:.1f} | {r['width']} | {r['floor_s']:.2f} | {r['ratio']:.2f} | "
-                     f"{r['full_pairs']:,} | {r['extrapolated_min']:.1f} |")
+                     f"{r['us_per_pair']:.1f} | {r['width']} | {r['physics_s']:.2f} | {r['network_s']:.2f} | "
+                     f"{r['ratio']:.2f} | {r['full_pairs']:,} | {r['extrapolated_min']:.1f} |")
     return "\n".join(lines)
 
 

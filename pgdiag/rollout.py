@@ -89,23 +89,36 @@ def _select(mask, a, b):
 
 
 def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
-            num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False):
+            num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False, quota=None):
     """Run ``num_steps`` steps in every environment. Returns the new carry and
     filters and the [`Transitions`][pgdiag.rollout.Transitions]. ``freeze_actions`` (bool []) replaces
     actions by zeros, so a diverged agent cannot feed NaNs to the physics;
     ``frozen`` (static) keeps the filters' statistics as given; ``keep_raw_obs``
-    (static) also records the unfiltered observations (for exact values)."""
+    (static) also records the unfiltered observations (for exact values). ``quota`` ([N] int32, filters frozen):
+    the episodes each environment may still finish; one that has finished them is idle — its state kept, none of
+    its episodes ends (``done`` stays False), and a task that ``skips_idle`` does not step it. What is left of
+    the quota afterwards is ``quota − Σ_t done``."""
     num_envs = carry.obs.shape[0]
+    if quota is not None and not frozen:
+        raise ValueError("a quota of episodes needs frozen filters: an idle environment's observations must not "
+                         "reach the statistics")
 
     def step(c, k):
-        carry, filters = c
+        carry, filters, remaining = c
         k_act, k_reset = jax.random.split(k)
         mean, log_std = networks.policy_apply(policy_params, carry.obs, knobs)
         action = mean + jnp.exp(log_std) * jax.random.normal(k_act, mean.shape)
         action = jnp.where(freeze_actions | ~jnp.isfinite(action), 0.0, action)
         log_prob = networks.gaussian_log_prob(mean, log_std, action)  # of u: see networks' note on squashing
 
-        nxt = jax.vmap(env.step)(carry.state, networks.env_action(policy_params, action))
+        to_env = networks.env_action(policy_params, action)
+        if quota is not None:
+            active = remaining > 0
+            if env.skips_idle:   # NaN: "idle", not stepped (the Env contract)
+                to_env = jnp.where(active[:, None], to_env, jnp.nan)
+        nxt = jax.vmap(env.step)(carry.state, to_env)
+        if quota is not None:   # an idle environment stays as it was, earning nothing (its carried state was reset)
+            nxt = _select(active, nxt, carry.state.replace(reward=jnp.zeros_like(nxt.reward)))
         done = nxt.terminated | nxt.truncated
 
         ret, ret_stat, rew_stat, reward = scale_reward(filters.ret, filters.rew, carry.ret, nxt.reward, knobs,
@@ -131,10 +144,12 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
         carry = EnvCarry(state=state, obs=observation_filter(obs_stat, state.obs, knobs), ret=ret,
                          ep_return=jnp.where(done, 0.0, ep_return),
                          ep_length=jnp.where(done, 0, ep_length))
-        return (carry, Filters(obs=obs_stat, ret=ret_stat, rew=rew_stat)), transition
+        if quota is not None:
+            remaining = remaining - done.astype(jnp.int32)
+        return (carry, Filters(obs=obs_stat, ret=ret_stat, rew=rew_stat), remaining), transition
 
-    (carry, filters), transitions = jax.lax.scan(step, (carry, filters),
-                                                 jax.random.split(key, num_steps))
+    (carry, filters, _), transitions = jax.lax.scan(step, (carry, filters, quota),
+                                                    jax.random.split(key, num_steps))
     return carry, filters, transitions
 
 

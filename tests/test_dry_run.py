@@ -255,6 +255,63 @@ def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatc
 
 
 
+def test_a_step_timed_for_a_plan_is_recorded_so_the_next_plan_agrees(tmp_path, monkeypatch):
+    """A CPU host's native step timed for one plan is written to this host's physics record: a second plan (a new
+    process's `measured_step_ms`) reads it back and times nothing, so two dry runs of a program agree exactly —
+    where two timings on a busy host had put the same program 413 s and 1,738 s apart."""
+    import jax
+
+    from pgdiag.envs import crossover
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("a CPU host's native timing path (an accelerator host times every backend)")
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    noisy = iter([1.0, 4.0, 4.0, 4.0])   # what a busy host's successive timings would say
+    timed = []
+    monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
+                        timed.append((backend, batch)) or next(noisy))
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(1.0)
+    assert timed == [("native", 16)]
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(1.0) and len(timed) == 1
+    assert costs.measured_step_ms("fast")("hopper", 16) == pytest.approx(4.0) and len(timed) == 2  # its own row
+
+
+def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch):
+    """Each study program's run over its sequential steps is recorded for this host (a run under half a second is
+    not: its fixed costs, not its steps), and a plan of a program like it — the same measurement, task, model and
+    solver — costs it from those rows: 2 s over 400 steps at width 40 is 5 ms a step, so 1,000 steps plan 5 s
+    (not physics × the measuring allowance); another measurement or task keeps the allowance."""
+    import types
+
+    from pgdiag.diagnostics import engine
+    from pgdiag.run import timings
+
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    static = types.SimpleNamespace(task="hopper", model="brax", solver="converged")
+    study = types.SimpleNamespace(kind="gradients")
+    engine._record_cost(study, types.SimpleNamespace(static=static, sequential_steps=400, pairs=16_000, width=40), 2.0)
+    engine._record_cost(study, types.SimpleNamespace(static=static, sequential_steps=400, pairs=32_000, width=80), 0.2)
+    assert timings.recorded_study("gradients", "hopper", "brax", "converged") == [(40, pytest.approx(5.0))]
+    assert timings.recorded_study("landscape", "hopper", "brax", "converged") == []
+
+    def program(stage, task="hopper", width=40):
+        return dry_run.Program(stage, task, "ppo", 2, 40_000, 1000, width, 0, True)
+
+    physics = lambda *a: 1.0   # noqa: E731
+    assert costs.run_seconds(program("gradients"), physics) == pytest.approx(5.0)
+    assert costs.run_seconds(program("landscape"), physics) == pytest.approx(costs.MEASURE_OVERHEAD)
+    assert costs.run_seconds(program("gradients", "walker2d"), physics) == pytest.approx(costs.MEASURE_OVERHEAD)
+    # at another width: the recorded row's cost over its physics, times the physics there
+    scaled = lambda task, w, *a: 0.1 * w   # noqa: E731
+    assert costs.run_seconds(program("gradients", width=80), scaled) == pytest.approx(10.0)
+    # pairs beyond the sequential steps at the program's width (a baseline study's fit lanes) are costed as steps
+    # of its width: 40,000 pairs at width 10 are 4,000 steps, not the 1,000 sequential ones
+    wide = dataclasses.replace(program("landscape"), width=10)
+    assert costs.steps_of(wide) == 4000
+    assert costs.run_seconds(wide, physics) == pytest.approx(4000 * costs.MEASURE_OVERHEAD / 1e3)
+    assert costs.run_seconds(program("steps"), physics) == pytest.approx(costs.OVERHEAD["steps"])
+
+
 def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatch):
     """Every sweep records this host's time per batched step of its program (compiling excluded): its chunks
     after the first over the steps they ran, from its own manifest. A plan then costs programs like it from

@@ -358,6 +358,57 @@ def test_length_estimate_and_returns_are_unbiased_where_the_in_batch_mean_is_sho
     assert abs(in_batch - _censored_limit(B)) < 4.5 * se, (in_batch, _censored_limit(B), se)
 
 
+def test_environments_idle_once_their_episodes_have_ended_and_the_estimates_do_not_move():
+    """A return stream's environments idle once their own quota of episodes has ended (native MuJoCo does not
+    step them). Against a second method — the same stream with every environment stepping to the end, its
+    episodes counted by the same rule (written out here) — the counted episodes, their pairs, mean return and
+    M2 agree: idling changes what the physics costs, not which episodes are drawn. A quota with filters that
+    update is refused (an idle environment's observations must not reach them)."""
+    from pgdiag import make_train, preset, seed_key
+    from pgdiag.envs import make
+    from pgdiag.diagnostics.return_streams import ReturnSums
+    from pgdiag.rollout import collect, reset_envs
+
+    env = make("hopper", "native", 2)
+    assert env.skips_idle
+    cfg = preset("ppo", "hopper")
+    knobs = cfg.knobs.as_arrays()
+    agent = make_train(cfg.static).init(seed_key(3), knobs)
+    r = ls.Resolved(coords=(0.0,), random_norm=1.0, envs=4, chunk_steps=40, sizes=(3, 9), max_chunks=300,
+                    step_envs=(1,), own=None, exact=False, length_episodes=4)
+    counts = jnp.array([3, 9], jnp.int32)
+
+    def everyone_steps(key):   # the stream as it ran before idling, every environment stepping to the end
+        E = r.envs
+        quota = counts[:, None] // E + (jnp.arange(E)[None, :] < counts[:, None] % E)
+        k_reset, k_run = jax.random.split(key)
+        carry, _ = reset_envs(env, k_reset, E, agent.filters, knobs, frozen=True)
+        zero = jax.tree.map(lambda x: jnp.zeros(counts.shape, jnp.float32), ReturnSums(n=0, pairs=0, mean=0, m2=0))
+
+        def body(state):
+            carry, ended, acc, c = state
+            carry, _, tr = collect(env, agent.policy, carry, agent.filters, jax.random.fold_in(k_run, c), knobs,
+                                   r.chunk_steps, frozen=True)
+            index = ended[None, :] + jnp.cumsum(tr.done, axis=0) - 1
+            counted = tr.done[None] & (index[None] < quota[:, None, :])
+            part = jax.vmap(lambda w: ReturnSums.of(tr.finished_return, w, tr.finished_length))(counted)
+            return carry, ended + jnp.sum(tr.done, axis=0), acc.merge(part), c + 1
+
+        state = (carry, jnp.zeros(E, jnp.int32), zero, jnp.int32(0))
+        return jax.lax.while_loop(lambda s: (s[3] < r.max_chunks) & jnp.any(s[1] < quota[-1]), body, state)[2]
+
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    idling = jax.jit(jax.vmap(lambda k: ls.return_stream(env, r, agent.policy, agent.filters, knobs, k, counts)))(keys)
+    reference = jax.jit(jax.vmap(everyone_steps))(keys)
+    np.testing.assert_array_equal(np.asarray(idling.n), [[3, 9]] * 3)
+    np.testing.assert_array_equal(np.asarray(idling.pairs), np.asarray(reference.pairs))
+    np.testing.assert_allclose(np.asarray(idling.mean), np.asarray(reference.mean), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(idling.m2), np.asarray(reference.m2), rtol=1e-5)
+    carry, _ = reset_envs(env, keys[0], 2, agent.filters, knobs, frozen=True)
+    with pytest.raises(ValueError, match="needs frozen filters"):
+        collect(env, agent.policy, carry, agent.filters, keys[1], knobs, 4, quota=jnp.ones(2, jnp.int32))
+
+
 def test_the_stream_bound_covers_the_length_episodes():
     """The streams' chunk bound lets the length stream's episodes (one per environment) reach the time limit
     (LQR: 10,000 steps, 40 chunks of 250), however few pairs a point asks for; the memory estimate counts

@@ -142,6 +142,31 @@ def test_the_handler_matches_mj_step_and_not_the_thread_count():
 
 
 @pytest.mark.parametrize("task, model, mode", [("walker2d", "brax", 0), ("humanoid", "gym", 1)])
+def test_an_idle_environment_is_not_stepped_and_the_others_are_as_alone(task, model, mode):
+    """A row whose control is NaN (the Env contract's idle environment) is not stepped: it comes back exactly as
+    it went in (any step would move it: gravity acts on every state drawn here), its fields zero; every other row
+    equals the same rows stepped without it (what the idle rows cost is benchmarks/bench_study_floor.py's)."""
+    spec = mujoco_task(task, model)
+    m = load_model(spec)
+    fields = spec.host_fields if mode else ()
+    stepper = native_ffi.FfiStepper(m, spec.n_frames, 2, fields, mode)
+    rng = np.random.default_rng(2)
+    batch = 64
+    qpos = (m.qpos0 + rng.uniform(-0.05, 0.05, (batch, m.nq))).astype(np.float32)
+    qvel = rng.uniform(-0.5, 0.5, (batch, m.nv)).astype(np.float32)
+    ctrl = rng.uniform(-1, 1, (batch, m.nu)).astype(np.float32)
+    warm = np.zeros((batch, m.nv), np.float32) if mode else None
+    idle = np.arange(batch) % 16 != 3
+    masked = np.where(idle[:, None], np.float32(np.nan), ctrl)
+    out = stepper.step_numpy(qpos, qvel, masked, warm)
+    np.testing.assert_array_equal(out[idle, :m.nq], qpos[idle])
+    np.testing.assert_array_equal(out[idle, m.nq:m.nq + m.nv], qvel[idle])
+    assert np.all(out[idle, m.nq + m.nv:] == 0)
+    alone = stepper.step_numpy(qpos[~idle], qvel[~idle], ctrl[~idle], None if warm is None else warm[~idle])
+    np.testing.assert_array_equal(out[~idle], alone)
+
+
+@pytest.mark.parametrize("task, model, mode", [("walker2d", "brax", 0), ("humanoid", "gym", 1)])
 def test_a_one_thread_stepper_steps_several_callers_at_once(task, model, mode):
     """A collection sharded over the host's CPU devices calls one one-thread stepper from every device's thread
     at once (pgdiag/run/split.py). Four threads (ctypes lets go of the GIL in the call) each step their

@@ -1,10 +1,12 @@
-"""Run every figure and table target at the smoke scale, alone and in order, on this host: its time (training,
-compiling and drawing included) and its figure, for the documentation's target pages.
+"""Run every figure and table target at a scale, alone and in order, on this host: its time (training, compiling
+and drawing included) and, at the smoke scale, its figure, for the documentation's target pages.
 
-    python tools/target_smoke.py [--out results/docs-smoke] [--targets NAME ...]     (make target-smoke)
+    python tools/target_smoke.py [--scale smoke|mid] [--out results/docs-SCALE] [--targets NAME ...]
+                                                                         (make target-smoke, make target-mid)
 
-Writes docs/targets/img/NAME.png (the figure, reduced for the page) and docs/targets/smoke.json (seconds per target,
-the host's cores and the date); `python -m pgdiag.cli.gen_docs` then renders both into the pages. Targets that share
+Writes docs/targets/SCALE.json (seconds per target, the host's cores and the date) and, at smoke,
+docs/targets/img/NAME.png (the figure, reduced for the page); `python -m pgdiag.cli.gen_docs` then renders them into
+the pages. Targets that share
 a study train it once, in the first of them: each later one's time is its own work on the saved runs, as a user
 running the targets in this order would see it.
 """
@@ -20,7 +22,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMG = os.path.join(ROOT, "docs", "targets", "img")
-RECORD = os.path.join(ROOT, "docs", "targets", "smoke.json")
 
 
 def shrink(src: str, dst: str, width: int = 900) -> None:
@@ -37,25 +38,28 @@ def main(argv=None) -> int:
     from pgdiag.experiments import targets
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "results", "docs-smoke"))
+    parser.add_argument("--scale", default="smoke", choices=["smoke", "mid"])
+    parser.add_argument("--out", default=None, help="where the studies go (default results/docs-SCALE)")
     parser.add_argument("--targets", nargs="+", default=None)
     args = parser.parse_args(argv)
     names = args.targets or [n for n, t in targets.TARGETS.items() if t.kind in ("training", "diagnostic", "optimize")]
+    out_dir = args.out or os.path.join(ROOT, "results", f"docs-{args.scale}")
+    record_path = os.path.join(ROOT, "docs", "targets", f"{args.scale}.json")
     os.makedirs(IMG, exist_ok=True)
-    record = json.load(open(RECORD)) if os.path.exists(RECORD) else {"targets": {}}
+    record = json.load(open(record_path)) if os.path.exists(record_path) else {"targets": {}}
     for name in names:
         t = targets.get(name)
         start = time.perf_counter()
-        out = t.train("smoke", out=os.path.join(args.out, t.study), progress=False)
+        out = t.train(args.scale, out=os.path.join(out_dir, t.study), progress=False)
         seconds = time.perf_counter() - start
         entry = {"seconds": round(seconds, 1)}
-        if out.get("figure"):
+        if out.get("figure") and args.scale == "smoke":
             shrink(out["figure"], os.path.join(IMG, f"{name}.png"))
             entry["figure"] = f"img/{name}.png"
         record["targets"][name] = entry
         record.update(cores=os.cpu_count(), date=time.strftime("%Y-%m-%d"),
                       host=f"{os.cpu_count()}-core CPU, no accelerator")
-        with open(RECORD, "w") as f:
+        with open(record_path, "w") as f:
             json.dump(record, f, indent=1, sort_keys=True)
         print(f"{name}: {seconds:.0f} s", flush=True)
     return 0

@@ -22,6 +22,7 @@ from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Size
 from pgdiag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
 from pgdiag.run import distributed, provenance
+from pgdiag.run import timings as host_costs
 from pgdiag.run.progress import Ticker, attached
 
 FORMAT = "pgdiag.diagnostic/1"
@@ -136,10 +137,21 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
             out, timing = compile_and_run(study.program(shape), subjects,
                                           subject_keys(settings.seed, subjects.rows), shape.pairs, tick.phase)
         timings.append(timing)
+        _record_cost(study, shape, timing["run_s"])
         for t, f in study.frames(Measured(subjects, shape, out)).items():
             frames[t].append(f)
     record = study.record([shape for _, shape in groups])
     return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings
+
+
+def _record_cost(study: Diagnostic, shape: Shape, run_s: float) -> None:
+    """This host's time per costed step of the program, for later plans of programs like it
+    ([`pgdiag.run.timings.record_study`][pgdiag.run.timings.record_study]); a run under half a second says more
+    of its fixed costs than of its steps and is not kept."""
+    steps = host_costs.costed_steps(shape.sequential_steps, shape.pairs, shape.width)
+    if run_s >= 0.5 and steps > 0:
+        s = shape.static
+        host_costs.record_study(study.kind, s.task, s.model, s.solver, shape.width, run_s * 1e3 / steps)
 
 
 def _readers(path: str, name: str, reader: str | None) -> list:

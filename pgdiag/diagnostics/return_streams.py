@@ -55,7 +55,8 @@ def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return
     environment e owns episodes e, e + envs, e + 2·envs, … of the sample, so size s counts the first
     ``counts[s]`` episodes (a prefix: sizes nest). Which episodes count is fixed before any is sampled, so
     each counted return is an independent draw of the episode return, whatever its length; the stream runs
-    until every counted episode has ended (at the latest at the time limit)."""
+    until every counted episode has ended (at the latest at the time limit), each environment idle once its own
+    episodes have (no physics is spent on episodes that would not count)."""
     if of not in ("return", "length"):
         raise ValueError(f"of must be 'return' or 'length', got {of!r}")
     E = r.envs
@@ -71,8 +72,10 @@ def return_stream(env, r, policy, filters, knobs, key, counts, of: str = "return
 
     def body(state):
         carry, ended, acc, c = state
+        # each environment runs its own episodes and then idles (native MuJoCo does not step it): a point whose
+        # policy lives long keeps the loop going, not the physics of every environment that has finished
         carry, _, tr = collect(env, policy, carry, filters, jax.random.fold_in(k_run, c), knobs, r.chunk_steps,
-                               frozen=True)
+                               frozen=True, quota=quota[-1] - ended)
         # the index, within its environment, of the episode that ends at each step
         index = ended[None, :] + jnp.cumsum(tr.done, axis=0) - 1                            # [T, E]
         counted = tr.done[None] & (index[None] < quota[:, None, :])                           # [S, T, E]

@@ -42,6 +42,10 @@ class Env:
     one environment; actions are unbounded float vectors (the policy's raw
     Gaussian sample, as in the original code) and each task clips or rescales
     them itself.
+
+    A task with ``skips_idle`` (native MuJoCo) takes an action of NaN as "idle this step": it does not step
+    that environment, which costs no physics. [`pgdiag.rollout.collect`][pgdiag.rollout.collect] sends it for
+    the environments that have run their quota of episodes and keeps their state whatever ``step`` returns.
     """
 
     name: str = struct.field(pytree_node=False)
@@ -53,6 +57,8 @@ class Env:
     description: str = struct.field(pytree_node=False, default="")
     #: (low, high) per action dimension: the actions the task acts on as given (it clips the rest); None: unstated
     action_bounds: tuple | None = struct.field(pytree_node=False, default=None)
+    #: a NaN action leaves the environment unstepped, at no cost (see above); False: it would be computed
+    skips_idle: bool = struct.field(pytree_node=False, default=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,8 +135,9 @@ def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "b
 def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, steps: int = 16,
             repeats: int = 2, model: str = "brax") -> float:
     """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
-    random actions from reset states, the best of ``repeats`` timings of ``steps`` steps, compiling
-    excluded). Native physics is timed in a program compiled for the host's CPU, where training steps it
+    random actions from reset states, the best of ``repeats`` or more timings of ``steps`` steps, at least
+    [`MIN_TIMED_S`][pgdiag.envs.crossover.MIN_TIMED_S] of them, compiling excluded). Native physics is timed in a
+    program compiled for the host's CPU, where training steps it
     (on an accelerator host, ``placement='split'``: [`pgdiag.run.split`][pgdiag.run.split])."""
     import contextlib
 
@@ -150,7 +151,15 @@ def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, step
         return _time_steps(env, batch, steps, repeats)
 
 
-def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
+#: the least time a step measurement spends timing (its repeats continue until both this and ``repeats`` are
+#: reached): 2 × 16 steps of one Hopper took 0.6 ms, where a busy host's scheduling moved two dry runs' plans of
+#: the same program 4× apart
+MIN_TIMED_S = 0.25
+
+
+def _time_steps(env, batch: int, steps: int, repeats: int, min_s: float = MIN_TIMED_S) -> float:
+    """The best of at least ``repeats`` timings of ``steps`` chained steps, repeated until ``min_s`` seconds were
+    timed (at most 1,000 calls): the minimum over many short calls is what the host's contention leaves alone."""
     import jax
 
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
@@ -164,11 +173,12 @@ def _time_steps(env, batch: int, steps: int, repeats: int) -> float:
 
     key = jax.random.PRNGKey(1)
     jax.block_until_ready(run(states, key))
-    best = float("inf")
-    for _ in range(repeats):
+    best, spent, calls = float("inf"), 0.0, 0
+    while calls < repeats or (spent < min_s and calls < 1000):
         t = time.perf_counter()
         jax.block_until_ready(run(states, key))
-        best = min(best, time.perf_counter() - t)
+        took = time.perf_counter() - t
+        best, spent, calls = min(best, took), spent + took, calls + 1
     return 1e3 * best / steps
 
 

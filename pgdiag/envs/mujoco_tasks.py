@@ -270,7 +270,7 @@ def make_mujoco_env(task: MujocoTask, physics: str = "mjx", threads: int = 1,
              + (", mj_step per environment" if task.host_fields else "") + ")") + f", {solver} solver"
     return Env(name=task.name, obs_size=task.obs_size, action_size=nu, max_episode_steps=max_episode_steps,
                reset=reset, step=step, description=f"{task.description} Physics: {label}.",
-               action_bounds=_action_bounds(task, info))
+               action_bounds=_action_bounds(task, info), skips_idle=native)
 
 
 def _action_bounds(task: MujocoTask, info) -> tuple:

@@ -60,7 +60,8 @@ class NativeStepper:
         self._lock = threading.Lock()
 
     def __call__(self, qpos, qvel, ctrl):
-        qpos, qvel, ctrl = np.asarray(qpos), np.asarray(qvel), np.asarray(ctrl)  # host copies, no device ops
+        qpos, qvel = np.asarray(qpos), np.asarray(qvel)  # host copies, no device ops
+        ctrl = np.nan_to_num(np.asarray(ctrl), nan=0.0)  # an idle environment's NaN control (its result is unused)
         lead = qpos.shape[:-1]
         batch = int(np.prod(lead, dtype=np.int64))
         state = np.zeros((batch, self.nstate))
@@ -229,7 +230,8 @@ class NativeFieldStepper:
                 outputs[name][i] = self._read(d, name)
 
     def __call__(self, qpos, qvel, warmstart, ctrl):
-        arrays = [np.asarray(a, np.float64) for a in (qpos, qvel, warmstart, ctrl)]
+        # an idle environment's NaN control stepped as zero (its result is unused)
+        arrays = [np.nan_to_num(np.asarray(a, np.float64), nan=0.0) for a in (qpos, qvel, warmstart, ctrl)]
         lead = arrays[0].shape[:-1]
         batch = int(np.prod(lead, dtype=np.int64))
         inputs = [a.reshape(batch, a.shape[-1]) for a in arrays]

@@ -12,10 +12,12 @@
 //   mode 1 ("fields"): qpos, qvel, the solver warm start and the control set, mj_step × n_frames and
 //     mj_rnePostConstraint, as Gym steps its tasks; the requested fields read back after the step.
 // Inputs are float32 arrays with any leading (batch) dimensions; the output packs, per environment, qpos, qvel
-// and the fields (in the order asked) as float32.
+// and the fields (in the order asked) as float32. An environment whose control is NaN is idle (the Env contract,
+// pgdiag/envs/base.py): it is not stepped, costs nothing, and comes back as it went in, its fields zero.
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -164,6 +166,13 @@ struct Stepper {
                float* out) {
     const mjModel* m = model;
     mjData* d = unit.d;
+    if (m->nu > 0 && std::isnan(ctrl[0])) {  // idle: the caller keeps its state; nothing is stepped
+      float* o = out;
+      for (int j = 0; j < m->nq; ++j) *o++ = qpos[j];
+      for (int j = 0; j < m->nv; ++j) *o++ = qvel[j];
+      std::fill(o, out + out_size, 0.0f);
+      return;
+    }
     if (mode == 0) {
       std::vector<mjtNum>& state = unit.state;
       std::fill(state.begin(), state.end(), 0.0);  // layout: time, qpos, qvel, ...

@@ -11,7 +11,7 @@ from pgdiag.run import split, timings
 #: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
 #: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
 #: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
-OVERHEAD = {"train": 2.5, "optimize": 1.0}
+OVERHEAD = {"train": 2.5, "optimize": 1.0, "steps": 2.5}
 #: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
 #: iteration runs ([`where_here`][pgdiag.experiments.costs.where_here]); added, not multiplied: the update no
 #: longer costs what the rollout does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the
@@ -24,7 +24,10 @@ OVERHEAD = {"train": 2.5, "optimize": 1.0}
 #: (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
 #: (accelerator-h100-2026-11-25.md), where the CPU's multiple planned 2.2× the measured time
 ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3}
-MEASURE_OVERHEAD = 1.5
+#: a measurement's engine time over the physics of its costed steps: the mid report's gradient, baseline and
+#: landscape programs on the 2-core CPU ran 1.6–2.2 × it (benchmarks/results/plans-cpu-2026-11-27.md); the step
+#: study (``OVERHEAD["steps"]``: 2.1–2.7 × there) spends most of its time in the algorithm's updates on its batches
+MEASURE_OVERHEAD = 1.7
 #: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
 COMPILE_S = 30.0
 
@@ -50,7 +53,8 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
 def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
     """One program's estimated seconds without compiling (see [`duration`][pgdiag.experiments.costs.duration]);
     None where unknown."""
-    ms = training_ms(program, step_ms) if recorded else None
+    ms = (training_ms(program, step_ms) if program.stage == "train" else study_ms(program, step_ms)) \
+        if recorded else None
     if ms is None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
         if physics is None:
@@ -58,7 +62,15 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
         where = where_here(program)
         ms = (physics + ACCELERATOR_FIXED_MS[where] if where
               else physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD))
-    return program.sequential_steps * ms / 1e3
+    return steps_of(program) * ms / 1e3
+
+
+def steps_of(program) -> int:
+    """The batched steps a program is costed for: a training program's sequential steps, a measurement's
+    [`costed_steps`][pgdiag.run.timings.costed_steps]."""
+    if program.stage == "train":
+        return program.sequential_steps
+    return timings.costed_steps(program.sequential_steps, program.pairs, program.width)
 
 
 def where_here(program) -> str | None:
@@ -102,7 +114,20 @@ def training_ms(program, step_ms=None) -> float | None:
     if program.stage != "train" or program.spec is None:
         return None
 
-    rows = timings.recorded(program.spec[0].static)
+    return _from_rows(timings.recorded(program.spec[0].static), program, step_ms)
+
+
+def study_ms(program, step_ms=None) -> float | None:
+    """A study program's time per sequential step from this host's own runs of the same measurement on the same
+    task, model and solver ([`pgdiag.run.timings.recorded_study`][pgdiag.run.timings.recorded_study]), carried
+    across widths as [`training_ms`][pgdiag.experiments.costs.training_ms] does; None where none is recorded."""
+    if program.stage == "train":
+        return None
+    return _from_rows(timings.recorded_study(program.stage, program.task, program.model, program.solver), program,
+                      step_ms)
+
+
+def _from_rows(rows, program, step_ms) -> float | None:
     if not rows:
         return None
     width = program.width
@@ -126,7 +151,9 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     ([`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms]), else measured now on the backend asked for
     (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
     [`LADDER`][pgdiag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond
-    the last), each timed once per process, model and backend."""
+    the last), each timed once per host: a MuJoCo task's measurement is recorded for this host
+    ([`pgdiag.envs.crossover.record`][pgdiag.envs.crossover.record]), so a later plan reads it, and two plans of
+    the same program agree."""
     import os
 
     import jax
@@ -138,21 +165,27 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     def at(task, width, model, solver, physics):
         key = (task, width, model, solver, physics)
         if key not in cache:
-            if REGISTRY[task].kind == "mujoco" and physics != "auto":   # the backend asked for
+            cpu_native = jax.default_backend() == "cpu" and physics in ("auto", "native")
+            if REGISTRY[task].kind == "mujoco" and physics != "auto" and not cpu_native:   # the backend asked for
                 cache[key] = crossover.step_ms(task, physics, threads, solver, width, model=model)
             elif REGISTRY[task].kind == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
                 row = crossover.measure(task, solver, width, threads, model=model)
-                try:
-                    crossover.record(crossover.host_key(threads), [row])
-                except OSError:
-                    pass  # an unwritable cache costs a measurement next time, nothing else
+                keep(row)
                 cache[key] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
-            else:  # native MuJoCo is auto's choice on a CPU; a pure-JAX task has no physics setting
-                mujoco = REGISTRY[task].kind == "mujoco"
-                cache[key] = crossover.step_ms(task, "native" if mujoco else "auto", threads, solver, width,
-                                               model=model if mujoco else "brax")
+            elif REGISTRY[task].kind == "mujoco":   # native MuJoCo on a CPU (auto's choice there): recorded alone
+                cache[key] = crossover.step_ms(task, "native", threads, solver, width, model=model)
+                keep({"task": task, "solver": solver, "batch": int(width), "native_ms": cache[key],
+                      **({"model": model} if model != "brax" else {})})
+            else:  # a pure-JAX task has no physics setting (and costs microseconds to time)
+                cache[key] = crossover.step_ms(task, "auto", threads, solver, width)
         return cache[key]
+
+    def keep(row):   # recorded for this host: the next plan reads it instead of timing it again
+        try:
+            crossover.record(crossover.host_key(threads), [row])
+        except OSError:
+            pass  # an unwritable cache costs a measurement next time, nothing else
 
     def step_ms(task, width, model=model, solver=solver, physics="auto"):
         ms = recorded(task, width, model, solver, physics)
@@ -211,5 +244,6 @@ def interpolate(points, width: float) -> float:
 
 
 __all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
-           "measured_step_ms", "recorded_step_ms", "run_seconds", "training_ms", "where_here"]
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "steps_of", "study_ms",
+           "training_ms", "where_here"]
 

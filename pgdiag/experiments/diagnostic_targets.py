@@ -125,14 +125,14 @@ def recorded(out: str, study: str, scale: str) -> dict:
     return {}
 
 
-def _estimate(task: str):
-    """A program's planned seconds for its progress bar: this host's recorded physics cost, else timed now (a
-    few batched steps), as `--dry-run` plans it."""
+def _estimate(task: str, study: str):
+    """A ``study`` program's planned seconds for its progress bar, as `--dry-run` plans it: this host's recorded
+    time for programs like it, else its physics' recorded cost, else timed now (a few batched steps)."""
     def estimate(shape):
         from pgdiag.experiments.costs import measured_step_ms
         from pgdiag.experiments.dry_run import shape_seconds
 
-        return shape_seconds(shape, task, measured_step_ms(shape.static.solver, shape.static.model))
+        return shape_seconds(shape, task, measured_step_ms(shape.static.solver, shape.static.model), study)
     return estimate
 
 
@@ -160,7 +160,7 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
             # never over a measurement another study reads (the engine's rule; out is this study's reader)
             m.measure(paths, verbose=progress is not False, reader=out, progress=progress,
-                      estimate=_estimate(task), **{k: v for k, v in chosen.items() if v is not None}, **settings)
+                      estimate=_estimate(task, m.study.kind), **{k: v for k, v in chosen.items() if v is not None}, **settings)
         with lead_writes("the readers of a measurement") as lead:   # on several processes, process 0 writes
             for path in paths if lead else ():
                 diag_tables.record_reader(path, m.name, out)

@@ -93,11 +93,12 @@ def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: 
             for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
 
 
-def shape_seconds(shape, task: str, step_ms) -> float | None:
-    """A diagnostic program's estimated running seconds, as its plan estimates them, from an engine `Shape`
-    ([`run_seconds`][pgdiag.experiments.costs.run_seconds]); None where this host has no cost for its physics."""
+def shape_seconds(shape, task: str, step_ms, study: str = "measure") -> float | None:
+    """A diagnostic program's estimated running seconds, as its plan estimates them, from an engine `Shape` of the
+    measurement ``study`` ([`run_seconds`][pgdiag.experiments.costs.run_seconds]); None where this host has no cost
+    for its physics."""
     static = shape.static
-    program = Program("measure", task, "+".join(shape.labels), shape.units, shape.pairs,
+    program = Program(study, task, "+".join(shape.labels), shape.units, shape.pairs,
                       shape.sequential_steps, shape.width, shape.bytes, shape.fits, model=static.model,
                       solver=static.solver, physics=static.physics)
     return run_seconds(program, step_ms)

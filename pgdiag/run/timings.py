@@ -1,5 +1,5 @@
-"""What training costs on this host, learned from its own runs: every sweep records its time per batched step
-(compiling excluded) and plans read it back.
+"""What training and measuring cost on this host, learned from its own runs: every sweep records its time per
+batched step (compiling excluded), every study program its time per sequential step, and plans read them back.
 
 A plan costed from physics alone multiplies MuJoCo's step by a fixed allowance for the policy, the filters
 and the update; on hosts unlike the one that allowance was measured on, that put paper-scale programs at
@@ -7,7 +7,8 @@ and the update; on hosts unlike the one that allowance was measured on, that put
 fixed cost of a step, the update spread over the iteration's steps — so a sweep's finished chunks after its
 first (whose time carries the first call's costs) are recorded here, per host (device, cores, versions) and
 per what sets the cost: task, model, solver, algorithm, steps per environment and the batch one step moves
-(all agents × environments).
+(all agents × environments). A study program's rows are keyed by the measurement (``study``), task, model,
+solver and width ([`record_study`][pgdiag.run.timings.record_study]).
 
 Kept in ``$PGDIAG_CACHE/training.json`` (default ``~/.cache/pgdiag``), beside the physics measurements.
 """
@@ -56,7 +57,30 @@ def record(static, width: int, ms_per_step: float, replace: bool = True) -> None
     width (with ``replace=False`` only adding one where there is none: a run of one chunk, whose time carries
     the first call's costs, does not replace a later chunk's). An unwritable cache costs the plan its
     estimate, nothing else."""
-    row = {**identity(static), "width": int(width), "ms_per_step": float(ms_per_step)}
+    _keep({**identity(static), "width": int(width), "ms_per_step": float(ms_per_step)}, replace)
+
+
+def study_identity(study: str, task: str, model: str, solver: str) -> dict:
+    """What a study program's cost per sequential step depends on besides its width."""
+    return {"study": study, "task": task, "model": model, "solver": solver}
+
+
+def costed_steps(sequential_steps: int, pairs: int, width: int) -> int:
+    """The batched steps a study program is costed by: its sequential steps, or as many steps of its width as its
+    pairs take where that is more (a baseline study fits V* on lanes wider than its streams, a surrogate landscape
+    samples its step batches beside its grid; counted by their sequential steps alone, the mid baselines were
+    planned 3.7× short)."""
+    return max(int(sequential_steps), -(-int(pairs) // max(int(width), 1)))
+
+
+def record_study(study: str, task: str, model: str, solver: str, width: int, ms_per_step: float) -> None:
+    """Record a study program's measured milliseconds per costed step
+    ([`costed_steps`][pgdiag.run.timings.costed_steps]; its run, compiling excluded), replacing an earlier row of
+    the same identity and width."""
+    _keep({**study_identity(study, task, model, solver), "width": int(width), "ms_per_step": float(ms_per_step)})
+
+
+def _keep(row: dict, replace: bool = True) -> None:
     data = _load()
     key = host_key()
     same = {k: v for k, v in row.items() if k != "ms_per_step"}
@@ -75,8 +99,17 @@ def record(static, width: int, ms_per_step: float, replace: bool = True) -> None
         pass
 
 
+def _rows(want: dict) -> list[tuple[int, float]]:
+    rows = [r for r in _load()["hosts"].get(host_key(), []) if all(r.get(k) == v for k, v in want.items())
+            and ("study" in r) == ("study" in want)]
+    return sorted((int(r["width"]), float(r["ms_per_step"])) for r in rows)
+
+
 def recorded(static) -> list[tuple[int, float]]:
     """(width, ms per batched step) recorded on this host for programs like ``static``, sorted by width."""
-    want = identity(static)
-    rows = [r for r in _load()["hosts"].get(host_key(), []) if all(r.get(k) == v for k, v in want.items())]
-    return sorted((int(r["width"]), float(r["ms_per_step"])) for r in rows)
+    return _rows(identity(static))
+
+
+def recorded_study(study: str, task: str, model: str, solver: str) -> list[tuple[int, float]]:
+    """(width, ms per sequential step) recorded on this host for ``study``'s programs on ``task``, by width."""
+    return _rows(study_identity(study, task, model, solver))
