@@ -18,7 +18,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup docs test test-newest test-isa package-check target-smoke $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa package-check target-smoke target-mid $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -53,6 +53,13 @@ docs: $(VENV)/.docs-installed
 # (docs/targets/img/, docs/targets/smoke.json), then the pages regenerated.
 target-smoke: $(VENV)/.installed
 	$(PY) tools/target_smoke.py
+	$(PY) -m pgdiag.cli.gen_docs
+
+# Every target at the mid scale timed on this host, in the reports' order into one OUT (their shared runs trained
+# once): the closer look's, then the IM report's, then solver-compare (docs/targets/mid.json); hours on 2 cores.
+target-mid: $(VENV)/.installed
+	$(PY) tools/target_smoke.py --scale mid --targets $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem \
+	  fig-ablation table-2 table-3 fig-rewards solver-compare
 	$(PY) -m pgdiag.cli.gen_docs
 
 # The wheel and sdist build (python -m build), the native handler's source inside both, and the wheel installs into

@@ -7,8 +7,8 @@ structure as the scale has them): "the first chunks" of each program. Per compil
 sampled, the run time (compiling apart), µs per pair, the floor of the same pairs — the physics, MuJoCo's own C
 ``rollout`` on one thread at the program's width (``benchmarks/bench_floor.py``) spread ideally over the host's
 cores, plus the network arithmetic, one policy forward pass per pair at the rate this host attains at that width
-(``network_floor_us``) — and the ratio floor / time (1 = the program costs what its physics and its sampling's
-arithmetic do; the goal is ≥ 0.5). The
+(``network_floor_us``), and for the step study its batches' policy steps at that rate (``update_floor_us``) — and
+the ratio floor / time (1 = the program costs what its physics and its arithmetic do; the goal is ≥ 0.5). The
 full scale's pairs (its plan, `--dry-run`'s) times the µs per pair measured gives the extrapolated time.
 
     python benchmarks/bench_study_floor.py [--scale mid|paper] [--max-n 20000] [--agents 2] [--out DIR]
@@ -98,6 +98,21 @@ def network_floor_us(width: int, cache: dict) -> float:
     return cache[batch]
 
 
+#: the step study's own arithmetic: the algorithm's policy step on each batch, in forward passes per pair of the
+#: batch (a backward pass as two forward ones) and the batch those passes move. PPO (the preset's 10 epochs of
+#: minibatches of 64): 10 × (1 + 2) = 30 at 64. TRPO: the gradient (3), 10 conjugate-gradient Fisher-vector
+#: products on a tenth of the batch (each a forward and about three backward-sized passes: 0.1 × 10 × 4 = 4) and
+#: one line-search evaluation (1): 8, at the whole batch of 2,048 — a lower bound (more line-search steps cost more)
+UPDATE_PASSES = {"ppo": (30, 64), "trpo": (8, 2048)}
+
+
+def update_floor_us(algorithm: str, cache: dict) -> float:
+    """µs per pair of the step study's batches for the algorithm's policy step at this host's attainable rate
+    (``UPDATE_PASSES`` × one forward pass at their width); 0 for another algorithm."""
+    passes, width = UPDATE_PASSES.get(algorithm, (0, 1))
+    return passes * network_floor_us(width, cache) if passes else 0.0
+
+
 def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> list:
     from pgdiag.experiments import dry_run, targets
     from pgdiag.experiments.scales import pick
@@ -118,6 +133,8 @@ def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> l
             width = max((p.width for p in planned if p.stage != "train"), default=1)
             physics_s = pairs * physics_floor_us(width, cache) / 1e6 / cores
             network_s = pairs * network_floor_us(width, net_cache) / 1e6   # XLA's CPU runs it on one core
+            if name == "fig-step-variance":   # its batches' policy steps (a program holds one algorithm)
+                network_s += pairs * update_floor_us(timing.get("algorithm", ""), net_cache) / 1e6
             floor_s = physics_s + network_s
             rows.append({"target": name, "program": i + 1, "pairs": pairs, "compile_s": timing["compile_s"],
                          "run_s": run_s, "us_per_pair": run_s / max(pairs, 1) * 1e6, "width": width,

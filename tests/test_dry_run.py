@@ -393,7 +393,14 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     assert costs.where_here(program(physics="warp")) == "accelerator"
     assert costs.where_here(program(placement="device")) is None        # asked for: the host callback path
     assert costs.where_here(program("point_mass")) is None              # pure JAX: no host physics
-    assert costs.where_here(dataclasses.replace(program(), stage="gradients")) is None
+    assert costs.where_here(dataclasses.replace(program(), stage="gradients")) is None   # the runs' auto: MJX here
+    # a measurement of native runs steps them by host callback from the accelerator's program: its multiple of the
+    # physics plus 0.38 ms a step (at 1 ms of physics: 1.7 + 0.38 ms a step)
+    native = dataclasses.replace(program(physics="native"), stage="gradients")
+    assert costs.where_here(native) == "callback"
+    assert costs.run_seconds(native, lambda *a: 1.0, recorded=False) == pytest.approx(
+        costs.steps_of(native) * (costs.MEASURE_OVERHEAD + 0.38) / 1e3)
+    assert dry_run.table([native], lambda *a: 1.0)["path"].tolist() == ["callback"]
     # auto: Warp measured faster at 320 and 1,024 Hopper environments here, native at 64
     rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": n, "warp_ms": w}
             for b, n, w in ((64, 0.3, 1.5), (320, 2.7, 2.1), (1024, 8.1, 2.4))]

@@ -1,8 +1,8 @@
 """The documentation's generated parts, written from the declarations: `docs/reference/settings.md`'s tables
 of every setting (the shared knobs and static settings, each registered algorithm's own, each diagnostic's)
 each target page's table of scales (`docs/targets/NAME.md`, from the target's `Scale` records), and each target's
-figure and time at the smoke scale as `make target-smoke` measured them (`docs/targets/smoke.json`), on its page
-and in the table of targets.
+figure at the smoke scale and its times at the smoke and mid scales as `make target-smoke` and `make target-mid`
+measured them (`docs/targets/smoke.json`, `mid.json`), on its page and in the table of targets.
 
 Each part lies between two marker comments in its page; the prose around them stays hand-written.
 
@@ -88,14 +88,20 @@ def scale_block(target) -> list:
                    for name, sc in target.scales.items()])
 
 
-SMOKE_RECORD = os.path.join("docs", "targets", "smoke.json")
+#: what each scale's times were measured by, on the documentation's host (docs/targets/SCALE.json)
+TIMED = {"smoke": "`make target-smoke`, every target alone and in order",
+         "mid": "`make target-mid`, the closer look's targets and the IM report's in the reports' order"}
 
 
-def _smoke() -> dict:
+def _records() -> dict:
+    """scale -> its record of measured times (seconds per target, host, date), for each scale in ``TIMED``."""
     import json
 
-    path = os.path.join(ROOT, SMOKE_RECORD)
-    return json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {"targets": {}}
+    out = {}
+    for scale in TIMED:
+        path = os.path.join(ROOT, "docs", "targets", f"{scale}.json")
+        out[scale] = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {"targets": {}}
+    return out
 
 
 def _minutes(seconds: float) -> str:
@@ -104,23 +110,32 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def smoke_block(name: str, record: dict) -> list:
-    """A target page's figure and time at the smoke scale, as measured (nothing where it was not)."""
-    entry = record["targets"].get(name)
-    if entry is None:
-        return ["Not yet measured at the smoke scale on the documentation's host (`make target-smoke`)."]
-    lines = [f"![{name} at the smoke scale]({entry['figure']})", ""] if entry.get("figure") else []
-    return lines + [f"At the smoke scale: {_minutes(entry['seconds'])} on a {record['host']}, training, compiling and "
-                    f"drawing included (`make target-smoke`, {record['date']}; targets that share a study train "
-                    f"it in the first of them)."]
+def times_block(name: str, records: dict) -> list:
+    """A target page's figure at the smoke scale and its time at each scale, as measured (said where not)."""
+    lines = []
+    figure = records["smoke"]["targets"].get(name, {}).get("figure")
+    if figure:
+        lines += [f"![{name} at the smoke scale]({figure})", ""]
+    for scale, how in TIMED.items():
+        record, entry = records[scale], records[scale]["targets"].get(name)
+        if entry is None:
+            lines.append(f"- {scale}: not yet measured on the documentation's host ({how.split(',')[0]}).")
+        else:
+            lines.append(f"- {scale}: {_minutes(entry['seconds'])} on a {record['host']}, training, compiling and "
+                         f"drawing included ({how}, {record['date']}; targets that share a study train it in the "
+                         f"first of them).")
+    return lines
 
 
-def smoke_table(record: dict) -> list:
+def times_table(records: dict) -> list:
     from pgdiag.experiments import targets
 
-    rows = [(f"[`{n}`]({n}.md)", _minutes(record["targets"][n]["seconds"]) if n in record["targets"] else "—")
-            for n in targets.TARGETS]
-    return _table(("target", f"smoke scale, {record.get('host', 'this host')} ({record.get('date', '—')})"), rows)
+    def cell(scale, n):
+        entry = records[scale]["targets"].get(n)
+        return _minutes(entry["seconds"]) if entry else "—"
+
+    heads = [f"{scale} ({records[scale].get('date', 'not measured')})" for scale in TIMED]
+    return _table(("target", *heads), [(f"[`{n}`]({n}.md)", *(cell(s, n) for s in TIMED)) for n in targets.TARGETS])
 
 
 def splice(text: str, part: str, block: list, page: str) -> str:
@@ -137,14 +152,14 @@ def pages() -> dict:
     """Each generated page's path (relative to the repository) and its current text."""
     from pgdiag.experiments import targets
     out = {SETTINGS_PAGE: splice(_read(SETTINGS_PAGE), "settings", settings_block(), SETTINGS_PAGE)}
-    smoke = _smoke()
+    records = _records()
     for target in (t for module in targets.STUDY_MODULES for t in module.TARGETS):   # pgdiag's own
         name = target.name
         path = os.path.join("docs", "targets", f"{name}.md")
         text = splice(_read(path), "scales", scale_block(target), path)
-        out[path] = splice(text, "smoke", smoke_block(name, smoke), path)
+        out[path] = splice(text, "figure and times", times_block(name, records), path)
     index = os.path.join("docs", "targets", "index.md")
-    out[index] = splice(_read(index), "smoke times", smoke_table(smoke), index)
+    out[index] = splice(_read(index), "times", times_table(records), index)
     return out
 
 

@@ -23,7 +23,10 @@ OVERHEAD = {"train": 2.5, "optimize": 1.0, "steps": 2.5}
 #: step; fig-ablation's 320 Walker2d agents measured 0.21 over Warp's physics on an H200
 #: (benchmarks/results/accelerator-h200-2026-11-27.md) and 0.31 over MJX's on an H100
 #: (accelerator-h100-2026-11-25.md), where the CPU's multiple planned 2.2× the measured time
-ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3}
+#: ``"callback"`` (a measurement stepping native MuJoCo from a program on the accelerator: each batched step a host
+#: callback, the state to the host and back): 0.36–0.40 ms a step at batch 1 on an H100 host against 0.022–0.086 for
+#: ``mj_step`` (benchmarks/bench_native_placement.py), added to the measurement's own multiple of its physics
+ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3, "callback": 0.38}
 #: a measurement's engine time over the physics of its costed steps: the mid report's gradient, baseline and
 #: landscape programs on the 2-core CPU ran 1.6–2.2 × it (benchmarks/results/plans-cpu-2026-11-27.md); the step
 #: study (``OVERHEAD["steps"]``: 2.1–2.7 × there) spends most of its time in the algorithm's updates on its batches
@@ -60,8 +63,9 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
         if physics is None:
             return None
         where = where_here(program)
-        ms = (physics + ACCELERATOR_FIXED_MS[where] if where
-              else physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD))
+        multiple = physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD)
+        ms = (multiple + ACCELERATOR_FIXED_MS[where] if where == "callback"
+              else physics + ACCELERATOR_FIXED_MS[where] if where else multiple)
     return steps_of(program) * ms / 1e3
 
 
@@ -74,10 +78,11 @@ def steps_of(program) -> int:
 
 
 def where_here(program) -> str | None:
-    """Where a training program of a MuJoCo task would run on this host's accelerator: ``"split"`` (the collection
+    """Where a program of a MuJoCo task would run on this host's accelerator: ``"split"`` (a training program's collection
     on the host's CPU, the update on the accelerator: [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
-    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), or None (a CPU host, a measurement, a
-    pure-JAX task, native physics on the accelerator's own callback path, native physics over several devices),
+    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), ``"callback"`` (a measurement stepping native
+    MuJoCo from the accelerator's program), or None (a CPU host, a pure-JAX task, a training program on the
+    accelerator's own callback path, native physics over several devices, a measurement on MJX or Warp),
     where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the
     callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded measurements pick
     for the batch each device steps ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as a sweep
@@ -87,7 +92,13 @@ def where_here(program) -> str | None:
     import jax
 
 
-    if program.stage != "train" or program.spec is None or jax.default_backend() == "cpu":
+    if jax.default_backend() == "cpu" or task_kind(program.task) != "mujoco":
+        return None
+    if program.stage != "train":   # a measurement runs where the default device is, its physics the runs'
+        from pgdiag.envs import resolve_physics
+
+        return "callback" if resolve_physics(program.task, program.physics, 0, program.model)[0] == "native" else None
+    if program.spec is None:
         return None
     static = program.spec[0].static
     if task_kind(static.task) != "mujoco":

@@ -150,16 +150,22 @@ def table(programs: list, step_ms=None):
     estimated seconds without compiling
     ([`pgdiag.experiments.costs.run_seconds`][pgdiag.experiments.costs.run_seconds]: this host's recorded training
     cost per step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step
-    where its collection and update are split between a host's CPU and its accelerator)."""
+    where its collection and update are split between a host's CPU and its accelerator); on an accelerator host a
+    ``path`` column says where each program runs ([`where_here`][pgdiag.experiments.costs.where_here]: a
+    measurement of native physics steps it by host callback, a fixed cost per step more)."""
     import pandas as pd
+
+    from pgdiag.experiments.costs import where_here
 
     rows = []
     for p in programs:
         row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "spec"}
         seconds = run_seconds(p, step_ms) if step_ms else None
         row["estimated_s"] = None if seconds is None else round(seconds, 1)
+        row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator or callback
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame if frame.empty or frame["path"].any() else frame.drop(columns="path")
 
 
 __all__ = ["Program", "measurement_plan", "measurement_shapes", "preset_training", "runs_plan", "table",
