@@ -150,7 +150,8 @@ def measure(runs: list, scale: str, max_n: int, names=TARGETS, report=None) -> l
 def table(rows: list, header: str) -> str:
     lines = [header, "",
              "| target | program | pairs | compile (s) | run (s) | µs / pair | width | physics (s) | network (s) | "
-             "floor / run | full-scale pairs | extrapolated (min) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "floor / run | full-scale pairs | extrapolated (min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['target']} | {r['program']} | {r['pairs']:,} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
                      f"{r['us_per_pair']:.1f} | {r['width']} | {r['physics_s']:.2f} | {r['network_s']:.2f} | "

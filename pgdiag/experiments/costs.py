@@ -78,8 +78,9 @@ def steps_of(program) -> int:
 
 
 def where_here(program) -> str | None:
-    """Where a program of a MuJoCo task would run on this host's accelerator: ``"split"`` (a training program's collection
-    on the host's CPU, the update on the accelerator: [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
+    """Where a program of a MuJoCo task would run on this host's accelerator: ``"split"`` (a training program's
+    collection on the host's CPU, the update on the accelerator:
+    [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
     ``"accelerator"`` (MJX or Warp physics: the whole iteration there), ``"callback"`` (a measurement stepping native
     MuJoCo from the accelerator's program), or None (a CPU host, a pure-JAX task, a training program on the
     accelerator's own callback path, native physics over several devices, a measurement on MJX or Warp),

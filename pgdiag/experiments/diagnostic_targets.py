@@ -160,7 +160,8 @@ def measure_target(target, scale: str, out: str | None, *, tasks=None, seeds=Non
         if not saved(paths, m.name, settings, chosen.get("labels"), chosen.get("iterations")):
             # never over a measurement another study reads (the engine's rule; out is this study's reader)
             m.measure(paths, verbose=progress is not False, reader=out, progress=progress,
-                      estimate=_estimate(task, m.study.kind), **{k: v for k, v in chosen.items() if v is not None}, **settings)
+                      estimate=_estimate(task, m.study.kind), **{k: v for k, v in chosen.items() if v is not None},
+                      **settings)
         with lead_writes("the readers of a measurement") as lead:   # on several processes, process 0 writes
             for path in paths if lead else ():
                 diag_tables.record_reader(path, m.name, out)
