@@ -313,6 +313,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
+#: `pgdiag` with Ctrl-C's handler as an interactive terminal gives it. A test suite started as a background job
+#: without job control has SIGINT ignored, every process it starts inherits that, and a command started with SIGINT
+#: ignored keeps ignoring it (as it should: `pgdiag train ... &`)
+PGDIAG_INTERACTIVE = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "from pgdiag.cli import entry; entry()")
+
+
 def _start_and_signal(out, sig, after_iterations=4):
     child = subprocess.Popen([sys.executable, "-c", CHILD, out], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
@@ -423,8 +430,8 @@ def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, s
     the resume command — the interpreter's teardown with a compilation cut short could end the process with a
     segmentation fault (seen in about half of such runs) — and the run then resumes to completion."""
     out = str(tmp_path / "run")
-    child = subprocess.Popen([sys.executable, "-m", "pgdiag.cli", "train", "--preset", "ppo", "--task", "hopper",
-                              "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=50",
+    child = subprocess.Popen([sys.executable, "-c", PGDIAG_INTERACTIVE, "train", "--preset", "ppo",
+                              "--task", "hopper", "--set", "num_envs=2", "--set", "steps_per_env=32", "--set", "num_iterations=50",
                               "--set", "num_minibatches=4", "--out", out, "--no-progress"],
                              stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
