@@ -432,7 +432,8 @@ def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, s
     out = str(tmp_path / "run")
     child = subprocess.Popen([sys.executable, "-c", PGDIAG_INTERACTIVE, "train", "--preset", "ppo",
                               "--task", "hopper", "--set", "num_envs=2", "--set", "steps_per_env=32",
-                              "--set", "num_iterations=50", "--set", "num_minibatches=4", "--out", out, "--no-progress"],
+                              "--set", "num_iterations=50", "--set", "num_minibatches=4", "--out", out,
+                              "--no-progress"],
                              stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not os.path.exists(os.path.join(out, ".lock")) and time.time() < deadline:
