@@ -51,7 +51,8 @@ def test_sweep_on_two_devices_matches_one_device(tmp_path):
 
 
 def test_diagnostic_study_on_two_devices_matches_one_device(tmp_path):
-    """A study's subjects are split over the devices (3 subjects: padded to 4, the copy dropped); each
+    """A study's subjects are split over the devices (3 subjects: padded to 4, the copy dropped), or placed on
+    one device that is not the default ([`pgdiag.diagnostics.placement`][pgdiag.diagnostics.placement]); each
     subject's numbers are those of the study on one device. Subjects are looped (batching="map") so the
     arithmetic is the same on any layout."""
     script = textwrap.dedent("""
@@ -63,8 +64,15 @@ def test_diagnostic_study_on_two_devices_matches_one_device(tmp_path):
         g = gradient_study([out], save=False, sizes=(64, 256), estimates=3, batching="map", iterations=[0, 1],
                            with_batch_size=False)
         l = landscape_study([out], save=False, points=2, sizes=(64,), envs=4, batching="map", iterations=[0, 1])
+        placed = []
+        if jax.device_count() == 2:   # placed on the second device alone (as native runs beside an accelerator
+            from pgdiag.diagnostics import placement   # go on the host's CPU): compiled for it, the same numbers
+            placement.devices_for = lambda shape: (jax.devices()[1],)
+            placed = gradient_study([out], save=False, sizes=(64, 256), estimates=3, batching="map",
+                                    iterations=[0, 1], with_batch_size=False).pairs.cosine.tolist()
         print(json.dumps({"devices": jax.device_count(), "cosine": g.pairs.cosine.tolist(),
-                          "returns": l.returns["mean"].tolist(), "surrogate": l.surface.surrogate.tolist()}))
+                          "returns": l.returns["mean"].tolist(), "surrogate": l.surface.surrogate.tolist(),
+                          "placed": placed}))
     """)
     path = tmp_path / "study.py"
     path.write_text(script)
@@ -82,3 +90,5 @@ def test_diagnostic_study_on_two_devices_matches_one_device(tmp_path):
     assert len(one["cosine"]) > 0 and len(one["returns"]) > 0
     for k in ("cosine", "returns", "surrogate"):
         assert_frames_close(pd.DataFrame({k: np.array(two[k], float)}), pd.DataFrame({k: np.array(one[k], float)}))
+    assert_frames_close(pd.DataFrame({"cosine": np.array(two["placed"], float)}),
+                        pd.DataFrame({"cosine": np.array(one["cosine"], float)}))

@@ -393,13 +393,21 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     assert costs.where_here(program(placement="device")) is None        # asked for: the host callback path
     assert costs.where_here(program("point_mass")) is None              # pure JAX: no host physics
     assert costs.where_here(dataclasses.replace(program(), stage="gradients")) is None   # the runs' auto: MJX here
-    # a measurement of native runs steps them by host callback from the accelerator's program: its multiple of the
-    # physics plus 0.38 ms a step (at 1 ms of physics: 1.7 + 0.38 ms a step)
+    # a measurement of native runs is compiled for the host's CPU (pgdiag.diagnostics.placement): the CPU's multiple
+    # of its physics (at 1 ms of physics: 1.7 ms a step); runs placed on the device (or several processes) step
+    # it by host callback from the accelerator's program: the multiple plus 0.38 ms a step
     native = dataclasses.replace(program(physics="native"), stage="gradients")
-    assert costs.where_here(native) == "callback"
+    assert costs.where_here(native) == "host"
     assert costs.run_seconds(native, lambda *a: 1.0, recorded=False) == pytest.approx(
+        costs.steps_of(native) * costs.MEASURE_OVERHEAD / 1e3)
+    on_device = dataclasses.replace(native, placement="device")
+    assert costs.where_here(on_device) == "callback"
+    assert costs.run_seconds(on_device, lambda *a: 1.0, recorded=False) == pytest.approx(
         costs.steps_of(native) * (costs.MEASURE_OVERHEAD + 0.38) / 1e3)
-    assert dry_run.table([native], lambda *a: 1.0)["path"].tolist() == ["callback"]
+    assert dry_run.table([native, on_device], lambda *a: 1.0)["path"].tolist() == ["host", "callback"]
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    assert costs.where_here(native) == "callback"
+    monkeypatch.setattr(jax, "process_count", lambda: 1)
     # auto: Warp measured faster at 320 and 1,024 Hopper environments here, native at 64
     rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": n, "warp_ms": w}
             for b, n, w in ((64, 0.3, 1.5), (320, 2.7, 2.1), (1024, 8.1, 2.4))]

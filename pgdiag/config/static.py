@@ -46,7 +46,9 @@ class Static:
     placement: str = setting("auto", "Where training runs: 'device' (each iteration one program on the default "
                                      "device(s)), 'split' (the rollout with native physics compiled for the host's "
                                      "CPU, the update for the accelerator; one transfer of the batch per iteration) "
-                                     "or 'auto' (split on a one-accelerator host with native physics, else device).",
+                                     "or 'auto' (split on a one-accelerator host with native physics, else device). "
+                                     "Its studies: on the host's CPU with 'split' (and 'auto' there), else on the "
+                                     "default device(s).",
                                      Choices(("auto", "device", "split"), noun="placement"))
     solver: str = setting("converged", "MuJoCo solver setting: 'converged' (the task's own, the same on every "
                                        "backend: native, MJX and MuJoCo Warp) or 'fast' (Brax's: 1 Newton "

@@ -17,13 +17,14 @@ import dataclasses
 import functools
 import os
 
-from pgdiag.diagnostics import memory, tables
+from pgdiag.diagnostics import memory, placement, tables
 from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Sizes
 from pgdiag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
                                           subject_keys)
 from pgdiag.run import distributed, provenance
 from pgdiag.run import timings as host_costs
 from pgdiag.run.progress import Ticker, attached
+from pgdiag.run.shard import placed_on
 
 FORMAT = "pgdiag.diagnostic/1"
 
@@ -133,10 +134,11 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
         if verbose:
             print(study.describe(shape), flush=True)
         planned_s = estimate(shape) if (progress and estimate is not None) else None
-        with Ticker(f"{study.title} {i}/{len(groups)}", planned_s, bool(progress)) as tick:
-            out, timing = compile_and_run(study.program(shape), subjects,
+        devices = placement.devices_for(shape)   # native physics beside an accelerator: the host's CPU
+        with Ticker(f"{study.title} {i}/{len(groups)}", planned_s, bool(progress)) as tick, placed_on(devices):
+            out, timing = compile_and_run(study.program(placement.program_shape(shape, devices)), subjects,
                                           subject_keys(settings.seed, subjects.rows), shape.pairs, tick.phase)
-        timings.append(timing)
+        timings.append({**timing, "placement": placement.describe(devices)})
         _record_cost(study, shape, timing["run_s"])
         for t, f in study.frames(Measured(subjects, shape, out)).items():
             frames[t].append(f)

@@ -65,7 +65,7 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
         where = where_here(program)
         multiple = physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD)
         ms = (multiple + ACCELERATOR_FIXED_MS[where] if where == "callback"
-              else physics + ACCELERATOR_FIXED_MS[where] if where else multiple)
+              else physics + ACCELERATOR_FIXED_MS[where] if where in ("split", "accelerator") else multiple)
     return steps_of(program) * ms / 1e3
 
 
@@ -81,24 +81,27 @@ def where_here(program) -> str | None:
     """Where a program of a MuJoCo task would run on this host's accelerator: ``"split"`` (a training program's
     collection on the host's CPU, the update on the accelerator:
     [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
-    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), ``"callback"`` (a measurement stepping native
-    MuJoCo from the accelerator's program), or None (a CPU host, a pure-JAX task, a training program on the
-    accelerator's own callback path, native physics over several devices, a measurement on MJX or Warp),
-    where the program keeps the CPU's multiple (on a CPU the update costs about what the rollout does; on the
-    callback path the policy's steps do). ``physics='auto'`` is the backend this host's recorded measurements pick
-    for the batch each device steps ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as a sweep
-    decides it), native MuJoCo where they do not."""
+    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), ``"host"`` (a measurement of native runs
+    compiled for the host's CPU devices: [`pgdiag.diagnostics.placement`][pgdiag.diagnostics.placement]),
+    ``"callback"`` (one stepping native MuJoCo from the accelerator's program: runs placed on the device, several
+    processes), or None (a CPU host, a pure-JAX task, a training program on the accelerator's own callback path,
+    native physics over several devices, a measurement on MJX or Warp). "host" and None keep the CPU's multiple
+    (on a CPU the update costs about what the rollout does; on the callback path the policy's steps do).
+    ``physics='auto'`` is the backend this host's recorded measurements pick for the batch each device steps
+    ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as a sweep decides it), native MuJoCo where
+    they do not."""
     import dataclasses
 
     import jax
 
-
     if jax.default_backend() == "cpu" or task_kind(program.task) != "mujoco":
         return None
-    if program.stage != "train":   # a measurement runs where the default device is, its physics the runs'
+    if program.stage != "train":   # a measurement of native runs: on the host's CPU unless placed on the device
         from pgdiag.envs import resolve_physics
 
-        return "callback" if resolve_physics(program.task, program.physics, 0, program.model)[0] == "native" else None
+        if resolve_physics(program.task, program.physics, 0, program.model)[0] != "native":
+            return None
+        return "callback" if program.placement == "device" or jax.process_count() > 1 else "host"
     if program.spec is None:
         return None
     static = program.spec[0].static

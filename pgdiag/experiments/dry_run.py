@@ -41,6 +41,7 @@ class Program:
     model: str = "brax"         # the MuJoCo model and solver setting its physics steps (its cost per step)
     solver: str = "converged"
     physics: str = "auto"       # the backend asked for ("auto": the one physics=auto picks on the host)
+    placement: str = "auto"     # the runs' placement (a measurement of native runs: on the host's CPU unless "device")
 
 
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
@@ -51,7 +52,7 @@ def training_program(task, names: str, static, agents: int, have, spec: tuple | 
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
                    memory, memory <= have, spec=spec, model=static.model, solver=static.solver,
-                   physics=static.physics)
+                   physics=static.physics, placement=static.placement)
 
 
 def preset_training(task, algos, seeds, over, have) -> list:
@@ -86,7 +87,7 @@ def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: 
 
     def physics(labels):   # the physics of the runs a shape measures (saved runs may mix them)
         s = statics.get(labels[0], first) if labels else first
-        return {"model": s.model, "solver": s.solver, "physics": s.physics}
+        return {"model": s.model, "solver": s.solver, "physics": s.physics, "placement": s.placement}
 
     return [Program(study.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
                     s.fits, s.note, **physics(s.labels))
@@ -100,7 +101,7 @@ def shape_seconds(shape, task: str, step_ms, study: str = "measure") -> float | 
     static = shape.static
     program = Program(study, task, "+".join(shape.labels), shape.units, shape.pairs,
                       shape.sequential_steps, shape.width, shape.bytes, shape.fits, model=static.model,
-                      solver=static.solver, physics=static.physics)
+                      solver=static.solver, physics=static.physics, placement=static.placement)
     return run_seconds(program, step_ms)
 
 
@@ -152,7 +153,8 @@ def table(programs: list, step_ms=None):
     cost per step where there is one, else the program's physics × its kind's overhead, or + a fixed cost per step
     where its collection and update are split between a host's CPU and its accelerator); on an accelerator host a
     ``path`` column says where each program runs ([`where_here`][pgdiag.experiments.costs.where_here]: a
-    measurement of native physics steps it by host callback, a fixed cost per step more)."""
+    measurement of native physics on the host's CPU, or by host callback from the device, a fixed cost per step
+    more)."""
     import pandas as pd
 
     from pgdiag.experiments.costs import where_here
@@ -162,7 +164,7 @@ def table(programs: list, step_ms=None):
         row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "spec"}
         seconds = run_seconds(p, step_ms) if step_ms else None
         row["estimated_s"] = None if seconds is None else round(seconds, 1)
-        row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator or callback
+        row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator, host or callback
         rows.append(row)
     frame = pd.DataFrame(rows)
     return frame if frame.empty or frame["path"].any() else frame.drop(columns="path")

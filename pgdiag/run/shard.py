@@ -12,6 +12,8 @@ process by [`gather`][pgdiag.run.shard.gather].
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import jax
@@ -20,9 +22,29 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 AXIS = "agents"
 
+#: the devices the agent axis is placed on inside [`placed_on`][pgdiag.run.shard.placed_on] (None: every device)
+_PLACED: contextvars.ContextVar = contextvars.ContextVar("pgdiag_placed_on", default=None)
+
+
+@contextlib.contextmanager
+def placed_on(devices):
+    """Inside the block, the agent axis goes over ``devices`` (this process's, e.g. the host's CPU devices on a host
+    with an accelerator) instead of every device: the mesh, the padding and every program built there use them
+    (``None``: no change). A mesh of one device is still a mesh, so a program built inside is compiled for that
+    device, not the default one."""
+    token = _PLACED.set(None if devices is None else tuple(devices))
+    try:
+        yield
+    finally:
+        _PLACED.reset(token)
+
 
 def agent_mesh() -> Mesh | None:
-    """The 1-D mesh of every device of every process (None on one device)."""
+    """The 1-D mesh of every device of every process (None on one device), or of the devices of
+    [`placed_on`][pgdiag.run.shard.placed_on]."""
+    placed = _PLACED.get()
+    if placed is not None:
+        return Mesh(np.array(placed), (AXIS,))
     if jax.device_count() == 1:
         return None
     return Mesh(np.array(jax.devices()), (AXIS,))
@@ -35,8 +57,11 @@ def agent_sharding() -> NamedSharding | None:
 
 
 def padded_count(n_agents: int) -> int:
-    """``n_agents`` rounded up to a multiple of the device count."""
-    return math.ceil(n_agents / jax.device_count()) * jax.device_count()
+    """``n_agents`` rounded up to a multiple of the device count (of the devices placed on, inside
+    [`placed_on`][pgdiag.run.shard.placed_on])."""
+    placed = _PLACED.get()
+    count = jax.device_count() if placed is None else len(placed)
+    return math.ceil(n_agents / count) * count
 
 
 def over_devices(fn, out_specs, in_specs=PartitionSpec(AXIS)):

@@ -1,0 +1,70 @@
+"""Where a study's program runs: native MuJoCo's measurements on a host with an accelerator run on the host's CPU.
+
+A program compiled for an accelerator steps native MuJoCo by host callback, the state crossing to the host and back
+every batched step: 0.36–0.40 ms a step at batch 1 on an H100 host against 0.022–0.086 ms for ``mj_step``
+(``benchmarks/bench_native_placement.py``). A study's networks are small (the papers' 64 × 64), so the whole
+measurement — sampling, physics, the estimates — is compiled for the host's CPU devices instead, where the FFI
+handler steps MuJoCo inside the program ([`pgdiag.envs.native_physics`][pgdiag.envs.native_physics]). Its subjects
+are spread over those devices in equal blocks ([`host_devices`][pgdiag.diagnostics.placement.host_devices]), as a
+split training run spreads its collection ([`pgdiag.run.split.collectors`][pgdiag.run.split.collectors]).
+
+The runs' ``placement`` setting says where: ``"auto"`` on the host's CPU where the default device is an
+accelerator, the physics is native and the study runs on one process; ``"split"`` there always; ``"device"`` on
+the default devices (by callback on an accelerator). MJX, Warp and the pure-JAX tasks stay on the default devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import jax
+
+from pgdiag import envs
+
+
+def on_host(static) -> bool:
+    """Whether a study of runs of ``static`` runs on the host's CPU devices rather than the default ones."""
+    if jax.process_count() > 1 or static.placement == "device":
+        return False
+    if static.placement == "split":
+        return True
+    physics, _ = envs.resolve_physics(static.task, static.physics, static.physics_threads, static.model)
+    return jax.default_backend() != "cpu" and physics == "native"
+
+
+def host_devices(units: int, width: int, threads: int = 0, cpus=None) -> tuple:
+    """The CPU devices a program of ``units`` subjects stepping ``width`` environments together runs on: as many as
+    the largest divisor of ``units`` the host has (equal blocks, no subject padded), where those blocks, one
+    physics thread each, keep at least as many cores stepping as one device's pool of ``threads`` (0: every core)
+    would; else the first device alone, its pool stepping every environment."""
+    cpus = tuple(jax.devices("cpu") if cpus is None else cpus)
+    count = max(d for d in range(1, min(len(cpus), max(units, 1)) + 1) if units % d == 0)
+    pooled = min(threads or (os.cpu_count() or 1), max(width, 1))
+    return cpus[:count] if count >= pooled else cpus[:1]
+
+
+def devices_for(shape) -> tuple | None:
+    """The devices ``shape`` (an engine `Shape`) runs on: the host's CPU devices where
+    [`on_host`][pgdiag.diagnostics.placement.on_host], else None (the default devices)."""
+    if not on_host(shape.static):
+        return None
+    return host_devices(shape.units, shape.width, shape.static.physics_threads)
+
+
+def program_shape(shape, devices):
+    """``shape`` as its program is built on ``devices``: over several CPU devices each steps its block on one
+    physics thread (a pool per device would oversubscribe the cores; the thread count never changes results)."""
+    if devices is None or len(devices) < 2:
+        return shape
+    return dataclasses.replace(shape, static=dataclasses.replace(shape.static, physics_threads=1))
+
+
+def describe(devices) -> str:
+    """Where a program ran, as its timing record says it."""
+    if devices is None:
+        return "default"
+    return f"host CPU x {len(devices)}"
+
+
+__all__ = ["describe", "devices_for", "host_devices", "on_host", "program_shape"]

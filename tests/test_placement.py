@@ -1,0 +1,86 @@
+"""Where a study's program runs (pgdiag.diagnostics.placement): native MuJoCo's measurements beside an accelerator
+on the host's CPU devices, in equal blocks of subjects; everything else on the default devices."""
+
+import dataclasses
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from compare import assert_frames_close
+from pgdiag import preset
+from pgdiag.diagnostics import gradient_study, placement
+from pgdiag.diagnostics.protocol import Shape
+
+
+def _static(task="hopper", **over):
+    return preset("ppo", task, **over).static
+
+
+def test_native_runs_are_measured_on_the_host_cpu_beside_an_accelerator(monkeypatch):
+    """auto: the host's CPU where the default device is an accelerator and the physics native, on one process;
+    "split" asks for it anywhere, "device" never; MJX, Warp and pure-JAX tasks stay on the default devices."""
+    assert not placement.on_host(_static())                      # this CPU: its CPU devices are the default ones
+    assert placement.on_host(_static(placement="split"))          # asked for
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert placement.on_host(_static(physics="native"))
+    assert not placement.on_host(_static())                      # physics auto: MJX on an accelerator
+    assert not placement.on_host(_static(physics="mjx"))
+    assert not placement.on_host(_static(physics="warp"))
+    assert not placement.on_host(_static(placement="device"))     # asked for: the host callback path
+    assert not placement.on_host(_static("point_mass"))           # pure JAX: no host physics
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    assert not placement.on_host(_static(physics="native"))       # several processes: sharded over them all
+
+
+def test_subjects_go_over_the_host_cpu_devices_in_equal_blocks(monkeypatch):
+    """As many devices as the largest divisor of the subject count (no subject padded), where one thread each
+    keeps at least as many cores stepping as one device's pool would; else one device and its pool."""
+    cpus = tuple(range(16))
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert len(placement.host_devices(5, 5, cpus=cpus)) == 5          # the mid scale's 5 seeds
+    assert len(placement.host_devices(7, 7, cpus=cpus)) == 7
+    assert placement.host_devices(20, 20, cpus=cpus) == (0,)          # 10 blocks of 2 step 10 cores; a pool 16
+    assert len(placement.host_devices(20, 10, threads=8, cpus=cpus)) == 10   # against a pool of 8 threads
+    assert len(placement.host_devices(320, 320, cpus=cpus)) == 16
+    assert len(placement.host_devices(1, 1, cpus=cpus)) == 1
+    assert placement.host_devices(3, 48, cpus=cpus) == (0,)           # 48 environments: one pool of 16 threads
+    assert len(placement.host_devices(4, 4, threads=2, cpus=cpus)) == 4   # a pool of 2 would step fewer
+    # over several devices each block steps on one thread; on one device the runs' own thread count stays
+    shape = Shape(labels=("ppo",), batching="vmap", units=5, pairs=10, sequential_steps=2, width=5, bytes=0,
+                  fits=True, static=_static(physics_threads=4))
+    assert placement.program_shape(shape, (0, 1)).static.physics_threads == 1
+    assert placement.program_shape(shape, (0,)) is shape and placement.program_shape(shape, None) is shape
+    assert dataclasses.replace(placement.program_shape(shape, (0, 1)), static=None) == \
+        dataclasses.replace(shape, static=None)                     # nothing else changes
+
+
+@pytest.fixture(scope="module")
+def studies(lqr_runs, monkeypatch_module):
+    """The same gradient study on the default device and placed on the host's CPU devices (a one-device mesh
+    here: the program built inside the placement, compiled for the device it names)."""
+    kw = dict(save=False, sizes=(64, 256), estimates=3, iterations=[0, 5], with_batch_size=False, batching="map")
+    default = gradient_study([lqr_runs["ppo"]], **kw)
+    monkeypatch_module.setattr(placement, "devices_for", lambda shape: tuple(jax.devices("cpu")))
+    placed = gradient_study([lqr_runs["ppo"]], **kw)
+    return default, placed
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_a_study_placed_on_the_host_cpu_gives_the_default_placements_estimates(studies):
+    """Each subject's numbers are those of the default placement (the same sampling: subject keys depend on the
+    study seed, the agent's seed and the iteration only); the programs differ (a mesh of one device against none),
+    so they agree to float32 rounding, not bitwise. The timing record says where each program ran."""
+    default, placed = studies
+    assert len(default.pairs) > 0
+    for t in ("pairs", "estimates"):
+        assert_frames_close(getattr(placed, t).reset_index(drop=True), getattr(default, t).reset_index(drop=True))
+    assert {t["placement"] for t in default.manifest["timings"]} == {"default"}
+    assert {t["placement"] for t in placed.manifest["timings"]} == {f"host CPU x {len(jax.devices('cpu'))}"}
+    assert np.isfinite(pd.to_numeric(placed.pairs.cosine)).all()
