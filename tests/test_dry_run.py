@@ -277,8 +277,8 @@ def test_a_step_timed_for_a_plan_is_recorded_so_the_next_plan_agrees(tmp_path, m
 
 def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch):
     """Each study program's run over its sequential steps is recorded for this host (a run under half a second is
-    not: its fixed costs, not its steps), and a plan of a program like it — the same measurement, task, model and
-    solver — costs it from those rows: 2 s over 400 steps at width 40 is 5 ms a step, so 1,000 steps plan 5 s
+    not: its fixed costs, not its steps), by the physics it stepped, and a plan of a program like it — the same
+    measurement, task, model, solver and the physics it would step (native on this CPU) — costs it from those rows: 2 s over 400 steps at width 40 is 5 ms a step, so 1,000 steps plan 5 s
     (not physics × the measuring allowance); another measurement or task keeps the allowance."""
     import types
 
@@ -288,9 +288,11 @@ def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch
     monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
     static = types.SimpleNamespace(task="hopper", model="brax", solver="converged")
     study = types.SimpleNamespace(kind="gradients")
-    engine._record_cost(study, types.SimpleNamespace(static=static, sequential_steps=400, pairs=16_000, width=40), 2.0)
-    engine._record_cost(study, types.SimpleNamespace(static=static, sequential_steps=400, pairs=32_000, width=80), 0.2)
+    for width, run_s, physics in ((40, 2.0, "native"), (80, 0.2, "native"), (40, 4.0, "mjx")):
+        engine._record_cost(study, types.SimpleNamespace(static=static, sequential_steps=400, pairs=400 * width,
+                                                         width=width), {"run_s": run_s, "physics": physics})
     assert timings.recorded_study("gradients", "hopper", "brax", "converged") == [(40, pytest.approx(5.0))]
+    assert timings.recorded_study("gradients", "hopper", "brax", "converged", "mjx") == [(40, pytest.approx(10.0))]
     assert timings.recorded_study("landscape", "hopper", "brax", "converged") == []
 
     def program(stage, task="hopper", width=40):
@@ -392,7 +394,9 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     assert costs.where_here(program(physics="warp")) == "accelerator"
     assert costs.where_here(program(placement="device")) is None        # asked for: the host callback path
     assert costs.where_here(program("point_mass")) is None              # pure JAX: no host physics
-    assert costs.where_here(dataclasses.replace(program(), stage="gradients")) is None   # the runs' auto: MJX here
+    # a measurement of runs left at auto steps what auto picks at its width from the recorded measurements (native
+    # where none decide, as a sweep: on the host's CPU); MJX or Warp where they are faster there (below)
+    assert costs.where_here(dataclasses.replace(program(), stage="gradients")) == "host"
     # a measurement of native runs is compiled for the host's CPU (pgdiag.diagnostics.placement): the CPU's multiple
     # of its physics (at 1 ms of physics: 1.7 ms a step); runs placed on the device (or several processes) step
     # it by host callback from the accelerator's program: the multiple plus 0.38 ms a step
@@ -413,6 +417,7 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
             for b, n, w in ((64, 0.3, 1.5), (320, 2.7, 2.1), (1024, 8.1, 2.4))]
     monkeypatch.setattr(crossover, "load", lambda key: rows)
     assert costs.where_here(program(agents=500)) == "accelerator"        # between two rows that agree
+    assert costs.where_here(dataclasses.replace(program(agents=500), stage="gradients")) is None   # Warp there
     assert costs.where_here(program(agents=5)) == "split"               # below the rows: auto's native default
     assert costs.where_here(program(agents=200)) == "split"             # the rows around it disagree
     assert costs.where_here(program(agents=500, physics="native")) == "split"

@@ -84,3 +84,25 @@ def test_a_study_placed_on_the_host_cpu_gives_the_default_placements_estimates(s
     assert {t["placement"] for t in default.manifest["timings"]} == {"default"}
     assert {t["placement"] for t in placed.manifest["timings"]} == {f"host CPU x {len(jax.devices('cpu'))}"}
     assert np.isfinite(pd.to_numeric(placed.pairs.cosine)).all()
+
+
+def test_a_study_of_auto_runs_steps_what_a_sweep_would_pick_at_its_width(monkeypatch):
+    """physics="auto" is resolved at the program's width as a sweep resolves it: native MuJoCo on a CPU without
+    measurements; the backend this host's recorded rows find faster at that width; a backend asked for, and the
+    pure-JAX tasks, as they are."""
+    from pgdiag.envs import crossover
+
+    def shape(width, task="hopper", **over):
+        return Shape(labels=("ppo",), batching="vmap", units=1, pairs=width, sequential_steps=1, width=width,
+                     bytes=0, fits=True, static=_static(task, **over))
+
+    monkeypatch.setattr(crossover, "load", lambda key: [])
+    got, why = placement.with_physics(shape(64))
+    assert got.static.physics == "native" and "CPU host" in why
+    assert placement.with_physics(shape(64, physics="mjx"))[0].static.physics == "mjx"      # asked for
+    assert placement.with_physics(shape(64, "lqr"))[0].static.physics == "auto"              # pure JAX
+    rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": n, "warp_ms": w}
+            for b, n, w in ((64, 0.3, 1.5), (320, 2.7, 2.1), (1024, 8.1, 2.4))]
+    monkeypatch.setattr(crossover, "load", lambda key: rows)
+    assert placement.with_physics(shape(64))[0].static.physics == "native"
+    assert placement.with_physics(shape(500))[0].static.physics == "warp"                    # faster there

@@ -134,26 +134,38 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
         if verbose:
             print(study.describe(shape), flush=True)
         planned_s = estimate(shape) if (progress and estimate is not None) else None
-        devices = placement.devices_for(shape)   # native physics beside an accelerator: the host's CPU
-        with Ticker(f"{study.title} {i}/{len(groups)}", planned_s, bool(progress)) as tick, placed_on(devices):
-            out, timing = compile_and_run(study.program(placement.program_shape(shape, devices)), subjects,
-                                          subject_keys(settings.seed, subjects.rows), shape.pairs, tick.phase)
-        timings.append({**timing, "placement": placement.describe(devices)})
-        _record_cost(study, shape, timing["run_s"])
+        out, timing = _compile_and_run(study, shape, subjects, settings.seed, planned_s, progress,
+                                       f"{i}/{len(groups)}")
+        timings.append(timing)
+        _record_cost(study, shape, timing)
         for t, f in study.frames(Measured(subjects, shape, out)).items():
             frames[t].append(f)
     record = study.record([shape for _, shape in groups])
     return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings
 
 
-def _record_cost(study: Diagnostic, shape: Shape, run_s: float) -> None:
+def _compile_and_run(study: Diagnostic, shape: Shape, subjects, seed: int, planned_s, progress, which: str):
+    """One program's run (`compile_and_run`) on the physics and devices it takes here
+    ([`pgdiag.diagnostics.placement`][pgdiag.diagnostics.placement]: ``auto`` physics resolved at its width,
+    native physics beside an accelerator on the host's CPU); its timing record says which."""
+    run_shape, why = placement.with_physics(shape)
+    devices = placement.devices_for(run_shape)
+    with Ticker(f"{study.title} {which}", planned_s, bool(progress)) as tick, placed_on(devices):
+        out, timing = compile_and_run(study.program(placement.program_shape(run_shape, devices)), subjects,
+                                      subject_keys(seed, subjects.rows), shape.pairs, tick.phase)
+    return out, {**timing, "physics": run_shape.static.physics, "physics_why": why,
+                 "placement": placement.describe(devices)}
+
+
+def _record_cost(study: Diagnostic, shape: Shape, timing: dict) -> None:
     """This host's time per costed step of the program, for later plans of programs like it
     ([`pgdiag.run.timings.record_study`][pgdiag.run.timings.record_study]); a run under half a second says more
     of its fixed costs than of its steps and is not kept."""
     steps = host_costs.costed_steps(shape.sequential_steps, shape.pairs, shape.width)
-    if run_s >= 0.5 and steps > 0:
+    if timing["run_s"] >= 0.5 and steps > 0:
         s = shape.static
-        host_costs.record_study(study.kind, s.task, s.model, s.solver, shape.width, run_s * 1e3 / steps)
+        host_costs.record_study(study.kind, s.task, s.model, s.solver, shape.width, timing["run_s"] * 1e3 / steps,
+                                physics=timing["physics"])
 
 
 def _readers(path: str, name: str, reader: str | None) -> list:

@@ -8,7 +8,8 @@ handler steps MuJoCo inside the program ([`pgdiag.envs.native_physics`][pgdiag.e
 are spread over those devices in equal blocks ([`host_devices`][pgdiag.diagnostics.placement.host_devices]), as a
 split training run spreads its collection ([`pgdiag.run.split.collectors`][pgdiag.run.split.collectors]).
 
-The runs' ``placement`` setting says where: ``"auto"`` on the host's CPU where the default device is an
+A study of runs left at ``physics="auto"`` steps the backend a sweep would pick at the program's width
+([`with_physics`][pgdiag.diagnostics.placement.with_physics]). The runs' ``placement`` setting says where: ``"auto"`` on the host's CPU where the default device is an
 accelerator, the physics is native and the study runs on one process; ``"split"`` there always; ``"device"`` on
 the default devices (by callback on an accelerator). MJX, Warp and the pure-JAX tasks stay on the default devices.
 """
@@ -44,6 +45,19 @@ def host_devices(units: int, width: int, threads: int = 0, cpus=None) -> tuple:
     return cpus[:count] if count >= pooled else cpus[:1]
 
 
+def with_physics(shape) -> tuple:
+    """(``shape`` with its runs' ``physics="auto"`` resolved, why): the backend a sweep would take for a batch of the
+    program's width on this host ([`pgdiag.envs.choose_physics`][pgdiag.envs.choose_physics]: the faster one
+    recorded here, timed the first time on an accelerator host; native MuJoCo on a CPU without measurements), so a
+    study of many streams on one GPU host steps MJX or Warp where they are faster at its width, and native MuJoCo
+    over the host's cores where that is. A backend asked for, and the pure-JAX tasks, stay as they are."""
+    s = shape.static
+    backend, _, why = envs.choose_physics(s.task, s.physics, s.physics_threads, s.solver, shape.width, s.model)
+    if s.physics != "auto" or backend == "jax":
+        return shape, why
+    return dataclasses.replace(shape, static=dataclasses.replace(s, physics=backend)), why
+
+
 def devices_for(shape) -> tuple | None:
     """The devices ``shape`` (an engine `Shape`) runs on: the host's CPU devices where
     [`on_host`][pgdiag.diagnostics.placement.on_host], else None (the default devices)."""
@@ -67,4 +81,4 @@ def describe(devices) -> str:
     return f"host CPU x {len(devices)}"
 
 
-__all__ = ["describe", "devices_for", "host_devices", "on_host", "program_shape"]
+__all__ = ["describe", "devices_for", "host_devices", "on_host", "program_shape", "with_physics"]

@@ -96,10 +96,8 @@ def where_here(program) -> str | None:
 
     if jax.default_backend() == "cpu" or task_kind(program.task) != "mujoco":
         return None
-    if program.stage != "train":   # a measurement of native runs: on the host's CPU unless placed on the device
-        from pgdiag.envs import resolve_physics
-
-        if resolve_physics(program.task, program.physics, 0, program.model)[0] != "native":
+    if program.stage != "train":   # a measurement stepping native MuJoCo: on the host's CPU unless on the device
+        if measured_physics(program) != "native":
             return None
         return "callback" if program.placement == "device" or jax.process_count() > 1 else "host"
     if program.spec is None:
@@ -138,8 +136,20 @@ def study_ms(program, step_ms=None) -> float | None:
     across widths as [`training_ms`][pgdiag.experiments.costs.training_ms] does; None where none is recorded."""
     if program.stage == "train":
         return None
-    return _from_rows(timings.recorded_study(program.stage, program.task, program.model, program.solver), program,
-                      step_ms)
+    physics = measured_physics(program)
+    return _from_rows(timings.recorded_study(program.stage, program.task, program.model, program.solver, physics),
+                      program, step_ms)
+
+
+def measured_physics(program) -> str:
+    """The backend a measurement steps at its width on this host, from the recorded measurements alone
+    ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as
+    [`pgdiag.diagnostics.placement.with_physics`][pgdiag.diagnostics.placement.with_physics] decides it when it
+    runs): "auto" for a pure-JAX task."""
+    from pgdiag.envs import recorded_physics
+
+    backend = recorded_physics(program.task, program.physics, 0, program.solver, program.width, program.model)
+    return "auto" if backend == "jax" else backend
 
 
 def _from_rows(rows, program, step_ms) -> float | None:

@@ -60,9 +60,10 @@ def record(static, width: int, ms_per_step: float, replace: bool = True) -> None
     _keep({**identity(static), "width": int(width), "ms_per_step": float(ms_per_step)}, replace)
 
 
-def study_identity(study: str, task: str, model: str, solver: str) -> dict:
-    """What a study program's cost per sequential step depends on besides its width."""
-    return {"study": study, "task": task, "model": model, "solver": solver}
+def study_identity(study: str, task: str, model: str, solver: str, physics: str) -> dict:
+    """What a study program's cost per sequential step depends on besides its width (``physics``: the backend it
+    stepped, "auto" of a pure-JAX task as it is)."""
+    return {"study": study, "task": task, "model": model, "solver": solver, "physics": physics}
 
 
 def costed_steps(sequential_steps: int, pairs: int, width: int) -> int:
@@ -73,11 +74,13 @@ def costed_steps(sequential_steps: int, pairs: int, width: int) -> int:
     return max(int(sequential_steps), -(-int(pairs) // max(int(width), 1)))
 
 
-def record_study(study: str, task: str, model: str, solver: str, width: int, ms_per_step: float) -> None:
+def record_study(study: str, task: str, model: str, solver: str, width: int, ms_per_step: float,
+                 physics: str = "native") -> None:
     """Record a study program's measured milliseconds per costed step
     ([`costed_steps`][pgdiag.run.timings.costed_steps]; its run, compiling excluded), replacing an earlier row of
     the same identity and width."""
-    _keep({**study_identity(study, task, model, solver), "width": int(width), "ms_per_step": float(ms_per_step)})
+    _keep({**study_identity(study, task, model, solver, physics), "width": int(width),
+           "ms_per_step": float(ms_per_step)})
 
 
 def _keep(row: dict, replace: bool = True) -> None:
@@ -110,6 +113,7 @@ def recorded(static) -> list[tuple[int, float]]:
     return _rows(identity(static))
 
 
-def recorded_study(study: str, task: str, model: str, solver: str) -> list[tuple[int, float]]:
-    """(width, ms per sequential step) recorded on this host for ``study``'s programs on ``task``, by width."""
-    return _rows(study_identity(study, task, model, solver))
+def recorded_study(study: str, task: str, model: str, solver: str, physics: str = "native") -> list[tuple[int, float]]:
+    """(width, ms per sequential step) recorded on this host for ``study``'s programs on ``task`` stepping
+    ``physics``, by width."""
+    return _rows(study_identity(study, task, model, solver, physics))
