@@ -11,7 +11,10 @@ On whatever host it runs (a laptop, a cluster node, a GPU or TPU machine), withi
    iteration's time (first-call costs included) and the second's, and the program's duration extrapolated
    from them beside the plan's estimate from step costs alone;
 4. training throughput at the papers' shape (one environment × 2,048 steps per agent) with 1, 16 and 320
-   agents (one agent, a seed sweep, the ablation's width) against the physics rate of the same batch.
+   agents (one agent, a seed sweep, the ablation's width) against the physics rate of the same batch;
+5. the diagnostic targets' measurement programs, their first chunks (sample sizes cut to 20,000 pairs) on a few
+   trained agents, against the floor of their physics and network arithmetic, extrapolated to the scale's pairs
+   (``report_diagnostics.py``; ``--targets`` chooses them too).
 
 What does not fit the budget is listed as not measured. ``--scale tiny`` runs every section at a few seconds'
 size on a CPU (Hopper at batch 4, the pure-JAX tasks' training): the test suite runs it.
@@ -29,16 +32,27 @@ import platform
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_diagnostics  # noqa: E402
+from report_diagnostics import diagnostic_targets, diagnostics_section  # noqa: E402
+
+from pgdiag.run import timings  # noqa: E402
+
 SCALES = {
     "paper": dict(tasks=("hopper", "walker2d", "humanoid"), solvers=("converged", "fast"),
                   batches=(1, 16, 64, 256, 1024, 4096), plan_scale="paper", plan_tasks=None,
                   targets=None, shape=dict(num_envs=1, steps_per_env=2048), agents=(1, 16, 320),
-                  throughput_task="hopper"),
+                  throughput_task="hopper",
+                  diagnostics=dict(scale="paper", max_n=20_000, agents=2, iterations=3, algorithms=("ppo", "trpo"),
+                                   shape=dict(num_envs=1, steps_per_env=2048))),
     # tiny: the one MJX program tests/test_crossover.py also times (the suite's compilation cache serves it once)
     "tiny": dict(tasks=("hopper",), solvers=("converged",), batches=(4,), plan_scale="smoke",
                  plan_tasks=("point_mass",), targets=("fig-value",),
                  shape=dict(num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2),
-                 agents=(2,), throughput_task="point_mass"),
+                 agents=(2,), throughput_task="point_mass", diagnostic_targets=("fig-grad-true",),
+                 diagnostics=dict(scale="mid", max_n=256, agents=1, iterations=1, algorithms=("ppo",),
+                                  shape=dict(num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2,
+                                             value_epochs=2))),
 }
 
 
@@ -211,10 +225,11 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['agents']} | {r['batch']:,} | {r.get('backend', '—')} | {r['training_steps_per_s']:,.0f} | "
                      f"{r['physics_steps_per_s']:,.0f} | {r['ratio']:.2f} | {_s(r['compile_s'])} |"
                      if r["measured"] else f"| {r['agents']} | not measured (budget) | | | | | |")
+    lines += report_diagnostics.markdown(report.get("diagnostics", []))
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("crossover", "programs", "throughput")
+SECTIONS = ("crossover", "programs", "throughput", "diagnostics")
 
 
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
@@ -248,11 +263,15 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
     except OSError as e:
         raise SystemExit(f"accelerator-report: cannot write the report directory {out!r}: {e}") from None
     sc = filtered(SCALES[scale], tasks, targets)
+    if "diagnostics" in sections:   # the agents it measures, kept between the pieces of a report
+        sc["diagnostic_targets"] = diagnostic_targets(targets or sc.get("diagnostic_targets"))
+        sc["diagnostics"] = {**sc["diagnostics"], "work": os.path.join(timings.path().rpartition(os.sep)[0],
+                                                                       "report-runs", scale)}
     budget, t0 = Budget(budget_minutes), time.monotonic()
     report = {"scale": scale, "budget_minutes": budget_minutes, "date": time.strftime("%Y-%m-%d"),
               "device": device_section(), "complete": False}
     empty = {"crossover": {"rows": [], "skipped": ["not run"], "recorded": None},
-             "programs": [], "throughput": []}
+             "programs": [], "throughput": [], "diagnostics": []}
     for section in SECTIONS:
         report[section] = previous.get(section, empty[section]) if section not in sections else \
             ({"rows": [], "skipped": [], "recorded": None} if section == "crossover" else [])
@@ -274,8 +293,10 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
             crossover_section(sc, budget, record, report["crossover"], save)
         elif section == "programs":
             first_chunks(sc, budget, previous.get("programs", ()), report["programs"], save)
-        else:
+        elif section == "throughput":
             throughput(sc, budget, report["throughput"], save)
+        else:
+            diagnostics_section(sc, budget, report["diagnostics"], save)
     report["complete"] = True
     save()
     return path
@@ -315,7 +336,8 @@ def main(argv=None):
     parser.add_argument("--merge", default=None, metavar="REPORT.json",
                         help="take the sections not measured now from this earlier report (a report in pieces)")
     parser.add_argument("--tasks", default=None, help="only these tasks, comma-separated (a piece that fits a slot)")
-    parser.add_argument("--targets", default=None, help="only these targets' training programs, comma-separated")
+    parser.add_argument("--targets", default=None,
+                        help="only these targets' training programs (and diagnostic programs), comma-separated")
     args = parser.parse_args(argv)
     sections = tuple(x.strip() for x in args.sections.split(",") if x.strip())
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731

@@ -39,8 +39,14 @@ def test_the_tiny_report_measures_every_section(report_module, tmp_path):
     assert [r["agents"] for r in data["throughput"]] == [2]
     assert all(r["measured"] and r["training_steps_per_s"] > 0 and r["physics_steps_per_s"] > 0
                for r in data["throughput"])
+    # fig-grad-true's gradient program on one PPO agent (Hopper), its sizes cut to 256 pairs: timed on the physics
+    # and devices it took here, set against its floor and extrapolated to the scale's pairs
+    (diag,) = data["diagnostics"]
+    assert (diag["target"], diag["physics"], diag["placement"]) == ("fig-grad-true", "native", "default")
+    assert diag["measured"] and diag["pairs"] > 0 and diag["run_s"] > 0 and diag["floor_s"] > 0
+    assert diag["full_pairs"] >= diag["pairs"] and diag["extrapolated_s"] >= diag["run_s"]
     for heading in ("# Accelerator report: cpu", "## Physics", "MJX from batch", "first iterations timed",
-                    "## Training throughput"):
+                    "## Training throughput", "## The diagnostics' programs"):
         assert heading in text
     assert text.count("| fig-value | point_mass |") == 2
 
@@ -51,6 +57,13 @@ def test_a_spent_budget_lists_what_was_not_measured(report_module, tmp_path, mon
                       .with_suffix(".json").read_text())
     assert data["crossover"]["rows"] == [] and data["crossover"]["skipped"] == ["hopper/converged/4"]
     assert all(not p["measured"] for p in data["programs"]) and all(not r["measured"] for r in data["throughput"])
+    assert data["diagnostics"] == [{"target": "fig-grad-true", "measured": False}]   # nothing trained for it
+
+
+def test_a_target_without_diagnostic_programs_is_named_with_those_that_have_them(report_module, tmp_path):
+    with pytest.raises(SystemExit, match=r"the diagnostics section measures diagnostic programs, and table-3 has "
+                                         r"none; targets with them: fig-grad-variance, fig-grad-true"):
+        report_module.run("tiny", str(tmp_path), 30, sections=("diagnostics",), targets=("table-3",))
 
 
 @pytest.mark.parametrize("args,match", [
@@ -128,3 +141,4 @@ def test_filters_keep_the_named_tasks_and_targets_and_refuse_unknown_ones(report
     data = json.loads(pathlib.Path(report_module.run("tiny", str(tmp_path), 1, record=False, tasks=("lqr",)))
                       .with_suffix(".json").read_text())
     assert data["crossover"]["skipped"] == [] and data["programs"] == [] and data["throughput"] == []
+    assert data["diagnostics"] == []                                         # it measures Hopper's agents
