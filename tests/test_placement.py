@@ -106,3 +106,19 @@ def test_a_study_of_auto_runs_steps_what_a_sweep_would_pick_at_its_width(monkeyp
     monkeypatch.setattr(crossover, "load", lambda key: rows)
     assert placement.with_physics(shape(64))[0].static.physics == "native"
     assert placement.with_physics(shape(500))[0].static.physics == "warp"                    # faster there
+
+
+def test_a_program_placed_on_the_host_is_sized_to_the_hosts_memory(monkeypatch):
+    """80% of an accelerator's memory for a program on it; half the host's RAM for one placed on the host's CPU
+    (and on a host without an accelerator)."""
+    import os
+    import types
+
+    from pgdiag.diagnostics import memory
+
+    ram_half = int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    assert memory.available_memory() == memory.available_memory(host=True) == ram_half
+    monkeypatch.setattr(memory, "device_limit", lambda: (types.SimpleNamespace(device_kind="H100"), 80 * 10 ** 9))
+    assert memory.available_memory() == 64 * 10 ** 9 and memory.available_memory(host=True) == ram_half
+    assert memory.memory_source() == "80% of the H100's memory"
+    assert memory.memory_source(host=True) == "half this host's RAM"

@@ -73,16 +73,17 @@ def device_limit():
     return dev, (stats or {}).get("bytes_limit")
 
 
-def memory_source() -> str:
+def memory_source(host: bool = False) -> str:
     """What [`available_memory`][pgdiag.diagnostics.memory.available_memory] reads, in words."""
     dev, limit = device_limit()
-    return f"80% of the {dev.device_kind}'s memory" if limit else "half this host's RAM"
+    return f"80% of the {dev.device_kind}'s memory" if limit and not host else "half this host's RAM"
 
 
-def available_memory() -> int:
-    """Bytes the program may use: 80% of the accelerator's limit, or half the host's RAM."""
+def available_memory(host: bool = False) -> int:
+    """Bytes the program may use: 80% of the accelerator's limit, or half the host's RAM (on a host without one,
+    or with ``host``: a program placed on the host's CPU, `pgdiag.diagnostics.placement`)."""
     _, limit = device_limit()
-    if limit:
+    if limit and not host:
         return int(0.8 * limit)
     try:
         return int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
