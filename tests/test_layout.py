@@ -64,3 +64,17 @@ def test_no_line_is_wider_than_the_limit():
     wide = [f"{path.relative_to(ROOT.parent)}:{i}" for path, _ in _modules()
             for i, line in enumerate(path.read_text().split("\n"), 1) if len(line) > LIMIT]
     assert not wide, f"lines over {LIMIT} characters: {wide[:10]}"
+
+
+def test_the_recorded_version_is_the_installed_distributions():
+    """Every manifest records pgdiag's version (the distribution is named pgdiag-rl, the package pgdiag): the
+    package's __version__, the installed distribution's and pyproject's agree."""
+    import importlib.metadata
+    import tomllib
+
+    import pgdiag
+    from pgdiag.run import provenance
+
+    declared = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]["version"]
+    assert provenance.versions()["pgdiag"] == pgdiag.__version__ == declared
+    assert importlib.metadata.version("pgdiag-rl") == declared

@@ -9,9 +9,10 @@ are spread over those devices in equal blocks ([`host_devices`][pgdiag.diagnosti
 split training run spreads its collection ([`pgdiag.run.split.collectors`][pgdiag.run.split.collectors]).
 
 A study of runs left at ``physics="auto"`` steps the backend a sweep would pick at the program's width
-([`with_physics`][pgdiag.diagnostics.placement.with_physics]). The runs' ``placement`` setting says where: ``"auto"`` on the host's CPU where the default device is an
-accelerator, the physics is native and the study runs on one process; ``"split"`` there always; ``"device"`` on
-the default devices (by callback on an accelerator). MJX, Warp and the pure-JAX tasks stay on the default devices.
+([`with_physics`][pgdiag.diagnostics.placement.with_physics]). The runs' ``placement`` setting says where:
+``"auto"`` on the host's CPU where the default device is an accelerator, the physics is native and the study runs
+on one process; ``"split"`` there always; ``"device"`` on the default devices (by callback on an accelerator).
+MJX, Warp and the pure-JAX tasks stay on the default devices.
 """
 
 from __future__ import annotations

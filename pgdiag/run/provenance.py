@@ -13,8 +13,10 @@ import jax
 def versions() -> dict:
     from importlib import metadata
 
-    out = {"python": platform.python_version()}
-    for pkg in ("pgdiag", "jax", "jaxlib", "flax", "optax", "chex", "numpy", "mujoco", "mujoco-mjx", "brax",
+    from pgdiag import __version__
+
+    out = {"python": platform.python_version(), "pgdiag": __version__}   # the distribution is pgdiag-rl
+    for pkg in ("jax", "jaxlib", "flax", "optax", "chex", "numpy", "mujoco", "mujoco-mjx", "brax",
                 "orbax-checkpoint", "pandas", "pyarrow"):
         try:
             out[pkg] = metadata.version(pkg)
