@@ -54,7 +54,7 @@ def diagnostics_section(sc: dict, budget, rows: list, save=lambda: None) -> list
     algorithms, work directory) while the budget lasts; appended to ``rows``."""
     from bench_study_floor import capped, network_floor_us, update_floor_us
 
-    from pgdiag.experiments import dry_run, targets as table
+    from pgdiag.experiments import costs, dry_run, targets as table
     from pgdiag.experiments.scales import pick
 
     d = sc["diagnostics"]
@@ -72,8 +72,11 @@ def diagnostics_section(sc: dict, budget, rows: list, save=lambda: None) -> list
         m = t.measurement
         settings = capped(pick(t.scales, d["scale"]).measuring(m.name, "hopper"), d["max_n"])
         widths = [p.width for p in dry_run.runs_plan(t, runs, diag=settings, scale=d["scale"]) if p.stage != "train"]
-        # the pairs of the target's own measurement on Hopper at the scale (its seeds and checkpoints)
-        scale_pairs = sum(p.pairs for p in t.dry_run(d["scale"], tasks=("hopper",)) if p.stage != "train")
+        # the target's own measurement on Hopper at the scale (its seeds and checkpoints): its pairs and its plan
+        at_scale = [p for p in t.dry_run(d["scale"], tasks=("hopper",)) if p.stage != "train"]
+        scale_pairs = sum(p.pairs for p in at_scale)
+        step_ms = caches.setdefault("step_ms", costs.measured_step_ms())
+        planned_s = sum(costs.run_seconds(p, step_ms) or 0.0 for p in at_scale)
         timings = m.measure(runs, save=False, progress=False, **settings).manifest["timings"]
         timings = timings if isinstance(timings, list) else [timings]
         measured_pairs = sum(x.get("pairs", 0) for x in timings)
@@ -87,6 +90,7 @@ def diagnostics_section(sc: dict, budget, rows: list, save=lambda: None) -> list
                          "physics": timing.get("physics", "?"), "placement": timing.get("placement", "default"),
                          "compile_s": timing["compile_s"], "run_s": timing["run_s"], "floor_s": floor_s,
                          "ratio": floor_s / max(timing["run_s"], 1e-9), "scale_pairs": scale_pairs,
+                         "planned_s": planned_s,   # the target's whole measurement, as --dry-run plans it here
                          # this program's share of the scale's pairs at its own cost per pair
                          "extrapolated_s": scale_pairs * timing["run_s"] / max(measured_pairs, 1)})
         save()
@@ -122,10 +126,17 @@ def markdown(rows: list) -> list:
                      f"{r['width']:,} | {r['compile_s']:.1f} s | {r['run_s']:.1f} s | {r['ratio']:.2f} | "
                      f"{r['scale_pairs']:,} | {_minutes(r['extrapolated_s'])} |")
     measured = [r for r in rows if r.get("measured")]
-    if measured:
-        lines += ["", f"Extrapolated: the measured targets' Hopper measurements at the scale in "
-                      f"{_minutes(sum(r['extrapolated_s'] for r in measured))} (each program's share of its target's "
-                      f"pairs at the cost per pair it ran at; compiling apart)."]
+    if not measured:
+        return lines
+    lines += ["", "| target | extrapolated | planned (`--dry-run`) | planned / extrapolated |", "|---|---|---|---|"]
+    for name in dict.fromkeys(r["target"] for r in measured):
+        mine = [r for r in measured if r["target"] == name]
+        extrapolated, planned = sum(r["extrapolated_s"] for r in mine), mine[0].get("planned_s")
+        lines.append(f"| {name} | {_minutes(extrapolated)} | {_minutes(planned)} | {planned / extrapolated:.2f} |"
+                     if planned else f"| {name} | {_minutes(extrapolated)} | — | — |")
+    lines += ["", f"Extrapolated: the measured targets' Hopper measurements at the scale in "
+                  f"{_minutes(sum(r['extrapolated_s'] for r in measured))} (each program's share of its target's "
+                  f"pairs at the cost per pair it ran at; compiling apart)."]
     return lines
 
 
