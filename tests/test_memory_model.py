@@ -101,7 +101,7 @@ def test_the_dry_run_shapes_the_step_study_it_runs(run):
 
 def test_a_study_that_does_not_fit_is_refused_before_it_compiles(run, monkeypatch):
     path, _ = run
-    monkeypatch.setattr(memory, "available_memory", lambda: 1024)
+    monkeypatch.setattr(memory, "available_memory", lambda host=False: 1024)
     with CompileCounter() as counter, pytest.raises(DiagnosticError, match="the study needs about .* but 0 MiB "
                                                                            "is available"):
         gradient_study([path], save=False, **GRADIENTS)
