@@ -614,6 +614,7 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
         1, 64, (64, 128, 1024, 9984), 3)
     wide = widen(settings, statics("mjx"), 3)
     assert (wide.sampling.envs, wide.sampling.steps, wide.sampling.start) == (53, 64, narrow.sampling.start)
+    assert widen(settings, statics("warp"), 3) == wide       # Warp's batched step is as flat in its width
     assert (wide.grid.chunk, wide.grid.sizes, wide.truth_streams) == (3392, (64, 100, 1000, 10176), 2)
     # the memory check halves the width until it fits: 53 → 26 → 13
     assert widen(settings, statics("mjx"), 3, fits=lambda r: r.sampling.envs <= 20).sampling.envs == 13

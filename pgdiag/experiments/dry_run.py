@@ -6,7 +6,7 @@ each step moves, the estimated peak memory against the memory the host (or a dec
 an estimated duration where this host has a recorded per-step cost (``benchmarks/bench_crossover.py
 --record``). Nothing is compiled: the measurements are resolved against the configurations the target would
 train, as the study itself resolves them against the runs, and a measurement that does not fit is planned as
-the study will run it (the landscape's subjects in turn and shorter chunks, an MJX gradient study narrower).
+the study will run it (the landscape's subjects in turn and shorter chunks, an MJX or Warp gradient study narrower).
 """
 
 from __future__ import annotations

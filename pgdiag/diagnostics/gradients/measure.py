@@ -172,17 +172,18 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
 
 
 #: On MJX a batched step costs about as much for a few hundred environments as for a few thousand (an H100: Hopper
-#: 1.6 ms per step at 320 environments, 1.4 ms at 4,096, with the fast solver), so a study whose streams are one
-#: environment wide leaves it idle. With ``envs`` left at 0, an MJX study widens its streams until all of them
-#: together step about this many environments ([`widen`][pgdiag.diagnostics.gradients.measure.widen]).
+#: 1.6 ms per step at 320 environments, 1.4 ms at 4,096, with the fast solver; Warp on an H200: Walker2d 1.5 ms at
+#: 320, 1.9 at 4,096), so a study whose streams are one environment wide leaves it idle. With ``envs`` left at 0, an
+#: MJX or Warp study widens its streams until all of them together step about this many environments
+#: ([`widen`][pgdiag.diagnostics.gradients.measure.widen]).
 MJX_WIDE_BATCH = 2048
 
 
 def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lambda r: True) -> Resolved:
-    """[`resolve`][pgdiag.diagnostics.gradients.measure.resolve], with the streams widened on MJX.
+    """[`resolve`][pgdiag.diagnostics.gradients.measure.resolve], with the streams widened on MJX or Warp.
 
-    When ``envs`` is 0 and the runs step MJX, each stream gets ``w`` × the run's ``num_envs`` environments, ``w``
-    the smallest width at which the study's streams (``num_subjects`` × (K + R)) step
+    When ``envs`` is 0 and the runs step MJX or Warp, each stream gets ``w`` × the run's ``num_envs`` environments,
+    ``w`` the smallest width at which the study's streams (``num_subjects`` × (K + R)) step
     [`MJX_WIDE_BATCH`][pgdiag.diagnostics.gradients.measure.MJX_WIDE_BATCH] environments together, no more than the
     narrow stream's chunk count (wider would only lengthen the streams) and halved until ``fits(resolved)`` (the
     memory check) holds. A segment is still ``steps`` steps from the same start, so the pairs' distribution, and
@@ -193,7 +194,7 @@ def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lam
     narrow = resolve(settings, statics)
     first = statics[0]
     backend, _ = envs.resolve_physics(first.task, first.physics, first.physics_threads)
-    if settings.envs or backend != "mjx":
+    if settings.envs or backend not in ("mjx", "warp"):
         return narrow
     streams = num_subjects * (narrow.estimates + narrow.truth_streams)
     width = min(-(-MJX_WIDE_BATCH // (streams * narrow.sampling.envs)), narrow.grid.num_chunks)
