@@ -32,3 +32,29 @@ def test_a_study_is_planned_on_saved_runs_without_measuring(tmp_path):
     assert (table.estimated_s >= 0).all()
     with pytest.raises(ConfigError, match="plan_study: unknown study 'gradient'; studies are gradients, steps"):
         pgdiag.plan_study("gradient", [run.path])
+
+
+def test_a_papers_report_is_planned_with_each_shared_program_once(monkeypatch, capsys):
+    """`pgdiag report --dry-run`: every program of every target the report reads, a training that several targets
+    share listed once with all of them (the smoke scale's three gradient figures train one set of runs), the
+    estimate the sum of its programs'; a scale that only some targets have plans those and names the others."""
+    from pgdiag.experiments import costs, planner, targets
+
+    monkeypatch.setattr(costs, "recorded_step_ms", lambda *a, **k: lambda *b: 1.0)   # nothing timed
+    table = planner.plan_report("cl", "smoke", show=False)
+    separate = [p for t in targets.of_paper("cl") for p in t.dry_run("smoke")]
+    assert len(table) == len(dict.fromkeys(separate)) < len(separate)
+    shared = table[table.stage == "train"].targets.str.contains("fig-grad-variance")
+    assert shared.any() and table[table.stage == "train"][shared].targets.str.contains("fig-step-variance").all()
+    assert set(table.targets.str.split(", ").explode()) == {t.name for t in targets.of_paper("cl")}
+    planner.plan_report("im", "tasks")
+    out = capsys.readouterr().out
+    assert "without scale tasks: fig-ablation (tasks)" in out and "programs," in out
+    with pytest.raises(ConfigError, match="unknown paper; choose from"):
+        planner.plan_report("xx", "smoke")
+    from pgdiag.cli import main
+
+    assert main(["report", "--dry-run", "--paper", "im", "--scale", "smoke"]) == 0   # the command line's way
+    assert "fig-ablation" in capsys.readouterr().out
+    assert main(["report", "--dry-run", "--scale", "huge"]) == 2
+    assert "no target of the report has that scale" in capsys.readouterr().err

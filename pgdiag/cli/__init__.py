@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "Hopper studies with the papers' own tasks beside them")
     p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report-SCALE "
                                                "or FROM/implementation-matters-report-SCALE, as make writes)")
+    p.add_argument("--dry-run", action="store_true", help="print every program the report's targets would run at "
+                                                         "--scale (default paper), each once, with its memory and "
+                                                         "estimated duration, and the total; nothing runs")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("aggregate", help="IQM, median, mean and optimality gap over tasks × seeds of saved runs, "
@@ -119,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_report(args) -> None:
     from pgdiag.experiments.report import check_paper, report
+
+    if args.dry_run:
+        from pgdiag.experiments.planner import plan_report
+
+        plan_report(args.paper, args.scale or "paper")
+        return
 
     result = report(args.from_dir, args.out, args.scale, check_paper(args.paper))
     counts = result["findings"].outcome.value_counts()

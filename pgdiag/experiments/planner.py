@@ -18,8 +18,10 @@ STUDIES = {"gradients": "fig-grad-variance", "steps": "fig-step-variance", "base
            "landscape": "fig-landscape-surrogate"}
 
 
-def show_plan(programs: list, have: int, solver: str = "converged", model: str = "brax", show: bool = True):
-    """The plan's table with each program's estimated seconds; printed with its totals where ``show``."""
+def show_plan(programs: list, have: int, solver: str = "converged", model: str = "brax", show: bool = True,
+              owners: list | None = None):
+    """The plan's table with each program's estimated seconds (``owners``: a first column, the targets that run each
+    program); printed with its totals where ``show``."""
     from pgdiag.diagnostics.memory import fmt_bytes, memory_source
     from pgdiag.experiments import costs, dry_run
 
@@ -33,6 +35,8 @@ def show_plan(programs: list, have: int, solver: str = "converged", model: str =
         return ms
 
     frame = dry_run.table(programs, step_ms)
+    if owners is not None:
+        frame.insert(0, "targets", owners)
     if show:
         print(frame.assign(memory=frame.memory.map(fmt_bytes)).to_string(index=False))
         total = frame.estimated_s.sum()
@@ -95,4 +99,33 @@ def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True
     return show_plan(programs, have, getattr(first, "solver", "converged"), getattr(first, "model", "brax"), show)
 
 
-__all__ = ["STUDIES", "plan_study", "plan_sweep", "show_plan"]
+def plan_report(paper: str = "cl", scale: str = "paper", show: bool = True):
+    """What ``make closer-look-report SCALE=scale`` (``paper="im"``: the implementation-matters report) would
+    compile and cost: every program of every target the paper's report reads, at ``scale`` (several,
+    comma-separated: each), each program once however many targets share it (their trainings, as the report's
+    targets share them); nothing is compiled or run. A target without that scale is left out, and said so.
+
+    Returns:
+        The plan's table, one row per compiled program, its first column the targets that run it.
+    """
+    from pgdiag.diagnostics.memory import available_memory
+    from pgdiag.experiments import targets
+    from pgdiag.experiments.report import check_paper
+
+    have, owners, missing = available_memory(), {}, []
+    scales = [x for x in scale.split(",") if x]
+    for t in targets.of_paper(check_paper(paper)):
+        for sc in scales:
+            if sc not in t.scales:
+                missing.append(f"{t.name} ({sc})")
+                continue
+            for p in t.dry_run(sc, memory=have):
+                owners.setdefault(p, []).append(t.name)
+    if not owners:
+        raise ConfigError(f"report --dry-run --scale {scale!r}: no target of the report has that scale")
+    if missing and show:
+        print(f"without scale {scale}: {', '.join(missing)}")
+    return show_plan(list(owners), have, show=show, owners=[", ".join(dict.fromkeys(v)) for v in owners.values()])
+
+
+__all__ = ["STUDIES", "plan_report", "plan_study", "plan_sweep", "show_plan"]
