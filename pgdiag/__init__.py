@@ -13,11 +13,11 @@ from pgdiag.run.callbacks import Callback
 from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume,
                          sweep, train)
 from pgdiag.trainer import METRICS, make_train, seed_key
-from pgdiag.experiments.planner import plan_study, plan_sweep
+from pgdiag.experiments.planner import plan_report, plan_study, plan_sweep
 
 __version__ = "0.1.0"
 
 __all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
            "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint", "load_policy",
-           "load_run", "make_train", "plan", "plan_study", "plan_sweep", "preset", "preset_names", "WorkingSet",
-           "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]
+           "load_run", "make_train", "plan", "plan_report", "plan_study", "plan_sweep", "preset", "preset_names",
+           "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]

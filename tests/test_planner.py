@@ -47,7 +47,7 @@ def test_a_papers_report_is_planned_with_each_shared_program_once(monkeypatch, c
     shared = table[table.stage == "train"].targets.str.contains("fig-grad-variance")
     assert shared.any() and table[table.stage == "train"][shared].targets.str.contains("fig-step-variance").all()
     assert set(table.targets.str.split(", ").explode()) == {t.name for t in targets.of_paper("cl")}
-    planner.plan_report("im", "tasks")
+    pgdiag.plan_report("im", "tasks")                         # the Python API's name
     out = capsys.readouterr().out
     assert "without scale tasks: fig-ablation (tasks)" in out and "programs," in out
     with pytest.raises(ConfigError, match="unknown paper; choose from"):
