@@ -161,11 +161,13 @@ bench: setup
 	$(PY) benchmarks/bench_studies.py
 
 # What the paper-scale targets cost on this host (crossover, every training program's first two iterations,
-# throughput): one Markdown report under benchmarks/results/ within BUDGET minutes (30). SCALE=tiny: seconds, on
-# a CPU.
+# throughput, the diagnostics' programs in first chunks): one Markdown report under benchmarks/results/ within
+# BUDGET minutes (30). SCALE=tiny: seconds, on a CPU. ARGS: more options, e.g. a piece of a report measured in
+# short slots: ARGS="--sections diagnostics --merge benchmarks/results/accelerator-report-....json".
 BUDGET ?= 30
 accelerator-report: setup
-	$(PY) benchmarks/accelerator_report.py --scale $(if $(filter tiny,$(SCALE)),tiny,paper) --budget-minutes $(BUDGET)
+	$(PY) benchmarks/accelerator_report.py --scale $(if $(filter tiny,$(SCALE)),tiny,paper) --budget-minutes $(BUDGET) \
+	  $(ARGS)
 
 # One paper-configuration PPO agent on Hopper for 1M steps (native MuJoCo on a CPU).
 hopper-1m: setup
