@@ -625,3 +625,23 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
     # never wider than the narrow stream's chunk count: N ≤ 100 is 2 chunks of 64 (1 subject, 10 streams)
     short = dataclasses.replace(settings, sizes=(100,), true_pairs=0, with_batch_size=False)
     assert widen(short, statics("mjx"), 1).sampling.envs == 2
+
+
+def test_a_widened_study_steps_the_batch_this_hosts_measurements_find_fullest(monkeypatch):
+    """Recorded MJX steps of 1.6 ms at 1,024 and 4,096 environments and 3.4 ms at 8,192: 4,096 steps the most
+    environments per millisecond (2,560 against 640 and 2,409), so the 39 streams of the widening test above get
+    ⌈4096/39⌉ = 106 environments each; rows that stop below 2,048 say nothing of the wide batches, and the
+    2,048 default stays (53 each)."""
+    from pgdiag.diagnostics.gradients.measure import GradientSettings, wide_batch, widen
+    from pgdiag.envs import crossover
+
+    settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
+    static = preset("ppo", "hopper", physics="mjx", num_envs=1, steps_per_env=64).static
+    rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": n, "mjx_ms": m}
+            for b, n, m in ((1024, 6.0, 1.6), (4096, 24.0, 1.6), (8192, 48.0, 3.4))]
+    monkeypatch.setattr(crossover, "load", lambda key: rows)
+    assert wide_batch(static, "mjx") == 4096
+    assert widen(settings, [static], 3).sampling.envs == 106
+    assert wide_batch(static, "warp") == 2048                              # no Warp rows
+    monkeypatch.setattr(crossover, "load", lambda key: rows[:1])
+    assert wide_batch(static, "mjx") == 2048 and widen(settings, [static], 3).sampling.envs == 53

@@ -132,6 +132,16 @@ def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "b
     return None
 
 
+def fullest_batch(rows: list[dict], task: str, solver: str, backend: str, model: str = "brax") -> int | None:
+    """The recorded batch at which ``backend`` steps the most environments per millisecond on this host (None
+    without rows of it): where an accelerator's batched step stops costing about the same however wide it is."""
+    mine = [r for r in rows if r["task"] == task and r["solver"] == solver and r.get("model", "brax") == model
+            and r.get(f"{backend}_ms")]
+    if not mine:
+        return None
+    return int(max(mine, key=lambda r: (r["batch"] / r[f"{backend}_ms"], -r["batch"]))["batch"])
+
+
 def step_ms(task: str, backend: str, threads: int, solver: str, batch: int, steps: int = 16,
             repeats: int = 2, model: str = "brax") -> float:
     """Milliseconds per batched step of ``batch`` environments on ``backend`` (a ``physics`` value;
