@@ -119,16 +119,15 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
 
     statics = [run.config(agent).static for run, agent, _ in planned]
     plan = study.resolve(settings, statics)   # bad settings fail before any checkpoint is read
-    groups = []
+    groups, haves = [], []
     for group in _groups(study, settings, planned, statics):
         subjects = load_subjects([item for item, _ in group], optimizer=study.reads_optimizer(settings))
-        # the memory of where it will run: the host's for a program placed on its CPU, else the device's
-        have = memory.available_memory(host=placement.on_host(group[0][1]))
+        have = memory.available_memory(host=placement.on_host(group[0][1]))   # where it will run
+        haves.append(have)
         g = Group(settings, plan, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
         groups.append((subjects, _shaped(study, g, tuple(dict.fromkeys(row["label"] for row in subjects.rows)))))
-    for _, shape in groups:
-        memory.require_memory(shape.bytes, *shape.refusal, have=memory.available_memory(
-            host=placement.on_host(shape.static)))
+    for (_, shape), have in zip(groups, haves):
+        memory.require_memory(shape.bytes, *shape.refusal, have=have)
     if before_compiling is not None:
         before_compiling()
     frames, timings = {t: [] for t in study.tables}, []

@@ -132,12 +132,14 @@ def decide(rows: list[dict], task: str, solver: str, batch: int, model: str = "b
     return None
 
 
-def fullest_batch(rows: list[dict], task: str, solver: str, backend: str, model: str = "brax") -> int | None:
+def fullest_batch(rows: list[dict], task: str, solver: str, backend: str, model: str = "brax",
+                  reaching: int = 0) -> int | None:
     """The recorded batch at which ``backend`` steps the most environments per millisecond on this host (None
-    without rows of it): where an accelerator's batched step stops costing about the same however wide it is."""
+    without rows of it, or where they stop below ``reaching``): where an accelerator's batched step stops costing
+    about the same however wide it is."""
     mine = [r for r in rows if r["task"] == task and r["solver"] == solver and r.get("model", "brax") == model
             and r.get(f"{backend}_ms")]
-    if not mine:
+    if not mine or max(r["batch"] for r in mine) < reaching:
         return None
     return int(max(mine, key=lambda r: (r["batch"] / r[f"{backend}_ms"], -r["batch"]))["batch"])
 

@@ -188,11 +188,9 @@ def wide_batch(static, backend: str) -> int:
     at 4,096 gets 4,096), else that constant."""
     from pgdiag.envs import crossover
 
-    rows = [r for r in crossover.load(crossover.host_key(static.physics_threads or envs.default_threads()))
-            if r["task"] == static.task and r["solver"] == static.solver and r.get("model", "brax") == static.model
-            and r.get(f"{backend}_ms")]
-    best = crossover.fullest_batch(rows, static.task, static.solver, backend, static.model)
-    return best if best and max(r["batch"] for r in rows) >= MJX_WIDE_BATCH else MJX_WIDE_BATCH
+    rows = crossover.load(crossover.host_key(static.physics_threads or envs.default_threads()))
+    return crossover.fullest_batch(rows, static.task, static.solver, backend, static.model,
+                                   reaching=MJX_WIDE_BATCH) or MJX_WIDE_BATCH
 
 
 def widen(settings: GradientSettings, statics: list, num_subjects: int, fits=lambda r: True) -> Resolved:
