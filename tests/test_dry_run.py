@@ -164,7 +164,7 @@ def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch
     assert counter.count == 0
     out = capsys.readouterr().out
     assert "gradients" in out and "train" in out and "programs" in out and "pairs" in out
-    assert f"the {fmt_bytes(available_memory())} available (half this host's RAM)" in out
+    assert f"fits the memory where it runs: {fmt_bytes(available_memory())} (half the host's RAM)" in out
     assert "estimated duration (without compiling): " in out and "step costs: recorded on this host for hopper" in out
     with CompileCounter() as counter:
         assert main(["table-2", "--dry-run", "--scale", "paper", "--task", "hopper"]) == 0

@@ -121,4 +121,4 @@ def test_a_program_placed_on_the_host_is_sized_to_the_hosts_memory(monkeypatch):
     monkeypatch.setattr(memory, "device_limit", lambda: (types.SimpleNamespace(device_kind="H100"), 80 * 10 ** 9))
     assert memory.available_memory() == 64 * 10 ** 9 and memory.available_memory(host=True) == ram_half
     assert memory.memory_source() == "80% of the H100's memory"
-    assert memory.memory_source(host=True) == "half this host's RAM"
+    assert memory.memory_source(host=True) == "half the host's RAM"

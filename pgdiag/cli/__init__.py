@@ -13,6 +13,7 @@
     pgdiag fig-grad-variance | fig-grad-true | fig-step-variance | fig-baselines
             | fig-landscape-concentration | fig-landscape-surrogate [--scale smoke|paper | --run DIR ...]
     pgdiag report --from results [--paper cl|im] [--scale smoke] [--out DIR]   # a paper's claims on saved studies
+    pgdiag host save gpu.json | pgdiag report --dry-run --scale paper --host gpu.json   # plan for another host
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import sys
 from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs,
                               cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pgdiag.cli.imports import add_import
-from pgdiag.cli.studies import add_studies
+from pgdiag.cli.hosts import add_hosts
+from pgdiag.cli.studies import add_studies, check_host_arg, host_arg
 from pgdiag.config import ConfigError
 
 
@@ -102,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print every program the report's targets would run at "
                                                          "--scale (default paper), each once, with its memory and "
                                                          "estimated duration, and the total; nothing runs")
+    host_arg(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("aggregate", help="IQM, median, mean and optimality gap over tasks × seeds of saved runs, "
@@ -116,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_aggregate)
 
     add_import(sub)
+    add_hosts(sub)
     add_studies(sub)
     return parser
 
@@ -126,8 +130,9 @@ def cmd_report(args) -> None:
     if args.dry_run:
         from pgdiag.experiments.planner import plan_report
 
-        plan_report(args.paper, args.scale or "paper")
+        plan_report(args.paper, args.scale or "paper", host=args.host)
         return
+    check_host_arg(args)
 
     result = report(args.from_dir, args.out, args.scale, check_paper(args.paper))
     counts = result["findings"].outcome.value_counts()

@@ -29,6 +29,7 @@ def cmd_target(args):
     t = targets.get(args.command)
     if getattr(args, "dry_run", False):
         return cmd_dry_run(args, None)
+    check_host_arg(args)
     rules = {o: getattr(args, o) for o in ("statistic", "reporting") if o in t.options}
     if args.from_dir:
         tasks = _from_args(args)
@@ -96,15 +97,14 @@ def cmd_dry_run(args, kind):
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None
-    from pgdiag.diagnostics.memory import available_memory
-
-    have = available_memory()
-    t = targets.get(args.command)
-    programs = (dry_run.runs_plan(t, runs, diag=diag, memory=have) if runs
-                else t.dry_run(args.scale or "smoke", memory=have, diag=diag, **extra))
+    from pgdiag.envs.hosts import declare
     from pgdiag.experiments.planner import show_plan
 
-    show_plan(programs, have, extra.get("solver", "converged"), extra.get("model", "brax"))
+    t = targets.get(args.command)
+    with declare(args.host):
+        programs = (dry_run.runs_plan(t, runs, diag=diag, memory=None) if runs
+                    else t.dry_run(args.scale or "smoke", diag=diag, **extra))
+        show_plan(programs, None, extra.get("solver", "converged"), extra.get("model", "brax"))
 
 
 def cmd_diagnostic(args):
@@ -114,6 +114,7 @@ def cmd_diagnostic(args):
     kind = t.measurement.settings
     if getattr(args, "dry_run", False):
         return cmd_dry_run(args, kind)
+    check_host_arg(args)
     if args.from_dir:
         if args.run or args.diag:
             raise ConfigError(f"{args.command} --from redraws saved results: --run and --diag choose what to measure "
@@ -136,6 +137,20 @@ def _dry_run_arg(p):
                    help="print the plan (programs, agents or subjects, pairs, sequential steps, memory, duration) "
                         "and stop; nothing is trained or measured (where this host has recorded no step cost, a few "
                         "steps are timed for the estimate)")
+    host_arg(p)
+
+
+def check_host_arg(args) -> None:
+    """--host declares the host a plan is for; a run runs where it is."""
+    if getattr(args, "host", None):
+        raise ConfigError(f"{args.command} --host {args.host}: a host profile plans for another host and needs "
+                          f"--dry-run; a run runs on the host it is started on")
+
+
+def host_arg(p):
+    p.add_argument("--host", default=None, metavar="PROFILE",
+                   help="with --dry-run: plan for the host a profile declares (written there by `pgdiag host save "
+                        "FILE`): its devices, memory and recorded step costs; nothing is timed here")
 
 
 def _diagnostic_args(p):

@@ -88,11 +88,13 @@ def _shaped(study: Diagnostic, group: Group, labels: tuple) -> Shape:
 
 
 def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label, settings: dict,
-                memory_bytes: int) -> list:
+                memory_bytes: int | None = None) -> list:
     """The programs ``study`` would compile (one [`Shape`][pgdiag.diagnostics.protocol.Shape] per group) for
     ``subjects_per_label`` subjects of each label's runs (a count for every label, or label -> count;
-    ``statics``: label -> the `Static` its runs train with) on ``task``, shaped against ``memory_bytes``;
-    nothing is loaded or compiled."""
+    ``statics``: label -> the `Static` its runs train with) on ``task``, shaped against ``memory_bytes`` (None: the
+    memory of where each program runs, as [`measure`][pgdiag.diagnostics.engine.measure] shapes it,
+    [`pgdiag.diagnostics.placement.memory_bytes`][pgdiag.diagnostics.placement.memory_bytes]); nothing is loaded
+    or compiled."""
     from pgdiag.envs import sizes as task_sizes
 
     count = subjects_per_label if isinstance(subjects_per_label, dict) else dict.fromkeys(statics, subjects_per_label)
@@ -104,7 +106,8 @@ def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label,
     shapes = []
     for group in _groups(study, settings, list(statics), list(statics.values())):
         units = sum(count[label] for label, _ in group)
-        g = Group(settings, plan, tuple(s for _, s in group), units, sizes, memory_bytes)
+        have = placement.memory_bytes(group[0][1]) if memory_bytes is None else memory_bytes
+        g = Group(settings, plan, tuple(s for _, s in group), units, sizes, have)
         shapes.append(_shaped(study, g, tuple(label for label, _ in group)))
     return shapes
 
@@ -122,7 +125,7 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
     groups, haves = [], []
     for group in _groups(study, settings, planned, statics):
         subjects = load_subjects([item for item, _ in group], optimizer=study.reads_optimizer(settings))
-        have = memory.available_memory(host=placement.on_host(group[0][1]))   # where it will run
+        have = placement.memory_bytes(group[0][1])   # where it will run
         haves.append(have)
         g = Group(settings, plan, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
         groups.append((subjects, _shaped(study, g, tuple(dict.fromkeys(row["label"] for row in subjects.rows)))))

@@ -16,6 +16,7 @@ import jax
 
 from pgdiag import algorithms
 from pgdiag.diagnostics.subjects import DiagnosticError
+from pgdiag.envs import hosts
 
 #: bytes per word: every array the studies hold is float32 or int32
 WORD = 4
@@ -73,22 +74,30 @@ def device_limit():
     return dev, (stats or {}).get("bytes_limit")
 
 
+def _device_limit() -> tuple[str, int | None]:
+    """(the default device's kind, its memory limit or None): a declared host's where a plan is made for one
+    ([`pgdiag.envs.hosts`][pgdiag.envs.hosts])."""
+    declared = hosts.declared()
+    if declared:
+        return declared.device_kind, declared.device_memory if declared.accelerator else None
+    dev, limit = device_limit()
+    return dev.device_kind, limit
+
+
 def memory_source(host: bool = False) -> str:
     """What [`available_memory`][pgdiag.diagnostics.memory.available_memory] reads, in words."""
-    dev, limit = device_limit()
-    return f"80% of the {dev.device_kind}'s memory" if limit and not host else "half this host's RAM"
+    kind, limit = _device_limit()
+    where = f", declared by {hosts.declared().source}" if hosts.declared() and hosts.declared().source else ""
+    return (f"80% of the {kind}'s memory" if limit and not host else "half the host's RAM") + where
 
 
 def available_memory(host: bool = False) -> int:
     """Bytes the program may use: 80% of the accelerator's limit, or half the host's RAM (on a host without one,
     or with ``host``: a program placed on the host's CPU, `pgdiag.diagnostics.placement`)."""
-    _, limit = device_limit()
+    _, limit = _device_limit()
     if limit and not host:
         return int(0.8 * limit)
-    try:
-        return int(0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2 ** 30
+    return int(0.5 * hosts.host_memory())
 
 
 def fmt_bytes(n: int) -> str:

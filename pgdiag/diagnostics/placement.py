@@ -23,16 +23,31 @@ import os
 import jax
 
 from pgdiag import envs
+from pgdiag.diagnostics import memory
+from pgdiag.envs import hosts
 
 
 def on_host(static) -> bool:
     """Whether a study of runs of ``static`` runs on the host's CPU devices rather than the default ones."""
-    if jax.process_count() > 1 or static.placement == "device":
+    if hosts.process_count() > 1 or static.placement == "device":
         return False
     if static.placement == "split":
         return True
     physics, _ = envs.resolve_physics(static.task, static.physics, static.physics_threads, static.model)
-    return jax.default_backend() != "cpu" and physics == "native"
+    return hosts.backend() != "cpu" and physics == "native"
+
+
+def memory_bytes(static) -> int:
+    """The bytes a study program of runs of ``static`` may use where it runs (the host's RAM on its CPU devices, the
+    accelerator's otherwise; [`pgdiag.diagnostics.memory.available_memory`][pgdiag.diagnostics.memory.
+    available_memory]). Runs left at ``physics="auto"`` on an accelerator host go where the program's width sends
+    them ([`with_physics`][pgdiag.diagnostics.placement.with_physics]), which its memory decides: shaped for the
+    smaller of the two, the program fits wherever it lands."""
+    auto = (static.physics == "auto" and static.placement == "auto" and hosts.backend() != "cpu"
+            and hosts.process_count() == 1 and envs.task_entry(static.task).kind == "mujoco")
+    if auto:
+        return min(memory.available_memory(host=False), memory.available_memory(host=True))
+    return memory.available_memory(host=on_host(static))
 
 
 def host_devices(units: int, width: int, threads: int = 0, cpus=None) -> tuple:
@@ -82,4 +97,4 @@ def describe(devices) -> str:
     return f"host CPU x {len(devices)}"
 
 
-__all__ = ["describe", "devices_for", "host_devices", "on_host", "program_shape", "with_physics"]
+__all__ = ["describe", "devices_for", "host_devices", "memory_bytes", "on_host", "program_shape", "with_physics"]

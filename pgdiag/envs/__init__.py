@@ -79,10 +79,10 @@ def default_threads() -> int:
     ([`pgdiag.run.host_devices`][pgdiag.run.host_devices]), so one thread each keeps the cores busy without a pool
     per call contending for them (64 Walker2d agents on 2 cores and 2 devices: 4.3 s against 5.9 s with two threads
     each and 7.7 s on one device). The thread count never changes results."""
-    import jax
+    from pgdiag.envs import hosts
 
-    devices = jax.local_device_count() if jax.default_backend() == "cpu" else 1
-    return max(1, (os.cpu_count() or 1) // devices)
+    devices = hosts.cpu_device_count() if hosts.backend() == "cpu" else 1
+    return max(1, hosts.cores() // devices)
 
 
 def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: str = "brax") -> tuple[str, int]:
@@ -105,8 +105,8 @@ def resolve_physics(task: str, physics: str = "auto", threads: int = 0, model: s
     if physics == "warp":
         return "warp", 0
     if physics == "auto":
-        import jax
-        physics = "native" if jax.default_backend() == "cpu" or missing else "mjx"
+        from pgdiag.envs import hosts
+        physics = "native" if hosts.backend() == "cpu" or missing else "mjx"
     if physics == "native":
         return "native", threads or default_threads()
     return "mjx", 0

@@ -64,6 +64,29 @@ def load(key: str, path: str | None = None) -> list[dict]:
         return []
 
 
+def rows_here(threads: int) -> list[dict]:
+    """The rows recorded on this host with ``threads`` physics threads, or a declared host's
+    ([`pgdiag.envs.hosts`][pgdiag.envs.hosts]: a plan made for another host reads its profile)."""
+    from pgdiag.envs import hosts
+
+    host = hosts.declared()
+    return list(host.physics.get(int(threads), [])) if host else load(host_key(threads))
+
+
+def recorded_here(path: str | None = None) -> dict:
+    """Physics threads -> the rows this host recorded with that many (what a host profile carries,
+    [`pgdiag.envs.hosts`][pgdiag.envs.hosts])."""
+    import re
+
+    try:
+        with open(path or cache_path()) as f:
+            keys = list(json.load(f).get("hosts", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+    threads = {int(m.group(1)) for k in keys if (m := re.search(r", (\d+) physics threads \|", k))}
+    return {t: rows for t in sorted(threads) if (rows := load(host_key(t), path))}
+
+
 def record(key: str, rows: list[dict], path: str | None = None) -> str:
     """Add ``rows`` to ``key``'s (a row replaces an earlier one of the same task, model, solver and batch);
     written whole to a temporary file and moved into place. Returns the path."""
@@ -224,16 +247,19 @@ def choose(task: str, solver: str, batch: int, threads: int, model: str = "brax"
 def recorded_choice(task: str, solver: str, batch: int, threads: int, model: str = "brax") -> tuple[str, str] | None:
     """[`decide`][pgdiag.envs.crossover.decide] from this host's recorded rows (nothing timed): what ``auto`` takes
     before measuring."""
-    return decide(load(host_key(threads)), task, solver, batch, model)
+    return decide(rows_here(threads), task, solver, batch, model)
 
 
 def _choose_here(task, solver, batch, threads, model="brax"):
-    import jax
+    from pgdiag.envs import hosts
 
     decided = recorded_choice(task, solver, batch, threads, model)
     if decided:
-        return decided[0], f"{decided[1]} on this host ({cache_path()})"
-    if jax.default_backend() == "cpu":
+        where = hosts.declared().source if hosts.declared() else cache_path()
+        return decided[0], f"{decided[1]} on this host ({where})"
+    if hosts.declared():   # a plan for another host times nothing here
+        return "native", "no measurement at this batch in the declared host's profile: native MuJoCo"
+    if hosts.backend() == "cpu":
         return "native", "CPU host without physics measurements: native MuJoCo (the faster backend on CPUs)"
     return measure_and_record(task, solver, batch, threads, model)
 

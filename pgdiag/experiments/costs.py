@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pgdiag.config import task_kind
-from pgdiag.envs import REGISTRY, crossover, recorded_physics
+from pgdiag.envs import REGISTRY, crossover, hosts, recorded_physics
 from pgdiag.run import split, timings
 
 #: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
@@ -78,28 +78,28 @@ def steps_of(program) -> int:
 
 
 def where_here(program) -> str | None:
-    """Where a program of a MuJoCo task would run on this host's accelerator: ``"split"`` (a training program's
-    collection on the host's CPU, the update on the accelerator:
-    [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]),
-    ``"accelerator"`` (MJX or Warp physics: the whole iteration there), ``"host"`` (a measurement of native runs
-    compiled for the host's CPU devices: [`pgdiag.diagnostics.placement`][pgdiag.diagnostics.placement]),
-    ``"callback"`` (one stepping native MuJoCo from the accelerator's program: runs placed on the device, several
-    processes), or None (a CPU host, a pure-JAX task, a training program on the accelerator's own callback path,
-    native physics over several devices, a measurement on MJX or Warp). "host" and None keep the CPU's multiple
-    (on a CPU the update costs about what the rollout does; on the callback path the policy's steps do).
-    ``physics='auto'`` is the backend this host's recorded measurements pick for the batch each device steps
+    """Where a program of a MuJoCo task would run on this host's accelerator (or a declared host's,
+    [`pgdiag.envs.hosts`][pgdiag.envs.hosts]): ``"split"`` (a training program's collection on the host's CPU, the
+    update on the accelerator: [`pgdiag.run.split.resolve`][pgdiag.run.split.resolve]), ``"accelerator"`` (MJX or
+    Warp physics: the whole iteration there), ``"host"`` (a measurement of native runs compiled for the host's CPU
+    devices: [`pgdiag.diagnostics.placement`][pgdiag.diagnostics.placement]), ``"callback"`` (one stepping native
+    MuJoCo from the accelerator's program: runs placed on the device, several processes, fig-theorem's batch), or
+    None (a CPU host, a pure-JAX task, a training program on the accelerator's own callback path, native physics
+    over several devices, a measurement on MJX or Warp). "host" and None keep the CPU's multiple (on a CPU the
+    update costs about what the rollout does; on the callback path the policy's steps do). ``physics='auto'`` is the
+    backend this host's recorded measurements pick for the batch each device steps
     ([`pgdiag.envs.recorded_physics`][pgdiag.envs.recorded_physics], as a sweep decides it), native MuJoCo where
     they do not."""
     import dataclasses
 
-    import jax
-
-    if jax.default_backend() == "cpu" or task_kind(program.task) != "mujoco":
+    if hosts.backend() == "cpu" or task_kind(program.task) != "mujoco":
         return None
+    if program.stage == "optimize":   # fig-theorem's one batch, collected in a program on the default device
+        return "callback" if measured_physics(program) == "native" else None
     if program.stage != "train":   # a measurement stepping native MuJoCo: on the host's CPU unless on the device
         if measured_physics(program) != "native":
             return None
-        return "callback" if program.placement == "device" or jax.process_count() > 1 else "host"
+        return "callback" if program.placement == "device" or hosts.process_count() > 1 else "host"
     if program.spec is None:
         return None
     static = program.spec[0].static
@@ -108,7 +108,7 @@ def where_here(program) -> str | None:
 
     physics = static.physics
     if physics == "auto":
-        per_device = static.num_envs * -(-program.units // jax.device_count())
+        per_device = static.num_envs * -(-program.units // hosts.device_count())
         physics = recorded_physics(static.task, physics, static.physics_threads, static.solver, per_device,
                                    static.model)
     if physics in ("mjx", "warp"):
@@ -183,7 +183,8 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
 
     import jax
 
-
+    if hosts.declared():   # a plan for another host times nothing here: its profile's rows, widened beyond them
+        return recorded_step_ms(solver, model)
     recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
     threads = os.cpu_count() or 1
 
@@ -228,31 +229,41 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
 
 def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
     """``step_ms(task, width, model=model, solver=solver, physics="auto")`` from this host's recorded physics
-    measurements of the model and solver setting, or None where none is recorded (pure-JAX tasks: None). At
-    each recorded batch the cost of the backend asked for (``physics``), or for ``"auto"`` the faster one's;
-    between two recorded batches, linear in the batch (a batched step costs a fixed part plus a part per
-    environment, which a line through its neighbours follows; scaling the
-    nearest batch's cost by the width instead charged 3 environments three times one, though the threads
-    step them side by side); below the smallest recorded batch, its cost; beyond the largest, proportional to
-    the width (an upper bound: a step cannot get cheaper per environment than the widest measured), or None
-    with ``beyond=False`` (a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost)."""
-    import os
-
-
-    rows = crossover.load(crossover.host_key(os.cpu_count() or 1))
+    measurements of the model and solver setting (a declared host's: [`pgdiag.envs.hosts`][pgdiag.envs.hosts]), or
+    None where none is recorded. At each recorded batch the cost of the backend asked for (``physics``), or for
+    ``"auto"`` the faster one's; between two recorded batches, linear in the batch (a batched step costs a fixed
+    part plus a part per environment, which a line through its neighbours follows; scaling the nearest batch's cost
+    by the width instead charged 3 environments three times one, though the threads step them side by side); below
+    the smallest recorded batch, its cost; beyond the largest, proportional to the width (an upper bound: a step
+    cannot get cheaper per environment than the widest measured), or None with ``beyond=False`` (a bound from 16
+    environments charged 320 on 16 threads 2–6× their measured cost). A pure-JAX task's step is read from ``jax_ms``
+    rows, which only a host profile carries (timed when it is saved:
+    [`time_pure_jax`][pgdiag.experiments.costs.time_pure_jax]); on this host it is timed when planned."""
+    rows = crossover.rows_here(hosts.cores())
 
     def step_ms(task, width, model=model, solver=solver, physics="auto"):
         costs, backends = {}, crossover.BACKENDS if physics == "auto" else (physics,)
+        if REGISTRY[task].kind != "mujoco":   # a pure-JAX task's step: recorded only in a host profile
+            backends = ("jax",)
         for r in rows:
             if r.get("task") == task and r.get("solver") == solver and r.get("model", "brax") == model:
                 ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
-        if REGISTRY[task].kind != "mujoco" or not costs or (not beyond and width > max(costs)):
+        if not costs or (not beyond and width > max(costs)):
             return None
         return interpolate(sorted(costs.items()), width)
 
     return step_ms
+
+
+def time_pure_jax(threads: int) -> list[dict]:
+    """Rows ``{task, solver, batch, jax_ms}`` for every pure-JAX task at the [`LADDER`][pgdiag.experiments.costs.
+    LADDER] widths, timed now (seconds each): what a host profile carries so that a plan made elsewhere costs these
+    tasks' programs as this host runs them."""
+    return [{"task": task, "solver": "converged", "batch": w, "jax_ms": crossover.step_ms(task, "auto", threads,
+                                                                                        "converged", w)}
+            for task, entry in REGISTRY.items() if entry.kind == "jax" for w in LADDER]
 
 
 def interpolate(points, width: float) -> float:
@@ -269,6 +280,6 @@ def interpolate(points, width: float) -> float:
 
 
 __all__ = ["ACCELERATOR_FIXED_MS", "COMPILE_S", "LADDER", "MEASURE_OVERHEAD", "OVERHEAD", "duration", "interpolate",
-           "measured_step_ms", "recorded_step_ms", "run_seconds", "steps_of", "study_ms",
+           "measured_step_ms", "recorded_step_ms", "run_seconds", "steps_of", "study_ms", "time_pure_jax",
            "training_ms", "where_here"]
 

@@ -15,7 +15,8 @@ import dataclasses
 
 from pgdiag.config import ConfigError, study_preset
 from pgdiag.diagnostics.engine import plan_shapes
-from pgdiag.diagnostics.memory import WORD, pair_words
+from pgdiag.diagnostics import placement
+from pgdiag.diagnostics.memory import WORD, available_memory, pair_words
 from pgdiag.envs import sizes as task_sizes
 from pgdiag.experiments.costs import run_seconds
 from pgdiag.experiments.scales import pick
@@ -42,17 +43,28 @@ class Program:
     solver: str = "converged"
     physics: str = "auto"       # the backend asked for ("auto": the one physics=auto picks on the host)
     placement: str = "auto"     # the runs' placement (a measurement of native runs: on the host's CPU unless "device")
+    #: the bytes a program may use where it runs (the accelerator's, or the host's RAM): what it is checked against,
+    #: not what it is (two plans of the same program against other memories plan the same program)
+    available: int = dataclasses.field(default=0, compare=False)
+
+
+def budget(memory: int | None) -> int:
+    """The bytes a program on the default devices may use: ``memory`` where given, else what this host (or a
+    declared one, [`pgdiag.envs.hosts`][pgdiag.envs.hosts]) allows it
+    ([`available_memory`][pgdiag.diagnostics.memory.available_memory])."""
+    return available_memory() if memory is None else int(memory)
 
 
 def training_program(task, names: str, static, agents: int, have, spec: tuple | None = None) -> Program:
-    """One training sweep of ``agents`` agents sharing ``static`` (one compiled program); ``spec``: its
-    (base Config, grid, seeds)."""
+    """One training sweep of ``agents`` agents sharing ``static`` (one compiled program) against ``have`` bytes
+    ([`budget`][pgdiag.experiments.dry_run.budget]); ``spec``: its (base Config, grid, seeds)."""
+    have = budget(have)
     obs, act = task_sizes(task, static.model)
     memory = WORD * agents * static.num_envs * static.steps_per_env * pair_words(obs, act, static)
     return Program("train", task, names, agents, agents * static.num_iterations * static.num_envs *
                    static.steps_per_env, static.num_iterations * static.steps_per_env, agents * static.num_envs,
                    memory, memory <= have, spec=spec, model=static.model, solver=static.solver,
-                   physics=static.physics, placement=static.placement)
+                   physics=static.physics, placement=static.placement, available=have)
 
 
 def preset_training(task, algos, seeds, over, have) -> list:
@@ -65,7 +77,7 @@ def preset_training(task, algos, seeds, over, have) -> list:
     return out
 
 
-def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, presets=None,
+def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int | None = 1 << 62, presets=None,
                   **overrides) -> list:
     """The sweeps of a target that trains presets (``target.presets``; ``presets`` instead where it takes
     ``--algorithm``), as its ``run`` would start them: one per task and static configuration."""
@@ -82,7 +94,9 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
 def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: dict, have) -> list:
     """The programs of the measurement ``study`` (a `Diagnostic`) on ``task`` (``statics``: preset -> Static of its
     runs), shaped as the study shapes them
-    ([`pgdiag.diagnostics.engine.plan_shapes`][pgdiag.diagnostics.engine.plan_shapes])."""
+    ([`pgdiag.diagnostics.engine.plan_shapes`][pgdiag.diagnostics.engine.plan_shapes]) against ``have`` bytes, or
+    with None each against the memory of where it runs, as the study checks it
+    ([`pgdiag.diagnostics.placement.memory_bytes`][pgdiag.diagnostics.placement.memory_bytes])."""
     first = next(iter(statics.values()))
 
     def physics(labels):   # the physics of the runs a shape measures (saved runs may mix them)
@@ -90,7 +104,8 @@ def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: 
         return {"model": s.model, "solver": s.solver, "physics": s.physics, "placement": s.placement}
 
     return [Program(study.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
-                    s.fits, s.note, **physics(s.labels))
+                    s.fits, s.note, **physics(s.labels),
+                    available=placement.memory_bytes(s.static) if have is None else int(have))
             for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
 
 
@@ -106,7 +121,7 @@ def shape_seconds(shape, task: str, step_ms, study: str = "measure") -> float | 
 
 
 def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag: dict | None = None,
-                     memory: int = 1 << 62, **overrides) -> list:
+                     memory: int | None = 1 << 62, **overrides) -> list:
     """A diagnostic target's programs: the training sweeps that make its checkpoints (the scale's presets, else
     the target's), then its measurement on the presets it measures at the checkpoints the scale measures."""
     sc, m = pick(target.scales, scale), target.measurement
@@ -123,7 +138,7 @@ def measurement_plan(target, scale: str = "smoke", tasks=None, seeds=None, diag:
     return programs
 
 
-def runs_plan(target, runs, diag: dict | None = None, memory: int = 1 << 62, scale: str = "smoke",
+def runs_plan(target, runs, diag: dict | None = None, memory: int | None = 1 << 62, scale: str = "smoke",
               iterations=None, agents=None) -> list:
     """A diagnostic target's programs on saved ``runs`` (``--run``): its measurement of every agent (or
     ``agents``) at every checkpoint they keep (or ``iterations``), task by task, with the settings the measurement
@@ -170,5 +185,5 @@ def table(programs: list, step_ms=None):
     return frame if frame.empty or frame["path"].any() else frame.drop(columns="path")
 
 
-__all__ = ["Program", "measurement_plan", "measurement_shapes", "preset_training", "runs_plan", "table",
+__all__ = ["Program", "budget", "measurement_plan", "measurement_shapes", "preset_training", "runs_plan", "table",
            "training_plan", "training_program"]

@@ -12,17 +12,19 @@ are this host's recorded ones, else timed now (a few batched steps, seconds).
 from __future__ import annotations
 
 from pgdiag.config import ConfigError
+from pgdiag.envs.hosts import declare
 
 #: the Python studies' names -> the target whose measurement they are
 STUDIES = {"gradients": "fig-grad-variance", "steps": "fig-step-variance", "baselines": "fig-baselines",
            "landscape": "fig-landscape-surrogate"}
 
 
-def show_plan(programs: list, have: int, solver: str = "converged", model: str = "brax", show: bool = True,
-              owners: list | None = None):
+def show_plan(programs: list, have: int | None = None, solver: str = "converged", model: str = "brax",
+              show: bool = True, owners: list | None = None):
     """The plan's table with each program's estimated seconds (``owners``: a first column, the targets that run each
-    program); printed with its totals where ``show``."""
-    from pgdiag.diagnostics.memory import fmt_bytes, memory_source
+    program); printed with its totals where ``show``. Each program is checked against the memory where it runs
+    (its ``available``); ``have`` is only what the summary names where programs do not say."""
+    from pgdiag.diagnostics.memory import fmt_bytes
     from pgdiag.experiments import costs, dry_run
 
     recorded, timed_now, timed = costs.recorded_step_ms(solver, model), costs.measured_step_ms(solver, model), set()
@@ -35,42 +37,77 @@ def show_plan(programs: list, have: int, solver: str = "converged", model: str =
         return ms
 
     frame = dry_run.table(programs, step_ms)
+    if not frame.empty and have is not None:
+        frame.loc[frame.available == 0, "available"] = have
     if owners is not None:
         frame.insert(0, "targets", owners)
     if show:
-        print(frame.assign(memory=frame.memory.map(fmt_bytes)).to_string(index=False))
-        total = frame.estimated_s.sum()
-        print(f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
-              + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
-              + f" the {fmt_bytes(have)} available ({memory_source()}); estimated duration (without compiling): "
-              + (f"{total / 60:.1f} min" if total >= 60 else f"{total:.1f} s"))
-        recorded_tasks = sorted(set(frame.task) - timed)
-        print("step costs: " + "; ".join(
-            [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
-            + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
-               f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed)))
+        shown = frame.assign(memory=frame.memory.map(fmt_bytes), available=frame.available.map(fmt_bytes))
+        print((shown if frame.available.nunique() > 1 else shown.drop(columns="available")).to_string(index=False))
+        print(_summary(frame))
+        print(_costs_line(frame, timed))
     return frame
 
 
-def plan_sweep(base, grid=None, seeds=1, show: bool = True):
+def _summary(frame) -> str:
+    """The plan's totals: programs, pairs, the memory each was checked against, the estimated duration."""
+    from pgdiag.diagnostics.memory import available_memory, fmt_bytes, memory_source
+    from pgdiag.envs import hosts
+
+    words = {available_memory(host=True): memory_source(host=True), available_memory(): memory_source()}
+    where = "; ".join(f"{fmt_bytes(b)}" + (f" ({words[b]})" if b in words else " (as given)")
+                      for b in sorted(set(int(b) for b in frame.available)))
+    total = frame.estimated_s.sum()
+    host = hosts.declared()
+    return (f"{len(frame)} programs, {int(frame.pairs.sum()):,} pairs; "
+            + ("every program fits" if frame.fits.all() else f"{int((~frame.fits).sum())} do not fit")
+            + f" the memory where it runs: {where}; estimated duration (without compiling)"
+            + (f" on {host.describe()}" if host else "") + ": "
+            + (f"{total / 60:.1f} min" if total >= 60 else f"{total:.1f} s")
+            + (f" ({int(frame.estimated_s.isna().sum())} without an estimate)" if frame.estimated_s.isna().any()
+               else ""))
+
+
+def _costs_line(frame, timed: set) -> str:
+    """Where the step costs came from: recorded on this host, timed now, or a declared host's profile."""
+    from pgdiag.envs import hosts
+
+    recorded_tasks = sorted(set(frame.task) - timed)
+    if hosts.declared():
+        missing = sorted(set(frame.task[frame.estimated_s.isna()]))
+        found = [t for t in sorted(set(frame.task)) if t not in missing]
+        return "step costs: " + "; ".join(
+            [f"from {hosts.declared().source or 'the declared host'} for {', '.join(found)}"] * bool(found)
+            + [f"none in the profile for {', '.join(missing)} (record them there: python "
+               f"benchmarks/bench_crossover.py --record, then pgdiag host save)"] * bool(missing))
+    return "step costs: " + "; ".join(
+        [f"recorded on this host for {', '.join(recorded_tasks)}"] * bool(recorded_tasks)
+        + [f"timed now for {', '.join(sorted(timed))} (a few batched steps each, seconds; "
+           f"python benchmarks/bench_crossover.py --record keeps this host's costs)"] * bool(timed))
+
+
+def plan_sweep(base, grid=None, seeds=1, show: bool = True, host=None):
     """What [`sweep`][pgdiag.run.execute.sweep] ``(base, grid, seeds)`` would compile and cost; nothing runs.
+
+    Args:
+        host: plan for the host a profile declares (its path, or a `Host`; [`pgdiag.envs.hosts`][pgdiag.envs.hosts],
+            ``pgdiag host save`` writes one there); default this one.
 
     Returns:
         The plan's table (one training program: every agent of the grid × seeds).
     """
-    from pgdiag.diagnostics.memory import available_memory
     from pgdiag.experiments import dry_run
     from pgdiag.run.planning import plan
 
     p = plan(base, grid, seeds)   # the grid and seeds checked as sweep checks them
-    have = available_memory()
     static = p.base.static
-    program = dry_run.training_program(static.task, p.base.name, static, p.num_agents, have,
-                                       spec=(p.base, grid, seeds))
-    return show_plan([program], have, static.solver, static.model, show)
+    with declare(host):
+        program = dry_run.training_program(static.task, p.base.name, static, p.num_agents, None,
+                                           spec=(p.base, grid, seeds))
+        return show_plan([program], None, static.solver, static.model, show)
 
 
-def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True, **settings):
+def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True, host=None, **settings):
     """What a study of ``runs`` would compile and cost with ``settings`` (its fields); nothing is loaded or run.
 
     Args:
@@ -80,52 +117,54 @@ def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True
         iterations: the checkpointed iterations to measure at (None: every saved one).
         agents: agent indices in each run (None: all).
         show: print the table and its totals.
+        host: plan for the host a profile declares (as [`plan_sweep`][pgdiag.experiments.planner.plan_sweep]).
         **settings: the study's settings, e.g. ``estimates=10, sizes=(100, 1000, 10_000)``.
 
     Returns:
         The plan's table, one row per compiled program.
     """
-    from pgdiag.diagnostics.memory import available_memory
     from pgdiag.experiments import dry_run, targets
 
     name = STUDIES.get(study, study)
     if name not in targets.TARGETS or targets.get(name).kind != "diagnostic":
         raise ConfigError(f"plan_study: unknown study {study!r}; studies are {', '.join(STUDIES)} or a diagnostic "
                           f"target's name")
-    have = available_memory()
-    programs = dry_run.runs_plan(targets.get(name), [runs] if isinstance(runs, str) else list(runs),
-                                 diag=settings, memory=have, iterations=iterations, agents=agents)
-    first = programs[0] if programs else None
-    return show_plan(programs, have, getattr(first, "solver", "converged"), getattr(first, "model", "brax"), show)
+    with declare(host):
+        programs = dry_run.runs_plan(targets.get(name), [runs] if isinstance(runs, str) else list(runs),
+                                     diag=settings, memory=None, iterations=iterations, agents=agents)
+        first = programs[0] if programs else None
+        return show_plan(programs, None, getattr(first, "solver", "converged"), getattr(first, "model", "brax"),
+                         show)
 
 
-def plan_report(paper: str = "cl", scale: str = "paper", show: bool = True):
+def plan_report(paper: str = "cl", scale: str = "paper", show: bool = True, host=None):
     """What ``make closer-look-report SCALE=scale`` (``paper="im"``: the implementation-matters report) would
     compile and cost: every program of every target the paper's report reads, at ``scale`` (several,
     comma-separated: each), each program once however many targets share it (their trainings, as the report's
     targets share them); nothing is compiled or run. A target without that scale is left out, and said so.
+    ``host``: plan for the host a profile declares (as [`plan_sweep`][pgdiag.experiments.planner.plan_sweep]).
 
     Returns:
         The plan's table, one row per compiled program, its first column the targets that run it.
     """
-    from pgdiag.diagnostics.memory import available_memory
     from pgdiag.experiments import targets
     from pgdiag.experiments.report import check_paper
 
-    have, owners, missing = available_memory(), {}, []
+    owners, missing = {}, []
     scales = [x for x in scale.split(",") if x]
-    for t in targets.of_paper(check_paper(paper)):
-        for sc in scales:
-            if sc not in t.scales:
-                missing.append(f"{t.name} ({sc})")
-                continue
-            for p in t.dry_run(sc, memory=have):
-                owners.setdefault(p, []).append(t.name)
-    if not owners:
-        raise ConfigError(f"report --dry-run --scale {scale!r}: no target of the report has that scale")
-    if missing and show:
-        print(f"without scale {scale}: {', '.join(missing)}")
-    return show_plan(list(owners), have, show=show, owners=[", ".join(dict.fromkeys(v)) for v in owners.values()])
+    with declare(host):
+        for t in targets.of_paper(check_paper(paper)):
+            for sc in scales:
+                if sc not in t.scales:
+                    missing.append(f"{t.name} ({sc})")
+                    continue
+                for p in t.dry_run(sc):
+                    owners.setdefault(p, []).append(t.name)
+        if not owners:
+            raise ConfigError(f"report --dry-run --scale {scale!r}: no target of the report has that scale")
+        if missing and show:
+            print(f"without scale {scale}: {', '.join(missing)}")
+        return show_plan(list(owners), None, show=show, owners=[", ".join(dict.fromkeys(v)) for v in owners.values()])
 
 
 __all__ = ["STUDIES", "plan_report", "plan_study", "plan_sweep", "show_plan"]

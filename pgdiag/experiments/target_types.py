@@ -24,8 +24,8 @@ from typing import Callable, Mapping
 
 from pgdiag.config import ConfigError
 from pgdiag.diagnostics import engine
-from pgdiag.diagnostics.memory import available_memory
 from pgdiag.diagnostics.protocol import Diagnostic
+from pgdiag.envs.hosts import declare as declare_host
 from pgdiag.experiments import study_dir
 from pgdiag.run import distributed
 
@@ -113,14 +113,17 @@ class Target:
         """Draw from the study saved in ``from_dir`` without training or measuring."""
         return self.draw(self, from_dir, **kwargs)
 
-    def dry_run(self, scale: str = "smoke", memory: int | None = None, diag: dict | None = None, **kwargs) -> list:
+    def dry_run(self, scale: str = "smoke", memory: int | None = None, diag: dict | None = None, host=None,
+                **kwargs) -> list:
         """The programs [`train`][pgdiag.experiments.target_types.Target.train] would compile at ``scale`` (nothing
-        compiled); ``memory``: the bytes available (default: what the studies check against on this host)."""
+        compiled); ``memory``: the bytes available to every program (default: what each is checked against where it
+        runs); ``host``: plan for the host a profile declares ([`pgdiag.envs.hosts`][pgdiag.envs.hosts]: a path or
+        a `Host`; default this one)."""
         if diag and self.measurement is None:
             raise ConfigError(f"{self.name} only trains: it has no measurement settings, got {sorted(diag)}")
         self._check_counts(kwargs)
-        have = int(memory) if memory is not None else available_memory()
-        return self.plan(self, scale, memory=have, **({"diag": diag} if diag else {}), **kwargs)
+        with declare_host(host):
+            return self.plan(self, scale, memory=memory, **({"diag": diag} if diag else {}), **kwargs)
 
     def read_evidence(self, from_dir: str, notes: list) -> list:
         """Its evidence rows from the study saved in ``from_dir`` ([] where it provides none)."""

@@ -71,13 +71,15 @@ def collectors(static, n_agents: int) -> tuple:
 
 def resolve(static) -> tuple[str, str]:
     """('device' or 'split', why) for a training program of ``static`` (physics already resolved)."""
+    from pgdiag.envs import hosts   # the declared host where a plan is made for another
+
     if static.placement != "auto":
         return static.placement, "asked for"
-    if jax.default_backend() == "cpu":
+    if hosts.backend() == "cpu":
         return "device", "no accelerator"
     if static.physics != "native":
         return "device", f"{static.physics} physics runs on the accelerator"
-    if jax.process_count() > 1 or jax.local_device_count() > 1:
+    if hosts.process_count() > 1 or hosts.device_count() > 1:
         return "device", "several devices: the agents are sharded across them"
     return "split", "native physics on the host's CPU, the update on the accelerator"
 

@@ -84,6 +84,10 @@ def record_study(study: str, task: str, model: str, solver: str, width: int, ms_
 
 
 def _keep(row: dict, replace: bool = True) -> None:
+    from pgdiag.envs import hosts
+
+    if hosts.declared():   # measured here, not there
+        return
     data = _load()
     key = host_key()
     same = {k: v for k, v in row.items() if k != "ms_per_step"}
@@ -102,8 +106,16 @@ def _keep(row: dict, replace: bool = True) -> None:
         pass
 
 
+def here() -> list[dict]:
+    """The rows recorded on this host, or a declared host's ([`pgdiag.envs.hosts`][pgdiag.envs.hosts])."""
+    from pgdiag.envs import hosts
+
+    host = hosts.declared()
+    return list(host.costs) if host else list(_load()["hosts"].get(host_key(), []))
+
+
 def _rows(want: dict) -> list[tuple[int, float]]:
-    rows = [r for r in _load()["hosts"].get(host_key(), []) if all(r.get(k) == v for k, v in want.items())
+    rows = [r for r in here() if all(r.get(k) == v for k, v in want.items())
             and ("study" in r) == ("study" in want)]
     return sorted((int(r["width"]), float(r["ms_per_step"])) for r in rows)
 

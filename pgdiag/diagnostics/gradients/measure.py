@@ -188,7 +188,7 @@ def wide_batch(static, backend: str) -> int:
     at 4,096 gets 4,096), else that constant."""
     from pgdiag.envs import crossover
 
-    rows = crossover.load(crossover.host_key(static.physics_threads or envs.default_threads()))
+    rows = crossover.rows_here(static.physics_threads or envs.default_threads())
     return crossover.fullest_batch(rows, static.task, static.solver, backend, static.model,
                                    reaching=MJX_WIDE_BATCH) or MJX_WIDE_BATCH
 

@@ -272,7 +272,7 @@ def toggle_aggregates(saved: dict, path_stem: str) -> dict:
     return write_aggregates(summary, path_stem, "2^4 ablation: each toggle on and off, aggregated over tasks × agents")
 
 
-def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
+def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int | None = 1 << 62, **overrides) -> list:
     """One compiled sweep per task: 2^4 toggle combinations × the learning rates × seeds agents."""
     sc = pick(target.scales, scale)
     n = seeds or sc.seeds

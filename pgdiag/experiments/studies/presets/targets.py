@@ -229,7 +229,7 @@ def _study(target, scale: str, out: str, tasks, seeds, progress, overrides) -> N
     study_dir.write(out, STUDY, scale, tasks, algorithms=list(target.presets), **entry)
 
 
-def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int = 1 << 62, **overrides) -> list:
+def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int | None = 1 << 62, **overrides) -> list:
     """The sweeps [`run`][pgdiag.experiments.studies.presets.targets.run] starts: per task, one per group of
     presets ([`training_groups`][pgdiag.experiments.studies.presets.training_groups]) and static configuration; at
     the mid scale the shared ones are the programs fig-trust-region plans (the same

@@ -207,7 +207,8 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
             "summary": summary, "text": f"first step: |grad L^C - grad L| / |grad L| = {rel:.2e}"}
 
 
-def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, steps=None, **overrides) -> list:
+def plan(target, scale="smoke", tasks=None, seeds=None, memory: int | None = 1 << 62, steps=None,
+         **overrides) -> list:
     """One batch of the PPO preset, then every optimizer on it in turn."""
     sc = pick(target.scales, scale)
     task, steps = (tasks or sc.tasks_of())[0], steps or sc.settings["optimize"]["steps"]
@@ -216,8 +217,9 @@ def plan(target, scale="smoke", tasks=None, seeds=None, memory: int = 1 << 62, s
     pairs = s.num_envs * s.steps_per_env
     need = WORD * pairs * pair_words(obs, act, s, value_passes=0)   # the batch and the policy's activations
     return [dry_run.Program("optimize", task, "ppo", len(OPTIMIZERS), pairs, s.steps_per_env + len(OPTIMIZERS) * steps,
-                            s.num_envs, need, need <= memory, f"{steps} full-batch steps per optimizer",
-                            model=s.model, solver=s.solver, physics=s.physics)]
+                            s.num_envs, need, need <= dry_run.budget(memory), f"{steps} full-batch steps per optimizer",
+                            model=s.model, solver=s.solver, physics=s.physics,
+                            available=dry_run.budget(memory))]
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
