@@ -153,3 +153,14 @@ def test_the_command_line_plans_for_a_saved_host_and_refuses_a_run_with_one(tmp_
     assert main(["host", "show", path]) == 0
     assert "hopper (brax, converged) at 1, 64, 1,024 on native/warp" in capsys.readouterr().out
     assert os.path.exists(path)
+
+
+def test_a_plan_names_what_does_not_fit_with_the_line_its_run_would_give(capsys, nothing_timed):
+    """A width past the memory: the plan prints the study's own refusal (what it needs, what is available, what
+    to lower), against the declared device's memory where the program would run there."""
+    with hosts.declare(GPU):
+        assert main(["fig-grad-variance", "--dry-run", "--scale", "mid", "--diag", "envs=100000"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("does not fit: gradients hopper"))
+    assert "is available" in line and "lower envs or steps" in line
+    assert f"but {memory.fmt_bytes(32 * GIB)} is available" in line   # auto runs: the smaller memory (host RAM)

@@ -109,9 +109,13 @@ def require_memory(need: int, what: str, shape: str, advice: str, have: int | No
     [`available_memory`][pgdiag.diagnostics.memory.available_memory])."""
     have = available_memory() if have is None else have
     if need > have:
-        raise DiagnosticError(f"{what} needs about {fmt_bytes(need)} but {fmt_bytes(have)} is available: {shape}; "
-                              f"{advice}")
+        raise DiagnosticError(refusal_text(need, what, shape, advice, have))
+
+
+def refusal_text(need: int, what: str, shape: str, advice: str, have: int) -> str:
+    """The line a program that does not fit is refused with (and its plan prints)."""
+    return f"{what} needs about {fmt_bytes(need)} but {fmt_bytes(have)} is available: {shape}; {advice}"
 
 
 __all__ = ["PAIR_SCALARS", "WORD", "available_memory", "device_limit", "fmt_bytes", "in_flight", "memory_source",
-           "num_params", "pair_words", "require_memory", "step_words", "stored_words"]
+           "num_params", "pair_words", "refusal_text", "require_memory", "step_words", "stored_words"]

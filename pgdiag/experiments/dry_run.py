@@ -16,7 +16,7 @@ import dataclasses
 from pgdiag.config import ConfigError, study_preset
 from pgdiag.diagnostics.engine import plan_shapes
 from pgdiag.diagnostics import placement
-from pgdiag.diagnostics.memory import WORD, available_memory, pair_words
+from pgdiag.diagnostics.memory import WORD, available_memory, pair_words, refusal_text
 from pgdiag.envs import sizes as task_sizes
 from pgdiag.experiments.costs import run_seconds
 from pgdiag.experiments.scales import pick
@@ -46,6 +46,8 @@ class Program:
     #: the bytes a program may use where it runs (the accelerator's, or the host's RAM): what it is checked against,
     #: not what it is (two plans of the same program against other memories plan the same program)
     available: int = dataclasses.field(default=0, compare=False)
+    #: where it does not fit, the line its run would be refused with (what to lower)
+    refusal: str = dataclasses.field(default="", compare=False)
 
 
 def budget(memory: int | None) -> int:
@@ -103,10 +105,13 @@ def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: 
         s = statics.get(labels[0], first) if labels else first
         return {"model": s.model, "solver": s.solver, "physics": s.physics, "placement": s.placement}
 
-    return [Program(study.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
-                    s.fits, s.note, **physics(s.labels),
-                    available=placement.memory_bytes(s.static) if have is None else int(have))
-            for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
+    def program(s):
+        available = placement.memory_bytes(s.static) if have is None else int(have)
+        refusal = "" if s.fits or not s.refusal else refusal_text(s.bytes, *s.refusal, available)
+        return Program(study.kind, task, "+".join(s.labels), s.units, s.pairs, s.sequential_steps, s.width, s.bytes,
+                       s.fits, s.note, **physics(s.labels), available=available, refusal=refusal)
+
+    return [program(s) for s in plan_shapes(study, task, statics, subjects_per, settings, have)]
 
 
 def shape_seconds(shape, task: str, step_ms, study: str = "measure") -> float | None:
@@ -176,7 +181,7 @@ def table(programs: list, step_ms=None):
 
     rows = []
     for p in programs:
-        row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "spec"}
+        row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in ("spec", "refusal")}
         seconds = run_seconds(p, step_ms) if step_ms else None
         row["estimated_s"] = None if seconds is None else round(seconds, 1)
         row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator, host or callback

@@ -45,6 +45,9 @@ def show_plan(programs: list, have: int | None = None, solver: str = "converged"
         shown = frame.assign(memory=frame.memory.map(fmt_bytes), available=frame.available.map(fmt_bytes))
         print((shown if frame.available.nunique() > 1 else shown.drop(columns="available")).to_string(index=False))
         print(_summary(frame))
+        for p in programs:
+            if p.refusal:   # what its run would say, before anything compiles
+                print(f"does not fit: {p.stage} {p.task} {p.presets}: {p.refusal}")
         print(_costs_line(frame, timed))
     return frame
 
