@@ -100,8 +100,14 @@ def test_a_saved_profile_reads_back_and_is_never_overwritten(tmp_path):
     hosts.save(GPU, path)
     assert hosts.load(path) == dataclasses.replace(GPU, source=path)
     with pytest.raises(FileExistsError, match="exists"):
-        hosts.save(GPU, path)
+        hosts.save(dataclasses.replace(GPU, cores=8), path)
     assert hosts.load(path) == dataclasses.replace(GPU, source=path)
+    assert sorted(os.listdir(tmp_path)) == ["gpu.json"]          # no temporary file left beside it
+    # an accelerator whose memory the runtime does not report: saved as unknown, planned with half the host's RAM
+    unknown = dataclasses.replace(GPU, device_memory=None)
+    hosts.save(unknown, str(tmp_path / "unknown.json"))
+    with hosts.declare(str(tmp_path / "unknown.json")):
+        assert memory.available_memory() == 32 * GIB
 
 
 @pytest.mark.parametrize("change, message", [
@@ -109,10 +115,17 @@ def test_a_saved_profile_reads_back_and_is_never_overwritten(tmp_path):
     (lambda d: d.update(version=99), "layout version 99"),
     (lambda d: d["host"].pop("cores"), "lacks 'cores'"),
     (lambda d: d["host"].update(cores=0), "cores must be a positive whole number, got 0"),
-    (lambda d: d["host"].update(device_memory=None), "device_memory must be its bytes per device"),
+    (lambda d: d["host"].update(device_memory="lots"), "device_memory must be the bytes"),
+    (lambda d: d["host"].pop("host_memory"), "lacks 'host_memory'"),
+    (lambda d: d["host"].update(host_memory=0), "host_memory must be a positive whole number, got 0"),
+    (lambda d: d["host"].update(platform="cuda"), "platform must be one of cpu, gpu, tpu"),
+    (lambda d: d.update(version=True), "layout version True"),
     (lambda d: d["host"].update(colour="red"), "unknown host field"),
+    (lambda d: d["host"].update(physics={}), "unknown host field"),
     (lambda d: d.update(physics={"sixteen": []}), "physics threads"),
+    (lambda d: d.update(physics={"16": [1, 2]}), "crossover rows"),
     (lambda d: d.update(costs=[{"width": 5}]), "ms_per_step"),
+    (lambda d: d.update(costs=[{"ms_per_step": 1.0}]), "width and ms_per_step"),
 ])
 def test_a_malformed_profile_is_refused_naming_what_is_wrong(tmp_path, change, message):
     data = hosts.to_json(GPU)
@@ -164,3 +177,14 @@ def test_a_plan_names_what_does_not_fit_with_the_line_its_run_would_give(capsys,
     line = next(x for x in out.splitlines() if x.startswith("does not fit: gradients hopper"))
     assert "is available" in line and "lower envs or steps" in line
     assert f"but {memory.fmt_bytes(32 * GIB)} is available" in line   # auto runs: the smaller memory (host RAM)
+
+
+def test_warp_is_planned_for_a_host_that_has_it_though_this_one_does_not(monkeypatch):
+    from pgdiag import envs
+    from pgdiag.envs import mujoco_physics
+
+    monkeypatch.setattr(mujoco_physics, "warp_unavailable", lambda: "warp-lang is not installed")
+    with pytest.raises(ConfigError, match="not installed"):
+        envs.resolve_physics("hopper", "warp")
+    with hosts.declare(GPU):
+        assert envs.resolve_physics("hopper", "warp") == ("warp", 0)

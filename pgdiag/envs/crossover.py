@@ -89,8 +89,13 @@ def recorded_here(path: str | None = None) -> dict:
 
 def record(key: str, rows: list[dict], path: str | None = None) -> str:
     """Add ``rows`` to ``key``'s (a row replaces an earlier one of the same task, model, solver and batch);
-    written whole to a temporary file and moved into place. Returns the path."""
+    written whole to a temporary file and moved into place. Returns the path. Nothing is written while a plan is made
+    for another host ([`pgdiag.envs.hosts`][pgdiag.envs.hosts]: its measurements are not this host's)."""
+    from pgdiag.envs import hosts
+
     path = path or cache_path()
+    if hosts.declared():
+        return path
     try:
         with open(path) as f:
             data = json.load(f)

@@ -41,7 +41,7 @@ class Host:
     cpu_devices: int              # the CPU devices of one process (a split run's and a host study's blocks)
     cores: int
     processes: int = 1
-    device_memory: int | None = None   # bytes one accelerator device allows a program (None: a CPU host)
+    device_memory: int | None = None   # bytes one accelerator device allows a program (None: a CPU host, or unknown)
     host_memory: int = 0               # the host's RAM in bytes
     physics: dict = dataclasses.field(default_factory=dict)
     costs: list = dataclasses.field(default_factory=list)
@@ -105,7 +105,7 @@ def cpu_device_count() -> int:
     """The CPU devices of one process (a split run's and a host study's blocks)."""
     import jax
 
-    return declared().cpu_devices if declared() else len(jax.devices("cpu"))
+    return declared().cpu_devices if declared() else len(jax.local_devices(backend="cpu"))
 
 
 def cores() -> int:
@@ -127,23 +127,69 @@ def this_host(physics: dict | None = None, costs: list | None = None) -> Host:
     """This process's host, with the recorded measurements given."""
     import jax
 
-    d = jax.devices()[0]
+    d = jax.local_devices()[0]
     stats = d.memory_stats() if d.platform != "cpu" and hasattr(d, "memory_stats") else None
-    return Host(d.platform, d.device_kind, jax.device_count(), len(jax.devices("cpu")), os.cpu_count() or 1,
+    return Host(d.platform, d.device_kind, jax.device_count(), cpu_device_count(), os.cpu_count() or 1,
                 jax.process_count(), (stats or {}).get("bytes_limit"), host_memory(), dict(physics or {}),
                 list(costs or []), "this host")
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Host)}
-_NUMBERS = ("devices", "cpu_devices", "cores", "processes", "host_memory")
+_ABOUT = tuple(f.name for f in dataclasses.fields(Host) if f.name not in ("physics", "costs", "source"))
+_COUNTS = ("devices", "cpu_devices", "cores", "processes", "host_memory")
+#: the platforms a profile may declare (JAX's names for its backends)
+PLATFORMS = ("cpu", "gpu", "tpu")
 
 
 def to_json(host: Host) -> dict:
     """A profile's contents (what [`save`][pgdiag.envs.hosts.save] writes and [`from_json`][pgdiag.envs.hosts.from_json]
     reads)."""
-    about = {k: v for k, v in dataclasses.asdict(host).items() if k not in ("physics", "costs", "source")}
+    about = {k: getattr(host, k) for k in _ABOUT}
     return {"format": FORMAT, "version": VERSION, "host": about,
             "physics": {str(k): v for k, v in host.physics.items()}, "costs": host.costs}
+
+
+def _whole(v, least: int = 1) -> bool:
+    return type(v) is int and v >= least
+
+
+def _number(v) -> bool:
+    return type(v) in (int, float) and v >= 0
+
+
+def _check_about(about, where: str) -> None:
+    if not isinstance(about, dict):
+        raise ConfigError(f"{where}: \"host\" must be an object with {', '.join(_ABOUT)}")
+    unknown = sorted(set(about) - set(_ABOUT))
+    if unknown:
+        raise ConfigError(f"{where}: unknown host field(s) {', '.join(unknown)}; fields are {', '.join(_ABOUT)}")
+    for k in ("platform", "device_kind", "devices", "cpu_devices", "cores", "host_memory"):
+        if k not in about:
+            raise ConfigError(f"{where}: \"host\" lacks {k!r}")
+    if about["platform"] not in PLATFORMS or not isinstance(about["device_kind"], str):
+        raise ConfigError(f"{where}: host platform must be one of {', '.join(PLATFORMS)} and device_kind a name, got "
+                          f"{about['platform']!r} and {about['device_kind']!r}")
+    for k in _COUNTS:
+        if not _whole(about.get(k, 1)):
+            raise ConfigError(f"{where}: host {k} must be a positive whole number, got {about.get(k)!r}")
+    mem = about.get("device_memory")
+    if mem is not None and not _whole(mem):
+        raise ConfigError(f"{where}: device_memory must be the bytes a program may use on one device (or null: "
+                          f"unknown), got {mem!r}")
+
+
+def _check_rows(physics, costs, where: str) -> None:
+    def physics_row(r):
+        return (isinstance(r, dict) and isinstance(r.get("task"), str) and isinstance(r.get("solver"), str)
+                and _whole(r.get("batch")) and all(_number(v) for k, v in r.items() if k.endswith("_ms")))
+
+    if not isinstance(physics, dict) or not all(str(k).isdigit() and isinstance(v, list) and all(map(physics_row, v))
+                                                for k, v in physics.items()):
+        raise ConfigError(f"{where}: \"physics\" must map physics threads (\"16\") to lists of crossover rows "
+                          f"({{task, solver, batch, native_ms, ...}}, as crossover.json holds them)")
+    if not isinstance(costs, list) or not all(isinstance(r, dict) and _whole(r.get("width")) and
+                                              _number(r.get("ms_per_step")) for r in costs):
+        raise ConfigError(f"{where}: \"costs\" must be a list of recorded rows, each with a width and ms_per_step "
+                          f"(as training.json holds them)")
 
 
 def from_json(data, source: str = "") -> Host:
@@ -151,31 +197,12 @@ def from_json(data, source: str = "") -> Host:
     where = f"host profile {source}" if source else "host profile"
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"{where}: not a pgdiag host profile (expected a JSON object with \"format\": "
-                         f"{FORMAT!r}, as `pgdiag host save` writes)")
-    if data.get("version") != VERSION:
+                          f"{FORMAT!r}, as `pgdiag host save` writes)")
+    if type(data.get("version")) is not int or data["version"] != VERSION:
         raise ConfigError(f"{where}: layout version {data.get('version')!r}; this pgdiag reads version {VERSION}")
-    about = data.get("host")
-    if not isinstance(about, dict):
-        raise ConfigError(f"{where}: \"host\" must be an object with {', '.join(_FIELDS)}")
-    unknown = sorted(set(about) - set(_FIELDS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown host field(s) {', '.join(unknown)}; fields are "
-                         f"{', '.join(k for k in _FIELDS if k not in ('physics', 'costs', 'source'))}")
-    for k in ("platform", "device_kind", *_NUMBERS[:3]):
-        if k not in about:
-            raise ConfigError(f"{where}: \"host\" lacks {k!r}")
-    for k in _NUMBERS:
-        v = about.get(k, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "host_memory" else 1):
-            raise ConfigError(f"{where}: host {k} must be a positive whole number, got {v!r}")
-    mem = about.get("device_memory")
-    if about["platform"] != "cpu" and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 1):
-        raise ConfigError(f"{where}: an accelerator host's device_memory must be its bytes per device, got {mem!r}")
-    physics, costs = data.get("physics", {}), data.get("costs", [])
-    if not isinstance(physics, dict) or not all(str(k).isdigit() and isinstance(v, list) for k, v in physics.items()):
-        raise ConfigError(f"{where}: \"physics\" must map physics threads (\"16\") to lists of crossover rows")
-    if not isinstance(costs, list) or not all(isinstance(r, dict) and "ms_per_step" in r for r in costs):
-        raise ConfigError(f"{where}: \"costs\" must be a list of recorded rows, each with ms_per_step")
+    about, physics, costs = data.get("host"), data.get("physics", {}), data.get("costs", [])
+    _check_about(about, where)
+    _check_rows(physics, costs, where)
     return Host(**about, physics={int(k): v for k, v in physics.items()}, costs=costs, source=source)
 
 
@@ -194,18 +221,24 @@ def load(path) -> Host:
 
 
 def save(host: Host, path) -> str:
-    """Write ``host`` as a profile; a file already there is not overwritten (a profile is someone's record)."""
+    """Write ``host`` as a profile to a new file (a file already there, however recently made, is never replaced: a
+    profile is someone's record); checked as a later read will check it first."""
     path = os.fspath(path)
-    if os.path.exists(path):
-        raise FileExistsError(f"{path!r} exists; a host profile is saved to a new file (choose another name, or "
-                              f"remove that one first)")
+    from_json(to_json(host), path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(to_json(host), f, indent=1)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(to_json(host), f, indent=1)
+        os.link(tmp, path)      # whole, and only where nothing is
+    except FileExistsError:
+        raise FileExistsError(f"{path!r} exists; a host profile is saved to a new file (choose another name, or "
+                              f"remove that one first)") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return path
 
 
-__all__ = ["FORMAT", "Host", "VERSION", "backend", "cores", "cpu_device_count", "declare", "declared",
+__all__ = ["FORMAT", "Host", "PLATFORMS", "VERSION", "backend", "cores", "cpu_device_count", "declare", "declared",
            "device_count", "from_json", "host_memory", "load", "process_count", "save", "this_host", "to_json"]
