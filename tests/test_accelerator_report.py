@@ -25,6 +25,10 @@ def test_the_tiny_report_measures_every_section(report_module, tmp_path):
     # the physics ladder: Hopper, converged solver, batch 4, both backends timed
     (row,) = data["crossover"]["rows"]
     assert (row["task"], row["solver"], row["batch"]) == ("hopper", "converged", 4)
+    # beside it, this host's profile for plans made elsewhere (pgdiag.envs.hosts): it reads back as this host
+    from pgdiag.envs import hosts
+    profile = hosts.load(str(pathlib.Path(path).with_name(pathlib.Path(path).stem + "-host.json")))
+    assert (profile.platform, profile.cores) == (hosts.backend(), hosts.cores())
     assert row["native_ms"] > 0 and row["mjx_ms"] > 0 and data["crossover"]["recorded"] is None
     # fig-value (PPO and TRPO: two sweeps of 2 agents) on the point mass, each timed over one iteration and
     # extrapolated to its length
