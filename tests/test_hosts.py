@@ -188,3 +188,18 @@ def test_warp_is_planned_for_a_host_that_has_it_though_this_one_does_not(monkeyp
         envs.resolve_physics("hopper", "warp")
     with hosts.declare(GPU):
         assert envs.resolve_physics("hopper", "warp") == ("warp", 0)
+
+
+def test_host_save_can_first_time_what_a_scale_of_both_reports_needs(monkeypatch, tmp_path, capsys):
+    """--scale plans both papers' reports here first (their missing step costs timed and recorded, as any dry run
+    does), then saves; a scale no target has is refused before anything is timed or written."""
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(costs, "time_pure_jax", lambda threads: [])
+    planned = []
+    monkeypatch.setattr(planner, "plan_report", lambda paper, scale, show: planned.append((paper, scale)))
+    assert main(["host", "save", str(tmp_path / "a.json"), "--scale", "paper"]) == 0
+    assert planned == [("cl", "paper"), ("im", "paper")] and os.path.exists(tmp_path / "a.json")
+    monkeypatch.undo()
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path / "cache"))
+    assert main(["host", "save", str(tmp_path / "b.json"), "--scale", "huge"]) == 2
+    assert "huge" in capsys.readouterr().err and not os.path.exists(tmp_path / "b.json")

@@ -1,6 +1,7 @@
 """``pgdiag host``: this host's profile, saved for plans made elsewhere, and a profile shown.
 
     pgdiag host save gpu.json          # on the GPU box: its devices, memory and recorded step costs
+    pgdiag host save gpu.json --scale paper   # the same, with every step cost the paper reports need timed first
     pgdiag host show gpu.json          # what a profile declares (no file: this host)
     pgdiag report --dry-run --scale paper --host gpu.json     # on the laptop: the plan for that box
 """
@@ -18,6 +19,9 @@ def add_hosts(sub) -> None:
     how = p.add_subparsers(dest="action", required=True)
     s = how.add_parser("save", help="write this host's profile to a new file")
     s.add_argument("file", help="the profile to write (a file already there is never overwritten)")
+    s.add_argument("--scale", default=None, help="first plan both papers' reports at this scale (paper, mid, ...) "
+                                                 "here, timing every step cost they need that is not yet recorded, "
+                                                 "so that the profile costs each of their programs")
     s.set_defaults(func=cmd_host_save)
     s = how.add_parser("show", help="what a profile declares (no file: this host, with what it has recorded)")
     s.add_argument("file", nargs="?", default=None)
@@ -43,6 +47,13 @@ def cmd_host_save(args) -> None:
     if os.path.exists(args.file):   # before anything is timed
         raise ConfigError(f"host save: {args.file!r} exists; a host profile is saved to a new file (choose another "
                           f"name, or remove that one first)")
+    if args.scale:
+        from pgdiag.experiments.planner import plan_report
+
+        print(f"planning both papers' reports at scale {args.scale} here: the step costs they need are timed "
+              f"where none is recorded (seconds to minutes)", flush=True)
+        for paper in ("cl", "im"):
+            plan_report(paper, args.scale, show=False)
     print("timing the pure-JAX tasks' steps at a few widths (seconds each)", flush=True)
     host = recorded_host(time_pure_jax=True)
     try:
