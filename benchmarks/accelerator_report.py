@@ -18,8 +18,8 @@ On whatever host it runs (a laptop, a cluster node, a GPU or TPU machine), withi
 
 Beside the report, ``accelerator-report-<device>-host.json``: this host's profile (devices, memory, every recorded
 step cost), from which a plan for this host is made on any other machine: ``pgdiag report --dry-run --scale paper
---host FILE``. What does not fit the budget is listed as not measured. ``--scale tiny`` runs every section at a few seconds'
-size on a CPU (Hopper at batch 4, the pure-JAX tasks' training): the test suite runs it.
+--host FILE``. What does not fit the budget is listed as not measured. ``--scale tiny`` runs every section at a few
+seconds' size on a CPU (Hopper at batch 4, the pure-JAX tasks' training): the test suite runs it.
 
     python benchmarks/accelerator_report.py [--scale paper|tiny] [--out benchmarks/results]
                                             [--budget-minutes 30] [--no-record]
@@ -168,7 +168,8 @@ SECTIONS = ("crossover", "programs", "throughput", "diagnostics")
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
         record: bool = True, sections=SECTIONS, merge: str | None = None, tasks=None, targets=None) -> str:
     """Measure the ``sections`` (in that order) and write ``out/accelerator-report-<device>.md`` (and
-    ``.json``, and this host's profile ``-host.json`` for plans made elsewhere: [`pgdiag.envs.hosts`]); the others come from the report ``merge`` names (a ``.json`` written earlier on the same kind
+    ``.json``, and this host's profile ``-host.json`` for plans made elsewhere: ``pgdiag.envs.hosts``); the others
+    come from the report ``merge`` names (a ``.json`` written earlier on the same kind
     of host: a report measured in pieces), else are listed as not measured. Returns the Markdown file's
     path. The report is written at the start and again after every measured row, so a run killed at the end of
     a short slot keeps what it measured (``--merge`` it to go on). ``tasks`` / ``targets`` keep those only.
@@ -242,10 +243,7 @@ def save_profile(path: str, time_pure_jax: bool = True) -> None:
     from pgdiag.cli.hosts import recorded_host
     from pgdiag.envs import hosts
 
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(hosts.to_json(recorded_host(time_pure_jax)), f, indent=1)
-    os.replace(tmp, path)
+    hosts.save(recorded_host(time_pure_jax), path, replace=True)
 
 
 def filtered(sc: dict, tasks=None, targets=None) -> dict:

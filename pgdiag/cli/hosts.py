@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-import os
-
 from pgdiag.config import ConfigError
 
 
@@ -44,9 +42,8 @@ def recorded_host(time_pure_jax: bool = False):
 def cmd_host_save(args) -> None:
     from pgdiag.envs import hosts
 
-    if os.path.exists(args.file):   # before anything is timed
-        raise ConfigError(f"host save: {args.file!r} exists; a host profile is saved to a new file (choose another "
-                          f"name, or remove that one first)")
+    if hosts.taken(args.file):   # before anything is timed
+        raise ConfigError(f"host save: {hosts.taken(args.file)}")
     if args.scale:
         from pgdiag.experiments.planner import plan_report
 

@@ -220,9 +220,15 @@ def load(path) -> Host:
     return from_json(data, path)
 
 
-def save(host: Host, path) -> str:
-    """Write ``host`` as a profile to a new file (a file already there, however recently made, is never replaced: a
-    profile is someone's record); checked as a later read will check it first."""
+def taken(path) -> str:
+    """Why ``path`` cannot receive a new profile ("" where it can): a profile is someone's record."""
+    return (f"{os.fspath(path)!r} exists; a host profile is saved to a new file (choose another name, or remove that "
+            f"one first)") if os.path.exists(path) else ""
+
+
+def save(host: Host, path, replace: bool = False) -> str:
+    """Write ``host`` as a profile, checked as a later read will check it first: to a new file (one already there,
+    however recently made, is never replaced), or with ``replace`` over the profile a report keeps up to date."""
     path = os.fspath(path)
     from_json(to_json(host), path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -230,10 +236,12 @@ def save(host: Host, path) -> str:
     try:
         with open(tmp, "w") as f:
             json.dump(to_json(host), f, indent=1)
-        os.link(tmp, path)      # whole, and only where nothing is
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)      # whole, and only where nothing is
     except FileExistsError:
-        raise FileExistsError(f"{path!r} exists; a host profile is saved to a new file (choose another name, or "
-                              f"remove that one first)") from None
+        raise FileExistsError(taken(path)) from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -241,4 +249,4 @@ def save(host: Host, path) -> str:
 
 
 __all__ = ["FORMAT", "Host", "PLATFORMS", "VERSION", "backend", "cores", "cpu_device_count", "declare", "declared",
-           "device_count", "from_json", "host_memory", "load", "process_count", "save", "this_host", "to_json"]
+           "device_count", "from_json", "host_memory", "load", "process_count", "save", "taken", "this_host", "to_json"]
