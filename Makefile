@@ -161,8 +161,8 @@ bench: setup
 	$(PY) benchmarks/bench_studies.py
 
 # What the paper-scale targets cost on this host (crossover, every training program's first two iterations,
-# throughput, the diagnostics' programs in first chunks): one Markdown report under benchmarks/results/ within
-# BUDGET minutes (30). SCALE=tiny: seconds, on a CPU. ARGS: more options, e.g. a piece of a report measured in
+# throughput, the diagnostics' programs in first chunks, both papers' reports planned here): one Markdown report
+# under benchmarks/results/ within BUDGET minutes (30). SCALE=tiny: seconds, on a CPU. ARGS: more options, e.g. a piece of a report measured in
 # short slots: ARGS="--sections diagnostics --merge benchmarks/results/accelerator-report-....json".
 BUDGET ?= 30
 accelerator-report: setup

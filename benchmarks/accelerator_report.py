@@ -14,7 +14,9 @@ On whatever host it runs (a laptop, a cluster node, a GPU or TPU machine), withi
    agents (one agent, a seed sweep, the ablation's width) against the physics rate of the same batch;
 5. the diagnostic targets' measurement programs, their first chunks (sample sizes cut to 20,000 pairs) on a few
    trained agents, against the floor of their physics and network arithmetic, extrapolated to the scale's pairs
-   (``report_diagnostics.py``; ``--targets`` chooses them too).
+   (``report_diagnostics.py``; ``--targets`` chooses them too);
+6. each paper's report at the scale planned on this host, program by program: the physics ``auto`` takes at each
+   width, where each runs, its estimated time (``report_plan.py``; what ``pgdiag report --dry-run`` prints).
 
 Beside the report, ``accelerator-report-<device>-host.json``: this host's profile (devices, memory, every recorded
 step cost), from which a plan for this host is made on any other machine: ``pgdiag report --dry-run --scale paper
@@ -36,6 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_diagnostics  # noqa: E402
+import report_plan  # noqa: E402
 from report_diagnostics import diagnostic_targets, diagnostics_section  # noqa: E402
 from report_training import first_chunks, throughput  # noqa: E402
 
@@ -45,7 +48,7 @@ SCALES = {
     "paper": dict(tasks=("hopper", "walker2d", "humanoid"), solvers=("converged", "fast"),
                   batches=(1, 16, 64, 256, 1024, 4096), plan_scale="paper", plan_tasks=None,
                   targets=None, shape=dict(num_envs=1, steps_per_env=2048), agents=(1, 16, 320),
-                  throughput_task="hopper",
+                  throughput_task="hopper", plan_papers=("cl", "im"),
                   diagnostics=dict(scale="paper", max_n=20_000, agents=2, iterations=3, algorithms=("ppo", "trpo"),
                                    shape=dict(num_envs=1, steps_per_env=2048))),
     # tiny: the one MJX program tests/test_crossover.py also times (the suite's compilation cache serves it once)
@@ -53,6 +56,7 @@ SCALES = {
                  plan_tasks=("point_mass",), targets=("fig-value",),
                  shape=dict(num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2, value_epochs=2),
                  agents=(2,), throughput_task="point_mass", diagnostic_targets=("fig-grad-true",),
+                 plan_papers=("cl",),
                  diagnostics=dict(scale="mid", max_n=256, agents=1, iterations=1, algorithms=("ppo",),
                                   shape=dict(num_envs=2, steps_per_env=32, num_minibatches=4, ppo_epochs=2,
                                              value_epochs=2))),
@@ -159,10 +163,11 @@ def markdown(report: dict) -> str:
                      f"{r['physics_steps_per_s']:,.0f} | {r['ratio']:.2f} | {_s(r['compile_s'])} |"
                      if r["measured"] else f"| {r['agents']} | not measured (budget) | | | | | |")
     lines += report_diagnostics.markdown(report.get("diagnostics", []))
+    lines += report_plan.markdown(report.get("plan", []))
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("crossover", "programs", "throughput", "diagnostics")
+SECTIONS = ("crossover", "programs", "throughput", "diagnostics", "plan")
 
 
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
@@ -205,7 +210,7 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
     report = {"scale": scale, "budget_minutes": budget_minutes, "date": time.strftime("%Y-%m-%d"),
               "device": device_section(), "complete": False}
     empty = {"crossover": {"rows": [], "skipped": ["not run"], "recorded": None},
-             "programs": [], "throughput": [], "diagnostics": []}
+             "programs": [], "throughput": [], "diagnostics": [], "plan": []}
     for section in SECTIONS:
         report[section] = previous.get(section, empty[section]) if section not in sections else \
             ({"rows": [], "skipped": [], "recorded": None} if section == "crossover" else [])
@@ -229,8 +234,10 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
             first_chunks(sc, budget, previous.get("programs", ()), report["programs"], save)
         elif section == "throughput":
             throughput(sc, budget, report["throughput"], save)
-        else:
+        elif section == "diagnostics":
             diagnostics_section(sc, budget, report["diagnostics"], save)
+        else:
+            report_plan.plan_section(sc, budget, report["plan"], save)
     report["complete"] = True
     save()
     save_profile(os.path.join(out, name + "-host.json"), time_pure_jax=record)

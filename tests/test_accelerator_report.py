@@ -50,19 +50,30 @@ def test_the_tiny_report_measures_every_section(report_module, tmp_path):
     assert (diag["target"], diag["physics"], diag["placement"]) == ("fig-grad-true", "native", "default")
     assert diag["measured"] and diag["pairs"] > 0 and diag["run_s"] > 0 and diag["floor_s"] > 0
     assert diag["scale_pairs"] >= diag["pairs"] and diag["extrapolated_s"] >= diag["run_s"]
+    # the closer look's report planned here at the smoke scale, as `pgdiag report --dry-run` plans it: every program
+    # once, slowest first, with the physics auto takes (native MuJoCo for Hopper on a CPU, pure JAX for the LQR)
+    from pgdiag.experiments.planner import plan_report
+    (plan,) = data["plan"]
+    assert (plan["paper"], plan["scale"], plan["measured"]) == ("cl", "smoke", True)
+    frame = plan_report("cl", "smoke", show=False)
+    assert len(plan["programs"]) == len(frame) and plan["pairs"] == int(frame.pairs.sum())
+    estimated = [p["estimated_s"] for p in plan["programs"]]
+    assert estimated == sorted(estimated, reverse=True) and plan["estimated_s"] == pytest.approx(sum(estimated))
+    assert {p["task"]: p["backend"] for p in plan["programs"]} == {"hopper": "native", "lqr": "jax"}
     for heading in ("# Accelerator report: cpu", "## Physics", "MJX from batch", "first iterations timed",
-                    "## Training throughput", "## The diagnostics' programs"):
+                    "## Training throughput", "## The diagnostics' programs", "## Each paper's report planned"):
         assert heading in text
     assert text.count("| fig-value | point_mass |") == 2
 
 
 def test_a_spent_budget_lists_what_was_not_measured(report_module, tmp_path, monkeypatch):
     monkeypatch.setattr(report_module.Budget, "left", lambda self: -1.0)
-    data = json.loads(pathlib.Path(report_module.run("tiny", str(tmp_path), 1, record=False))
-                      .with_suffix(".json").read_text())
+    path = pathlib.Path(report_module.run("tiny", str(tmp_path), 1, record=False))
+    data = json.loads(path.with_suffix(".json").read_text())
     assert data["crossover"]["rows"] == [] and data["crossover"]["skipped"] == ["hopper/converged/4"]
     assert all(not p["measured"] for p in data["programs"]) and all(not r["measured"] for r in data["throughput"])
     assert data["diagnostics"] == [{"target": "fig-grad-true", "measured": False}]   # nothing trained for it
+    assert data["plan"] == [{"paper": "cl", "measured": False}] and "not planned (budget)" in path.read_text()
 
 
 def test_a_target_without_diagnostic_programs_is_named_with_those_that_have_them(report_module, tmp_path):

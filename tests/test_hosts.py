@@ -64,6 +64,22 @@ def test_a_declared_gpu_host_decides_where_each_program_runs_and_its_memory(noth
     assert hosts.declared() is None and hosts.backend() == "cpu"            # the block left, this host again
 
 
+def test_a_plan_names_the_physics_auto_takes_at_each_programs_width(nothing_timed):
+    """The backend column: native MuJoCo where the profile's rows have it faster (5 environments, between its rows at
+    1 and 64), Warp where they have Warp faster (1,024 environments, a training program or a measurement that wide),
+    native MuJoCo past the widest row (nothing is extrapolated there: the host itself would time that width), a
+    backend asked for as asked, pure JAX for a pure-JAX task; on this CPU, without recorded Warp rows, native."""
+    study = dataclasses.replace(_training(), stage="gradients")
+    lqr = dry_run.training_program("lqr", "ppo", preset("ppo", "lqr").static, 3, None,
+                                   spec=(preset("ppo", "lqr"), None, [0]))
+    programs = [_training(), _training(agents=1024), dataclasses.replace(study, width=1024),
+                dataclasses.replace(study, width=2048), _training(physics="native", agents=1024), lqr]
+    with hosts.declare(GPU):
+        assert dry_run.table(programs, lambda *a: 1.0)["backend"].tolist() == ["native", "warp", "warp", "native",
+                                                                               "native", "jax"]
+    assert [costs.backend_here(p) for p in programs[:4]] == ["native"] * 4
+
+
 def test_a_declared_host_costs_a_program_from_its_rows_by_hand(nothing_timed):
     """A 5-agent program of 128 steps: its physics at 5 environments interpolated between the profile's rows at 1
     (0.03 ms, native the faster) and 64 (0.2 ms): 0.03 + 0.17 × 4/63 ms; split training adds 0.1 ms a step, a

@@ -105,16 +105,24 @@ def where_here(program) -> str | None:
     static = program.spec[0].static
     if task_kind(static.task) != "mujoco":
         return None
-
-    physics = static.physics
-    if physics == "auto":
-        per_device = static.num_envs * -(-program.units // hosts.device_count())
-        physics = recorded_physics(static.task, physics, static.physics_threads, static.solver, per_device,
-                                   static.model)
-    if physics in ("mjx", "warp"):
+    if backend_here(program) in ("mjx", "warp"):
         return "accelerator"
 
     return "split" if split.resolve(dataclasses.replace(static, physics="native"))[0] == "split" else None
+
+
+def backend_here(program) -> str:
+    """The physics a program steps on this host (or a declared one): its own setting, or what ``auto`` picks from
+    the recorded measurements at the batch it steps — a training program's environments per device, a
+    measurement's width ([`measured_physics`][pgdiag.experiments.costs.measured_physics]) — native MuJoCo where
+    they do not decide; "jax" for a pure-JAX task. What a plan's ``backend`` column shows."""
+    if program.stage != "train" or program.spec is None:
+        backend = measured_physics(program)
+        return "jax" if backend == "auto" else backend
+    static = program.spec[0].static
+    per_device = static.num_envs * -(-program.units // hosts.device_count())
+    return recorded_physics(static.task, static.physics, static.physics_threads, static.solver, per_device,
+                            static.model)
 
 
 def training_ms(program, step_ms=None) -> float | None:

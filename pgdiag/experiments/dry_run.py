@@ -174,14 +174,20 @@ def table(programs: list, step_ms=None):
     where its collection and update are split between a host's CPU and its accelerator); on an accelerator host a
     ``path`` column says where each program runs ([`where_here`][pgdiag.experiments.costs.where_here]: a
     measurement of native physics on the host's CPU, or by host callback from the device, a fixed cost per step
-    more)."""
+    more), and a ``backend`` column the physics each steps ([`backend_here`][pgdiag.experiments.costs.backend_here]:
+    what ``auto`` takes at its width)."""
     import pandas as pd
 
-    from pgdiag.experiments.costs import where_here
+    from pgdiag.experiments.costs import backend_here, where_here
 
     rows = []
     for p in programs:
-        row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in ("spec", "refusal")}
+        row = {}
+        for f in dataclasses.fields(p):
+            if f.name not in ("spec", "refusal"):
+                row[f.name] = getattr(p, f.name)
+            if f.name == "physics":
+                row["backend"] = backend_here(p)     # what physics="auto" takes at the program's width, here
         seconds = run_seconds(p, step_ms) if step_ms else None
         row["estimated_s"] = None if seconds is None else round(seconds, 1)
         row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator, host or callback
