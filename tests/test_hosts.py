@@ -204,6 +204,8 @@ def test_warp_is_planned_for_a_host_that_has_it_though_this_one_does_not(monkeyp
         envs.resolve_physics("hopper", "warp")
     with hosts.declare(GPU):
         assert envs.resolve_physics("hopper", "warp") == ("warp", 0)
+    # a plan here names the backend asked for; the run is what refuses it, with the line above
+    assert costs.backend_here(_training(physics="warp")) == "warp"
 
 
 def test_host_save_can_first_time_what_a_scale_of_both_reports_needs(monkeypatch, tmp_path, capsys):

@@ -116,9 +116,12 @@ def backend_here(program) -> str:
     the recorded measurements at the batch it steps — a training program's environments per device, a
     measurement's width ([`measured_physics`][pgdiag.experiments.costs.measured_physics]) — native MuJoCo where
     they do not decide; "jax" for a pure-JAX task. What a plan's ``backend`` column shows."""
+    if task_kind(program.task) != "mujoco":
+        return "jax"
+    if program.physics != "auto":   # as asked (a backend this host lacks is refused when the run starts, not here)
+        return program.physics
     if program.stage != "train" or program.spec is None:
-        backend = measured_physics(program)
-        return "jax" if backend == "auto" else backend
+        return measured_physics(program)
     static = program.spec[0].static
     per_device = static.num_envs * -(-program.units // hosts.device_count())
     return recorded_physics(static.task, static.physics, static.physics_threads, static.solver, per_device,
