@@ -227,7 +227,10 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
             os.replace(tmp, os.path.join(out, file))   # a reader never sees half a report
 
     save()
+    profile = os.path.join(out, name + "-host.json")
     for section in sections:
+        if section != sections[0]:   # the profile so far: a report killed in a later section keeps its rows
+            save_profile(profile, time_pure_jax=False)
         if section == "crossover":
             crossover_section(sc, budget, record, report["crossover"], save)
         elif section == "programs":
@@ -240,7 +243,7 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
             report_plan.plan_section(sc, budget, report["plan"], save)
     report["complete"] = True
     save()
-    save_profile(os.path.join(out, name + "-host.json"), time_pure_jax=record)
+    save_profile(profile, time_pure_jax=record)
     return path
 
 

@@ -158,3 +158,18 @@ def test_filters_keep_the_named_tasks_and_targets_and_refuse_unknown_ones(report
                       .with_suffix(".json").read_text())
     assert data["crossover"]["skipped"] == [] and data["programs"] == [] and data["throughput"] == []
     assert data["diagnostics"] == []                                         # it measures Hopper's agents
+
+
+def test_a_report_stopped_in_a_later_section_keeps_the_hosts_profile(report_module, tmp_path, monkeypatch):
+    """The host's profile is written before each section after the first, so a report a slot's end stops in its
+    plan still leaves the profile that plans this host elsewhere."""
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_module.Budget, "left", lambda self: -1.0)    # nothing measured in the first
+    monkeypatch.setattr(report_module.report_plan, "plan_section", stop)
+    with pytest.raises(KeyboardInterrupt):
+        report_module.run("tiny", str(tmp_path), 1, record=False, sections=("throughput", "plan"))
+    from pgdiag.envs import hosts
+    (profile,) = tmp_path.glob("accelerator-report-*-host.json")
+    assert hosts.load(str(profile)).cores == hosts.cores()
