@@ -95,20 +95,17 @@ def where_here(program) -> str | None:
     if hosts.backend() == "cpu" or task_kind(program.task) != "mujoco":
         return None
     if program.stage == "optimize":   # fig-theorem's one batch, collected in a program on the default device
-        return "callback" if measured_physics(program) == "native" else None
+        return "callback" if backend_here(program) == "native" else None
     if program.stage != "train":   # a measurement stepping native MuJoCo: on the host's CPU unless on the device
-        if measured_physics(program) != "native":
+        if backend_here(program) != "native":
             return None
         return "callback" if program.placement == "device" or hosts.process_count() > 1 else "host"
     if program.spec is None:
         return None
-    static = program.spec[0].static
-    if task_kind(static.task) != "mujoco":
-        return None
     if backend_here(program) in ("mjx", "warp"):
         return "accelerator"
-
-    return "split" if split.resolve(dataclasses.replace(static, physics="native"))[0] == "split" else None
+    static = dataclasses.replace(program.spec[0].static, physics="native")
+    return "split" if split.resolve(static)[0] == "split" else None
 
 
 def backend_here(program) -> str:

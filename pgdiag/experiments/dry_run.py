@@ -182,17 +182,14 @@ def table(programs: list, step_ms=None):
 
     rows = []
     for p in programs:
-        row = {}
-        for f in dataclasses.fields(p):
-            if f.name not in ("spec", "refusal"):
-                row[f.name] = getattr(p, f.name)
-            if f.name == "physics":
-                row["backend"] = backend_here(p)     # what physics="auto" takes at the program's width, here
+        row = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in ("spec", "refusal")}
         seconds = run_seconds(p, step_ms) if step_ms else None
         row["estimated_s"] = None if seconds is None else round(seconds, 1)
         row["path"] = where_here(p) or ""    # on an accelerator host: split, accelerator, host or callback
         rows.append(row)
     frame = pd.DataFrame(rows)
+    if not frame.empty:   # beside the physics asked for, what it is here ("auto" resolved at each width)
+        frame.insert(frame.columns.get_loc("physics") + 1, "backend", [backend_here(p) for p in programs])
     return frame if frame.empty or frame["path"].any() else frame.drop(columns="path")
 
 
