@@ -103,13 +103,19 @@ def crossover_section(sc: dict, budget: Budget, record: bool, section: dict, sav
 
 
 def crossover_batches(rows: list) -> dict:
-    """{(task, solver): the smallest measured batch from which MJX is at least as fast at every larger one}."""
+    """{(task, solver): (the smallest measured batch from which an accelerator backend, MJX or Warp, is the faster
+    at every larger one, the backends faster there)}; (None, "") where native MuJoCo wins at some largest batch."""
     out = {}
     for key in dict.fromkeys((r["task"], r["solver"]) for r in rows):
         mine = sorted((r for r in rows if (r["task"], r["solver"]) == key), key=lambda r: r["batch"])
-        wins = [r["faster"] == "mjx" for r in mine]
-        out[key] = next((mine[i]["batch"] for i in range(len(mine)) if all(wins[i:])), None)
+        wins = [r["faster"] != "native" for r in mine]
+        first = next((i for i in range(len(mine)) if all(wins[i:])), None)
+        out[key] = (None, "") if first is None else \
+            (mine[first]["batch"], "/".join(dict.fromkeys(NAMES[r["faster"]] for r in mine[first:])))
     return out
+
+
+NAMES = {"mjx": "MJX", "warp": "Warp", "native": "native"}
 
 
 def _s(x) -> str:
@@ -140,9 +146,9 @@ def markdown(report: dict) -> str:
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['task']} | {r['solver']} | {r['batch']:,} | {r['native_ms']:.3g} | {r['mjx_ms']:.3g} | "
               f"{_s_ms(r.get('warp_ms'))} | {r['faster']} |" for r in c["rows"]]
-    lines += ["", "| task | solver | MJX from batch |", "|---|---|---|"]
-    lines += [f"| {t} | {s} | {f'{b:,}' if b else '— (native at every measured batch)'} |"
-              for (t, s), b in crossover_batches(c["rows"]).items()]
+    lines += ["", "| task | solver | an accelerator backend from batch |", "|---|---|---|"]
+    lines += [f"| {t} | {s} | {f'{b:,} ({names})' if b else '— (native at the largest measured batch)'} |"
+              for (t, s), (b, names) in crossover_batches(c["rows"]).items()]
     if c["skipped"]:
         lines += ["", f"Not measured (budget): {', '.join(c['skipped'])}."]
     if c["recorded"]:
@@ -171,13 +177,15 @@ SECTIONS = ("crossover", "programs", "throughput", "diagnostics", "plan")
 
 
 def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: float = 30.0,
-        record: bool = True, sections=SECTIONS, merge: str | None = None, tasks=None, targets=None) -> str:
+        record: bool = True, sections=SECTIONS, merge: str | None = None, tasks=None, targets=None,
+        solvers=None, batches=None) -> str:
     """Measure the ``sections`` (in that order) and write ``out/accelerator-report-<device>.md`` (and
     ``.json``, and this host's profile ``-host.json`` for plans made elsewhere: ``pgdiag.envs.hosts``); the others
     come from the report ``merge`` names (a ``.json`` written earlier on the same kind
     of host: a report measured in pieces), else are listed as not measured. Returns the Markdown file's
     path. The report is written at the start and again after every measured row, so a run killed at the end of
-    a short slot keeps what it measured (``--merge`` it to go on). ``tasks`` / ``targets`` keep those only.
+    a short slot keeps what it measured (``--merge`` it to go on). ``tasks`` / ``targets`` keep those only;
+    ``solvers`` / ``batches`` narrow the crossover's ladder (a piece that fits a short slot).
     Errors name a bad scale, section, budget, filter or output directory before anything is measured."""
     unknown = [x for x in sections if x not in SECTIONS]
     if unknown or not sections:
@@ -201,7 +209,7 @@ def run(scale: str = "paper", out: str = "benchmarks/results", budget_minutes: f
         os.remove(probe)
     except OSError as e:
         raise SystemExit(f"accelerator-report: cannot write the report directory {out!r}: {e}") from None
-    sc = filtered(SCALES[scale], tasks, targets)
+    sc = ladder(filtered(SCALES[scale], tasks, targets), solvers, batches)
     if "diagnostics" in sections:   # the agents it measures, kept between the pieces of a report
         sc["diagnostic_targets"] = diagnostic_targets(targets or sc.get("diagnostic_targets"))
         sc["diagnostics"] = {**sc["diagnostics"], "work": os.path.join(timings.path().rpartition(os.sep)[0],
@@ -279,6 +287,25 @@ def filtered(sc: dict, tasks=None, targets=None) -> dict:
     return sc
 
 
+def ladder(sc: dict, solvers=None, batches=None) -> dict:
+    """The scale ``sc`` with the crossover's solvers and batches narrowed to those given (each checked)."""
+    sc = dict(sc)
+    if solvers:
+        bad = [s for s in solvers if s not in ("converged", "fast")]
+        if bad:
+            raise SystemExit(f"accelerator-report: unknown solver(s) {bad}; choose from: converged, fast")
+        sc["solvers"] = tuple(solvers)
+    if batches:
+        try:
+            sizes = tuple(int(b) for b in batches)
+        except ValueError:
+            sizes = ()
+        if not sizes or min(sizes) < 1:
+            raise SystemExit(f"accelerator-report: batches must be whole numbers >= 1, got {','.join(batches)}")
+        sc["batches"] = sizes
+    return sc
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", default="paper", help="paper (default) or tiny (seconds, on a CPU)")
@@ -292,11 +319,13 @@ def main(argv=None):
     parser.add_argument("--tasks", default=None, help="only these tasks, comma-separated (a piece that fits a slot)")
     parser.add_argument("--targets", default=None,
                         help="only these targets' training programs (and diagnostic programs), comma-separated")
+    parser.add_argument("--solvers", default=None, help="the crossover's solvers only, comma-separated")
+    parser.add_argument("--batches", default=None, help="the crossover's batches only, comma-separated")
     args = parser.parse_args(argv)
     sections = tuple(x.strip() for x in args.sections.split(",") if x.strip())
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
     path = run(args.scale, args.out, args.budget_minutes, not args.no_record, sections, args.merge,
-               split(args.tasks), split(args.targets))
+               split(args.tasks), split(args.targets), split(args.solvers), split(args.batches))
     with open(path) as f:
         print(f.read())
     print(f"wrote {path}")

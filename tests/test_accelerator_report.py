@@ -60,7 +60,7 @@ def test_the_tiny_report_measures_every_section(report_module, tmp_path):
     estimated = [p["estimated_s"] for p in plan["programs"]]
     assert estimated == sorted(estimated, reverse=True) and plan["estimated_s"] == pytest.approx(sum(estimated))
     assert {p["task"]: p["backend"] for p in plan["programs"]} == {"hopper": "native", "lqr": "jax"}
-    for heading in ("# Accelerator report: cpu", "## Physics", "MJX from batch", "first iterations timed",
+    for heading in ("# Accelerator report: cpu", "## Physics", "an accelerator backend from batch", "first iterations timed",
                     "## Training throughput", "## The diagnostics' programs", "## Each paper's report planned"):
         assert heading in text
     assert text.count("| fig-value | point_mass |") == 2
@@ -173,3 +173,22 @@ def test_a_report_stopped_in_a_later_section_keeps_the_hosts_profile(report_modu
     from pgdiag.envs import hosts
     (profile,) = tmp_path.glob("accelerator-report-*-host.json")
     assert hosts.load(str(profile)).cores == hosts.cores()
+
+
+def test_the_crossovers_ladder_narrows_to_the_named_solvers_and_batches(report_module):
+    sc = report_module.ladder(report_module.SCALES["paper"], ("converged",), ("1024", "4096"))
+    assert sc["solvers"] == ("converged",) and sc["batches"] == (1024, 4096)
+    with pytest.raises(SystemExit, match="unknown solver"):
+        report_module.ladder(report_module.SCALES["paper"], ("exact",), None)
+    with pytest.raises(SystemExit, match="whole numbers >= 1, got 0"):
+        report_module.ladder(report_module.SCALES["paper"], None, ("0",))
+
+
+def test_the_crossover_names_the_accelerator_backend_that_wins_from_a_batch(report_module):
+    """Warp wins from 1,024 and at every larger batch; native MuJoCo wins at the largest for Walker2d."""
+    rows = [{"task": "hopper", "solver": "converged", "batch": b, "faster": f}
+            for b, f in ((256, "native"), (1024, "warp"), (4096, "warp"))]
+    rows += [{"task": "walker2d", "solver": "fast", "batch": b, "faster": f}
+             for b, f in ((256, "mjx"), (1024, "native"))]
+    assert report_module.crossover_batches(rows) == {("hopper", "converged"): (1024, "Warp"),
+                                                     ("walker2d", "fast"): (None, "")}
