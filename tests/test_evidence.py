@@ -39,6 +39,12 @@ class _Every(dict):
         return self.value
 
 
+def _papers(rows):
+    """Evidence rows as a frame, from runs of the papers' length and models (488 iterations on Gym's): the report
+    adds these per study from its runs' manifests."""
+    return pd.DataFrame(rows).assign(run_iterations=488, model="gym")
+
+
 def _gradient_study(pairwise, to_true, agents=(0, 1, 2, 3, 4, 5), true_ratio=10.0):
     """pairwise[it][n] and to_true[it][n]: per agent the same value for every pair (K = 3) and estimate."""
     pairs, ests = [], []
@@ -93,7 +99,7 @@ def test_gradient_evidence_by_hand():
     assert _values(rows, "grad_true_at_largest", 10)["runs/ppo:2"] == pytest.approx(0.92 * 2 ** 0.5)
     assert _values(rows, "grad_true_samples_ratio", 10) == {f"runs/ppo:{a}": pytest.approx(4 ** (1 - 0.05 * a))
                                                             for a in range(6)}
-    out = claims.evaluate(pd.DataFrame(rows), paper="CL")
+    out = claims.evaluate(_papers(rows), paper="CL")
     verdicts = out[out.level == ""].set_index("claim").verdict
     assert verdicts["gradients-poorly-concentrated"] == "holds" and verdicts["gradients-worsen-over-training"] == "holds"
     # the six ratios 4^(1 − 0.05a) run from 2.83 to 4: the median's interval at 6 agents, [min, max], straddles
@@ -112,7 +118,7 @@ def test_a_truth_from_too_few_pairs_gives_no_evidence_against_it_and_says_so():
 def test_concentrated_gradients_fail_the_concentration_claims():
     study = _gradient_study({0: {100: 0.9, 1000: 0.9, 10000: 0.95}, 10: {100: 0.85, 1000: 0.9, 10000: 0.95}},
                             {0: {100: 0.9, 1000: 0.9, 10000: 0.9}, 10: {100: 0.9, 1000: 0.9, 10000: 0.9}})
-    verdicts = claims.evaluate(pd.DataFrame(gradient_evidence({"hopper": study})), paper="CL")
+    verdicts = claims.evaluate(_papers(gradient_evidence({"hopper": study})), paper="CL")
     verdicts = verdicts[verdicts.level == ""].set_index("claim").verdict
     for key in ("gradients-poorly-concentrated", "gradients-far-from-true", "gradients-need-several-fold-samples"):
         assert verdicts[key] == "does not hold", key
@@ -251,7 +257,7 @@ def test_baseline_evidence_by_hand_and_gated_on_v_star():
     assert _all(_values(rows, "value_floor_truncated_mre"), 0.5)
     assert _all(_values(rows, "value_floor_agent_truncated_mre"), 0.55)
     assert {r["iteration"] for r in rows if r["evidence"].startswith("value_")} == {5}
-    out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim")
+    out = claims.evaluate(_papers(rows), paper="CL").set_index("claim")
     assert out.loc["value-not-the-true-value", "verdict"] == "holds"
 
 
@@ -267,7 +273,7 @@ def test_a_study_without_the_floor_gives_no_floor_evidence_and_says_so():
 def test_a_perfect_value_function_fails_not_the_true_value():
     """The agent's network at the noise floor: its held-out MSE below V*'s (V* is itself an estimate)."""
     rows = baseline_evidence({"hopper": _baseline_study(1.0, 1.05, [False] * 6)})
-    out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim")
+    out = claims.evaluate(_papers(rows), paper="CL").set_index("claim")
     assert out.loc["value-not-the-true-value", "verdict"] == "does not hold"
     assert "true-value-baseline-helps-more" not in out.index      # never gated in: V* never shown better
 
@@ -292,10 +298,10 @@ def test_landscape_evidence_by_hand_and_a_surrogate_that_tracks_the_true_reward(
     assert _values(rows, "landscape_true_step_own", 10)["r:5"] == pytest.approx(-4.5)    # −6 · 1.5 / 2
     assert _all(_values(rows, "landscape_true_step_many"), -3.0)
     assert {r["pairs"] for r in rows if r["evidence"] == "landscape_true_step_many"} == {1e6}
-    out = claims.evaluate(pd.DataFrame(rows), paper="CL").set_index("claim").verdict
+    out = claims.evaluate(_papers(rows), paper="CL").set_index("claim").verdict
     assert out["surrogate-aligned-early"] == "holds" and out["surrogate-misleads-later"] == "holds"
     assert out["ppo-step-lowers-true-reward-with-many-samples"] == "holds"
-    tracks = claims.evaluate(pd.DataFrame(landscape_evidence({}, {"hopper": _surrogate(4.0, 3.0, 2.0)})),
+    tracks = claims.evaluate(_papers(landscape_evidence({}, {"hopper": _surrogate(4.0, 3.0, 2.0)})),
                              paper="CL").set_index("claim").verdict
     assert tracks["surrogate-misleads-later"] == "does not hold"
     assert tracks["ppo-step-lowers-true-reward-with-many-samples"] == "does not hold"
@@ -316,7 +322,7 @@ def test_landscape_concentration_by_hand():
     assert _values(rows, "landscape_step_z_small") == {"r:0": pytest.approx(1 / np.sqrt(10.0))}
     assert _values(rows, "landscape_noise_ratio_large") == {"r:0": pytest.approx(se_large / np.sqrt(1.25 - se_large ** 2))}
     assert {r["pairs"] for r in rows} == {2_000.0, 100_000.0} and {r["progress"] for r in rows} == {0.5}
-    verdicts = claims.evaluate(pd.DataFrame(rows), paper="CL")
+    verdicts = claims.evaluate(_papers(rows), paper="CL")
     assert set(verdicts.verdict) == {"too few agents"}             # one agent: a count, no verdict
 
 
@@ -339,7 +345,7 @@ def test_a_landscape_of_known_noise_is_noisy_only_where_its_noise_hides_the_step
         study = types.SimpleNamespace(sizes=[2_000, 100_000], returns=_planes(10.0, se))
         rows = landscape_evidence({"humanoid": study}, {})
         assert _all(_values(rows, "landscape_step_z_small"), z)
-        assert claims.evaluate(pd.DataFrame(rows), claims=[claim]).verdict.iloc[0] == verdict
+        assert claims.evaluate(_papers(rows), claims=[claim]).verdict.iloc[0] == verdict
 
 
 def _trust_region(algorithm, constraint, bound, max_ratio, mean_kl, max_kl, heldout=np.nan, agents=6):
@@ -366,11 +372,11 @@ def test_trust_region_evidence_by_hand_and_a_policy_inside_its_region():
     assert per("tr_max_kl_orders", "trpo") == pytest.approx([3.0] * 6)
     assert per("tr_mean_kl_over_bound", "ppo") == pytest.approx([0.1 * (1 + a) for a in range(6)])
     assert set(per("tr_heldout_within_bound", "trpo")) == {1.0}
-    out = claims.evaluate(rows, paper="CL").set_index("claim").verdict
+    out = claims.evaluate(_papers(rows), paper="CL").set_index("claim").verdict
     assert out["ppo-max-ratio-leaves-region"] == "holds" and out["max-kl-orders-above-bound"] == "holds"
     assert out["trpo-kl-holds-on-heldout"] == "holds" and out["ppo-constrains-mean-kl"] == "holds"
     inside = _trust_region("ppo", "ratio", 0.2, [1.1, 1.05, 1.1, 1.15, 1.19], 0.01, 1.0)
-    out = claims.evaluate(pd.DataFrame(trust_region_evidence(inside)), paper="CL").set_index("claim").verdict
+    out = claims.evaluate(_papers(trust_region_evidence(inside)), paper="CL").set_index("claim").verdict
     assert out["ppo-max-ratio-leaves-region"] == "does not hold"
 
 
@@ -395,5 +401,5 @@ def test_scores_and_theorem_evidence_by_hand():
                                      trace)
     assert _values(rows, "theorem_first_step") == {"batch": 3e-7}
     assert _values(rows, "theorem_max_ratio_excess") == {"sgd": pytest.approx(-0.1), "adam": pytest.approx(3.8)}
-    out = claims.evaluate(pd.DataFrame(rows), paper="IM").set_index("claim").verdict
+    out = claims.evaluate(_papers(rows), paper="IM").set_index("claim").verdict
     assert out["theorem-first-step-unclipped"] == "holds" and out["theorem-ratios-leave-clip"] == "does not hold"

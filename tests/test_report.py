@@ -12,7 +12,7 @@ from pgdiag.experiments import claims, report
 
 def _evidence(name, values, task="hopper", label="ppo"):
     return pd.DataFrame({"evidence": name, "task": task, "label": label, "agent": [str(i) for i in range(len(values))],
-                         "value": values})
+                         "value": values, "run_iterations": 488, "model": "gym"})
 
 
 def _later(frame):
@@ -53,8 +53,8 @@ def test_a_claim_measured_elsewhere_says_where_the_paper_made_it_and_counts_noth
     ev = _evidence("tr_ratio_outside", [1.0] * 5, label="ppo").assign(iteration=61, progress=0.61, lr_share=0.39)
     results = claims.evaluate(ev, paper="CL")
     text = report.page(results, [], {"fig-trust-region": "t"})
-    assert "| ppo-max-ratio-leaves-region | **not measured where the paper made it** | the paper's tasks: " \
-           "humanoid |" in text
+    assert "| ppo-max-ratio-leaves-region | **not measured where the paper made it** | hopper ppo: 1 [1, 1], 5 " \
+           "agents (488 iterations, Gym's) | the paper's tasks: humanoid |" in text
     assert "**not measured where the paper made it**" in text and "*Missing for a verdict: the paper's tasks: " \
            "humanoid. Run fig-trust-region at a scale that covers it" in text
 

@@ -4,6 +4,8 @@ its sample sizes (docs/claims.md has the table). Levels on cosines come from [`l
 
 from __future__ import annotations
 
+import dataclasses
+
 from pgdiag.experiments.levels import (NOISE_EQUALS_SIGNAL, NOISE_FOUR_TIMES, pairwise_level, reason,
                                         to_gradient_level)
 from pgdiag.experiments.paper_claims import Claim, Level, Scope
@@ -200,4 +202,10 @@ CL_CLAIMS = (
           role="check"),
 )
 
-__all__ = ["CL_CLAIMS", "NOTICEABLE", "SIGNIFICANT"]
+#: CL's runs (original-code.md §1: train_steps 488 of t = 2,048 steps, game "Hopper-v2" …): every figure's
+#: checkpoints are points of a 488-iteration run on Gym's v2 models; the theorem's checks hold on any batch
+PAPERS_RUN = dict(iterations=488, model="gym")
+CL_CLAIMS = tuple(c if c.kind == "exact" else dataclasses.replace(c, scope=c.scope.at_papers_run(**PAPERS_RUN))
+                  for c in CL_CLAIMS)
+
+__all__ = ["CL_CLAIMS", "NOTICEABLE", "SIGNIFICANT", "PAPERS_RUN"]

@@ -22,8 +22,11 @@ from pgdiag.config import Config
 from pgdiag.run.store import read_manifest
 
 
-#: the columns of every evidence row
-COLUMNS = ["evidence", "task", "label", "agent", "value", "iteration", "progress", "lr_share", "pairs"]
+#: the columns of every evidence row; ``run_iterations`` and ``model`` (the run's length and MuJoCo models, which
+#: the report adds per study and task: [`experiment_of`][pgdiag.experiments.evidence_rows.experiment_of]) say whether
+#: it is the paper's experiment
+COLUMNS = ["evidence", "task", "label", "agent", "value", "iteration", "progress", "lr_share", "pairs",
+           "run_iterations", "model"]
 
 
 def rows_of(evidence: str, task: str, frame, value: str, agent: str = "agent", pairs=None) -> list:
@@ -38,6 +41,33 @@ def rows_of(evidence: str, task: str, frame, value: str, agent: str = "agent", p
         if pairs is not None or "pairs" in r:
             row["pairs"] = float(r["pairs"] if pairs is None else pairs)
         out.append(row)
+    return out
+
+
+def experiment_of(from_dir: str) -> dict:
+    """{task: (iterations, model)} of the runs a study lists (its record's ``runs``): the longest run's iterations
+    and the model name where every run of the task has one model ("mixed" where they differ); {} where the study
+    lists no run directories (or they cannot be read)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(from_dir, "study.json")) as f:
+            runs = json.load(f).get("runs") or {}
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for task, names in runs.items():
+        seen = []
+        for name in names:
+            try:
+                base = Config.from_dict(read_manifest(os.path.join(from_dir, name))["base_config"])
+            except (OSError, KeyError, ValueError):
+                continue
+            seen.append((int(base.num_iterations), str(base.static.model)))
+        if seen:
+            models = {m for _, m in seen}
+            out[task] = (max(i for i, _ in seen), models.pop() if len(models) == 1 else "mixed")
     return out
 
 
@@ -93,4 +123,4 @@ def crossing_ratio(n, cosine, level: float, batch: int) -> float:
     return float(at / batch) if np.isfinite(at) else float("inf")
 
 
-__all__ = ["crossing_ratio", "rows_of", "training_point", "with_point", "with_unit"]
+__all__ = ["COLUMNS", "crossing_ratio", "experiment_of", "rows_of", "training_point", "with_point", "with_unit"]

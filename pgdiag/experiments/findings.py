@@ -7,13 +7,20 @@ intersection–union test, its p-value the largest of theirs — and **not repro
 p-value the smallest of theirs times their number (Bonferroni). Within a family (a paper section: CL §5.1 gradients,
 …) the findings' p-values are adjusted by Holm's step-down ([`pgdiag.stats.holm`][pgdiag.stats.holm]) in each
 direction, so the chance that any finding of a family is wrongly called reproduced (or wrongly not reproduced) is at
-most [`ALPHA`][pgdiag.experiments.findings.ALPHA], whatever their dependence. A claim's stronger level (one series,
-two thresholds: "poorly concentrated" then "virtually uncorrelated") is one finding: tested only where the claim is
-reproduced, at the level Holm gave it (a fixed sequence), so it adds no error. Extensions and checks are shown,
-never counted; a claim measured only outside the paper's scope is *not measured where the paper made it*.
+most [`ALPHA`][pgdiag.experiments.findings.ALPHA], whatever their dependence; over both directions a family's chance
+of any wrong outcome is at most 2α. A claim's stronger level (one series, two thresholds: "poorly concentrated"
+then "virtually uncorrelated") is gatekept behind its finding in the "for" direction
+([`pgdiag.multiplicity.gatekept_holm`][pgdiag.multiplicity.gatekept_holm]): tested only once the finding is
+reproduced, at the share of α the finding held, which passes on to the family's other findings only when the level
+is reached too — the family-wise error over findings and levels together stays ≤ α. Extensions and checks are shown,
+never counted; a claim measured only outside the paper's scope is *not measured where the paper made it*. An
+intersection–union test needs every test of the paper's scope: one with too few agents keeps its finding from being
+reproduced, and is named.
 
-With five agents the sign test's smallest p-value is 1/32: one finding alone can be reproduced at 5%, two in a
-family cannot (Holm asks 0.025 of the first) — the page says how many agents a family needs.
+A test's smallest p-value bounds what a family can reach ([`smallest_p`][pgdiag.experiments.findings.smallest_p]):
+the sign test's is 2^−n at n agents — with five, one finding alone can be reproduced at 5%, two in a family cannot
+(Holm asks 0.025 of the first); two groups of n agents compared by permutation reach 1/C(2n, n) (1/252 at 5 v 5).
+The page says how many agents a family needs ([`agents_for`][pgdiag.experiments.findings.agents_for]).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import math
 
 import numpy as np
 
-from pgdiag import stats
+from pgdiag import multiplicity, stats
 from pgdiag.experiments.claims import CLAIMS, MIN_AGENTS, NOT_HERE
 
 ALPHA = 0.05
@@ -35,61 +42,116 @@ def _claim_outcome(claim, rows) -> dict:
     main = rows[rows.level == ""]
     paper = main[main.scope == "paper"]
     tested = paper[np.isfinite(paper.p_for.to_numpy(np.float64))]
+    few = paper[paper.verdict == "too few agents"]
     out = {"paper": claim.paper.split()[0], "family": claim.family, "claim": claim.key, "where": claim.where,
            "level": "", "p_for": np.nan, "p_against": np.nan, "adjusted_for": np.nan, "adjusted_against": np.nan,
            "tests": len(tested), "why": ""}
     if tested.empty:
-        if (paper.verdict == "too few agents").any():
-            return {**out, "outcome": "too few agents", "why": _few(paper)}
+        if len(few):
+            return {**out, "outcome": "too few agents", "why": _few(claim, paper)}
         if len(main):
             return {**out, "outcome": NOT_HERE, "why": "; ".join(sorted({w for w in main.why if w}))}
         return {**out, "outcome": "not measured"}
     k = len(tested)
-    return {**out, "outcome": "inconclusive", "p_for": float(tested.p_for.max()),
-            "p_against": float(min(1.0, k * tested.p_against.min()))}
+    # the intersection–union test needs every test the paper's scope has: one with too few agents cannot pass
+    p_for = 1.0 if len(few) else float(tested.p_for.max())
+    why = (f"every test must hold, and {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had too few "
+           f"agents ({_few(claim, few)})") if len(few) else ""
+    return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": float(min(1.0, k * tested.p_against.min())),
+            "why": why, "_levels": _level_p(claim, rows, tested), "_sizes": _sizes(tested)}
 
 
-def _few(rows) -> str:
+def _sizes(tested) -> list:
+    """Per test, the agents it had: (n,) for one group, (na, nb) for two ("7 vs 8 agents")."""
+    out = []
+    for r in tested.itertuples():
+        parts = [int(x) for x in str(r.agree).replace(" agents", "").split(" vs ") if x.strip().isdigit()]
+        out.append(tuple(parts) if len(parts) == 2 else (int(r.agents),))
+    return out
+
+
+def _few(claim, rows) -> str:
     least = int(rows.agents.min()) if len(rows) else 0
-    return (f"{least} agents where a verdict needs {MIN_AGENTS} per algorithm (and a section of m findings "
-            f"⌈log2(20 m)⌉ before Holm can pass any)")
+    unit = "algorithm" if claim.kind == "agents" else "group"
+    return (f"{least} agents where a verdict needs {MIN_AGENTS} per {unit}; a section of m findings needs "
+            f"{agents_for(2, kind=claim.kind)} (m = 2) to {agents_for(8, kind=claim.kind)} (m = 8) before Holm "
+            f"can pass any")
 
 
-def agents_for(m: int, alpha: float = ALPHA) -> int:
-    """The agents a sign test needs for its smallest p-value, 2^−n, to pass Holm's first step in a family of
-    ``m`` findings: 2^−n ≤ alpha/m."""
-    return max(1, math.ceil(math.log2(m / alpha)))
+def smallest_p(kind: str, n: int) -> float:
+    """The smallest p-value a test of ``kind`` reaches with ``n`` agents (per group): the sign test's 2^−n for one
+    group ("agents"); for two groups of n (and the smallest of several such differences) the permutation test's
+    1/C(2n, n), every other relabelling of the 2n agents less extreme."""
+    return 2.0 ** -n if kind in ("agents", "exact") else 1.0 / math.comb(2 * n, n)
 
 
-def _holm_levels(out: list, alpha: float) -> None:
-    """Holm within each family, in both directions; a reproduced finding's multiplier kept for its levels."""
+def agents_for(m: int, alpha: float = ALPHA, kind: str = "agents") -> int:
+    """The agents (per group) a test of ``kind`` needs for its smallest p-value to pass Holm's first step in a
+    family of ``m`` findings, α/m: for the sign test 2^−n ≤ α/m."""
+    n = 1
+    while smallest_p(kind, n) > alpha / m:
+        n += 1
+    return n
+
+
+def detectable(kind: str, sizes, alpha: float, power: float = 0.8) -> str:
+    """What a test with these agents could have seen: the effect its smallest test (fewest agents) detects with
+    probability ``power`` at level ``alpha`` (Holm's first step, α/m: what passes whatever the family's other
+    findings do)."""
+    if not sizes:
+        return ""
+    n = min(sizes, key=lambda s: min(s))
+    if kind == "agents":
+        q = stats.sign_test_detectable(n[0], alpha, power)
+        return (f"{n[0]} agents cannot reach p ≤ {alpha:.3g} even when all agree" if np.isnan(q) else
+                f"at {n[0]} agents the test detects with probability {power:g} a claim that holds for ≥ {q:.0%} "
+                f"of agents (sign test at α/m = {alpha:.3g})")
+    na, nb = (n * 2)[:2]
+    effect, sd = stats.shift_power_effect(na, nb, alpha, power), stats.shift_power_sd(na, nb, alpha, power)
+    return (f"at {na} v {nb} agents the test detects with probability {power:g} P(A > B) ≥ {effect:.2f} "
+            f"(a {sd:.1f}-SD shift between normal agents; at α/m = {alpha:.3g})")
+
+
+def _level_p(claim, rows, tested) -> list:
+    """Each stronger level's p-value for the claim's paper-scope tests: the largest of its tests' (an
+    intersection–union test), 1.0 where a test of the claim has no test of the level (it was not read there)."""
+    out = []
+    for level in claim.stronger:
+        lv = rows[(rows.level == level.name) & (rows.scope == "paper")]
+        ps = [lv[(lv.task == t) & (lv.label == lab)].p_for.max() for t, lab in zip(tested.task, tested.label)
+              if not level.tasks or t in level.tasks]
+        out.append(float(np.nanmax(ps)) if ps and not np.isnan(ps).any() else 1.0)
+    return out
+
+
+def _multiplicity(out: list, by_claim: dict, alpha: float) -> None:
+    """Per family: "for" by Holm with each finding's stronger levels gatekept behind it
+    ([`pgdiag.multiplicity.gatekept_holm`][pgdiag.multiplicity.gatekept_holm]: a level is tested only after its
+    finding is reproduced, at the share of α the finding held, so the family-wise error over findings and levels
+    stays ≤ α); "against" by Holm over the findings. Each direction's error is ≤ α; a family's chance of any wrong
+    outcome in either direction ≤ 2α."""
     for family in dict.fromkeys(o["family"] for o in out):
         members = [o for o in out if o["family"] == family and o["tests"]]
         if not members:
             continue
-        for key, adj in (("p_for", "adjusted_for"), ("p_against", "adjusted_against")):
-            adjusted, rejected = stats.holm([o[key] for o in members], alpha)
-            for o, a in zip(members, adjusted):
-                o[adj] = float(a)
-        for o in members:
+        levels = [o.pop("_levels", []) for o in members]
+        w, g, order = multiplicity.gatekept_holm([1 + len(lv) for lv in levels])
+        p = [members[i]["p_for"] if d == 0 else levels[i][d - 1] for i, d in order]
+        adjusted_for = multiplicity.graph_adjusted(p, w, g)
+        adjusted_against, _ = stats.holm([o["p_against"] for o in members], alpha)
+        for i, o in enumerate(members):
+            mine = [a for (f, d), a in zip(order, adjusted_for) if f == i]
+            o["adjusted_for"], o["adjusted_against"] = float(mine[0]), float(adjusted_against[i])
+            reached = [d for d in range(1, len(mine)) if max(mine[:d + 1]) <= alpha]
             if o["adjusted_for"] <= alpha:
                 o["outcome"] = "reproduced"
+                o["level"] = by_claim[o["claim"]][0].stronger[max(reached) - 1].name if reached else ""
             elif o["adjusted_against"] <= alpha:
                 o["outcome"] = "not reproduced"
-            elif o["tests"] and not o["why"]:
+            elif not o["why"]:
                 o["why"] = (f"not significant after Holm over the {len(members)} findings of the family "
-                            f"(p {o['p_for']:.3g} for, {o['p_against']:.3g} against)")
-
-
-def _levels(claim, rows, outcome: dict, alpha: float) -> None:
-    """The strongest level reached: every test of the level passes at the finding's own Holm level."""
-    if outcome["outcome"] != "reproduced" or not claim.stronger:
-        return
-    ratio = outcome["adjusted_for"] / outcome["p_for"] if outcome["p_for"] > 0 else 1.0
-    for level in claim.stronger:
-        lv = rows[(rows.level == level.name) & (rows.scope == "paper")]
-        if len(lv) and np.isfinite(lv.p_for).all() and float(lv.p_for.max()) * ratio <= alpha:
-            outcome["level"] = level.name
+                            f"(p {o['p_for']:.3g} for, {o['p_against']:.3g} against); "
+                            + detectable(by_claim[o["claim"]][0].kind, o.get("_sizes", []), alpha / len(members)))
 
 
 def findings(results, paper: str | None = None, alpha: float = ALPHA):
@@ -113,9 +175,9 @@ def findings(results, paper: str | None = None, alpha: float = ALPHA):
         rows = results[results.claim == claim.key]
         by_claim[claim.key] = (claim, rows)
         out.append(_claim_outcome(claim, rows))
-    _holm_levels(out, alpha)
+    _multiplicity(out, by_claim, alpha)
     for o in out:
-        _levels(*by_claim[o["claim"]], o, alpha)
+        o.pop("_levels", None), o.pop("_sizes", None)
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -128,4 +190,4 @@ def summary(found):
     return counts.reindex(columns=[o for o in OUTCOMES if o in counts.columns]).reset_index()
 
 
-__all__ = ["ALPHA", "COLUMNS", "OUTCOMES", "agents_for", "findings", "summary"]
+__all__ = ["ALPHA", "COLUMNS", "OUTCOMES", "agents_for", "findings", "smallest_p", "summary"]

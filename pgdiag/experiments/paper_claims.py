@@ -38,10 +38,25 @@ class Scope:
     window: str = "after-first"  # the point of training ([`WINDOWS`][pgdiag.experiments.paper_claims.WINDOWS])
     pairs: tuple = (0, float("inf"))   # the sample sizes the claim rests on (a row's ``pairs`` inside)
     sizes: str = ""              # those sample sizes in words (the advice names them)
+    iterations: int = 0          # the paper's run length in iterations (0: any; a run within 5% of it is the paper's)
+    model: str = ""              # the paper's MuJoCo models: "gym" (Gym's v2, as the papers had them); "": any
 
     def describe(self) -> str:
         tasks = "/".join(self.tasks) if self.tasks else "any task"
-        return f"{self.figure}: {tasks}, {WINDOWS[self.window]}" + (f", {self.sizes}" if self.sizes else "")
+        run = (f", runs of {self.iterations} iterations" if self.iterations else "") + \
+            (f" on {MODELS.get(self.model, self.model)} models" if self.model else "")
+        return f"{self.figure}: {tasks}, {WINDOWS[self.window]}" + (f", {self.sizes}" if self.sizes else "") + run
+
+    def at_papers_run(self, iterations: int, model: str) -> "Scope":
+        """This scope with the paper's run length and models; the initial policy (iteration 0) is the same at any
+        run length, so a scope there keeps any."""
+        return dataclasses.replace(self, iterations=0 if self.window == "initial" else iterations, model=model)
+
+
+#: the MuJoCo models a run can have, in words
+MODELS = {"gym": "Gym's", "brax": "Brax's"}
+#: how close a run's length must be to the paper's for its checkpoints to be the paper's points of training
+RUN_LENGTH_TOLERANCE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,4 +129,4 @@ def by_key(key: str) -> Claim:
     raise KeyError(f"unknown claim {key!r}; claims: {', '.join(c.key for c in _all())}")
 
 
-__all__ = ["Claim", "KINDS", "Level", "ROLES", "Scope", "WINDOWS", "by_key", "claims"]
+__all__ = ["Claim", "KINDS", "Level", "MODELS", "ROLES", "RUN_LENGTH_TOLERANCE", "Scope", "WINDOWS", "by_key", "claims"]

@@ -106,7 +106,9 @@ def collect(found: dict, paper: str, notes: list | None = None):
                 continue   # the study holds no measurement of this target
             if len(dirs) > 1:
                 mine = [{**r, "agent": f"{_scale_of(d)}:{r['agent']}"} for r in mine]
-            rows += mine
+            runs = ev.experiment_of(d)   # whether each task's rows come from the paper's run length and models
+            rows += [{**r, **dict(zip(("run_iterations", "model"), runs.get(r["task"], (np.nan, ""))))}
+                     for r in mine]
     return pd.DataFrame(rows, columns=ev.COLUMNS)
 
 
@@ -184,15 +186,27 @@ def _claim_section(claim, part) -> list:
     return lines + ([advice, ""] if advice else [])
 
 
-def _summary(found, paper: str) -> list:
+def _measured(results, key: str) -> str:
+    """Where a finding was measured and what it read, per test: "hopper ppo: 0.21 [0.12, 0.3], 7 agents (100
+    iterations, Brax's)" — the paper's scope's tests, else the exploratory ones."""
+    rows = results[(results.claim == key) & (results.level == "")]
+    rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
+    return "; ".join(f"{r.task} {r.label}: {_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}], {r.agents} agents"
+                     + (f" ({r.run})" if isinstance(r.run, str) and r.run else "")
+                     for r in rows.itertuples(index=False))
+
+
+def _summary(found, paper: str, results=None) -> list:
     counts = findings_mod.summary(found)
     if counts.empty:
         return ["No finding of this paper was measured."]
     cols = [c for c in counts.columns if c not in ("paper", "family")]
     lines = ["| section | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     lines += [f"| {r['family']} | " + " | ".join(str(r[c]) for c in cols) + " |" for _, r in counts.iterrows()]
-    lines += ["", "| finding | outcome | why / level reached |", "|---|---|---|"]
-    lines += [f"| {r.claim} | **{r.outcome}** | {r.level or r.why} |" for r in found.itertuples(index=False)]
+    lines += ["", "| finding | outcome | measured (task algorithm: estimate [interval], agents, run) | why / level "
+                  "reached |", "|---|---|---|---|"]
+    lines += [f"| {r.claim} | **{r.outcome}** | {_measured(results, r.claim) if results is not None else ''} | "
+              f"{r.level or r.why} |" for r in found.itertuples(index=False)]
     return lines
 
 
@@ -204,17 +218,20 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_fi
     lines = [f"# {title}", "",
              "Studies read: " + (", ".join(f"`{n}` ({', '.join(ds) if isinstance(ds, list) else ds})"
                                            for n, ds in sorted(found.items())) or "none") + ".", "",
-             "## Summary", ""] + _summary(found_findings, name) + ["",
+             "## Summary", ""] + _summary(found_findings, name, results) + ["",
              f"A finding is **reproduced** when it holds on every task and algorithm it was measured for where the "
-             f"paper made it, after Holm's adjustment over its section's findings (family-wise error ≤ "
-             f"{findings_mod.ALPHA:g} per section, either direction); **not measured where the paper made it** when "
-             f"every measurement lies outside the paper's tasks, point of training or sample sizes (shown below as "
-             f"exploratory rows, never counted). Each test takes the **agent** as its unit: the median agent with "
-             f"its order-statistic interval, or two groups' median agents with an interval guaranteed on any "
-             f"populations; the interval's column gives its own coverage (at 5 agents [min, max], 0.9375), and a "
-             f"per-test *holds* errs with probability at most (1 − coverage)/2 (1/32 at 5 agents). The sign test's "
-             f"smallest p-value at n agents is 2^−n, so a section of {m} findings needs "
-             f"{findings_mod.agents_for(m)} agents per algorithm before any can pass Holm. Extensions (sounder "
+             f"paper made it — its tasks, point of training, sample sizes, run length and models — after Holm's "
+             f"adjustment over its section's findings (family-wise error ≤ {findings_mod.ALPHA:g} per section in "
+             f"each direction, ≤ {2 * findings_mod.ALPHA:g} over both; a stronger level is gatekept behind its "
+             f"finding); **not measured where the paper made it** when every measurement lies outside that "
+             f"(exploratory rows, read as e.g. \"holds at 100 of 488 iterations on Brax's hopper\", never counted). "
+             f"Each test takes the **agent** as its unit: one group's median agent with its order-statistic interval "
+             f"and the sign test (its smallest p-value at n agents 2^−n: a section of {m} findings needs "
+             f"{findings_mod.agents_for(m)} agents per algorithm before any can pass Holm), or two groups compared by "
+             f"a studentized permutation (Brunner–Munzel) test of θ, the median of A − B over independent agents, with "
+             f"the Hodges–Lehmann estimate and the interval the test inverts (its smallest p-value 1/C(2n, n): "
+             f"{findings_mod.agents_for(m, kind='groups')} agents per group for {m} findings). An inconclusive "
+             f"finding states the effect its agents could have detected with probability 0.8. Extensions (sounder "
              f"estimands beside the paper's) and checks (identities, demonstrations) are shown, never counted.", ""]
     lines += [f"**Not tested:** {n}." for n in notes] + ([""] if notes else [])
     for role, head in (("finding", "Findings"), ("extension", "Extensions (not counted)"),

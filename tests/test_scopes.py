@@ -1,0 +1,66 @@
+"""Scopes that know the experiment: the paper's run length and models decide whether a row is the paper's, and a
+row of another experiment reads as what it is ("holds at 100 of 488 iterations on Brax's hopper"), never a
+verdict."""
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+from pgdiag import preset
+from pgdiag.experiments import claims, evidence_rows, findings
+
+
+def _rows(values, run, task="hopper"):
+    return pd.DataFrame({"evidence": "grad_pairwise_at_batch", "task": task, "label": "ppo",
+                         "agent": [str(i) for i in range(len(values))], "value": values, "iteration": 61,
+                         "progress": 0.61, "lr_share": 1.0, "pairs": 2048.0, "run_iterations": run[0],
+                         "model": run[1]})
+
+
+def _claim(out, key="gradients-poorly-concentrated"):
+    return out[(out.claim == key) & (out.level == "")].iloc[0]
+
+
+def test_the_papers_run_is_in_scope_and_another_is_exploratory_with_its_reading():
+    values = list(np.linspace(0.05, 0.3, 8))         # every agent below 0.5: the claim holds on these rows
+    ours = _claim(claims.evaluate(_rows(values, (488, "gym")), paper="CL"))
+    assert ours.scope == "paper" and ours.verdict == "holds"
+    short = _claim(claims.evaluate(_rows(values, (100, "brax")), paper="CL"))
+    assert short.scope == "exploratory" and short.verdict == claims.NOT_HERE
+    assert short.why.startswith("holds at 100 of 488 iterations on Brax's hopper (exploratory)")
+    assert "the paper's run: 488 iterations" in short.why and "the paper's models: Gym's" in short.why
+    found = findings.findings(claims.evaluate(_rows(values, (100, "brax")), paper="CL"), "CL")
+    assert _claim(found.assign(level="")).outcome == claims.NOT_HERE
+
+
+def test_a_run_within_five_percent_of_the_papers_length_is_the_papers():
+    """IM ran 500 iterations of 2,000 steps, CL 488 of 2,048: each is within 5% of the other's length."""
+    values = list(np.linspace(0.05, 0.3, 8))
+    assert _claim(claims.evaluate(_rows(values, (500, "gym")), paper="CL")).scope == "paper"
+    assert _claim(claims.evaluate(_rows(values, (460, "gym")), paper="CL")).scope == "exploratory"
+
+
+def test_the_initial_policy_is_the_same_at_any_run_length_but_not_on_another_model():
+    claim = next(c for c in claims.CLAIMS if c.scope.window == "initial")
+    assert claim.scope.iterations == 0 and claim.scope.model == "gym"
+
+
+def test_im_fig_1_is_read_on_its_own_tasks():
+    """IM Fig 1 shows Humanoid and Walker2d: an ablation on Hopper is another experiment."""
+    ablation = [c for c in claims.CLAIMS if c.evidence.startswith("ablation")]
+    assert ablation and all(set(c.tasks) == {"humanoid", "walker2d"} for c in ablation)
+
+
+def test_a_studys_runs_give_each_task_its_run_length_and_models(tmp_path):
+    """experiment_of reads the run directories a study lists: the longest run's iterations, its models."""
+    for name, cfg in (("a", preset("ppo", "hopper", num_iterations=100)),
+                      ("b", preset("ppo", "hopper", num_iterations=40)),
+                      ("c", preset("ppo", "walker2d", num_iterations=488, model="gym"))):
+        os.makedirs(tmp_path / "runs" / name)
+        (tmp_path / "runs" / name / "manifest.json").write_text(json.dumps({"base_config": cfg.to_dict()}))
+    (tmp_path / "study.json").write_text(json.dumps({"runs": {"hopper": ["runs/a", "runs/b"],
+                                                              "walker2d": ["runs/c"], "humanoid": ["runs/gone"]}}))
+    assert evidence_rows.experiment_of(str(tmp_path)) == {"hopper": (100, "brax"), "walker2d": (488, "gym")}
+    assert evidence_rows.experiment_of(str(tmp_path / "nowhere")) == {}
