@@ -59,13 +59,13 @@ def _constructed(claim, on_side: bool, n: int = SIX, where=None):
             rows += [_ev(claim.floor, [0.01 * (i + 1) for i in range(n)], task=task, label=lab, point=point)
                      for lab in labels]
         return pd.concat(rows)
-    if claim.kind == "groups":
+    if claim.kind in ("groups", "means"):
         diff = _side_values(claim.test, claim.threshold, on_side, 1)[0]
         base = np.linspace(1.0, 1.01, n)   # the interval of two groups' medians spans both groups' spreads
         if claim.versus == "tasks":
             return pd.concat([ev(list(base + diff), task="humanoid"), ev(list(base), task="hopper")])
         return pd.concat([ev(list(base + diff), label=labels[0]), ev(list(base), label=claim.versus)])
-    if claim.kind == "min-difference":
+    if claim.kind in ("min-difference", "min-mean-difference"):
         means = {"ppo": 3000.0, "trpo": 2000.0, "trpo+": 3000.0, "ppo-m": 2000.0 + 2000.0 * (not on_side)}
         return pd.concat([ev(list(m + np.linspace(-10, 10, n)), label=lab) for lab, m in means.items()])
     raise AssertionError(claim.kind)
@@ -217,11 +217,13 @@ def test_the_harder_task_claim_needs_humanoid():
 
 
 def test_groups_keep_failed_agents_and_an_unmeasured_exact_check_is_inconclusive():
-    """A failed agent (−inf) keeps its rank: five PPO-NoClip agents with one failed are still five, and their
-    median stays above PPO-M's. A deterministic check with a value not measured (NaN) is neither side."""
-    claim = claims.by_key("noclip-beats-ppo-m")
-    ev = pd.concat([_ev(claim.evidence, [10.0, 11.0, 12.0, 13.0, -np.inf], label="ppo-noclip"),
-                    _ev(claim.evidence, [1.0, 2.0, 3.0, 4.0, 5.0], label="ppo-m", agents=list("abcde"))])
+    """A failed agent (−inf) keeps its rank: five PPO-M agents with one failed are still five, and their
+    median stays above PPO's. (IM's NoClip claims now read means: tests/test_im_means.py.) A deterministic check
+    with a value not measured (NaN) is neither side."""
+    claim = claims.by_key("ppo-m-kl-above-ppo")
+    ev = pd.concat([_ev(claim.evidence, [10.0, 11.0, 12.0, 13.0, -np.inf], task="humanoid", label="ppo-m"),
+                    _ev(claim.evidence, [1.0, 2.0, 3.0, 4.0, 5.0], task="humanoid", label="ppo",
+                        agents=list("abcde"))])
     row = claims.evaluate(ev, claims=[claim]).iloc[0]
     assert row.agree == "5 vs 5 agents" and row.value == pytest.approx(11.0 - 3.0)
     exact = claims.by_key("theorem-first-step-unclipped")

@@ -6,6 +6,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from pgdiag import preset
@@ -64,3 +65,31 @@ def test_a_studys_runs_give_each_task_its_run_length_and_models(tmp_path):
                                                               "walker2d": ["runs/c"], "humanoid": ["runs/gone"]}}))
     assert evidence_rows.experiment_of(str(tmp_path)) == {"hopper": (100, "brax"), "walker2d": (488, "gym")}
     assert evidence_rows.experiment_of(str(tmp_path / "nowhere")) == {}
+
+
+def _curve(evidence, first, after, agents=7):
+    """Each agent's held-out error at iterations 0, 10, …, 90 of a 488-iteration Gym run: ``first`` at 0 (the
+    untrained network), ``after`` (plus a small per-agent spread) from 10 on."""
+    rows = []
+    for a in range(agents):
+        for it in range(0, 100, 10):
+            rows.append({"evidence": evidence, "task": "hopper", "label": "ppo", "agent": str(a),
+                         "value": first if it == 0 else after + 0.01 * a, "iteration": it, "progress": it / 488,
+                         "lr_share": 1.0, "pairs": np.nan, "run_iterations": 488, "model": "gym"})
+    return pd.DataFrame(rows)
+
+
+def test_the_value_curves_are_read_after_the_untrained_network():
+    """Iteration 0 at 2.28 and 0.15 after: over the whole curve each agent's mean is 0.36–0.42, inside "about 50%"
+    (0.25–0.75); after the untrained network it is 0.15–0.21, below the band — the claim does not hold there."""
+    out = claims.evaluate(_curve("value_heldout_truncated_mre", 2.28, 0.15), paper="CL")
+    row = out[(out.claim == "value-off-by-about-half") & (out.level == "")].iloc[0]
+    assert row.scope == "paper" and row.verdict == "does not hold"
+    assert row.value == pytest.approx(0.15 + 0.03)           # the median agent's mean over iterations 10–90
+
+
+def test_the_papers_words_decide_a_relative_error_and_the_original_formula_is_an_extension():
+    fits = claims.by_key("value-fits-its-target")
+    original = claims.by_key("value-fits-its-target-original")
+    assert fits.role == "finding" and fits.evidence == "value_heldout_gae_mre_true"
+    assert original.role == "extension" and original.evidence == "value_heldout_gae_mre"

@@ -21,6 +21,15 @@ measured where the paper made it", never counted. The unit is the **agent**: its
   agents; no complete separation needed);
 * ``min-difference`` — the smallest of several such θs (all positive ⇔ the smallest is: the p-value is the largest
   of theirs, an intersection–union test; the intervals Bonferroni-simultaneous);
+* ``means`` — two groups of agents by the difference of their MEAN agents, μ_A − μ_B (IM's tables report means):
+  the difference of the groups' means with the interval that inverts the studentized permutation test of Welch's t
+  ([`pgdiag.stats.mean_difference_interval`][pgdiag.stats.mean_difference_interval],
+  [`pgdiag.stats.mean_difference_p`][pgdiag.stats.mean_difference_p]). A mean has no place for a failed seed
+  (−inf): non-finite agents are left out and the row says how many ("7 vs 6 agents (1 failed seed left out)");
+  five finite agents a group are needed for a verdict. Exact where the groups differ by a shift; where their shapes
+  differ (skew, collapsed seeds in one) its coverage at 5–16 a group falls to 0.85–0.93 (its docstring's table), as
+  Welch's does;
+* ``min-mean-difference`` — the smallest of several differences of mean agents, as ``min-difference``;
 * ``exact`` — a deterministic check of a theorem on one batch (a *check*, not a finding).
 
 A per-test verdict: *holds* when the interval lies on the paper's side (its false rate ≤ (1 − coverage)/2), *does
@@ -32,103 +41,45 @@ interval lies below the band. A claim's stronger levels are read where it holds.
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from pgdiag import stats
 from pgdiag.experiments.claims_cl import CL_CLAIMS
 from pgdiag.experiments.claims_im import IM_CLAIMS
-from pgdiag.experiments.paper_claims import KINDS, MODELS, RUN_LENGTH_TOLERANCE, WINDOWS, Claim, by_key
+from pgdiag.experiments.paper_claims import KINDS, Claim, by_key
+from pgdiag.experiments.scopes import in_window, measured_at, missing, run_words, scope_mask
 
 CLAIMS = CL_CLAIMS + IM_CLAIMS
 
-#: what a comparison of two groups estimates: θ, the median of A − B over independent agents of the two groups (the
-#: difference of medians, and of means, where they differ by a shift), by its Hodges–Lehmann estimate
-SHIFT = "θ = median of A − B (Hodges–Lehmann)"
+
+
+class Estimand(NamedTuple):
+    """What a comparison of two groups of agents estimates, and how: its interval (a, b, level) and one-sided
+    p-value (a, b, threshold, side); whether a failed seed (±inf) keeps its rank or is left out."""
+
+    name: str
+    interval: Callable
+    p: Callable
+    ranks_failed: bool
+
+
+#: θ, the median of A − B over independent agents of the two groups (the difference of medians, and of means, where
+#: they differ by a shift): Hodges–Lehmann, the permutation Brunner–Munzel test
+SHIFT = Estimand("θ = median of A − B (Hodges–Lehmann)", stats.shift_interval, stats.shift_p, True)
+#: μ_A − μ_B, the difference of the groups' mean agents (IM's tables): the permutation test of Welch's t
+MEANS = Estimand("difference of mean agents", stats.mean_difference_interval, stats.mean_difference_p, False)
+#: the comparison each kind of claim makes
+ESTIMANDS = {"groups": SHIFT, "min-difference": SHIFT, "means": MEANS, "min-mean-difference": MEANS}
+
 VERDICTS = ("holds", "does not hold", "inconclusive", "too few agents", "not measured where the paper made it")
 MIN_AGENTS = 5
 NOT_HERE = VERDICTS[4]
 #: tasks in the order of their complexity (CL §5.1: Humanoid the "hard" task)
 COMPLEXITY = ("hopper", "walker2d", "humanoid")
-#: "later in training" (CL's iteration 300 of 488: 0.61 through the run); an annealed LR's share still ≥ 0.25
-LATER, LR_SHARE = (0.45, 0.75), 0.25
 COLUMNS = ["paper", "family", "role", "claim", "level", "where", "task", "label", "estimate", "value", "low", "high",
            "coverage", "agents", "agree", "test", "verdict", "scope", "p_for", "p_against", "why", "run"]
-
-
-def _col(part, name):
-    return part[name].to_numpy(np.float64) if name in part else np.full(len(part), np.nan)
-
-
-def in_window(part, window: str) -> np.ndarray:
-    """Which rows lie in the claim's point of training
-    ([`pgdiag.experiments.paper_claims.WINDOWS`][pgdiag.experiments.paper_claims.WINDOWS]); a row whose checkpoint
-    is not known is only in "whole"."""
-    it, progress, share = _col(part, "iteration"), _col(part, "progress"), _col(part, "lr_share")
-    if window == "whole":
-        return np.ones(len(part), bool)
-    if window == "initial":
-        return it == 0
-    if window == "after-first":
-        return it > 0
-    if window == "later":
-        return (progress >= LATER[0]) & (progress <= LATER[1]) & ~(share < LR_SHARE)
-    if window == "stepping":
-        return (it > 0) & (share >= LR_SHARE)
-    raise ValueError(f"unknown window {window!r}")
-
-
-def _scope_mask(claim: Claim, part) -> tuple:
-    """(in scope, {reason: rows meeting it}) per row: the tasks, the point of training, the sample sizes."""
-    sc = claim.scope
-    task_ok = part.task.isin(sc.tasks).to_numpy() if sc.tasks else np.ones(len(part), bool)
-    pairs = _col(part, "pairs")
-    pairs_ok = np.isnan(pairs) & (sc.pairs == (0, float("inf"))) | (pairs >= sc.pairs[0]) & (pairs <= sc.pairs[1])
-    checks = {f"the paper's tasks: {'/'.join(sc.tasks)}": task_ok,
-              "the paper's point of training: " + _window_words(sc.window): in_window(part, sc.window),
-              f"the paper's sample sizes: {sc.sizes}": pairs_ok}
-    if sc.iterations:   # a checkpoint of a shorter run is another point of training than the paper's
-        its = _col(part, "run_iterations")
-        checks[f"the paper's run: {sc.iterations} iterations"] = \
-            np.abs(its - sc.iterations) <= RUN_LENGTH_TOLERANCE * sc.iterations
-    if sc.model:
-        models = part["model"].astype(str).to_numpy() if "model" in part else np.full(len(part), "")
-        checks[f"the paper's models: {MODELS.get(sc.model, sc.model)}"] = models == sc.model
-    return np.logical_and.reduce(list(checks.values())), checks
-
-
-def run_words(part) -> str:
-    """The run length and models of evidence rows, in words ("100 iterations, Brax's"; "" where not known)."""
-    its = _col(part, "run_iterations")
-    models = sorted({m for m in part.get("model", []) if isinstance(m, str) and m})
-    words = ([f"{int(np.nanmax(its))} iterations"] if np.isfinite(its).any() else []) + \
-        (["/".join(MODELS.get(m, m) for m in models)] if models else [])
-    return ", ".join(words)
-
-
-def measured_at(claim: Claim, part) -> str:
-    """Where rows outside the paper's experiment were measured, in words: "at 100 of 488 iterations on Brax's
-    hopper" ("" where the run length and model are the paper's, or not known)."""
-    sc, words = claim.scope, []
-    its = _col(part, "run_iterations")
-    if sc.iterations and np.isfinite(its).any():
-        run = int(np.nanmax(its))
-        if abs(run - sc.iterations) > RUN_LENGTH_TOLERANCE * sc.iterations:
-            words.append(f"at {run} of {sc.iterations} iterations")
-    models = sorted({m for m in part.get("model", []) if isinstance(m, str) and m})
-    if sc.model and models and models != [sc.model]:
-        words.append("on " + "/".join(MODELS.get(m, m) for m in models) + " " + "/".join(sorted(set(part.task))))
-    return " ".join(words)
-
-
-def _missing_scope(checks: dict, rows) -> str:
-    """What a task's (or algorithm's) measurements lack: each part of the scope none of them meets, or, where
-    each part is met by some, that none meets all."""
-    lacking = [why for why, ok in checks.items() if not ok[rows].any()]
-    return "; ".join(lacking) or "no measurement meets all of: " + "; ".join(checks)
-
-
-def _window_words(window: str) -> str:
-    return WINDOWS[window]
 
 
 def per_agent(group, within: str = "mean") -> np.ndarray:
@@ -172,16 +123,6 @@ def _sign_p(values, test: str, threshold) -> tuple:
         return stats.band_p(values, lo, hi), against
     other = ">" if test == "<" else "<"
     return stats.sign_test_p(values, threshold, test), stats.sign_test_p(values, threshold, other)
-
-
-def _difference_p(a, b, test: str, threshold) -> tuple:
-    """(p for the paper's side, p against it) of θ, the median of A − B (the permutation Brunner–Munzel test)."""
-    if test == "within":
-        lo, hi = threshold
-        p_for = max(stats.shift_p(a, b, lo, ">"), stats.shift_p(a, b, hi, "<"))
-        return p_for, min(1.0, 2.0 * min(stats.shift_p(a, b, lo, "<"), stats.shift_p(a, b, hi, ">")))
-    other = ">" if test == "<" else "<"
-    return stats.shift_p(a, b, threshold, test), stats.shift_p(a, b, threshold, other)
 
 
 def _row(claim: Claim, task: str, label: str, iv, agree: str, verdict: str, estimate: str, p=(np.nan, np.nan),
@@ -236,6 +177,28 @@ def _agents_rows(claim: Claim, part, floors) -> list:
     return rows
 
 
+def _units(values, est: Estimand) -> tuple:
+    """(the agents a comparison reads, how many failed seeds it left out): NaN is no agent; a failed seed (±inf)
+    keeps its rank in a rank estimand and is left out of a mean, which has no place for it."""
+    v = np.asarray(values, np.float64)
+    v = v[~np.isnan(v)]
+    return (v, 0) if est.ranks_failed else (v[np.isfinite(v)], int(np.sum(~np.isfinite(v))))
+
+
+def _difference_p(est: Estimand, a, b, test: str, threshold) -> tuple:
+    """(p for the paper's side, p against it) of the estimand; a band by its two one-sided tests (TOST)."""
+    if test == "within":
+        lo, hi = threshold
+        p_for = max(est.p(a, b, lo, ">"), est.p(a, b, hi, "<"))
+        return p_for, min(1.0, 2.0 * min(est.p(a, b, lo, "<"), est.p(a, b, hi, ">")))
+    other = ">" if test == "<" else "<"
+    return est.p(a, b, threshold, test), est.p(a, b, threshold, other)
+
+
+def _left_out(k: int) -> str:
+    return f" ({k} failed seed{'s' if k != 1 else ''} left out)" if k else ""
+
+
 def _groups_rows(claim: Claim, part) -> list:
     if claim.versus == "tasks":   # Humanoid against each easier task it was measured beside
         if "humanoid" not in set(part.task):
@@ -255,33 +218,37 @@ def _groups_rows(claim: Claim, part) -> list:
 
 
 def _compare(claim: Claim, task: str, label: str, a, b) -> dict:
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]   # ±inf (a failed agent) keeps its rank
-    iv = stats.shift_interval(a, b)
+    est = ESTIMANDS[claim.kind]
+    (a, ka), (b, kb) = _units(a, est), _units(b, est)
+    iv = est.interval(a, b)
     few = min(a.size, b.size) < MIN_AGENTS
     verdict = "too few agents" if few else _side(iv.low, iv.high, claim.test, claim.threshold)
-    p = (np.nan, np.nan) if few else _difference_p(a, b, claim.test, claim.threshold)
-    return _row(claim, task, label, iv, f"{a.size} vs {b.size} agents", verdict, SHIFT, p)
+    p = (np.nan, np.nan) if few else _difference_p(est, a, b, claim.test, claim.threshold)
+    return _row(claim, task, label, iv, f"{a.size} vs {b.size} agents{_left_out(ka + kb)}", verdict, est.name, p)
 
 
 def _min_difference_rows(claim: Claim, part) -> list:
-    rows = []
+    """The smallest of the claim's differences: each interval at 1 − 0.05/m (Bonferroni over the m), the smallest
+    ends; p for the paper's side the largest of theirs (intersection–union), against it m times the smallest."""
+    est, rows = ESTIMANDS[claim.kind], []
     needed = sorted({x for pair in claim.differences for x in pair})
     for task, group in part.groupby("task", sort=True):
-        scores = {lab: per_agent(group[group.label == lab], claim.within) for lab in needed}
-        if any(v.size == 0 for v in scores.values()):
+        units = {lab: _units(per_agent(group[group.label == lab], claim.within), est) for lab in needed}
+        if any(v.size + k == 0 for v, k in units.values()):
             continue
-        m = len(claim.differences)
-        ivs = [stats.shift_interval(scores[a], scores[b], 1.0 - 0.05 / m) for a, b in claim.differences]
-        cover = max(0.0, 1.0 - sum(1.0 - iv.coverage for iv in ivs))   # Bonferroni over the m differences
+        scores, m = {lab: v for lab, (v, _) in units.items()}, len(claim.differences)
+        ivs = [est.interval(scores[a], scores[b], 1.0 - 0.05 / m) for a, b in claim.differences]
+        cover = np.nan if any(np.isnan(i.coverage) for i in ivs) else \
+            max(0.0, 1.0 - sum(1.0 - i.coverage for i in ivs))
         iv = stats.Interval(min(i.estimate for i in ivs), min(i.low for i in ivs), min(i.high for i in ivs),
                             min(i.n for i in ivs), cover)
         few = min(v.size for v in scores.values()) < MIN_AGENTS
-        ps = [_difference_p(scores[a], scores[b], ">", 0.0) for a, b in claim.differences]
+        ps = [] if few else [_difference_p(est, scores[a], scores[b], ">", 0.0) for a, b in claim.differences]
         p = (np.nan, np.nan) if few else (max(x[0] for x in ps), min(1.0, m * min(x[1] for x in ps)))
-        sizes = ", ".join(f"{lab} {scores[lab].size}" for lab in needed)
+        sizes = ", ".join(f"{lab} {v.size}{_left_out(k)}" for lab, (v, k) in units.items())
         rows.append(_row(claim, task, " / ".join(f"{a} − {b}" for a, b in claim.differences), iv, sizes,
                          "too few agents" if few else _side(iv.low, iv.high, claim.test, claim.threshold),
-                         "smallest " + SHIFT, p))
+                         "smallest " + est.name, p))
     return rows
 
 
@@ -300,7 +267,7 @@ def _exact_rows(claim: Claim, part) -> list:
 
 
 _EVALUATE = {"agents": _agents_rows, "groups": _groups_rows, "min-difference": _min_difference_rows,
-             "exact": _exact_rows}
+             "means": _groups_rows, "min-mean-difference": _min_difference_rows, "exact": _exact_rows}
 
 
 def _floors(claim: Claim, evidence) -> dict:
@@ -316,7 +283,7 @@ def _claim_rows(claim: Claim, evidence) -> list:
         part = part[part.label.isin(claim.labels)]
     if part.empty:
         return []
-    inside, checks = _scope_mask(claim, part)
+    inside, checks = scope_mask(claim, part)
     args = (_floors(claim, evidence),) if claim.kind == "agents" else ()
     rows = _EVALUATE[claim.kind](claim, part[inside], *args) if inside.any() else []
     measured = {(r["task"], r["label"]) for r in rows}
@@ -327,7 +294,7 @@ def _claim_rows(claim: Claim, evidence) -> list:
         where = measured_at(claim, part[mine] if mine.any() else part)
         read = f"{r['verdict']} {where} (exploratory); " if where and r["verdict"] in VERDICTS[:3] else ""
         rows.append({**r, "verdict": NOT_HERE, "scope": "exploratory", "p_for": np.nan, "p_against": np.nan,
-                     "why": read + _missing_scope(checks, mine if mine.any() else np.ones(len(part), bool))})
+                     "why": read + missing(checks, mine if mine.any() else np.ones(len(part), bool))})
     for r in rows:   # the run each row's task was measured on: "100 iterations, Brax's"
         r["run"] = run_words(part[part.task.isin(str(r["task"]).split(" − "))])
     if not rows:   # measured, but nothing the claim's test can read (e.g. no Humanoid to rank the tasks against)
@@ -364,5 +331,5 @@ def evaluate(evidence, claims=None, paper: str | None = None):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-__all__ = ["CLAIMS", "COLUMNS", "COMPLEXITY", "KINDS", "MIN_AGENTS", "NOT_HERE", "VERDICTS", "agrees", "by_key",
-           "evaluate", "in_window", "per_agent"]
+__all__ = ["CLAIMS", "COLUMNS", "COMPLEXITY", "ESTIMANDS", "Estimand", "KINDS", "MEANS", "MIN_AGENTS", "NOT_HERE",
+           "SHIFT", "VERDICTS", "agrees", "by_key", "evaluate", "in_window", "per_agent"]

@@ -26,6 +26,7 @@ The page says how many agents a family needs ([`agents_for`][pgdiag.experiments.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -65,8 +66,8 @@ def _sizes(tested) -> list:
     """Per test, the agents it had: (n,) for one group, (na, nb) for two ("7 vs 8 agents")."""
     out = []
     for r in tested.itertuples():
-        parts = [int(x) for x in str(r.agree).replace(" agents", "").split(" vs ") if x.strip().isdigit()]
-        out.append(tuple(parts) if len(parts) == 2 else (int(r.agents),))
+        pair = re.match(r"(\d+) vs (\d+) agents", str(r.agree))
+        out.append((int(pair[1]), int(pair[2])) if pair else (int(r.agents),))
     return out
 
 
@@ -107,6 +108,9 @@ def detectable(kind: str, sizes, alpha: float, power: float = 0.8) -> str:
                 f"at {n[0]} agents the test detects with probability {power:g} a claim that holds for ≥ {q:.0%} "
                 f"of agents (sign test at α/m = {alpha:.3g})")
     na, nb = (n * 2)[:2]
+    if kind in ("means", "min-mean-difference"):
+        return (f"at {na} v {nb} agents the test detects with probability {power:g} a difference of mean agents of "
+                f"{stats.mean_power_sd(na, nb, alpha, power):.1f} agent SDs (normal agents; at α/m = {alpha:.3g})")
     effect, sd = stats.shift_power_effect(na, nb, alpha, power), stats.shift_power_sd(na, nb, alpha, power)
     return (f"at {na} v {nb} agents the test detects with probability {power:g} P(A > B) ≥ {effect:.2f} "
             f"(a {sd:.1f}-SD shift between normal agents; at α/m = {alpha:.3g})")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
-#: how a claim is tested ([`claims`][pgdiag.experiments.claims]): the median agent, two groups' median agents, the
-#: smallest of several differences of median agents, or a deterministic check of a theorem
-KINDS = ("agents", "groups", "min-difference", "exact")
+#: how a claim is tested ([`claims`][pgdiag.experiments.claims]): the median agent ("agents"); two groups by θ, the
+#: median of A − B over their agents ("groups"), or by the difference of their mean agents ("means": IM's tables
+#: report means); the smallest of several such differences ("min-difference", "min-mean-difference"); or a
+#: deterministic check of a theorem ("exact")
+KINDS = ("agents", "groups", "min-difference", "means", "min-mean-difference", "exact")
 #: what a claim is on the page: a *finding* of the paper (counted, multiplicity-controlled), an *extension* (a
 #: sounder estimand beside the paper's, never counted), a *check* (an identity or a demonstration: shown, not
 #: a finding)

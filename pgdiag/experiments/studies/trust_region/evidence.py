@@ -43,6 +43,34 @@ def trust_region_evidence(metrics) -> list:
                                                      (held <= m.constraint_value).astype(float), np.nan)
     frames = [m[["task", "label", "unit", "iteration", "progress", "lr_share"]].assign(evidence=name, value=v)
               for name, v in series.items()]
-    out = pd.concat(frames, ignore_index=True).rename(columns={"unit": "agent"})
+    out = pd.concat(frames + [kl_shape(m)], ignore_index=True).rename(columns={"unit": "agent"})
     out = out[np.isfinite(out.value.to_numpy(np.float64))]
     return out[["evidence", "task", "label", "agent", "value", "iteration", "progress", "lr_share"]].to_dict("records")
+
+
+def kl_shape(m):
+    """Per agent, the shape of its mean-KL curve over the iterations after the first (IM §4: "PPO-M KL trends up as
+    the number of iterations increases, PPO KL peaks halfway through training before trending down again"):
+    ``tr_kl_trend`` — the least-squares slope of log10(mean KL) against progress through the run (per whole run:
+    +1 is a tenfold rise from start to end); ``tr_kl_peak`` — the progress at which a running mean over five
+    logged iterations of log10(mean KL) is largest; ``tr_kl_fall`` — how far that running mean falls from its peak to
+    its last value (log10: 0.3 is a halving). One row per agent, at its last iteration."""
+    import pandas as pd
+
+    rows = []
+    for (task, label, unit), g in m[m.iteration > 0].groupby(["task", "label", "unit"], sort=True):
+        g = g.sort_values("iteration")
+        x, y = g.progress.to_numpy(np.float64), np.log10(g.mean_kl.to_numpy(np.float64))
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.sum() < 5:
+            continue
+        x, y = x[ok], y[ok]
+        smooth = np.convolve(y, np.ones(5) / 5, mode="valid")           # centred: index i is x[i + 2]
+        last = g.iloc[-1]
+        shape = (("tr_kl_trend", np.polyfit(x, y, 1)[0]), ("tr_kl_peak", x[2 + int(np.argmax(smooth))]),
+                 ("tr_kl_fall", float(smooth.max() - smooth[-1])))
+        for name, value in shape:
+            rows.append({"task": task, "label": label, "unit": unit, "iteration": last.iteration,
+                         "progress": last.progress, "lr_share": last.lr_share, "evidence": name, "value": value})
+    return pd.DataFrame(rows, columns=["task", "label", "unit", "iteration", "progress", "lr_share", "evidence",
+                                       "value"])
