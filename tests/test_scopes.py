@@ -93,3 +93,30 @@ def test_the_papers_words_decide_a_relative_error_and_the_original_formula_is_an
     original = claims.by_key("value-fits-its-target-original")
     assert fits.role == "finding" and fits.evidence == "value_heldout_gae_mre_true"
     assert original.role == "extension" and original.evidence == "value_heldout_gae_mre"
+
+
+def test_the_page_says_what_experiment_a_claim_still_needs():
+    from pgdiag.experiments import report
+
+    results = claims.evaluate(_rows(list(np.linspace(0.05, 0.3, 8)), (100, "brax")), paper="CL")
+    text = report.page(results, [], {"fig-grad-variance": "x"})
+    assert ("holds at 100 of 488 iterations on Brax's hopper (exploratory); the paper's run: 488 iterations; the "
+            "paper's models: Gym's. Run fig-grad-variance on the paper's experiment (488 iterations on Gym's models)"
+            in text)
+    assert "| gradients-poorly-concentrated | **not measured where the paper made it** | hopper ppo:" in text
+
+
+def test_a_learning_rate_grid_that_peaks_at_its_top_is_flagged():
+    """Two toggle combinations, LRs 1e-4 and 3e-4: one scores best at 3e-4 (the grid's top), one at 1e-4."""
+    from pgdiag.experiments.studies.ablation.targets import TOGGLES, censored
+
+    rows = []
+    for combo, best in ((True, 3e-4), (False, 1e-4)):
+        for lr in (1e-4, 3e-4):
+            for seed in (0, 1):
+                rows.append({"seed": seed, **{t: combo for t in TOGGLES}, "lr_policy": lr,
+                             "score": 10.0 if lr == best else 5.0})
+    note = censored("walker2d", pd.DataFrame(rows))
+    assert note.startswith("walker2d: 1 of 2 toggle combinations score best at the grid's largest learning rate "
+                           "(0.0003) — censored")
+    assert censored("walker2d", pd.DataFrame([r for r in rows if r[TOGGLES[0]] is False])) == ""

@@ -26,6 +26,7 @@ from pgdiag.experiments import claims as claim_specs
 from pgdiag.experiments import evidence_rows as ev
 from pgdiag.experiments import figures, study_dir, targets
 from pgdiag.experiments import findings as findings_mod
+from pgdiag.experiments.paper_claims import MODELS
 from pgdiag.run.distributed import lead_writes
 
 PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
@@ -158,6 +159,11 @@ def _advice(claim, rows) -> str:
         return ""
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
     run = f" Run {t.name} at a scale that covers it (the paper scale does)." if t else ""
+    if t and any("the paper's run" in w or "the paper's models" in w for w in out):   # another experiment
+        sc = claim.scope
+        what = " on ".join(([f"{sc.iterations} iterations"] if sc.iterations else []) +
+                           ([f"{MODELS.get(sc.model, sc.model)} models"] if sc.model else []))
+        run = f" Run {t.name} on the paper's experiment ({what}): the paper scale has its run length, on Brax's models."
     return "*Missing for a verdict: " + "; ".join(dict.fromkeys(out)) + f".{run}*"
 
 
@@ -233,7 +239,7 @@ def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_fi
              f"{findings_mod.agents_for(m, kind='groups')} agents per group for {m} findings). An inconclusive "
              f"finding states the effect its agents could have detected with probability 0.8. Extensions (sounder "
              f"estimands beside the paper's) and checks (identities, demonstrations) are shown, never counted.", ""]
-    lines += [f"**Not tested:** {n}." for n in notes] + ([""] if notes else [])
+    lines += [f"**Note:** {n}." for n in notes] + ([""] if notes else [])
     for role, head in (("finding", "Findings"), ("extension", "Extensions (not counted)"),
                        ("check", "Checks (not counted)")):
         mine = [c for c in claim_specs.CLAIMS if name in c.paper.split() and c.role == role]

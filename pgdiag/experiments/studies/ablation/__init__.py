@@ -8,9 +8,9 @@ it saves.
 from pgdiag.experiments.studies.ablation.targets import (LEARNING_RATES, MID_LEARNING_RATES, SCALES, STUDY,
                                                           TARGET, TARGETS, TOGGLES, agent_scores,
                                                           agents_at_best_lr, agents_at_held_out_best_lr,
-                                                          base_config, best_learning_rates, draw, grid, plan,
+                                                          base_config, best_learning_rates, censored, draw, grid, plan,
                                                           plot, run, saved_scores, toggle_effects)
 
 __all__ = ['LEARNING_RATES', 'MID_LEARNING_RATES', 'SCALES', 'STUDY', 'TARGET', 'TARGETS', 'TOGGLES',
            'agent_scores', 'agents_at_best_lr', 'agents_at_held_out_best_lr', 'base_config',
-           'best_learning_rates', 'draw', 'grid', 'plan', 'plot', 'run', 'saved_scores', 'toggle_effects']
+           'best_learning_rates', 'censored', 'draw', 'grid', 'plan', 'plot', 'run', 'saved_scores', 'toggle_effects']
