@@ -120,3 +120,17 @@ def test_a_learning_rate_grid_that_peaks_at_its_top_is_flagged():
     assert note.startswith("walker2d: 1 of 2 toggle combinations score best at the grid's largest learning rate "
                            "(0.0003) — censored")
     assert censored("walker2d", pd.DataFrame([r for r in rows if r[TOGGLES[0]] is False])) == ""
+
+
+def test_another_experiment_is_read_where_the_paper_read_its_own():
+    """A Brax run of 100 iterations, each agent at 0.9 at iteration 0 and 0.2 (plus 0.01·agent) after: the
+    exploratory reading of a claim about the checkpoints after the initial policy is 0.2 + 0.03 for the median of 7
+    agents, not a mean that lets iteration 0 in."""
+    rows = []
+    for a in range(7):
+        for it in (0, 31, 61, 92):
+            rows.append({"evidence": "grad_pairwise_at_batch", "task": "hopper", "label": "ppo", "agent": str(a),
+                         "value": 0.9 if it == 0 else 0.2 + 0.01 * a, "iteration": it, "progress": it / 100,
+                         "lr_share": 1.0, "pairs": 2048.0, "run_iterations": 100, "model": "brax"})
+    row = _claim(claims.evaluate(pd.DataFrame(rows), paper="CL"))
+    assert row.scope == "exploratory" and row.value == pytest.approx(0.23)

@@ -49,7 +49,7 @@ from pgdiag import stats
 from pgdiag.experiments.claims_cl import CL_CLAIMS
 from pgdiag.experiments.claims_im import IM_CLAIMS
 from pgdiag.experiments.paper_claims import KINDS, Claim, by_key
-from pgdiag.experiments.scopes import in_window, measured_at, missing, run_words, scope_mask
+from pgdiag.experiments.scopes import but_the_experiment, in_window, measured_at, missing, run_words, scope_mask
 
 CLAIMS = CL_CLAIMS + IM_CLAIMS
 
@@ -287,9 +287,14 @@ def _claim_rows(claim: Claim, evidence) -> list:
     args = (_floors(claim, evidence),) if claim.kind == "agents" else ()
     rows = _EVALUATE[claim.kind](claim, part[inside], *args) if inside.any() else []
     measured = {(r["task"], r["label"]) for r in rows}
-    for r in (_EVALUATE[claim.kind](claim, part[~inside], *args) if (~inside).any() else []):
+    # another experiment is read where the paper read its own (figure's tasks, point of training, sample sizes)
+    near = but_the_experiment(checks)
+    elsewhere = [r for sub in (~inside & near, ~inside & ~near) if sub.any()
+                 for r in _EVALUATE[claim.kind](claim, part[sub], *args)]
+    for r in elsewhere:
         if (r["task"], r["label"]) in measured or r["level"]:
             continue
+        measured.add((r["task"], r["label"]))
         mine = part.task.isin(r["task"].split(" − ")).to_numpy()
         where = measured_at(claim, part[mine] if mine.any() else part)
         read = f"{r['verdict']} {where} (exploratory); " if where and r["verdict"] in VERDICTS[:3] else ""

@@ -10,6 +10,8 @@ from pgdiag.experiments.paper_claims import MODELS, RUN_LENGTH_TOLERANCE, WINDOW
 
 #: "later in training" (CL's iteration 300 of 488: 0.61 through the run); an annealed LR's share still ≥ 0.25
 LATER, LR_SHARE = (0.45, 0.75), 0.25
+#: how the scope's checks about the experiment itself begin
+EXPERIMENT = ("the paper's run:", "the paper's models:")
 
 
 def column(part, name):
@@ -47,12 +49,19 @@ def scope_mask(claim, part) -> tuple:
               f"the paper's sample sizes: {sc.sizes}": pairs_ok}
     if sc.iterations:   # a checkpoint of a shorter run is another point of training than the paper's
         its = column(part, "run_iterations")
-        checks[f"the paper's run: {sc.iterations} iterations"] = \
+        checks[f"{EXPERIMENT[0]} {sc.iterations} iterations"] = \
             np.abs(its - sc.iterations) <= RUN_LENGTH_TOLERANCE * sc.iterations
     if sc.model:
         models = part["model"].astype(str).to_numpy() if "model" in part else np.full(len(part), "")
-        checks[f"the paper's models: {MODELS.get(sc.model, sc.model)}"] = models == sc.model
+        checks[f"{EXPERIMENT[1]} {MODELS.get(sc.model, sc.model)}"] = models == sc.model
     return np.logical_and.reduce(list(checks.values())), checks
+
+
+def but_the_experiment(checks: dict) -> np.ndarray:
+    """Rows meeting every part of the scope but the experiment (run length, models): where another experiment is
+    read as the paper read its own — its figure's tasks, point of training and sample sizes."""
+    parts = [ok for why, ok in checks.items() if not why.startswith(EXPERIMENT)]
+    return np.logical_and.reduce(parts)
 
 
 def missing(checks: dict, rows) -> str:
@@ -88,4 +97,5 @@ def measured_at(claim, part) -> str:
     return " ".join(words)
 
 
-__all__ = ["LATER", "LR_SHARE", "column", "in_window", "measured_at", "missing", "run_words", "scope_mask"]
+__all__ = ["EXPERIMENT", "LATER", "LR_SHARE", "but_the_experiment", "column", "in_window", "measured_at", "missing",
+           "run_words", "scope_mask"]
