@@ -25,7 +25,6 @@ The page says how many agents a family needs ([`agents_for`][pgdiag.experiments.
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -82,8 +81,9 @@ def _few(claim, rows) -> str:
 def smallest_p(kind: str, n: int) -> float:
     """The smallest p-value a test of ``kind`` reaches with ``n`` agents (per group): the sign test's 2^−n for one
     group ("agents"); for two groups of n (and the smallest of several such differences) the permutation test's
-    1/C(2n, n), every other relabelling of the 2n agents less extreme."""
-    return 2.0 ** -n if kind in ("agents", "exact") else 1.0 / math.comb(2 * n, n)
+    1/C(2n, n), every other relabelling of the 2n agents less extreme (1/20,001 where its relabellings are sampled:
+    [`pgdiag.stats.smallest_shift_p`][pgdiag.stats.smallest_shift_p])."""
+    return 2.0 ** -n if kind in ("agents", "exact") else stats.smallest_shift_p(n, n)
 
 
 def agents_for(m: int, alpha: float = ALPHA, kind: str = "agents") -> int:
