@@ -247,7 +247,7 @@ def test_a_means_row_is_the_difference_of_mean_agents_with_failed_seeds_left_out
     assert row.value == pytest.approx(9.0) and (row.low, row.high) == pytest.approx((iv.low, iv.high))
     assert row.agents == 5 and row.coverage == 0.95 and row.verdict == "holds"
     assert row.p_for == pytest.approx(1 / 252) and row.p_against == 1.0
-    assert findings._sizes(pd.DataFrame([row])) == [(5,)]   # the note hides the pair: the smaller group, twice
+    assert findings._sizes(pd.DataFrame([row])) == [(5, 5)]   # both groups' sizes, read past the note
     two = noclip[:4] + [-np.inf, -np.inf]
     row = claims.evaluate(pd.concat([_ev(claim.evidence, two, "ppo-noclip"), _ev(claim.evidence, ppo_m, "ppo-m")]),
                           claims=[claim]).iloc[0]
