@@ -51,8 +51,10 @@ def experiment_of(from_dir: str) -> dict:
     import json
     import os
 
+    from pgdiag.experiments.study_dir import STUDY_FILE
+
     try:
-        with open(os.path.join(from_dir, "study.json")) as f:
+        with open(os.path.join(from_dir, STUDY_FILE)) as f:
             runs = json.load(f).get("runs") or {}
     except (OSError, ValueError):
         return {}
