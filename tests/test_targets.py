@@ -158,3 +158,19 @@ def test_registering_a_target_is_checked():
 def test_an_unknown_target_is_named_with_the_targets_there_are():
     with pytest.raises(ConfigError, match=r"unknown target 'fig-nope'; targets: fig-ablation, .*solver-compare"):
         targets.get("fig-nope")
+
+
+def test_the_replication_scale_trains_the_papers_experiment_and_its_plan_says_so():
+    """SCALE=replication trains Gym's Humanoid (the papers' model) for CL's 488 iterations with checkpoints after
+    0/150/300/450 and 8 agents per preset; the dry-run plans that model, not the default (a task's own settings
+    reach the plan as they reach the training)."""
+    from pgdiag.experiments import dry_run
+
+    t = targets.get("fig-trust-region")
+    sc = t.scales["replication"]
+    assert sc.training("humanoid") == {"num_iterations": 488, "checkpoint_at": (0, 150, 300, 450),
+                                       "heldout_every": 10, "model": "gym"}
+    assert sc.seeds == 8 and set(sc.presets) == {"ppo", "ppo-m", "trpo"}
+    plan = dry_run.training_plan(t, "replication")
+    assert {p.model for p in plan} == {"gym"}
+    assert sum(p.units for p in plan) == 24 and {p.sequential_steps for p in plan} == {488 * 2048}

@@ -88,9 +88,8 @@ def training_plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: 
                           f"--algorithm")
     sc = pick(target.scales, scale)
     algos = presets_of(presets, sc.presets or target.presets)   # a scale may train more (runs shared)
-    over = {**sc.overrides, **overrides}
-    return [p for t in tuple(tasks or sc.tasks_of()) for p in preset_training(t, algos, seeds or sc.seeds, over,
-                                                                               memory)]
+    return [p for t in tuple(tasks or sc.tasks_of())
+            for p in preset_training(t, algos, seeds or sc.seeds, sc.training(t, overrides), memory)]
 
 
 def measurement_shapes(study, task, statics: dict, subjects_per: int, settings: dict, have) -> list:

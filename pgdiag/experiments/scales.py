@@ -78,6 +78,24 @@ def tasks_training(tasks: tuple) -> dict:
     return {**MID_TRAINING, "tasks": tuple(tasks)}
 
 
+#: CL's own run (ref §2): 488 iterations of 1 × 2,048 steps (1M steps), checkpoints after iterations 0/150/300/450.
+PAPER_ITERATIONS = 488
+PAPER_CHECKPOINTS = (0, 150, 300, 450)
+
+
+#: The replication's training (``SCALE=replication``): the papers' experiment as they ran it, on a CPU where it
+#: fits — Gym's MuJoCo models (``model='gym'``, as the papers had them), CL's run length and checkpoints, a held-out
+#: batch every 10 iterations (the original's log_every), 8 agents per preset (the fewest whose sign tests can pass
+#: Holm's first step over a section of 7 findings, 2^−8 ≤ 0.05/7: [`agents_for`][pgdiag.experiments.findings.agents_for]).
+#: The model is set per task (pure-JAX tasks have none), so a target's LQR runs stay on the default.
+def replication_training(tasks: tuple, presets: tuple = ("ppo", "ppo-m", "trpo"), seeds: int = 8) -> dict:
+    """The replication scale's training on ``tasks``: Gym's models, CL's 488 iterations and checkpoints."""
+    return dict(tasks=tuple(tasks), seeds=seeds, presets=tuple(presets),
+                overrides={"num_iterations": PAPER_ITERATIONS, "checkpoint_at": PAPER_CHECKPOINTS,
+                           "heldout_every": 10},
+                task_overrides={t: {"model": "gym"} for t in tasks if t != "lqr"})
+
+
 def pick(scales: Mapping, scale: str) -> Scale:
     """``scales[scale]``, or a ConfigError naming the scales there are."""
     if scale not in scales:
@@ -85,4 +103,5 @@ def pick(scales: Mapping, scale: str) -> Scale:
     return scales[scale]
 
 
-__all__ = ["MID_CHECKPOINTS", "MID_TRAINING", "Scale", "pick", "tasks_training"]
+__all__ = ["MID_CHECKPOINTS", "MID_TRAINING", "PAPER_CHECKPOINTS", "PAPER_ITERATIONS", "Scale", "pick",
+           "replication_training", "tasks_training"]

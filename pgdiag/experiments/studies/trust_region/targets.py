@@ -23,7 +23,7 @@ from pgdiag.config import CPU_SCALE
 from pgdiag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pgdiag.experiments.studies.trust_region import evidence as ev
 from pgdiag.experiments.figures import COLORS, LABELS
-from pgdiag.experiments.scales import MID_TRAINING, Scale, tasks_training
+from pgdiag.experiments.scales import MID_TRAINING, Scale, replication_training, tasks_training
 from pgdiag.experiments.target_types import Target
 
 ALGORITHMS = ("ppo", "ppo-m", "trpo")
@@ -45,6 +45,11 @@ SCALES = {
                    description="Humanoid (CL Figs 9, 29: where the paper read its trust regions) at the mid scale's "
                                "shape: PPO, PPO-M and TRPO, 7 agents each, 100 iterations of 1 × 2,048 steps, a "
                                "held-out batch every 10 iterations; the runs fig-landscape-concentration measures."),
+    "replication": Scale(**replication_training(("humanoid",)),
+                         description="CL Figs 9, 29 and IM Figs 2–4 as the papers ran them: Gym's Humanoid, PPO, "
+                                     "PPO-M and TRPO, 8 agents each, 488 iterations of 1 × 2,048 steps, a held-out "
+                                     "batch every 10 iterations, checkpoints after 0/150/300/450 (the runs "
+                                     "fig-landscape-concentration measures at 300)."),
 }
 
 
