@@ -179,16 +179,22 @@ def test_the_pairwise_level_is_not_carried_over_to_the_cosine_to_the_truth():
 
 
 def test_a_perfect_value_function_on_noisy_returns_cannot_pass_off_by_half():
-    """A value network exactly at V^π reads an MRE equal to the returns' own noise (the floor): at 0.5 both, the
-    band [0.25, 0.75] is reached by noise alone, so the claim is inconclusive, never "holds"; with the floor at
-    0.05 it holds; without a floor measured it says so."""
+    """A value network exactly at V^π reads an MRE equal to the returns' own noise (the floor): its MRE 0.5 is in
+    the band [0.25, 0.75], but its paired excess over the floor on the same states is 0 up to ±0.01, so the claim
+    is inconclusive, never "holds"; with every agent's excess 0.3 above the floor it holds (the excess's sign
+    test, 2^-6 = 0.016, is the larger p beside the band's); without a floor measured it says so. The floor read
+    at iteration 0 (the untrained network) is outside the claim's window and does not count."""
     claim = claims.by_key("value-off-by-about-half")
     agent = _ev(claim.evidence, [0.45, 0.48, 0.5, 0.5, 0.52, 0.55])
-    at_floor = claims.evaluate(pd.concat([agent, _ev(claim.floor, [0.46, 0.49, 0.5, 0.51, 0.5, 0.54])]),
+    at_floor = claims.evaluate(pd.concat([agent, _ev(claim.floor, [-0.01, 0.005, 0.0, 0.01, -0.005, 0.002])]),
                                claims=[claim]).iloc[0]
-    assert at_floor.verdict == "inconclusive" and "noise floor reaches the band" in at_floor.why
-    low = claims.evaluate(pd.concat([agent, _ev(claim.floor, [0.04, 0.05, 0.05, 0.06, 0.05, 0.05])]), claims=[claim])
-    assert low.verdict.iloc[0] == "holds"
+    assert at_floor.verdict == "inconclusive" and "not shown above the noise floor" in at_floor.why
+    above = _ev(claim.floor, [0.3] * 6)
+    untrained = _ev(claim.floor, [-5.0] * 6, point=(0, 0.0, 1.0))
+    low = claims.evaluate(pd.concat([agent, above, untrained]), claims=[claim]).iloc[0]
+    assert low.verdict == "holds" and low.p_for == pytest.approx(2.0 ** -6)
+    only_untrained = claims.evaluate(pd.concat([agent, untrained]), claims=[claim]).iloc[0]
+    assert only_untrained.verdict == "inconclusive" and "no noise floor" in only_untrained.why
     none = claims.evaluate(agent, claims=[claim]).iloc[0]
     assert none.verdict == "inconclusive" and "no noise floor" in none.why
 

@@ -216,6 +216,8 @@ def test_on_lqr_a_perfect_value_function_reads_the_floor():
     assert _per_agent(rows, "value_floor_agent_mre") == _per_agent(rows, "value_floor_mre")
     assert _per_agent(rows, "value_floor_truncated_mre") == {"1": pytest.approx(floor_cut)}
     assert _per_agent(rows, "value_floor_agent_truncated_mre") == _per_agent(rows, "value_floor_truncated_mre")
+    assert _per_agent(rows, "value_floor_excess_mre") == {"1": pytest.approx(0.0)}
+    assert _per_agent(rows, "value_floor_excess_truncated_mre") == {"1": pytest.approx(0.0)}
     assert _per_agent(rows, "value_returns_generalization") == {"1": pytest.approx(0.0)}
 
 
@@ -256,6 +258,9 @@ def test_baseline_evidence_by_hand_and_gated_on_v_star():
     assert _all(_values(rows, "value_floor_agent_mre"), 0.45)
     assert _all(_values(rows, "value_floor_truncated_mre"), 0.5)
     assert _all(_values(rows, "value_floor_agent_truncated_mre"), 0.55)
+    # the paired excess on the floor's states: the network's MRE minus V*'s
+    assert _values(rows, "value_floor_excess_mre") == {f"r:{a}": pytest.approx(0.15 - 0.01 * a) for a in range(6)}
+    assert _all(_values(rows, "value_floor_excess_truncated_mre"), 0.05)
     assert {r["iteration"] for r in rows if r["evidence"].startswith("value_")} == {5}
     out = claims.evaluate(_papers(rows), paper="CL").set_index("claim")
     assert out.loc["value-not-the-true-value", "verdict"] == "holds"

@@ -35,8 +35,8 @@ measured where the paper made it", never counted. The unit is the **agent**: its
 A per-test verdict: *holds* when the interval lies on the paper's side (its false rate ≤ (1 − coverage)/2), *does
 not hold* when it lies on the other, *inconclusive* otherwise; below
 [`MIN_AGENTS`][pgdiag.experiments.claims.MIN_AGENTS] agents (per group) *too few agents* with *k of n agree*. A
-band with a noise floor ([`floor`][pgdiag.experiments.paper_claims.Claim.floor]) holds only where the floor's
-interval lies below the band. A claim's stronger levels are read where it holds.
+band with a noise floor ([`floor`][pgdiag.experiments.paper_claims.Claim.floor]) holds only where the network's
+error lies above the floor's on the same states (the paired excess, sign test; the larger p of the two). A claim's stronger levels are read where it holds.
 """
 
 from __future__ import annotations
@@ -141,25 +141,31 @@ def _agents_test(claim, task, label, values, test, threshold, level=None, floor=
     on = int(agrees(values, test, threshold).sum())
     few = values.size < MIN_AGENTS
     verdict = "too few agents" if few else _side(iv.low, iv.high, test, threshold)
+    p = (np.nan, np.nan) if few else _sign_p(values, test, threshold)
     why = ""
     if verdict == "holds" and claim.floor and level is None:
-        verdict, why = _floor_check(claim, floor, threshold)
-    p = (np.nan, np.nan) if few else _sign_p(values, test, threshold)
-    if why:
-        p = (1.0, p[1])
+        verdict, why, p_floor = _floor_check(floor)
+        p = (max(p[0], p_floor), p[1])      # both must hold: the intersection–union test's p is the larger
     return _row(claim, task, label, iv, f"{on} of {values.size}", verdict, "median agent", p, level, why=why)
 
 
-def _floor_check(claim: Claim, floor, band) -> tuple:
-    """A band about the error against the true value holds only above the noise floor (the error a perfect
-    value function shows against the same noisy targets)."""
-    if floor is None or floor.size == 0:
-        return "inconclusive", "no noise floor measured (run fig-baselines, or the LQR task's fig-value)"
-    iv = stats.median_interval(floor[~np.isnan(floor)])
-    if not iv.high < band[0]:
-        return "inconclusive", f"the noise floor reaches the band (floor's median agent {iv.estimate:.3g} " \
-                               f"[{iv.low:.3g}, {iv.high:.3g}])"
-    return "holds", ""
+def _floor_check(excess) -> tuple:
+    """(verdict, why, p): an error band about the true value holds only where the network's error lies above the
+    noise floor — the error a perfect value function reads against the same noisy returns — on the same states.
+    ``excess`` is per agent the network's error minus the floor's on the same batches (a paired difference:
+    the returns' noise is common to both sides and cancels from its spread); it must be above 0 (sign test)."""
+    excess = np.asarray(excess if excess is not None else (), np.float64)
+    excess = excess[~np.isnan(excess)]
+    if excess.size < MIN_AGENTS:
+        return "inconclusive", f"no noise floor measured on {MIN_AGENTS}+ agents (run fig-baselines, or the LQR " \
+                               f"task's fig-value)", 1.0
+    iv = stats.median_interval(excess)
+    p = stats.sign_test_p(excess, 0.0, ">")
+    if not iv.low > 0:
+        return "inconclusive", f"not shown above the noise floor on the same states (the network's error minus " \
+                               f"a perfect value function's: median agent {iv.estimate:.3g} [{iv.low:.3g}, " \
+                               f"{iv.high:.3g}])", p
+    return "holds", "", p
 
 
 def _agents_rows(claim: Claim, part, floors) -> list:
@@ -274,7 +280,8 @@ def _floors(claim: Claim, evidence) -> dict:
     if not claim.floor:
         return {}
     part = evidence[evidence.evidence == claim.floor]
-    return {key: per_agent(g) for key, g in part.groupby(["task", "label"], sort=True)}
+    part = part[in_window(part, claim.scope.window)] if len(part) else part
+    return {key: per_agent(g, claim.within) for key, g in part.groupby(["task", "label"], sort=True)}
 
 
 def _claim_rows(claim: Claim, evidence) -> list:

@@ -95,7 +95,8 @@ class Claim:
     differences: tuple = ()  # min-difference: the (a, b) pairs of labels
     stronger: tuple = ()     # [`Level`][pgdiag.experiments.paper_claims.Level] s read on the same series
     within: str = "mean"     # how one agent's measurements (checkpoints, iterations) become its value
-    floor: str = ""          # the evidence of the noise floor a band needs (a band the floor reaches is not a finding)
+    floor: str = ""          # the paired excess over the noise floor a band needs (the network's error minus a perfect
+    #                          value function's on the same states; a band not shown above the floor is no finding)
     note: str = ""           # what the page says beside the rule (e.g. a paper that disagrees)
 
     def rule(self) -> str:

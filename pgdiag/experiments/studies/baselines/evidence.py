@@ -6,6 +6,7 @@ import numpy as np
 
 from pgdiag.experiments import levels
 from pgdiag.experiments.evidence_rows import rows_of, with_point, with_unit
+from pgdiag.experiments.studies.value.evidence import FLOOR_EXCESS
 
 
 def baseline_evidence(studies: dict, notes: list | None = None) -> list:
@@ -13,7 +14,8 @@ def baseline_evidence(studies: dict, notes: list | None = None) -> list:
     the rule that stopped V*'s fit never looked at —: the agent's excess MSE over V*'s (``value_excess_error``),
     V*'s MRE against the complete returns (``value_floor_mre``: the floor, what a value function at E[R | s]
     reads from the returns' noise), the agent's on the same states (``value_floor_agent_mre``), and both
-    against the returns cut at the batch end (``value_floor_truncated_mre``, ``value_floor_agent_truncated_mre``).
+    against the returns cut at the batch end (``value_floor_truncated_mre``, ``value_floor_agent_truncated_mre``), and
+    the network's minus V*'s on those states (``value_floor_excess_mre``, ``value_floor_excess_truncated_mre``).
     The floor's rows carry their checkpoint (``iteration``). A study saved before the floor was read apart gives
     none of them (said in ``notes``): its errors were read on the batches that chose when the fit stopped."""
     # evidence name -> the fits' column (value_fit.FitReport's floor_* fields)
@@ -35,6 +37,10 @@ def baseline_evidence(studies: dict, notes: list | None = None) -> list:
         with np.errstate(divide="ignore", invalid="ignore"):
             values = {"value_excess_error": np.where(fitted_mse > 0, agent_mse / fitted_mse - 1.0, np.nan),
                       **{name: fits[c].to_numpy(np.float64) for name, c in floor_columns.items() if c in fits}}
+            for floor, agent in (("value_floor_mre", "value_floor_agent_mre"),
+                                 ("value_floor_truncated_mre", "value_floor_agent_truncated_mre")):
+                if floor in values and agent in values:      # the same held-out states: a paired difference
+                    values[FLOOR_EXCESS[floor]] = values[agent] - values[floor]
         placed = with_point(fits)     # each checkpoint's iteration, progress and lr_share go along
         for name, v in values.items():
             ok = np.isfinite(v)

@@ -21,6 +21,11 @@ FLOOR_SERIES = {("value_floor_mre", "value_floor_agent_mre"): ("heldout_value_mr
                     ("heldout_value_mre_floor_truncated", "heldout_value_mre_returns_truncated")}
 
 
+#: the floor's evidence -> the paired excess over it (the network's error minus the floor's, on the same states)
+FLOOR_EXCESS = {"value_floor_mre": "value_floor_excess_mre",
+                "value_floor_truncated_mre": "value_floor_excess_truncated_mre"}
+
+
 def value_evidence(metrics) -> list:
     """From fig-value's training metrics: per agent and iteration where the held-out batch was measured, the
     errors of the updated value network (the claims' scope chooses the iterations; CL's figures are curves
@@ -38,7 +43,8 @@ def value_evidence(metrics) -> list:
     * on the linear-quadratic task the noise floor: ``value_floor_mre`` — the exact V^π's own MRE against the
       complete returns (``heldout_value_mre_floor``) — and ``value_floor_agent_mre`` — the network's on the
       same states; ``value_floor_truncated_mre`` / ``value_floor_agent_truncated_mre`` against the truncated
-      returns, each where both are measured.
+      returns, each where both are measured; ``value_floor_excess_mre`` / ``value_floor_excess_truncated_mre``
+      the network's minus the floor's on the same states (what a band above the floor is tested on).
 
     Runs recorded before a metric existed give no row for it."""
     import pandas as pd
@@ -55,6 +61,7 @@ def value_evidence(metrics) -> list:
     for (floor_name, agent_name), (floor, network) in FLOOR_SERIES.items():
         both = np.isfinite(col(floor)) & np.isfinite(col(network))
         series[floor_name], series[agent_name] = (np.where(both, col(c), np.nan) for c in (floor, network))
+        series[FLOOR_EXCESS[floor_name]] = series[agent_name] - series[floor_name]
     keep = [c for c in ("task", "label", "unit", "iteration", "progress", "lr_share") if c in m]
     frames = [m[keep].assign(evidence=name, value=v) for name, v in series.items()]
     out = pd.concat(frames, ignore_index=True).rename(columns={"unit": "agent"})
