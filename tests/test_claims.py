@@ -199,6 +199,26 @@ def test_a_perfect_value_function_on_noisy_returns_cannot_pass_off_by_half():
     assert none.verdict == "inconclusive" and "no noise floor" in none.why
 
 
+def test_the_largest_cosine_gap_of_a_noise_ratio_by_brute_force():
+    """The gap 1/(1 + ρ) − 1/(1 + rρ) maximised over a fine grid of ρ equals (√r − 1)/(√r + 1): 1/3 at r = 4."""
+    rho = np.logspace(-4, 4, 200_001)
+    for r in (1.25, 2.0, 4.0):
+        assert np.max(1 / (1 + rho) - 1 / (1 + r * rho)) == pytest.approx(levels.largest_gap(r), abs=1e-8)
+    assert levels.largest_gap(4.0) == pytest.approx(1 / 3)
+
+
+def test_marginal_at_2k_reads_the_cosine_gap_not_the_ratio():
+    """A value network that halves the noise energy (ratio 2) at every N: at 2K, where the noise is 8× the signal
+    (ρ = 8 with the network, 16 without), the cosines 1/9 and 1/17 differ by 0.052 — marginal, as CL Fig 5 shows
+    — and the claim holds; where ρ = 1/√2 the same ratio opens the largest gap, (√2 − 1)/(√2 + 1) = 0.172, and
+    it does not hold."""
+    claim = claims.by_key("value-baseline-marginal-at-2k")
+    for rho, verdict in ((8.0, "holds"), (2 ** -0.5, "does not hold")):
+        gap = 1 / (1 + rho) - 1 / (1 + 2 * rho)
+        ev = _ev(claim.evidence, list(gap + np.linspace(-0.002, 0.002, 8)), pairs=2_048)
+        assert claims.evaluate(ev, claims=[claim]).verdict.iloc[0] == verdict, (rho, gap)
+
+
 def test_ppo_m_at_1_2_times_ppos_kl_has_not_lost_the_region():
     """PPO-M's agents at 1.2× PPO's mean KL (log10 1.2 = 0.079 apart, each agent within ±0.01): the contrast's
     interval lies below log10 2, so "does not hold"; at 5× it holds."""

@@ -49,6 +49,14 @@ def noise_ratio(pairwise_cosine):
         return np.where(c > 0, 1.0 / c - 1.0, np.inf)
 
 
+def largest_gap(ratio: float) -> float:
+    """The largest gap in pairwise cosine two baselines can show when one's noise energy is ``ratio`` times the
+    other's: with ρ the better one's, the gap 1/(1 + ρ) − 1/(1 + ratio·ρ) peaks at ρ = 1/√ratio, where it is
+    (√ratio − 1)/(√ratio + 1). A gap below it at one N is what a ratio below ``ratio`` allows at any noise level."""
+    r = math.sqrt(ratio)
+    return (r - 1.0) / (r + 1.0)
+
+
 def reason(rho: float, statistic: str = "pairwise") -> str:
     """The reason a level states: the noise-to-signal energy ratio it means, for its statistic."""
     if statistic == "pairwise":
@@ -58,5 +66,5 @@ def reason(rho: float, statistic: str = "pairwise") -> str:
             f"{to_gradient_level(rho):.3g} is ρ = {rho:g}")
 
 
-__all__ = ["NOISE_EQUALS_SIGNAL", "NOISE_FOUR_TIMES", "noise_ratio", "pairwise_level", "reason",
+__all__ = ["NOISE_EQUALS_SIGNAL", "NOISE_FOUR_TIMES", "largest_gap", "noise_ratio", "pairwise_level", "reason",
            "to_gradient_level"]

@@ -48,24 +48,40 @@ def baseline_evidence(studies: dict, notes: list | None = None) -> list:
     return rows
 
 
+#: a variance ratio is read only where both baselines' pairwise cosines are at least this (ρ ≤ 4): near c = 0,
+#: ρ = 1/c − 1 runs to infinity on the cosines' own sampling noise, and so does any ratio of two of them
+RATIO_MIN_COSINE = levels.pairwise_level(levels.NOISE_FOUR_TIMES)
+
+
+def _ratio(per, rho, better: str, worse: str):
+    """``per`` with the variance ratio of ``worse`` over ``better`` where both cosines are at least
+    [`RATIO_MIN_COSINE`][pgdiag.experiments.studies.baselines.evidence.RATIO_MIN_COSINE]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = rho[worse] / rho[better]
+    both = (per[better] >= RATIO_MIN_COSINE) & (per[worse] >= RATIO_MIN_COSINE)
+    return per.assign(ratio=np.where(both, ratio, np.nan))
+
+
 def baseline_ratio_evidence(studies: dict) -> list:
     """From baseline studies, per agent, checkpoint and N (``pairs``): the variance ratio of two baselines — the
     noise-to-signal energy ρ = 1/c − 1 of one over the other's (every baseline estimates the same gradient, so this
     is their noise energies' ratio, [`levels`][pgdiag.experiments.levels]) — with returns over with the agent's
     network (``baseline_variance_ratio_value``), and with the agent's network over with V* where V* was shown the
-    better value function (``baseline_variance_ratio_fitted``)."""
+    better value function (``baseline_variance_ratio_fitted``), each where both cosines are well above 0; and the
+    gap in mean pairwise cosine of the agent's network over returns (``baseline_cosine_gap_value``: what the
+    figure shows at one N, defined at any noise level)."""
     rows = []
     for task, st in studies.items():
         per = st.pairs.groupby(["label", "run", "agent", "iteration", "n", "baseline"])["cosine"].mean()
         per = with_point(with_unit(per.unstack("baseline").reset_index())).rename(columns={"n": "pairs"})
         rho = {b: levels.noise_ratio(per[b]) for b in ("zero", "value", "fitted") if b in per}
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if {"zero", "value"} <= set(rho):
-                rows += rows_of("baseline_variance_ratio_value", task, per.assign(ratio=rho["zero"] / rho["value"]),
-                              "ratio", "unit")
-            fits = st.fits
-            if "fitted" in rho and "fitted_better" in fits:
-                better = fits[fits.fitted_better.astype(bool)][["run", "agent", "iteration"]]
-                ok = per.assign(ratio=rho["value"] / rho["fitted"]).merge(better, on=["run", "agent", "iteration"])
-                rows += rows_of("baseline_variance_ratio_fitted", task, ok, "ratio", "unit")
+        if {"zero", "value"} <= set(rho):
+            rows += rows_of("baseline_variance_ratio_value", task, _ratio(per, rho, "value", "zero"), "ratio", "unit")
+            rows += rows_of("baseline_cosine_gap_value", task, per.assign(gap=per["value"] - per["zero"]), "gap",
+                            "unit")
+        fits = st.fits
+        if "fitted" in rho and "fitted_better" in fits:
+            better = fits[fits.fitted_better.astype(bool)][["run", "agent", "iteration"]]
+            ok = _ratio(per, rho, "fitted", "value").merge(better, on=["run", "agent", "iteration"])
+            rows += rows_of("baseline_variance_ratio_fitted", task, ok, "ratio", "unit")
     return [r for r in rows if not np.isnan(r["value"])]
