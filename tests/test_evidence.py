@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from pgdiag.experiments import claims, evidence_rows
-from pgdiag.experiments.studies.ablation.evidence import ablation_evidence
+from pgdiag.experiments.studies.ablation.evidence import ablation_evidence, best_evidence
 from pgdiag.experiments.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
 from pgdiag.experiments.studies.gradients.evidence import gradient_evidence
 from pgdiag.experiments.studies.landscape.evidence import landscape_evidence
@@ -396,6 +396,25 @@ def test_ablation_pairs_agents_that_differ_in_one_toggle_by_hand():
     out = ablation_evidence({"hopper": pd.DataFrame(rows)}, ("a", "b"))
     assert _values(out, "ablation_a") == {"0": 5.0, "1": 5.0}
     assert _values(out, "ablation_b") == {"0": 1.0, "1": 2.0}
+
+
+def test_the_best_configuration_with_a_toggle_against_the_best_without_by_hand():
+    """Two toggles, two learning rates, three seeds; score = base(a, b, lr) + seed, and seed 0 alone scores +100 at
+    (a, b, lr) = (on, on, 2). Bases: off/off 10, 12; off/on 20, 15; on/off 18, 11; on/on 14, 13 (lr 1, 2).
+    Held out, seed 0 sees the others' means (base + 1.5): with a the best is on/off/1 (18), without off/on/1 (20):
+    its own 18 − 20 = −2. Seeds 1 and 2 see seed 0's spike in the others' mean of on/on/2 (≈ 64), which becomes
+    the best with a and with b; their own scores there are 13 + seed: a: 14 − 21 = −7, 15 − 22 = −7; b against
+    on/off/1: 14 − 19 = −5, 15 − 20 = −5; seed 0's b: 20 − 18 = 2. (The average effect of a at each combination's
+    best LR would read 0: +6 without b, −6 with it.) One seed gives no row: nothing chooses its configuration."""
+    base = {(False, False, 1): 10, (False, False, 2): 12, (False, True, 1): 20, (False, True, 2): 15,
+            (True, False, 1): 18, (True, False, 2): 11, (True, True, 1): 14, (True, True, 2): 13}
+    rows = [{"seed": s, "a": a, "b": b, "lr_policy": lr, "score": v + s + (100 if (s, a, b, lr) == (0, True, True, 2)
+                                                                           else 0)}
+            for s in (0, 1, 2) for (a, b, lr), v in base.items()]
+    out = best_evidence({"humanoid": pd.DataFrame(rows)}, ("a", "b"))
+    assert _values(out, "ablation_best_a") == {"0": -2.0, "1": -7.0, "2": -7.0}
+    assert _values(out, "ablation_best_b") == {"0": 2.0, "1": -5.0, "2": -5.0}
+    assert best_evidence({"humanoid": pd.DataFrame([r for r in rows if r["seed"] == 1])}, ("a", "b")) == []
 
 
 def test_scores_and_theorem_evidence_by_hand():

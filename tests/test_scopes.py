@@ -49,9 +49,10 @@ def test_the_initial_policy_is_the_same_at_any_run_length_but_not_on_another_mod
 
 
 def test_im_fig_1_is_read_on_its_own_tasks():
-    """IM Fig 1 shows Humanoid and Walker2d: an ablation on Hopper is another experiment."""
+    """IM Fig 1 shows Humanoid and Walker2d, CL Fig 1 Humanoid: an ablation on Hopper is another experiment."""
     ablation = [c for c in claims.CLAIMS if c.evidence.startswith("ablation")]
-    assert ablation and all(set(c.tasks) == {"humanoid", "walker2d"} for c in ablation)
+    assert {c.paper for c in ablation} == {"CL", "IM"} and len(ablation) == 12
+    assert all(set(c.tasks) == ({"humanoid", "walker2d"} if c.paper == "IM" else {"humanoid"}) for c in ablation)
 
 
 def test_a_studys_runs_give_each_task_its_run_length_and_models(tmp_path):

@@ -8,6 +8,7 @@ import dataclasses
 
 from pgdiag.experiments.levels import (NOISE_EQUALS_SIGNAL, NOISE_FOUR_TIMES, largest_gap, pairwise_level,
                                         reason, to_gradient_level)
+from pgdiag.experiments.claims_im import toggle_claims
 from pgdiag.experiments.paper_claims import Claim, Level, Scope
 
 _TASKS = ("humanoid", "walker2d", "hopper")
@@ -27,8 +28,8 @@ _UP_TO_10K, _AT_2K = (5_000, 20_000), (1_000, 4_100)
 #: "several orders of magnitude more samples" than a 2,048-pair batch (CL §5.3; its steps from 1e6 pairs)
 _MANY = (200_000, float("inf"))
 
-_S51, _S52, _S53, _S54 = "CL §5.1 gradients and steps", "CL §5.2 value", "CL §5.3 landscapes", \
-    "CL §5.4 trust regions"
+_S4, _S51, _S52, _S53, _S54 = "CL §4 code-level optimizations", "CL §5.1 gradients and steps", "CL §5.2 value", \
+    "CL §5.3 landscapes", "CL §5.4 trust regions"
 _GRAD = Scope("Figs 2, 11", _TASKS, "after-first")
 _TRUE = Scope("Figs 3, 12", _TASKS, "after-first")
 #: the value figures' curves after the untrained network: iteration 0's value network has not been fit yet (its
@@ -36,7 +37,20 @@ _TRUE = Scope("Figs 3, 12", _TASKS, "after-first")
 _VALUE = Scope("Figs 4, 14, 15", _TASKS, "after-first")
 _LAND = Scope("Figs 7, 8, 17–25", _TASKS, "later")
 
+_FIG1 = Scope("Fig 1 (Humanoid)", ("humanoid",), "whole")
+_CRUCIAL = "reward normalization, Adam annealing, and network initialization are crucial to obtaining the best " \
+           "average reward with PPO ({})"
+
+
+def _crucial(key: str, toggle: str, words: str) -> tuple:
+    return toggle_claims("CL", _S4, "§4, Fig 1", key, toggle, words, _CRUCIAL.format(words), _FIG1)
+
+
 CL_CLAIMS = (
+    # --- §4: the code-level optimizations (Fig 1, IM Fig 1's Humanoid half) -----------------------------------
+    *_crucial("reward-scaling-crucial", "reward_scaling", "reward normalization"),
+    *_crucial("lr-annealing-crucial", "lr_annealing", "Adam annealing"),
+    *_crucial("orthogonal-init-crucial", "orthogonal_init", "network initialization"),
     # --- §5.1: gradients and steps ------------------------------------------------------------------------
     Claim("gradients-poorly-concentrated", "CL", _S51, "§5.1, Figs 2/11; §6",
           "obtaining tightly concentrated gradient estimates would require significantly more samples than are "

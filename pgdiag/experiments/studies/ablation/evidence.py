@@ -22,3 +22,29 @@ def ablation_evidence(selected: dict, toggles) -> list:
             rows += [{"evidence": f"ablation_{t}", "task": task, "label": "ppo", "agent": str(seed),
                       "value": float(v)} for seed, v in per_seed.items()]
     return rows
+
+
+def best_evidence(scores: dict, toggles) -> list:
+    """IM Fig 1 as the paper reads it — "necessary for attaining the highest PPO reward within the tested
+    hyperparameter grid" —: per toggle and seed, the seed's score at the best configuration (toggle combination
+    and learning rate) with the toggle on, minus at the best with it off, both chosen by their mean over the
+    *other* seeds (leave-one-seed-out: a seed never chooses its own configuration, so its difference is an unbiased
+    estimate of the two chosen configurations' difference, not the selection's winner's curse). ``scores``:
+    {task: one row per agent, its seed, toggles, ``lr_policy`` and ``score``}. The seed is the unit."""
+    rows = []
+    config = [*toggles, "lr_policy"]
+    for task, sc in scores.items():
+        seeds = sorted(sc["seed"].unique())
+        if len(seeds) < 2:
+            continue
+        for seed in seeds:
+            means = sc[sc["seed"] != seed].groupby(config)["score"].mean()
+            mine = sc[sc["seed"] == seed].set_index(config)["score"]
+            for t in toggles:
+                on = means[means.index.get_level_values(t).astype(bool)]
+                off = means[~means.index.get_level_values(t).astype(bool)]
+                if on.empty or off.empty or on.idxmax() not in mine.index or off.idxmax() not in mine.index:
+                    continue
+                rows.append({"evidence": f"ablation_best_{t}", "task": task, "label": "ppo", "agent": str(seed),
+                             "value": float(mine[on.idxmax()] - mine[off.idxmax()])})
+    return rows

@@ -283,13 +283,15 @@ def plan(target, scale: str = "smoke", tasks=None, seeds=None, memory: int | Non
 
 
 def evidence(target, from_dir: str, notes: list) -> list:
-    """Each toggle's effect on matched pairs of agents at their combination's best LR chosen on the other seeds
-    ([`agents_at_held_out_best_lr`][pgdiag.experiments.studies.ablation.agents_at_held_out_best_lr]), per task."""
+    """Per task, each toggle's effect on matched pairs of agents at their combination's best LR chosen on the
+    other seeds ([`agents_at_held_out_best_lr`][pgdiag.experiments.studies.ablation.agents_at_held_out_best_lr]),
+    and the best configuration with it against the best without
+    ([`best_evidence`][pgdiag.experiments.studies.ablation.evidence.best_evidence])."""
     record = study_dir.read(from_dir, target.study, target.name)
     saved = saved_scores(from_dir, target.name, record["tasks"])
     notes += [n for n in (censored(t, scores) for t, (_, scores) in saved.items()) if n]
     selected = {t: agents_at_held_out_best_lr(scores) for t, (_, scores) in saved.items()}
-    return ev.ablation_evidence(selected, TOGGLES)
+    return ev.ablation_evidence(selected, TOGGLES) + ev.best_evidence({t: s for t, (_, s) in saved.items()}, TOGGLES)
 
 
 def censored(task: str, scores) -> str:
@@ -306,7 +308,7 @@ def censored(task: str, scores) -> str:
 
 TARGET = Target("fig-ablation", STUDY, "training", "CL Fig 1 / IM Fig 1",
                 "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds", scales=SCALES, run=run, draw=draw,
-                plan=plan, evidence=evidence, papers=("im",), provides=("ablation_",), presets=("ppo",),
+                plan=plan, evidence=evidence, papers=("cl", "im"), provides=("ablation_",), presets=("ppo",),
                 notebook="implementation-matters")
 TARGETS = (TARGET,)
 
