@@ -190,6 +190,13 @@ def test_a_run_of_another_configuration_never_takes_a_saved_runs_place(study, tm
     assert json.load(open(stopped / trpo / "manifest.json"))["status"] == "complete"
     mine = metrics[metrics.algorithm.isin(["trpo", "trpo+"])].reset_index(drop=True)[list(again.columns)]
     pd.testing.assert_frame_equal(again.reset_index(drop=True), mine, check_exact=True)
+    # the same interrupted run under another digest (its configuration written before a setting was added):
+    # continued where it is, not started again beside itself
+    renamed = tmp_path / "renamed"
+    shutil.copytree(os.path.join(runs, trpo), renamed / "point_mass-trpo-0123456789")
+    json.dump({**manifest, "status": "interrupted"}, open(renamed / "point_mass-trpo-0123456789" / "manifest.json", "w"))
+    _, taken = training.train_study("point_mass", 2, str(renamed), presets=("trpo", "trpo+"), **TINY)
+    assert taken == [("point_mass-trpo-0123456789", [0, 1])] and os.listdir(renamed) == ["point_mass-trpo-0123456789"]
 
 
 #: a scale like mid (one training for several targets, each measuring what it needs of it) on a cheap task

@@ -89,6 +89,18 @@ def _reusable_seeds(run_dir: str, manifest: dict) -> tuple:
     return tuple(old.get("seeds") or ()) if _wanted(old) == _wanted(manifest) else ()
 
 
+def _interrupted(out: str, siblings, wanted: dict, seeds) -> str | None:
+    """A sibling run directory holding this configuration's ``seeds`` interrupted, whatever its name: the name's
+    digest is of the configuration as it was written then, so a setting added since (at its default) renames the
+    run without changing it, and it is still continued, never started again beside itself."""
+    for d in siblings:
+        old = _saved_manifest(os.path.join(out, d))
+        if (old is not None and old.get("status") != "complete" and list(old.get("seeds") or ()) == list(seeds)
+                and _wanted(old) == _wanted(wanted)):
+            return d
+    return None
+
+
 def _seeds_name(seeds) -> str:
     """The suffix of a run directory holding the seeds a study added to an earlier run."""
     if len(seeds) == 1:
@@ -166,6 +178,7 @@ def train_study(task: str, seeds, out: str, presets=ALGORITHM_PRESETS, progress=
         missing = [s for s in p.seeds if s not in covered]
         if missing:
             new = key if not covered else f"{key}-{_seeds_name(missing)}"
+            new = _interrupted(out, siblings, wanted, missing) or new
             metrics = _train_into(os.path.join(out, new), wanted, base, grid, missing, labels, progress,
                                   f"{task}: {', '.join(LABELS[a] for a in labels)}").metrics
             frames.append(study_dir.tidy(metrics, task))
