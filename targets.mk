@@ -1,7 +1,7 @@
 # Written by `python -m pgdiag.experiments.targets > targets.mk` from the targets the study modules
 # declare (pgdiag/experiments/studies/); do not edit (tests/test_targets.py checks that it is current).
-STUDY_TARGETS := fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate solver-compare
-CLOSER_LOOK_TARGETS := fig-value fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-landscape-concentration fig-landscape-surrogate
+STUDY_TARGETS := fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-no-baseline fig-landscape-concentration fig-landscape-surrogate solver-compare
+CLOSER_LOOK_TARGETS := fig-value fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-no-baseline fig-landscape-concentration fig-landscape-surrogate
 fig-ablation_STUDY := ablation
 fig-ablation_ARGS := --progress
 fig-trust-region_STUDY := trust-region
@@ -24,6 +24,8 @@ fig-step-variance_STUDY := gradients
 fig-step-variance_ARGS := --progress
 fig-baselines_STUDY := baselines
 fig-baselines_ARGS := --progress
+fig-no-baseline_STUDY := no-baseline
+fig-no-baseline_ARGS := --progress
 fig-landscape-concentration_STUDY := landscape
 fig-landscape-concentration_ARGS := --progress
 fig-landscape-surrogate_STUDY := landscape

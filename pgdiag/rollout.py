@@ -209,7 +209,8 @@ class UpdateBatch:
 
 def build_batch(value_params, transitions: Transitions, next_obs, knobs) -> UpdateBatch:
     """Values, GAE advantages and value targets from the pre-update value
-    network (ref §2.1 steps 2–3), flattened into an [`UpdateBatch`][pgdiag.rollout.UpdateBatch].
+    network (ref §2.1 steps 2–3), flattened into an [`UpdateBatch`][pgdiag.rollout.UpdateBatch]; with
+    ``value_baseline`` off the policy's advantages are the discounted returns (no baseline, CL §5.2).
 
     ``next_obs`` [N, obs] is the filtered observation after the last step,
     whose value bootstraps the batch end; with ``reference_batch_end`` the
@@ -219,7 +220,10 @@ def build_batch(value_params, transitions: Transitions, next_obs, knobs) -> Upda
     last_value = jnp.where(knobs["reference_batch_end"], values[-1], final_value)
     adv = gae_advantages(transitions.reward, values, last_value, transitions.done, knobs["gamma"],
                          knobs["gae_lambda"])
+    # without a baseline (CL §5.2) the policy reads the returns themselves; the value network keeps its target
+    policy_adv = jnp.where(knobs["value_baseline"], adv,
+                           discounted_returns(transitions.reward, transitions.done, knobs["gamma"]))
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731 - [T, N, ...] -> [T·N, ...]
     return UpdateBatch(obs=flat(transitions.obs), action=flat(transitions.action),
-                       old_log_prob=flat(transitions.log_prob), advantages=flat(adv), old_values=flat(values),
+                       old_log_prob=flat(transitions.log_prob), advantages=flat(policy_adv), old_values=flat(values),
                        value_targets=flat(values + adv), value_mask=flat(~transitions.done))

@@ -142,3 +142,24 @@ def test_frozen_collection_keeps_the_statistics_and_filters_with_them():
     mean, std = 7 / 3, math.sqrt(7 / 3)
     np.testing.assert_allclose(tr.obs[:, 0, 0], [(x - mean) / std for x in (1.0, 2.0, 1.0, 2.0)], rtol=1e-5)
     np.testing.assert_allclose(tr.reward[:, 0], [r / math.sqrt(2) for r in (1.0, 2.0, 1.0, 2.0)], rtol=1e-5)
+
+
+def test_without_a_baseline_the_policy_reads_the_returns_and_the_value_keeps_its_target():
+    """value_baseline off (CL §5.2): the batch's advantages are the discounted returns worked by hand above
+    (γ = 0.5: [2, 2, 5, 4]), not GAE; the value network's targets V_old + Â(GAE) are the same either way."""
+    from pgdiag.rollout import Transitions, build_batch
+
+    k_on = Knobs(gamma=0.5, gae_lambda=0.5).as_arrays()
+    k_off = Knobs(gamma=0.5, gae_lambda=0.5, value_baseline=False).as_arrays()
+    params = networks.init_value(jax.random.PRNGKey(0), 1, (4,), k_on)
+    obs = jnp.arange(4.0).reshape(4, 1, 1)
+    zeros = jnp.zeros((4, 1))
+    tr = Transitions(obs=obs, action=obs, log_prob=zeros, reward=REWARDS, raw_reward=REWARDS, done=DONES,
+                     terminated=DONES, truncated=jnp.zeros_like(DONES), finished_return=zeros, finished_length=zeros)
+    on, off = (build_batch(params, tr, jnp.array([[4.0]]), k) for k in (k_on, k_off))
+    np.testing.assert_allclose(off.advantages, [2.0, 2.0, 5.0, 4.0], rtol=1e-6)
+    values = networks.value_apply(params, obs, k_on)[:, 0]
+    last = networks.value_apply(params, jnp.array([[4.0]]), k_on)
+    gae = gae_advantages(REWARDS, values[:, None], last, DONES, 0.5, 0.5)[:, 0]
+    np.testing.assert_allclose(on.advantages, gae, rtol=1e-5)
+    np.testing.assert_allclose(off.value_targets, on.value_targets, rtol=1e-6)

@@ -3,8 +3,8 @@ the static settings (`.static`), traced knobs (`.knobs`), the run description th
 the papers' presets (`.presets`) and command-line value parsing (`.parse`)."""
 
 from pgdiag.config.parse import parse_assignments, parse_grid, parse_value
-from pgdiag.config.presets import (ALGORITHM_PRESETS, CPU_SCALE, MORE_PRESETS, PAPER_TASKS, PRESETS, preset,
-                                    preset_names, study_preset)
+from pgdiag.config.presets import (ALGORITHM_PRESETS, CPU_SCALE, MORE_PRESETS, PAPER_TASKS, PRESETS,
+                                    VARIANT_PRESETS, preset, preset_names, study_preset)
 from pgdiag.config.schema import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, STATIC_FIELDS, Option,
                                    STATIC_NAMES, Config, ConfigError, Knobs, Static, check_knob, check_static,
                                    stack_knobs, task_kind, validate)
@@ -14,6 +14,6 @@ from pgdiag.config.static import STATIC_SETTINGS
 
 __all__ = ["ALGORITHM_PRESETS", "BOOL_KNOBS", "CPU_SCALE", "Choices", "MORE_PRESETS", "Config", "ConfigError",
            "KNOB_FIELDS", "KNOB_NAMES", "KNOB_SETTINGS", "Knobs", "OPTIMIZATIONS", "Option", "PAPER_TASKS", "PRESETS",
-           "Range", "STATIC_FIELDS", "STATIC_NAMES", "STATIC_SETTINGS", "Setting", "Static", "check_knob",
+           "Range", "STATIC_FIELDS", "STATIC_NAMES", "STATIC_SETTINGS", "Setting", "Static", "VARIANT_PRESETS", "check_knob",
            "check_record", "check_static", "declared", "parse_assignments", "parse_grid", "parse_value", "preset",
            "preset_names", "setting", "stack_knobs", "study_preset", "task_kind", "validate"]

@@ -68,6 +68,11 @@ class Knobs:
     adam_eps: float = setting(1e-5, "Adam ε of both optimizers.", _POSITIVE)
     gamma: float = setting(0.99, "Discount γ (GAE, returns and the reward scaler).", _UNIT_OPEN_CLOSED)
     gae_lambda: float = setting(0.95, "GAE λ.", _UNIT_CLOSED)
+    value_baseline: bool = setting(
+        True, "The value network as the policy gradient's baseline (GAE). Off: no baseline (CL §5.2's agents "
+              "\"trained without a baseline function\"): the policy's advantages are the discounted returns of the "
+              "(scaled) rewards, cut at the batch end — the gradient studies' zero baseline; the value network is "
+              "still fit to its GAE target.")
     entropy_coef: float = setting(
         0.0, "Entropy coefficient; the loss adds −coef·H, so negative values penalize entropy.", _ANY_REAL)
 

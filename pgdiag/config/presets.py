@@ -133,6 +133,17 @@ for _task in PAPER_TASKS:
         f"Vanilla policy gradient on {_task}: one Adam step (learning rate 3e-4, as Spinning Up's VPG) per batch "
         f"with TRPO's minimal settings and value network; not tuned.")
 
+#: The papers' own variants of a preset: PPO trained without a baseline (CL §5.2, "agents trained without a
+#: baseline function attain almost an order of magnitude worse final reward"): PPO's preset with the value
+#: network left out of the policy's advantages (the ``value_baseline`` knob).
+VARIANT_PRESETS = ("ppo-nobaseline",)
+for _task in PAPER_TASKS:
+    _ppo, _ = PRESETS[("ppo", _task)]
+    PRESETS[("ppo-nobaseline", _task)] = (
+        dict(_ppo, value_baseline=False),
+        f"PPO on {_task} without a baseline (CL §5.2): the PPO preset, its policy's advantages the discounted "
+        f"returns instead of GAE; the value network is still trained.")
+
 #: Static settings that make a study fit a 2-core CPU: 4 environments × 256 steps
 #: per iteration (1,024 samples, minibatches of 64 as in the papers), episodes
 #: continuing across iterations. The smoke scale of every figure uses them.
@@ -141,7 +152,7 @@ CPU_SCALE = dict(num_envs=4, steps_per_env=256, num_minibatches=16, reset_every_
 # Cheap pure-JAX tasks: each algorithm with its Hopper knobs at CPU scale.
 _SMOKE = dict(CPU_SCALE, num_iterations=60)
 for _task in ("pendulum", "point_mass"):
-    for _algo in ALGORITHM_PRESETS + MORE_PRESETS:
+    for _algo in ALGORITHM_PRESETS + MORE_PRESETS + VARIANT_PRESETS:
         _over, _ = PRESETS[(_algo, "hopper")]
         PRESETS[(_algo, _task)] = (
             dict(_over, **_SMOKE),
@@ -150,7 +161,7 @@ for _task in ("pendulum", "point_mass"):
 
 # The linear-quadratic task: a linear-Gaussian policy, and observation clipping off, so the
 # policy stays affine in the state and the closed forms of pgdiag.envs.lqr apply to it.
-for _algo in ALGORITHM_PRESETS + MORE_PRESETS:
+for _algo in ALGORITHM_PRESETS + MORE_PRESETS + VARIANT_PRESETS:
     _over, _ = PRESETS[(_algo, "hopper")]
     PRESETS[(_algo, "lqr")] = (
         dict(_over, **_SMOKE, policy_hidden=(), obs_clipping=False),

@@ -144,6 +144,14 @@ CL_CLAIMS = (
           "function (paired t-test on held-out chunks)", ">", SIGNIFICANT,
           "\"significantly\": V* halves the noise energy (\"especially true in the sample regime in which we "
           "operate\")", Scope("Figs 5, 16", ("walker2d", "hopper"), "after-first", _AT_2K, "N ≈ 2K")),
+    Claim("no-baseline-order-worse", "CL", _S52, "§5.2",
+          "our experiments show that agents trained without a baseline function attain almost an order of magnitude "
+          "worse final reward", "nobaseline_score_relative", "final score over PPO's median score: PPO without a "
+          "baseline's mean agent minus PPO's", "<", -0.8,
+          "\"almost an order of magnitude worse\": the mean agent without a baseline below a fifth of PPO's (a "
+          "difference of more than 0.8 of PPO's score; a tenth would be −0.9)",
+          Scope("§5.2 (the baseline study's tasks, Figs 5, 16)", ("walker2d", "hopper"), "whole"), kind="means",
+          labels=("ppo-nobaseline",), versus="ppo"),
     # --- §5.3: landscapes -------------------------------------------------------------------------------
     Claim("landscape-noisy-at-small-n", "CL", _S53, "§5.3, Figs 6/26/27",
           "applying our algorithms in this regime makes it impossible to distinguish between good and bad points "

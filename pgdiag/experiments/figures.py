@@ -126,7 +126,9 @@ class _Named(dict):
 
 
 LABELS = _Named({"ppo": "PPO", "ppo-m": "PPO-M", "ppo-noclip": "PPO-NoClip", "trpo": "TRPO", "trpo+": "TRPO+",
-                 "ppo-kl": "PPO-KL", "npg": "NPG", "vpg": "VPG"}, lambda name: str(name).upper())
+                 "ppo-kl": "PPO-KL", "npg": "NPG", "vpg": "VPG", "ppo-nobaseline": "PPO without a baseline"},
+                lambda name: str(name).upper())
 COLORS = _Named({"ppo": "tab:blue", "ppo-m": "tab:orange", "ppo-noclip": "tab:purple", "trpo": "tab:green",
-                 "trpo+": "tab:red", "ppo-kl": "tab:cyan", "npg": "tab:olive", "vpg": "tab:brown"},
+                 "trpo+": "tab:red", "ppo-kl": "tab:cyan", "npg": "tab:olive", "vpg": "tab:brown",
+                 "ppo-nobaseline": "tab:pink"},
                 lambda name: "tab:gray")

@@ -18,13 +18,14 @@ from __future__ import annotations
 import sys
 
 from pgdiag.config import ConfigError
-from pgdiag.experiments.studies import (ablation, baselines, gradients, landscape, presets, solver_compare, theorem,
-                                         trust_region, value)
+from pgdiag.experiments.studies import (ablation, baselines, gradients, landscape, no_baseline, presets,
+                                         solver_compare, theorem, trust_region, value)
 from pgdiag.experiments.target_types import KINDS, Measurement, Target
 
 
 #: the study modules, in the order their targets are listed (make help, the CLI, the README's table)
-STUDY_MODULES = (ablation, trust_region, value, presets, theorem, gradients, baselines, landscape, solver_compare)
+STUDY_MODULES = (ablation, trust_region, value, presets, theorem, gradients, baselines, no_baseline, landscape,
+                 solver_compare)
 
 TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
 

@@ -175,15 +175,16 @@ def table(summary, algorithms, with_aai: bool, scores=None):
 
 # --- the figure -----------------------------------------------------------------------
 
-def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200) -> str:
-    """Mean episodic reward over training per algorithm, with a 95% Student-t band over agents."""
+def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200, algorithms=ALGORITHM_PRESETS) -> str:
+    """Mean episodic reward over training per algorithm (of ``algorithms``), with a 95% Student-t band over
+    agents."""
     plt = figures.pyplot()
 
     tasks = list(dict.fromkeys(metrics.task))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         m = metrics[metrics.task == task]
-        for algo in ALGORITHM_PRESETS:
+        for algo in algorithms:
             a = m[m.algorithm == algo]
             if a.empty:
                 continue

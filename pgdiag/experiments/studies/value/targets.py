@@ -42,7 +42,7 @@ from pgdiag.config import CPU_SCALE
 from pgdiag.experiments import diagnostic_targets, dry_run, figures, study_dir
 from pgdiag.experiments.studies.value import evidence as ev
 from pgdiag.experiments.figures import COLORS, LABELS
-from pgdiag.experiments.scales import MID_TRAINING, Scale, tasks_training
+from pgdiag.experiments.scales import MID_TRAINING, Scale, replication_training, tasks_training
 from pgdiag.experiments.target_types import Target
 from pgdiag.stats import t_interval
 
@@ -81,6 +81,11 @@ SCALES = {
                    description="Walker2d (CL Fig 4: where the paper read its value network) at the mid scale's shape: "
                                "PPO and TRPO, 7 agents each, 100 iterations of 1 × 2,048 steps, a held-out batch every "
                                "10 iterations."),
+    "replication": Scale(**{**replication_training(("walker2d", "hopper")), "presets": ("ppo", "ppo-m", "trpo")},
+                         description="CL Figs 4, 14, 15 as the paper ran them: Gym's Walker2d and Hopper, 488 "
+                                     "iterations of 1 × 2,048 steps, PPO and TRPO, 8 agents each (PPO-M trains "
+                                     "beside PPO for the other targets), a held-out batch every 10 iterations, "
+                                     "checkpoints after 0/150/300/450."),
 }
 
 

@@ -1,0 +1,67 @@
+"""CL §5.2's agents without a baseline: the target trains PPO beside its variant without breaking the shared
+sweep, the evidence is each agent's score over PPO's median worked by hand, and the claim reads "almost an order
+of magnitude" as a fifth."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pgdiag.experiments import claims, targets
+from pgdiag.experiments.studies.no_baseline.evidence import no_baseline_evidence
+from pgdiag.experiments.studies.no_baseline.targets import SCALES
+
+TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
+
+
+def test_tiny_run_trains_ppo_and_the_variant_in_their_own_sweeps_and_redraws(tmp_path):
+    """PPO trains in the scale's shared sweep (smoke: PPO alone), the variant in its own; the figure, the scores
+    table and the evidence come from the saved study; the variant's agents differ from PPO's (its advantages are
+    the returns), on the same seeds."""
+    out = targets.get("fig-no-baseline").train("smoke", out=str(tmp_path / "nb"), tasks=("point_mass",), seeds=2,
+                                               progress=False, **TINY)
+    assert os.path.getsize(out["figure"]) > 10_000
+    runs = sorted(os.listdir(tmp_path / "runs"))
+    assert len(runs) == 2 and all(r.startswith("point_mass-ppo-") for r in runs)
+    m = out["metrics"]
+    assert set(m.algorithm) == {"ppo", "ppo-nobaseline"} and m.groupby("algorithm").agent.nunique().tolist() == [2, 2]
+    ppo, nb = (m[m.algorithm == a].sort_values(["agent", "iteration"]).mean_return.to_numpy() for a in
+               ("ppo", "ppo-nobaseline"))
+    assert not np.allclose(ppo, nb, equal_nan=True)
+    rows = targets.get("fig-no-baseline").read_evidence(str(tmp_path / "nb"), [])
+    assert {r["label"] for r in rows} == {"ppo", "ppo-nobaseline"}
+
+
+def test_scores_over_ppos_median_by_hand():
+    """PPO's agents score 100, 200, 400 (median 200); the variant's 20 and −inf (diverged): 0.5, 1, 2 and 0.1,
+    −inf."""
+    scores = pd.DataFrame({"task": "hopper", "algorithm": ["ppo"] * 3 + ["ppo-nobaseline"] * 2,
+                           "agent": [0, 1, 2, 0, 1], "score": [100.0, 200.0, 400.0, 20.0, np.nan]})
+    rows = no_baseline_evidence(scores)
+    got = {(r["label"], r["agent"]): r["value"] for r in rows}
+    assert got == {("ppo", "0"): 0.5, ("ppo", "1"): 1.0, ("ppo", "2"): 2.0, ("ppo-nobaseline", "0"): 0.1,
+                   ("ppo-nobaseline", "1"): -np.inf}
+
+
+@pytest.mark.parametrize("variant, verdict", [(0.1, "holds"), (0.5, "does not hold")])
+def test_an_order_of_magnitude_is_read_as_below_a_fifth(variant, verdict):
+    """Eight agents each: PPO at 1 ± 0.1 of its median, the variant at a tenth (holds) or a half (does not hold)
+    of it; the mean difference −0.9 or −0.5 against the rule < −0.8."""
+    claim = claims.by_key("no-baseline-order-worse")
+    common = dict(evidence=claim.evidence, task="hopper", iteration=np.nan, progress=np.nan, lr_share=np.nan,
+                  pairs=np.nan, run_iterations=488, model="gym")
+    ev = pd.concat([pd.DataFrame(dict(common, label=label, agent=[str(i) for i in range(8)],
+                                      value=list(centre + np.linspace(-0.1, 0.1, 8))))
+                    for label, centre in (("ppo", 1.0), ("ppo-nobaseline", variant))])
+    row = claims.evaluate(ev, claims=[claim]).iloc[0]
+    assert row.verdict == verdict and row.value == pytest.approx(variant - 1.0)
+
+
+def test_the_replication_scale_shares_fig_values_runs():
+    """At SCALE=replication PPO trains in the sweep fig-value's replication trains (the same presets, tasks and
+    settings), so the variant is the only new training."""
+    value = targets.get("fig-value").scales["replication"]
+    mine = SCALES["replication"]
+    assert mine.presets == value.presets and mine.tasks_of() == value.tasks_of("fig-value")
+    assert all(mine.training(t) == value.training(t) for t in mine.tasks_of()) and mine.seeds == value.seeds
