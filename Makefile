@@ -18,7 +18,7 @@ ARGS   ?=
 # changing it; tests/test_targets.py checks that it is current).
 include targets.mk
 
-.PHONY: setup docs test test-newest test-isa package-check target-smoke target-mid $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report figures bench accelerator-report \
+.PHONY: setup docs test test-newest test-isa package-check target-smoke target-mid $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report replication figures bench accelerator-report \
         hopper-1m colab-links clean
 
 # Create the virtual environment and install the package with its test extras when missing or stale.
@@ -146,6 +146,16 @@ closer-look-tasks: setup
 implementation-matters-report: fig-ablation table-2 fig-trust-region fig-theorem
 	$(VENV)/bin/pgdiag report --paper im --from $(OUT) --scale $(SCALE) \
 	  --out $(OUT)/implementation-matters-report-$(SCALE)
+
+# The replication (docs/replication.md): one part of both papers' claims at the papers' own settings — Gym's
+# models, CL's 488 iterations, the agents each section needs — trained and measured into RUNS (outside the
+# repository; an interrupted part resumes), then its tables and figures published into replication/PART/ and the
+# page written again. PART=trust-regions (Humanoid, ~3 h here) or value (Walker2d, Hopper, ~7.5 h here).
+PART ?= trust-regions
+RUNS ?= ../pgdiag-runs/replication
+replication: setup
+	$(VENV)/bin/pgdiag replication run $(PART) --runs $(RUNS)
+	$(VENV)/bin/pgdiag replication page
 
 figures: $(filter-out solver-compare,$(STUDY_TARGETS))
 

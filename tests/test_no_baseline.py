@@ -15,22 +15,63 @@ from pgdiag.experiments.studies.no_baseline.targets import SCALES
 TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 
 
-def test_tiny_run_trains_ppo_and_the_variant_in_their_own_sweeps_and_redraws(tmp_path):
-    """PPO trains in the scale's shared sweep (smoke: PPO alone), the variant in its own; the figure, the scores
-    table and the evidence come from the saved study; the variant's agents differ from PPO's (its advantages are
-    the returns), on the same seeds."""
-    out = targets.get("fig-no-baseline").train("smoke", out=str(tmp_path / "nb"), tasks=("point_mass",), seeds=2,
-                                               progress=False, **TINY)
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """fig-no-baseline at the replication scale on point_mass, tiny (the scale's shared sweeps — PPO with PPO-M,
+    TRPO — then the variant alone): one training for this module."""
+    root = tmp_path_factory.mktemp("replication-runs")
+    out = targets.get("fig-no-baseline").train("replication", out=str(root / "no-baseline-replication"),
+                                               tasks=("point_mass",), seeds=2, progress=False, checkpoint_at=(0,),
+                                               **TINY)
+    return root, out
+
+
+def test_tiny_run_trains_ppo_and_the_variant_in_their_own_sweeps_and_redraws(tiny):
+    """PPO trains in the scale's shared sweep, the variant in its own; the figure, the scores table and the
+    evidence come from the saved study; the variant's agents differ from PPO's (its advantages are the returns),
+    on the same seeds."""
+    root, out = tiny
     assert os.path.getsize(out["figure"]) > 10_000
-    runs = sorted(os.listdir(tmp_path / "runs"))
-    assert len(runs) == 2 and all(r.startswith("point_mass-ppo-") for r in runs)
+    runs = sorted(os.listdir(root / "runs"))
+    assert len(runs) == 3 and sum(r.startswith("point_mass-ppo-") for r in runs) == 2
     m = out["metrics"]
     assert set(m.algorithm) == {"ppo", "ppo-nobaseline"} and m.groupby("algorithm").agent.nunique().tolist() == [2, 2]
     ppo, nb = (m[m.algorithm == a].sort_values(["agent", "iteration"]).mean_return.to_numpy() for a in
                ("ppo", "ppo-nobaseline"))
     assert not np.allclose(ppo, nb, equal_nan=True)
-    rows = targets.get("fig-no-baseline").read_evidence(str(tmp_path / "nb"), [])
+    rows = targets.get("fig-no-baseline").read_evidence(str(root / "no-baseline-replication"), [])
     assert {r["label"] for r in rows} == {"ppo", "ppo-nobaseline"}
+
+
+def test_a_published_part_is_on_the_page_and_a_stale_one_names_its_rerun(tiny, tmp_path, monkeypatch):
+    """A part published from the runs: its folder holds the report's tables (evidence read back equal to the
+    target's own), a record of host, date, commit and settings, and no report.md; the page lists it with its
+    commit and reads its rows (point_mass: another experiment, so not counted). A record whose settings are not
+    the part's today is refused with the command that reruns it; publishing again replaces the folder whole."""
+    import json
+
+    from pgdiag.config import ConfigError
+    from pgdiag.experiments import replication as rep
+    from pgdiag.experiments import replication_page
+
+    root, _ = tiny
+    part = rep.Part("tiny", ("fig-no-baseline",), "point_mass, tiny")
+    monkeypatch.setattr(rep, "PARTS", (part,))
+    dest = rep.publish(part, str(root), root=str(tmp_path / "replication"), wall_s=7200.0)
+    assert sorted(os.listdir(dest)) == ["cl", "part.json"] and not os.path.exists(os.path.join(dest, "cl", "report.md"))
+    record = json.load(open(os.path.join(dest, "part.json")))
+    assert record["settings"] == rep.settings(part) and record["wall_s"] == 7200.0
+    ev = rep.evidence(str(tmp_path / "replication"))["cl"]
+    mine = pd.DataFrame(targets.get("fig-no-baseline").read_evidence(str(root / "no-baseline-replication"), []))
+    assert sorted(ev.value) == pytest.approx(sorted(mine.value))
+    text = replication_page.page(str(tmp_path / "replication"))
+    assert f"`{record['commit'][:10]}`, 2.0 h" in text and "`tiny`" in text
+    assert "| `no-baseline-order-worse`" in text and "point_mass ppo-nobaseline − ppo, 2 agents, 6 iterations" in text
+    json.dump({**record, "settings": {}}, open(os.path.join(dest, "part.json"), "w"))
+    with pytest.raises(ConfigError, match="rerun it: pgdiag replication run tiny"):
+        replication_page.page(str(tmp_path / "replication"))
+    rep.publish(part, str(root), root=str(tmp_path / "replication"))
+    assert json.load(open(os.path.join(dest, "part.json")))["settings"] == rep.settings(part)
 
 
 def test_scores_over_ppos_median_by_hand():
@@ -65,3 +106,14 @@ def test_the_replication_scale_shares_fig_values_runs():
     mine = SCALES["replication"]
     assert mine.presets == value.presets and mine.tasks_of() == value.tasks_of("fig-value")
     assert all(mine.training(t) == value.training(t) for t in mine.tasks_of()) and mine.seeds == value.seeds
+
+
+def test_the_committed_replication_page_is_what_the_published_parts_give():
+    """docs/replication.md is written from replication/*/ alone: the committed page equals what they give now."""
+    from pgdiag.experiments import replication as rep
+    from pgdiag.experiments import replication_page
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with open(os.path.join(root, rep.PAGE), encoding="utf-8") as f:
+        assert f.read() == replication_page.page(os.path.join(root, rep.ROOT)), \
+            "docs/replication.md is not current: run `pgdiag replication page`"

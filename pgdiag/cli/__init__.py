@@ -26,6 +26,7 @@ from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorit
                               cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pgdiag.cli.imports import add_import
 from pgdiag.cli.hosts import add_hosts
+from pgdiag.cli.replication import add_replication
 from pgdiag.cli.studies import add_studies, check_host_arg, host_arg
 from pgdiag.config import ConfigError
 
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_import(sub)
     add_hosts(sub)
+    add_replication(sub)
     add_studies(sub)
     return parser
 

@@ -45,11 +45,12 @@ def _scales(scale: str | None):
     return None if scale is None else [s for s in scale.split(",") if s]
 
 
-def find_studies(root: str, scale: str | None = None, paper: str = "cl") -> dict:
+def find_studies(root: str, scale: str | None = None, paper: str = "cl", studies=None) -> dict:
     """{study name: [directory, …]} of ``paper``'s studies in ``root`` or its immediate subdirectories: one per
     study, or one per scale where ``scale`` names several ("mid,tasks": the mid scale's Hopper studies with the
-    papers' own tasks beside them)."""
+    papers' own tasks beside them); only those named in ``studies`` where given."""
     names = {t.study for t in targets.of_paper(check_paper(paper))}
+    names = names & set(studies) if studies is not None else names
     wanted = _scales(scale)
     if not os.path.isdir(root):
         raise ConfigError(f"report --from {root!r}: no such directory")
@@ -264,7 +265,7 @@ def default_out(from_dir: str, found: dict, paper: str, scale: str | None) -> st
     return os.path.join(from_dir, f"{PAPERS[paper][2]}-{'+'.join(_scales(scale))}")
 
 
-def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl") -> dict:
+def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl", studies=None) -> dict:
     """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``.
 
     Args:
@@ -273,12 +274,13 @@ def report(from_dir: str, out: str | None = None, scale: str | None = None, pape
             None: ``<from_dir>/<paper's report>-<scale>``.
         scale: the scale(s) whose studies to read, e.g. ``"mid"`` or ``"mid,tasks"``; None: every scale found.
         paper: ``"cl"`` (Ilyas et al., A Closer Look) or ``"im"`` (Engstrom et al., Implementation Matters).
+        studies: read only these studies (by name) where given.
 
     Returns:
         ``report`` (the page's path), ``claims``, ``findings`` and ``evidence`` (DataFrames), ``figures``,
         ``studies`` (the directories read) and ``notes``.
     """
-    found = find_studies(from_dir, scale, paper)
+    found = find_studies(from_dir, scale, paper, studies)
     out = out or default_out(from_dir, found, paper, scale)
     notes: list = []
     evidence = collect(found, paper, notes)

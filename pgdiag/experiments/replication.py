@@ -1,0 +1,158 @@
+"""The replication: both papers' claims measured at the papers' own settings, run part by part, and one page.
+
+A *part* ([`Part`][pgdiag.experiments.replication.Part]) is what one command trains and measures at
+``SCALE=replication`` (the papers' experiment: Gym's models, CL's 488 iterations and checkpoints, the agents each
+section needs; [`replication_training`][pgdiag.experiments.scales.replication_training]), into a run directory
+outside the repository, resumable over days. [`publish`][pgdiag.experiments.replication.publish] copies what it
+measured — the claims reports' evidence, claims and findings tables and its figures, not checkpoints — into
+``replication/<part>/`` with a record of the host, date, commit, wall time and the settings it ran; the page
+``docs/replication.md`` is a function of those folders alone ([`page`][pgdiag.experiments.replication.page]), so a
+test can check it is current. A claim no part measures at the paper's settings says which command measures it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+from pgdiag.config import ConfigError
+
+ROOT = "replication"
+PAGE = os.path.join("docs", "replication.md")
+RECORD = "part.json"
+SCALE = "replication"
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    name: str
+    targets: tuple      # the targets it runs at SCALE=replication (their shared runs trained once)
+    what: str           # the papers' figures it covers, in words
+    device: str = "cpu"  # where it fits: "cpu" (this 2-core machine, hours) or "gpu" (a 16-core GPU host)
+
+
+PARTS = (
+    Part("trust-regions", ("fig-trust-region",),
+         "CL Figs 9, 29 and IM Figs 2–4 on Gym's Humanoid: PPO, PPO-M and TRPO, 488 iterations, 8 agents each"),
+    Part("value", ("fig-value", "fig-no-baseline"),
+         "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+)
+
+
+def part(name: str) -> Part:
+    """The part ``name``, or a ConfigError naming the parts."""
+    for p in PARTS:
+        if p.name == name:
+            return p
+    raise ConfigError(f"unknown replication part {name!r}; parts are: {', '.join(p.name for p in PARTS)}")
+
+
+def settings(p: Part) -> dict:
+    """What a part runs, as its targets declare it at the replication scale: per target, each task's training
+    settings, the agents and the presets. A published part whose record differs was run with other settings."""
+    from pgdiag.experiments import targets
+
+    out = {}
+    for name in p.targets:
+        sc = targets.get(name).scales[SCALE]
+        out[name] = {"seeds": sc.seeds, "presets": list(sc.presets),
+                     "tasks": {t: {k: list(v) if isinstance(v, tuple) else v for k, v in sc.training(t).items()}
+                               for t in sc.tasks_of(name)}}
+    return out
+
+
+def commands(p: Part, runs: str) -> list:
+    """The commands that run ``p`` into ``runs`` (each target into ``runs/<study>-replication``, as make writes)."""
+    from pgdiag.experiments import targets
+
+    return [f"pgdiag {name} --scale {SCALE} --out {runs}/{targets.get(name).study}-{SCALE} --progress"
+            for name in p.targets]
+
+
+def run(p: Part, runs: str) -> float:
+    """Run ``p``'s targets into ``runs`` (resuming what an earlier call left); returns the wall time in seconds."""
+    from pgdiag.experiments import targets
+
+    start = datetime.datetime.now()
+    for name in p.targets:
+        t = targets.get(name)
+        t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
+    return (datetime.datetime.now() - start).total_seconds()
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -> str:
+    """Read ``p``'s studies in ``runs`` with both papers' reports and copy their tables and figures into
+    ``root/<part>/`` beside a record of the host, date, commit, wall time and settings; returns that folder."""
+    from pgdiag.experiments import targets
+    from pgdiag.experiments.report import report
+
+    dest = os.path.join(root, p.name)
+    staging = dest + ".new"
+    shutil.rmtree(staging, ignore_errors=True)
+    studies = {targets.get(n).study for n in p.targets}
+    for study in studies:
+        if not os.path.isfile(os.path.join(runs, f"{study}-{SCALE}", "study.json")):
+            raise ConfigError(f"replication {p.name}: no {study!r} study in {runs}; run `pgdiag replication run "
+                              f"{p.name} --runs {runs}` first")
+    papers = sorted({paper for n in p.targets for paper in targets.get(n).papers})
+    for paper in papers:   # only this part's studies: the run directory holds the other parts' too
+        out = os.path.join(staging, paper)
+        report(runs, out, SCALE, paper, studies=studies)
+        os.remove(os.path.join(out, "report.md"))   # the page is docs/replication.md, written from these tables
+    record = {"part": p.name, "targets": list(p.targets), "settings": settings(p), "commit": _commit(),
+              "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
+              f"{platform.machine()})", "wall_s": wall_s, "runs": os.path.abspath(runs), "papers": papers}
+    with open(os.path.join(staging, RECORD), "w") as f:
+        json.dump(record, f, indent=1)
+    if os.path.isdir(dest):   # the published folder is replaced whole, never mixed with an older one
+        shutil.rmtree(dest)
+    os.replace(staging, dest)
+    return dest
+
+
+def published(root: str = ROOT) -> dict:
+    """{part name: its record} of the parts published under ``root``; a part whose record's settings are not what
+    it runs today is a ConfigError naming what to rerun."""
+    out = {}
+    for p in PARTS:
+        path = os.path.join(root, p.name, RECORD)
+        if not os.path.isfile(path):
+            continue
+        with open(path) as f:
+            record = json.load(f)
+        if record.get("settings") != settings(p):
+            raise ConfigError(f"replication/{p.name} was measured with other settings than the part runs today "
+                              f"(commit {str(record.get('commit'))[:10]}); rerun it: pgdiag replication run {p.name} "
+                              f"then pgdiag replication publish {p.name}")
+        out[p.name] = record
+    return out
+
+
+def evidence(root: str = ROOT):
+    """Every published part's evidence, one frame per paper: {"cl": frame, "im": frame}."""
+    import pandas as pd
+
+    from pgdiag.experiments.evidence_rows import COLUMNS
+
+    frames: dict = {"cl": [], "im": []}
+    for name, record in published(root).items():
+        for paper in record["papers"]:
+            frames[paper].append(pd.read_csv(os.path.join(root, name, paper, "evidence.csv")))
+    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=COLUMNS) for k, v in frames.items()}
+
+
+__all__ = ["PAGE", "PARTS", "Part", "ROOT", "commands", "evidence", "part", "publish", "published", "run",
+           "settings"]

@@ -1,0 +1,116 @@
+"""docs/replication.md: what the replication found, written from the published parts alone
+([`pgdiag.experiments.replication`][pgdiag.experiments.replication]).
+
+Per paper section, each finding's sentence, where the paper made it, where we measured it (task, algorithm, run
+length and models, agents), the estimate with its interval, and the outcome after the section's multiplicity
+control; a finding not yet measured at the paper's settings names the part (and command) that measures it, or the
+target that would at the papers' settings. Nothing here trains, times or compiles: the same folders give the same
+page, which a test checks against the committed one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pgdiag.experiments import claims as claim_specs
+from pgdiag.experiments import findings as findings_mod
+from pgdiag.experiments import replication as rep
+
+TITLES = {"cl": "A Closer Look at Deep Policy Gradients (Ilyas et al.)",
+          "im": "Implementation Matters in Deep Policy Gradients (Engstrom et al.)"}
+HEADER = ("<!-- written by `pgdiag replication page` from replication/*/ (the published parts); do not edit: "
+          "publish a part and write the page again -->")
+
+
+def _fmt(v) -> str:
+    v = float(v)
+    return "—" if np.isnan(v) else ("∞" if v == np.inf else "−∞" if v == -np.inf else f"{v:.3g}")
+
+
+def _measured(rows) -> tuple:
+    """(where, estimate) cells of a finding's tests: those at the paper's settings, else the exploratory ones."""
+    rows = rows[rows.level == ""]
+    if rows.empty:
+        return "", ""
+    rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
+    where = "; ".join(f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
+                                                                   else "") for r in rows.itertuples(index=False))
+    est = "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}]" for r in rows.itertuples(index=False))
+    return where, est
+
+
+def _supplier(claim) -> str:
+    """The part that measures ``claim`` at the papers' settings, as a command; else the target that provides it."""
+    from pgdiag.experiments import targets
+
+    t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
+    for p in rep.PARTS:
+        if t is not None and t.name in p.targets:
+            return f"run `pgdiag replication run {p.name}` ({p.device.upper()})"
+    return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
+            if t else "no target measures it yet")
+
+
+def _section(family: str, found, results) -> list:
+    lines = [f"### {family}", "", "| finding | the paper's setting | measured (task algorithm, agents, run) | "
+             "estimate [interval] | outcome |", "|---|---|---|---|---|"]
+    for r in found[found.family == family].itertuples(index=False):
+        claim = claim_specs.by_key(r.claim)
+        where, est = _measured(results[results.claim == r.claim])
+        outcome = f"**{r.outcome}**" + (f" ({r.level})" if r.level else "")
+        if r.outcome in (findings_mod.NOT_HERE, "not measured"):
+            outcome += f" — {_supplier(claim)}"
+        lines.append(f"| `{r.claim}`: “{claim.quote}” | {claim.scope.describe()} | {where or '—'} | {est or '—'} | "
+                     f"{outcome} |")
+    return lines + [""]
+
+
+def _parts(records: dict) -> list:
+    lines = ["| part | what it measures | where | published (host, date, commit, wall time) | command |",
+             "|---|---|---|---|---|"]
+    for p in rep.PARTS:
+        rec = records.get(p.name)
+        done = ("not yet" if rec is None else
+                f"{rec['host']}, {rec['date']}, `{str(rec['commit'])[:10]}`"
+                + (f", {rec['wall_s'] / 3600:.1f} h" if rec.get("wall_s") else ""))
+        lines.append(f"| `{p.name}` | {p.what} | {p.device.upper()} | {done} | `pgdiag replication run {p.name}` |")
+    return lines + [""]
+
+
+def page(root: str = rep.ROOT) -> str:
+    """The replication page from the parts published under ``root``."""
+    records = rep.published(root)
+    ev = rep.evidence(root)
+    lines = [HEADER, "", "# What we found: both papers at their own settings", "",
+             "Each finding below is tested where the paper made it — its figure's tasks, point of training and "
+             "sample sizes, the paper's run length (CL: 488 iterations of 2,048 steps) and Gym's MuJoCo models — on "
+             "the agents as units, after Holm's adjustment over its section ([how the claims are read](claims.md)). "
+             "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
+             "has measured at the paper's settings names the command that does. The parts run on this project's "
+             "own CPU where they fit, resuming over days; the GPU parts wait for a host.", "",
+             "## Parts", ""] + _parts(records)
+    for paper in ("cl", "im"):
+        name = paper.upper()
+        results = claim_specs.evaluate(ev[paper], paper=name) if len(ev[paper]) else \
+            claim_specs.evaluate(ev[paper].iloc[:0], paper=name)
+        found = findings_mod.findings(results, name)
+        counts = found.outcome.value_counts()
+        lines += [f"## {TITLES[paper]}", "", "Findings: " + ", ".join(
+            f"{n} {o}" for o, n in counts.items()) + ".", ""]
+        for family in dict.fromkeys(found.family):
+            lines += _section(family, found, results)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(root: str = rep.ROOT, path: str = rep.PAGE) -> str:
+    """Write the page to ``path``; returns it."""
+    text = page(root)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+__all__ = ["page", "write"]
