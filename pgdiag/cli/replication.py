@@ -27,6 +27,11 @@ def add_replication(sub) -> None:
     s.add_argument("part")
     s.add_argument("--runs", default=RUNS)
     s.set_defaults(func=cmd_publish)
+    q = how.add_parser("plan", help="plan every part here and on a host profile (--host), into "
+                                     "replication/plans.json, which the page states")
+    q.add_argument("--host", action="append", default=[], metavar="NAME=PROFILE",
+                   help="another host by its profile, e.g. gpu=benchmarks/results/…-host.json (repeatable)")
+    q.set_defaults(func=cmd_plan)
     g = how.add_parser("page", help="write docs/replication.md from the published parts")
     g.add_argument("--check", action="store_true", help="only say whether the committed page is current")
     g.set_defaults(func=cmd_page)
@@ -61,6 +66,19 @@ def cmd_publish(args) -> None:
     from pgdiag.experiments import replication as rep
 
     print(f"published {rep.publish(rep.part(args.part), args.runs)}")
+
+
+def cmd_plan(args) -> None:
+    from pgdiag.config import ConfigError
+    from pgdiag.experiments import replication as rep
+
+    hosts = {"this host": None}
+    for item in args.host:
+        name, _, path = item.partition("=")
+        if not name or not path:
+            raise ConfigError(f"--host {item!r}: expected NAME=PROFILE, e.g. gpu=host.json")
+        hosts[name] = path
+    print(f"wrote {rep.write_plans(hosts)}")
 
 
 def cmd_page(args) -> None:

@@ -39,8 +39,18 @@ class Part:
 PARTS = (
     Part("trust-regions", ("fig-trust-region",),
          "CL Figs 9, 29 and IM Figs 2–4 on Gym's Humanoid: PPO, PPO-M and TRPO, 488 iterations, 8 agents each"),
+    Part("landscapes", ("fig-landscape-concentration", "fig-landscape-surrogate"),
+         "CL Figs 6, 26, 27 on the trust-regions part's Humanoid runs at iteration 300 (2K/20K/100K pairs a "
+         "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
     Part("value", ("fig-value", "fig-no-baseline"),
          "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+    Part("ablation", ("fig-ablation",), "IM Fig 1 (CL Fig 1: Humanoid) on Gym's Walker2d and Humanoid, the "
+         "paper's learning-rate grid and one rate above it, 6 seeds", device="gpu"),
+    Part("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
+         "CL Figs 2, 3, 11–13 on Gym's three tasks at the paper's sample sizes (1e2 … 1e6 pairs, truth from 1e7)",
+         device="gpu"),
+    Part("tables", ("table-2", "table-3"), "IM Tables 2, 3 on Gym's three tasks, 80 agents per algorithm",
+         device="gpu"),
 )
 
 
@@ -60,10 +70,10 @@ def settings(p: Part) -> dict:
     out = {}
     for name in p.targets:
         sc = targets.get(name).scales[SCALE]
-        out[name] = {"seeds": sc.seeds, "presets": list(sc.presets),
-                     "tasks": {t: {k: list(v) if isinstance(v, tuple) else v for k, v in sc.training(t).items()}
-                               for t in sc.tasks_of(name)}}
-    return out
+        out[name] = {"seeds": sc.seeds, "presets": list(sc.presets), "measured": dict(sc.settings),
+                     "measured_at": dict(sc.measured_at),
+                     "tasks": {t: sc.training(t) for t in sc.tasks_of(name)}}
+    return json.loads(json.dumps(out, default=list))   # as a record reads back (tuples as lists)
 
 
 def commands(p: Part, runs: str) -> list:
@@ -83,6 +93,47 @@ def run(p: Part, runs: str) -> float:
         t = targets.get(name)
         t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
     return (datetime.datetime.now() - start).total_seconds()
+
+
+PLANS = "plans.json"
+
+
+def plans(host=None) -> dict:
+    """{part: its planned seconds} on this host, or on the host the profile ``host`` declares (None where the
+    profile records no cost for some program): each program once, however many of the part's targets read it."""
+    from pgdiag.envs.hosts import declare
+    from pgdiag.experiments import targets
+    from pgdiag.experiments.planner import show_plan
+
+    out = {}
+    for p in PARTS:
+        owners: dict = {}
+        for name in p.targets:
+            for program in targets.get(name).dry_run(SCALE, host=host):
+                owners.setdefault(program, []).append(name)
+        with declare(host):
+            table = show_plan(list(owners), None, show=False)
+        seconds = table["estimated_s"].to_numpy(float)
+        out[p.name] = float(seconds.sum()) if len(seconds) and (seconds > 0).all() else None
+    return out
+
+
+def write_plans(hosts: dict, root: str = ROOT) -> str:
+    """``root/plans.json``: per host name ({name: profile path or None for this host}) its description and each
+    part's planned seconds — what the page states, planned once and committed (planning times step costs)."""
+    from pgdiag.envs import hosts as host_profiles
+
+    record = {}
+    for name, profile in hosts.items():
+        host = host_profiles.load(profile) if profile else None
+        record[name] = {"profile": profile or "this host", "date": datetime.date.today().isoformat(),
+                        "device": host.device_kind if host else f"CPU ({os.cpu_count()} cores)",
+                        "seconds": plans(profile)}
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, PLANS)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    return path
 
 
 def _commit() -> str:
@@ -154,5 +205,5 @@ def evidence(root: str = ROOT):
     return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=COLUMNS) for k, v in frames.items()}
 
 
-__all__ = ["PAGE", "PARTS", "Part", "ROOT", "commands", "evidence", "part", "publish", "published", "run",
-           "settings"]
+__all__ = ["PAGE", "PARTS", "PLANS", "Part", "ROOT", "commands", "evidence", "part", "plans", "publish", "published",
+           "run", "settings", "write_plans"]

@@ -10,6 +10,7 @@ page, which a test checks against the committed one.
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -67,16 +68,35 @@ def _section(family: str, found, results) -> list:
     return lines + [""]
 
 
-def _parts(records: dict) -> list:
-    lines = ["| part | what it measures | where | published (host, date, commit, wall time) | command |",
-             "|---|---|---|---|---|"]
+def _hours(s) -> str:
+    return "not costed" if s is None else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
+
+
+def _plans(root: str) -> dict:
+    path = os.path.join(root, rep.PLANS)
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def _parts(records: dict, plans: dict) -> list:
+    heads = [f"planned on {name} ({v['device']}, {v['date']})" for name, v in plans.items()]
+    lines = ["| part | what it measures | where | " + " | ".join(heads + ["published (host, date, commit, wall "
+                                                                            "time)", "command"]) + " |",
+             "|---" * (5 + len(heads)) + "|"]
     for p in rep.PARTS:
         rec = records.get(p.name)
         done = ("not yet" if rec is None else
                 f"{rec['host']}, {rec['date']}, `{str(rec['commit'])[:10]}`"
                 + (f", {rec['wall_s'] / 3600:.1f} h" if rec.get("wall_s") else ""))
-        lines.append(f"| `{p.name}` | {p.what} | {p.device.upper()} | {done} | `pgdiag replication run {p.name}` |")
-    return lines + [""]
+        planned = [_hours(v["seconds"].get(p.name)) for v in plans.values()]
+        lines.append(f"| `{p.name}` | {p.what} | {p.device.upper()} | " + " | ".join(planned) +
+                     (" | " if planned else "") + f"{done} | `pgdiag replication run {p.name}` |")
+    note = ("A planned time is the dry run's estimate without compiling (`pgdiag replication plan`); \"not "
+            "costed\": the host's profile records no step cost for some program (`pgdiag host save FILE --scale "
+            "replication` on that host records them).")
+    return lines + ["", note if plans else "", ""]
 
 
 def page(root: str = rep.ROOT) -> str:
@@ -90,7 +110,7 @@ def page(root: str = rep.ROOT) -> str:
              "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
              "has measured at the paper's settings names the command that does. The parts run on this project's "
              "own CPU where they fit, resuming over days; the GPU parts wait for a host.", "",
-             "## Parts", ""] + _parts(records)
+             "## Parts", ""] + _parts(records, _plans(root))
     for paper in ("cl", "im"):
         name = paper.upper()
         results = claim_specs.evaluate(ev[paper], paper=name) if len(ev[paper]) else \

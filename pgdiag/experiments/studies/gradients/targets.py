@@ -37,7 +37,7 @@ from pgdiag.diagnostics.sizes import PAPER_SIZES, log_sizes
 from pgdiag.experiments import diagnostic_targets, dry_run, figures
 from pgdiag.experiments.studies.gradients import evidence as ev
 from pgdiag.experiments.figures import COLORS
-from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
+from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale, replication_training
 from pgdiag.experiments.target_types import Measurement, Target
 
 ALGORITHMS = ("ppo", "trpo")
@@ -58,6 +58,14 @@ SCALES = {
                     "iterations 0/150/300/450 (the LQR "
                     "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs "
                     "(CL Fig 3); M = 100 steps per checkpoint."),
+    "replication": Scale(
+        **replication_training(("humanoid", "walker2d", "hopper")),
+        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
+                  "steps": dict(batches=100)},
+        description="CL Figs 2, 3, 11–13 as the paper ran them: Gym's Humanoid, Walker2d and Hopper, PPO and "
+                    "TRPO of the runs the trust-regions and value parts train (8 agents each: §5.1's 7 findings can "
+                    "pass Holm), 488 iterations, checkpoints after 0/150/300/450; K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs, M = 100 "
+                    "steps per checkpoint (a 16-core GPU host)."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
         settings={"gradients": dict(sizes=log_sizes(1e2, 1e4), estimates=10, true_pairs=102_400),

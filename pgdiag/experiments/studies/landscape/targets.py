@@ -33,7 +33,8 @@ from pgdiag.diagnostics.landscape import LANDSCAPE
 from pgdiag.diagnostics.sizes import PAPER_SIZES
 from pgdiag.experiments import diagnostic_targets, dry_run, figures
 from pgdiag.experiments.studies.landscape import evidence as ev
-from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale, tasks_training
+from pgdiag.experiments.scales import (MID_CHECKPOINTS, MID_TRAINING, PAPER_CHECKPOINTS, Scale,
+                                       replication_training, tasks_training)
 from pgdiag.experiments.target_types import Measurement, Target
 
 STUDY = "landscape"
@@ -93,6 +94,16 @@ SCALES = {
                     "scale (7 agents per preset, 100 iterations), measured after 61 (CL's iteration 300 of 488); a "
                     "4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 norm 2; 2K/20K/100K pairs per point "
                     "as CL Fig 6 (concentration); the surrogate's plane as the mid scale's."),
+    "replication": Scale(
+        **{**replication_training(("humanoid",)), "tasks": {"fig-landscape-concentration": ("humanoid",),
+                                                            "fig-landscape-surrogate": ("humanoid",)}},
+        measured_at={"landscape-concentration": PAPER_CHECKPOINTS[2:3], "landscape-surrogate": PAPER_CHECKPOINTS[::2]},
+        settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 20_000, 100_000)),
+                  "landscape-surrogate": _MID_SURROGATE},
+        description="CL Figs 6, 26, 27 as the paper ran them: the runs of fig-trust-region's replication scale "
+                    "(Gym's Humanoid, 488 iterations, 8 agents per preset) measured after iteration 300; "
+                    "2K/20K/100K pairs per point as CL Fig 6 on a 4 × 4 grid (the step at 1); the surrogate at "
+                    "0 and 300 with the mid scale's sample sizes (not the paper's 1e6 pairs a point)."),
 }
 
 

@@ -61,6 +61,10 @@ SCALES = {
     "paper": Scale(tasks=("hopper", "walker2d", "humanoid"), seeds=80, overrides={"model": "gym"},
                    description="Hopper, Walker2d, Humanoid on Gym-v2's MuJoCo models with the papers' presets (2048 × "
                                "488 steps per agent); 80 agents per algorithm and task (IM Tables 2–3: at least 80)."),
+    "replication": Scale(tasks=("hopper", "walker2d", "humanoid"), seeds=80, overrides={"model": "gym"},
+                         description="IM Tables 2, 3 and CL Fig 10 as the papers ran them: Gym's Hopper, Walker2d "
+                                     "and Humanoid, the papers' presets (488 iterations of 2,048 steps), 80 agents "
+                                     "per algorithm and task (a 16-core GPU host)."),
     "smoke": Scale(tasks=("hopper",), seeds=8, overrides={**CPU_SCALE, "num_iterations": 30},
                    description="Hopper (native MuJoCo on a CPU), the papers' presets at CPU scale: 30 iterations of "
                                "4 × 256 steps, 8 agents per algorithm."),
