@@ -147,10 +147,10 @@ def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_:
         main(["fig-ablation", "--scale", "mid", "--dry-run"])
     assert exit_.value.code == 2
-    assert "invalid choice: 'mid' (choose from 'smoke', 'paper')" in capsys.readouterr().err
+    assert "invalid choice: 'mid' (choose from 'smoke', 'paper', 'replication')" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fig-value", "--help"])
-    assert "--scale {smoke,mid,paper,tasks}" in capsys.readouterr().out
+    assert "--scale {smoke,mid,paper,replication,tasks}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("target", ["fig-ablation", "fig-trust-region", "fig-rewards", "table-2", "table-3",

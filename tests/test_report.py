@@ -91,10 +91,15 @@ def test_a_directory_without_diagnostic_studies_is_named(tmp_path):
         report.find_studies(str(tmp_path / "missing"))
     (tmp_path / "fig-ablation-smoke").mkdir()
     (tmp_path / "fig-ablation-smoke" / "study.json").write_text(json.dumps({"study": "fig-ablation", "scale": "smoke"}))
+    # a study saved under its former name (its first target's) reads as the study it is now; the ablation is CL
+    # Fig 1's and IM Fig 1's, so both reports read it
+    assert report.find_studies(str(tmp_path), paper="im") == {"ablation": [str(tmp_path / "fig-ablation-smoke")]}
+    assert report.find_studies(str(tmp_path), paper="cl") == {"ablation": [str(tmp_path / "fig-ablation-smoke")]}
+    with pytest.raises(ConfigError, match="no study of CL there"):   # only the studies asked for are read
+        report.find_studies(str(tmp_path), paper="cl", studies=("gradients",))
+    (tmp_path / "fig-ablation-smoke" / "study.json").write_text(json.dumps({"study": "algorithms", "scale": "smoke"}))
     with pytest.raises(ConfigError, match="no study of CL there.*fig-grad-variance.*make closer-look-report"):
         report.find_studies(str(tmp_path))
-    # a study saved under its former name (its first target's) reads as the study it is now
-    assert report.find_studies(str(tmp_path), paper="im") == {"ablation": [str(tmp_path / "fig-ablation-smoke")]}
     for scale in ("smoke", "paper"):
         (tmp_path / f"gradients-{scale}").mkdir()
         (tmp_path / f"gradients-{scale}" / "study.json").write_text(json.dumps({"study": "gradients", "scale": scale}))

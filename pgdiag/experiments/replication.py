@@ -6,7 +6,8 @@ section needs; [`replication_training`][pgdiag.experiments.scales.replication_tr
 outside the repository, resumable over days. [`publish`][pgdiag.experiments.replication.publish] copies what it
 measured — the claims reports' evidence, claims and findings tables and its figures, not checkpoints — into
 ``replication/<part>/`` with a record of the host, date, commit, wall time and the settings it ran; the page
-``docs/replication.md`` is a function of those folders alone ([`page`][pgdiag.experiments.replication.page]), so a
+``docs/replication.md`` is a function of those folders alone
+([`page`][pgdiag.experiments.replication_page.page]), so a
 test can check it is current. A claim no part measures at the paper's settings says which command measures it.
 """
 
