@@ -2,7 +2,9 @@
 of every setting (the shared knobs and static settings, each registered algorithm's own, each diagnostic's)
 each target page's table of scales (`docs/targets/NAME.md`, from the target's `Scale` records), and each target's
 figure at the smoke scale and its times at the smoke and mid scales as `make target-smoke` and `make target-mid`
-measured them (`docs/targets/smoke.json`, `mid.json`), on its page and in the table of targets.
+measured them (`docs/targets/smoke.json`, `mid.json`), on its page and in the table of targets; and
+docs/plans.md's table of the CL report at mid scale, from its recorded tables
+([`pgdiag.experiments.recorded`][pgdiag.experiments.recorded]).
 
 Each part lies between two marker comments in its page; the prose around them stays hand-written.
 
@@ -20,6 +22,7 @@ import sys
 
 from pgdiag.config import KNOB_SETTINGS, STATIC_SETTINGS, declared
 from pgdiag.config.words import CONFIG, DIAGNOSTIC
+from pgdiag.experiments import recorded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SETTINGS_PAGE = os.path.join("docs", "reference", "settings.md")
@@ -160,6 +163,8 @@ def pages() -> dict:
         out[path] = splice(text, "figure and times", times_block(name, records), path)
     index = os.path.join("docs", "targets", "index.md")
     out[index] = splice(_read(index), "times", times_table(records), index)
+    plans = os.path.join("docs", "plans.md")    # the mid report's table, from its recorded tables alone
+    out[plans] = splice(_read(plans), "mid report", recorded.table(os.path.join(ROOT, recorded.MID_CL)), plans)
     return out
 
 

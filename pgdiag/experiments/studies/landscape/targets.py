@@ -46,6 +46,17 @@ ALGORITHMS = ("ppo", "ppo-m", "trpo")
 _MID_PLANE = dict(points=4, envs=8, length_episodes=32)
 _MID_SURROGATE = dict(_MID_PLANE, sizes=(4_000,), step_pairs=(0, 32_768))
 
+def _humanoid(training: dict, checkpoints: tuple, description: str) -> Scale:
+    """Humanoid's planes on a training shared with fig-trust-region: concentration at CL's iteration 300 (the third
+    of the four checkpoints) at CL Fig 6's 2K/20K/100K pairs a point, the surrogate at the first and third."""
+    return Scale(**{**training, "tasks": {"fig-landscape-concentration": ("humanoid",),
+                                          "fig-landscape-surrogate": ("humanoid",)}},
+                 measured_at={"landscape-concentration": checkpoints[2:3], "landscape-surrogate": checkpoints[::2]},
+                 settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 20_000, 100_000)),
+                           "landscape-surrogate": _MID_SURROGATE},
+                 description=description)
+
+
 SCALES = {
     "paper": Scale(
         tasks={"fig-landscape-concentration": ("humanoid", "lqr"),
@@ -84,26 +95,17 @@ SCALES = {
                     "its start); a 4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 "
                     "norm 2, L̂ from 32 episodes; 2K/4K/8K pairs per point (concentration); 4K pairs per point "
                     "and steps from 2,048 and 32,768 pairs (surrogate)."),
-    "tasks": Scale(
-        **{**tasks_training(("humanoid",)), "tasks": {"fig-landscape-concentration": ("humanoid",),
-                                                       "fig-landscape-surrogate": ("humanoid",)}},
-        measured_at={"landscape-concentration": MID_CHECKPOINTS[2:3], "landscape-surrogate": MID_CHECKPOINTS[::2]},
-        settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 20_000, 100_000)),
-                  "landscape-surrogate": _MID_SURROGATE},
-        description="Humanoid (CL Figs 6, 26, 27) at the mid scale's shape: the runs of fig-trust-region's tasks "
-                    "scale (7 agents per preset, 100 iterations), measured after 61 (CL's iteration 300 of 488); a "
-                    "4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 norm 2; 2K/20K/100K pairs per point "
-                    "as CL Fig 6 (concentration); the surrogate's plane as the mid scale's."),
-    "replication": Scale(
-        **{**replication_training(("humanoid",)), "tasks": {"fig-landscape-concentration": ("humanoid",),
-                                                            "fig-landscape-surrogate": ("humanoid",)}},
-        measured_at={"landscape-concentration": PAPER_CHECKPOINTS[2:3], "landscape-surrogate": PAPER_CHECKPOINTS[::2]},
-        settings={"landscape-concentration": dict(_MID_PLANE, sizes=(2_000, 20_000, 100_000)),
-                  "landscape-surrogate": _MID_SURROGATE},
-        description="CL Figs 6, 26, 27 as the paper ran them: the runs of fig-trust-region's replication scale "
-                    "(Gym's Humanoid, 488 iterations, 8 agents per preset) measured after iteration 300; "
-                    "2K/20K/100K pairs per point as CL Fig 6 on a 4 × 4 grid (the step at 1); the surrogate at "
-                    "0 and 300 with the mid scale's sample sizes (not the paper's 1e6 pairs a point)."),
+    "tasks": _humanoid(tasks_training(("humanoid",)), MID_CHECKPOINTS,
+                       "Humanoid (CL Figs 6, 26, 27) at the mid scale's shape: the runs of fig-trust-region's tasks "
+                       "scale (7 agents per preset, 100 iterations), measured after 61 (CL's iteration 300 of 488); "
+                       "a 4 × 4 grid on 0 … 3 (the step at 1), random direction of L2 norm 2; 2K/20K/100K pairs per "
+                       "point as CL Fig 6 (concentration); the surrogate's plane as the mid scale's."),
+    "replication": _humanoid(replication_training(("humanoid",)), PAPER_CHECKPOINTS,
+                             "CL Figs 6, 26, 27 as the paper ran them: the runs of fig-trust-region's replication "
+                             "scale (Gym's Humanoid, 488 iterations, 8 agents per preset) measured after iteration "
+                             "300; 2K/20K/100K pairs per point as CL Fig 6 on a 4 × 4 grid (the step at 1); the "
+                             "surrogate at 0 and 300 with the mid scale's sample sizes (not the paper's 1e6 pairs a "
+                             "point)."),
 }
 
 

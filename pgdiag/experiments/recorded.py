@@ -1,0 +1,92 @@
+"""A claims report recorded for the documentation: its tables kept in the repository with the commit, host, date
+and wall time that made them, and the table the docs show written from them alone.
+
+    python -m pgdiag.experiments.recorded OUT/closer-look-report-mid benchmarks/results/mid-report/cl --wall-s 1100
+
+copies ``findings.csv`` and ``claims.csv`` with ``record.json``; ``python -m pgdiag.cli.gen_docs`` then rewrites
+docs/plans.md's table from them ([`table`][pgdiag.experiments.recorded.table]), and a test checks it is current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+import numpy as np
+
+RECORD = "record.json"
+#: the recorded CL report at mid scale that docs/plans.md shows
+MID_CL = os.path.join("benchmarks", "results", "mid-report", "cl")
+LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "trpo": "TRPO"}
+
+
+def keep(report_dir: str, dest: str, wall_s: float | None = None) -> str:
+    """Copy a report's findings and claims tables from ``report_dir`` into ``dest`` with its record."""
+    os.makedirs(dest, exist_ok=True)
+    for name in ("findings.csv", "claims.csv"):
+        shutil.copyfile(os.path.join(report_dir, name), os.path.join(dest, name))
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    record = {"commit": commit or "unknown", "date": datetime.date.today().isoformat(), "wall_s": wall_s,
+              "host": f"{platform.machine()}, {os.cpu_count()} cores", "from": os.path.abspath(report_dir)}
+    with open(os.path.join(dest, RECORD), "w") as f:
+        json.dump(record, f, indent=1)
+    return dest
+
+
+def _fmt(v) -> str:
+    v = float(v)
+    return "—" if np.isnan(v) else ("∞" if v == np.inf else "−∞" if v == -np.inf else f"{v:.3g}".replace("-", "−"))
+
+
+def _cell(rows) -> str:
+    if rows.empty:
+        return ""
+    return "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}] "
+                     + ("*exploratory*" if r.scope != "paper" else f"{r.verdict}")
+                     for r in rows.itertuples(index=False))
+
+
+def table(folder: str) -> list:
+    """The recorded report in ``folder`` as Markdown lines: where it came from, then one row per finding — its
+    outcome, and per algorithm the median agent (or difference), its interval and the test's verdict (exploratory
+    rows marked so)."""
+    import pandas as pd
+
+    with open(os.path.join(folder, RECORD)) as f:
+        record = json.load(f)
+    claims = pd.read_csv(os.path.join(folder, "claims.csv"), keep_default_na=False, na_values=[""])
+    found = pd.read_csv(os.path.join(folder, "findings.csv"), keep_default_na=False, na_values=[""])
+    claims["level"] = claims["level"].fillna("")
+    wall = f", {record['wall_s'] / 60:.1f} min" if record.get("wall_s") else ""
+    lines = [f"Recorded at commit `{record['commit'][:10]}` on {record['date']} ({record['host']}{wall}); each cell "
+             f"the estimate [interval] and the test's verdict, *exploratory* where measured on another experiment "
+             f"than the paper's.", "", "| finding | outcome | " + " | ".join(LABELS.values()) + " | other |",
+             "|---|---|" + "---|" * (len(LABELS) + 1)]
+    for r in found.itertuples(index=False):
+        mine = claims[(claims.claim == r.claim) & (claims.level == "")]
+        cells = [_cell(mine[mine.label == label]) for label in LABELS]
+        other = _cell(mine[~mine.label.isin(list(LABELS))])
+        lines.append(f"| {r.claim} | {r.outcome} | " + " | ".join(cells) + f" | {other} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pgdiag.experiments.recorded", description=__doc__.split("\n")[0])
+    p.add_argument("report_dir")
+    p.add_argument("dest")
+    p.add_argument("--wall-s", type=float, default=None)
+    args = p.parse_args(argv)
+    print(f"kept {keep(args.report_dir, args.dest, args.wall_s)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["MID_CL", "keep", "table"]
