@@ -30,12 +30,29 @@ def keep(report_dir: str, dest: str, wall_s: float | None = None) -> str:
     os.makedirs(dest, exist_ok=True)
     for name in ("findings.csv", "claims.csv"):
         shutil.copyfile(os.path.join(report_dir, name), os.path.join(dest, name))
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    record = {"commit": commit or "unknown", "date": datetime.date.today().isoformat(), "wall_s": wall_s,
+    record = {"commit": _commit(report_dir), "date": datetime.date.today().isoformat(), "wall_s": wall_s,
               "host": f"{platform.machine()}, {os.cpu_count()} cores", "from": os.path.abspath(report_dir)}
     with open(os.path.join(dest, RECORD), "w") as f:
         json.dump(record, f, indent=1)
     return dest
+
+
+def _commit(report_dir: str) -> str:
+    """The commit the report's runs were trained at (their manifests, in ``runs/`` beside the report), else HEAD;
+    several, comma-separated."""
+    runs = os.path.join(os.path.dirname(os.path.abspath(report_dir)), "runs")
+    found = set()
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else ():
+        try:
+            with open(os.path.join(runs, d, "manifest.json")) as f:
+                found.add(json.load(f).get("git_revision") or "")
+        except (OSError, ValueError):
+            continue
+    found.discard("")
+    if found:
+        return ",".join(sorted(found))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return head or "unknown"
 
 
 def _fmt(v) -> str:
@@ -63,7 +80,7 @@ def table(folder: str) -> list:
     found = pd.read_csv(os.path.join(folder, "findings.csv"), keep_default_na=False, na_values=[""])
     claims["level"] = claims["level"].fillna("")
     wall = f", {record['wall_s'] / 60:.1f} min" if record.get("wall_s") else ""
-    lines = [f"Recorded at commit `{record['commit'][:10]}` on {record['date']} ({record['host']}{wall}); each cell "
+    lines = [f"Recorded at commit `{', '.join(c[:10] for c in record['commit'].split(','))}` on {record['date']} ({record['host']}{wall}); each cell "
              f"the estimate [interval] and the test's verdict, *exploratory* where measured on another experiment "
              f"than the paper's.", "", "| finding | outcome | " + " | ".join(LABELS.values()) + " | other |",
              "|---|---|" + "---|" * (len(LABELS) + 1)]
