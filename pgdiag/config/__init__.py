@@ -14,6 +14,7 @@ from pgdiag.config.static import STATIC_SETTINGS
 
 __all__ = ["ALGORITHM_PRESETS", "BOOL_KNOBS", "CPU_SCALE", "Choices", "MORE_PRESETS", "Config", "ConfigError",
            "KNOB_FIELDS", "KNOB_NAMES", "KNOB_SETTINGS", "Knobs", "OPTIMIZATIONS", "Option", "PAPER_TASKS", "PRESETS",
-           "Range", "STATIC_FIELDS", "STATIC_NAMES", "STATIC_SETTINGS", "Setting", "Static", "VARIANT_PRESETS", "check_knob",
+           "Range", "STATIC_FIELDS", "STATIC_NAMES", "STATIC_SETTINGS", "Setting", "Static", "VARIANT_PRESETS",
+           "check_knob",
            "check_record", "check_static", "declared", "parse_assignments", "parse_grid", "parse_value", "preset",
            "preset_names", "setting", "stack_knobs", "study_preset", "task_kind", "validate"]

@@ -36,7 +36,8 @@ A per-test verdict: *holds* when the interval lies on the paper's side (its fals
 not hold* when it lies on the other, *inconclusive* otherwise; below
 [`MIN_AGENTS`][pgdiag.experiments.claims.MIN_AGENTS] agents (per group) *too few agents* with *k of n agree*. A
 band with a noise floor ([`floor`][pgdiag.experiments.paper_claims.Claim.floor]) holds only where the network's
-error lies above the floor's on the same states (the paired excess, sign test; the larger p of the two). A claim's stronger levels are read where it holds.
+error lies above the floor's on the same states (the paired excess, sign test; the larger p of the two). A
+claim's stronger levels are read where it holds.
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ def table(folder: str) -> list:
     found = pd.read_csv(os.path.join(folder, "findings.csv"), keep_default_na=False, na_values=[""])
     claims["level"] = claims["level"].fillna("")
     wall = f", {record['wall_s'] / 60:.1f} min" if record.get("wall_s") else ""
-    lines = [f"Recorded at commit `{', '.join(c[:10] for c in record['commit'].split(','))}` on {record['date']} ({record['host']}{wall}); each cell "
+    commits = ", ".join(c[:10] for c in record["commit"].split(","))
+    lines = [f"Recorded at commit `{commits}` on {record['date']} ({record['host']}{wall}); each cell "
              f"the estimate [interval] and the test's verdict, *exploratory* where measured on another experiment "
              f"than the paper's.", "", "| finding | outcome | " + " | ".join(LABELS.values()) + " | other |",
              "|---|---|" + "---|" * (len(LABELS) + 1)]

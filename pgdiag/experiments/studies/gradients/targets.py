@@ -64,7 +64,8 @@ SCALES = {
                   "steps": dict(batches=100)},
         description="CL Figs 2, 3, 11–13 as the paper ran them: Gym's Humanoid, Walker2d and Hopper, PPO and "
                     "TRPO of the runs the trust-regions and value parts train (8 agents each: §5.1's 7 findings can "
-                    "pass Holm), 488 iterations, checkpoints after 0/150/300/450; K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs, M = 100 "
+                    "pass Holm), 488 iterations, checkpoints after 0/150/300/450; K = 10 estimates at N = 1e2 … "
+                    "1e6, a true gradient from 1e7 pairs, M = 100 "
                     "steps per checkpoint (a 16-core GPU host)."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (0, 15, 29)},
