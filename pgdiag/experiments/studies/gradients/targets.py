@@ -46,12 +46,14 @@ STUDY = "gradients"
 
 # Every scale's true gradient holds at least TRUE_RATIO (10) × its largest N, as CL Fig 3's ten million pairs
 # against estimates up to 1e6 (CL §5.1); the study records the ratio reached (subjects' true_ratio).
+#: the papers' sample sizes (CL Figs 2, 3, 13): K = 10 estimates at N = 1e2 … 1e6, a truth from 1e7, M = 100 steps
+_PAPER_MEASURES = {"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
+                   "steps": dict(batches=100)}
+
 SCALES = {
     "paper": Scale(
         tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=5, overrides={"checkpoint_at": (0, 150, 300, 450)},
-        task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}},
-        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
-                  "steps": dict(batches=100)},
+        task_overrides={"lqr": {"checkpoint_at": (0, 20, 40)}}, settings=_PAPER_MEASURES,
         description="PPO and TRPO presets, 5 agents each (what a 24 GiB host holds at once; the report's §5.1 then "
                     "gives per-test verdicts, and --seeds 8 on a larger host lets its 7 findings pass Holm), "
                     "checkpoints after "
@@ -59,9 +61,7 @@ SCALES = {
                     "task: 0/20/40 of 60); K = 10 estimates at N = 1e2 … 1e6, a true gradient from 1e7 pairs "
                     "(CL Fig 3); M = 100 steps per checkpoint."),
     "replication": Scale(
-        **replication_training(("humanoid", "walker2d", "hopper")),
-        settings={"gradients": dict(sizes=PAPER_SIZES["gradients"], estimates=10, true_pairs=10_000_000),
-                  "steps": dict(batches=100)},
+        **replication_training(("humanoid", "walker2d", "hopper")), settings=_PAPER_MEASURES,
         description="CL Figs 2, 3, 11–13 as the paper ran them: Gym's Humanoid, Walker2d and Hopper, PPO and "
                     "TRPO of the runs the trust-regions and value parts train (8 agents each: §5.1's 7 findings can "
                     "pass Holm), 488 iterations, checkpoints after 0/150/300/450; K = 10 estimates at N = 1e2 … "
