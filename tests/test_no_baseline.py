@@ -117,3 +117,17 @@ def test_the_committed_replication_page_is_what_the_published_parts_give():
     with open(os.path.join(root, rep.PAGE), encoding="utf-8") as f:
         assert f.read() == replication_page.page(os.path.join(root, rep.ROOT)), \
             "docs/replication.md is not current: run `pgdiag replication page`"
+
+
+def test_publishing_a_part_that_has_not_run_names_the_command(tmp_path):
+    """A part whose studies are not in the run directory: one line naming the command that runs it, nothing
+    written."""
+    from pgdiag.config import ConfigError
+    from pgdiag.experiments import replication as rep
+
+    with pytest.raises(ConfigError, match=r"no 'trust-region' study in .*; run `pgdiag replication run "
+                                          r"trust-regions --runs"):
+        rep.publish(rep.part("trust-regions"), str(tmp_path / "runs"), root=str(tmp_path / "replication"))
+    assert not os.path.exists(tmp_path / "replication" / "trust-regions")
+    with pytest.raises(ConfigError, match="unknown replication part 'nope'; parts are: trust-regions"):
+        rep.part("nope")
