@@ -63,7 +63,7 @@ def _fmt(v) -> str:
 def _cell(rows) -> str:
     if rows.empty:
         return ""
-    return "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}] "
+    return "; ".join((f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}] " if r.agents else "nothing its test can read ")
                      + ("*exploratory*" if r.scope != "paper" else f"{r.verdict}")
                      for r in rows.itertuples(index=False))
 

@@ -38,7 +38,8 @@ def _measured(rows) -> tuple:
     rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
     where = "; ".join(f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
                                                                    else "") for r in rows.itertuples(index=False))
-    est = "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}]" for r in rows.itertuples(index=False))
+    est = "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}]" if r.agents else "nothing its test can read"
+                    for r in rows.itertuples(index=False))
     return where, est
 
 

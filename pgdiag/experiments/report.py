@@ -198,7 +198,8 @@ def _measured(results, key: str) -> str:
     iterations, Brax's)" — the paper's scope's tests, else the exploratory ones."""
     rows = results[(results.claim == key) & (results.level == "")]
     rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
-    return "; ".join(f"{r.task} {r.label}: {_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}], {r.agents} agents"
+    return "; ".join((f"{r.task} {r.label}: {_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}], {r.agents} agents"
+                      if r.agents else f"{r.task} {r.label}: measured, but nothing its test can read")
                      + (f" ({r.run})" if isinstance(r.run, str) and r.run else "")
                      for r in rows.itertuples(index=False))
 
