@@ -55,7 +55,8 @@ def _commit(report_dir: str) -> str:
     return head or "unknown"
 
 
-def _fmt(v) -> str:
+def fmt(v) -> str:
+    """A number as the documentation's tables write it: 3 significant digits, a true minus, ∞, — for none."""
     v = float(v)
     return "—" if np.isnan(v) else ("∞" if v == np.inf else "−∞" if v == -np.inf else f"{v:.3g}".replace("-", "−"))
 
@@ -63,7 +64,7 @@ def _fmt(v) -> str:
 def _cell(rows) -> str:
     if rows.empty:
         return ""
-    return "; ".join((f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}] " if r.agents else "nothing its test can read ")
+    return "; ".join((f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}] " if r.agents else "nothing its test can read ")
                      + ("*exploratory*" if r.scope != "paper" else f"{r.verdict}")
                      for r in rows.itertuples(index=False))
 
@@ -107,4 +108,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["MID_CL", "keep", "table"]
+__all__ = ["MID_CL", "fmt", "keep", "table"]

@@ -13,21 +13,15 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 from pgdiag.experiments import claims as claim_specs
 from pgdiag.experiments import findings as findings_mod
 from pgdiag.experiments import replication as rep
+from pgdiag.experiments.recorded import fmt
 
 TITLES = {"cl": "A Closer Look at Deep Policy Gradients (Ilyas et al.)",
           "im": "Implementation Matters in Deep Policy Gradients (Engstrom et al.)"}
 HEADER = ("<!-- written by `pgdiag replication page` from replication/*/ (the published parts); do not edit: "
           "publish a part and write the page again -->")
-
-
-def _fmt(v) -> str:
-    v = float(v)
-    return "—" if np.isnan(v) else ("∞" if v == np.inf else "−∞" if v == -np.inf else f"{v:.3g}")
 
 
 def _measured(rows) -> tuple:
@@ -38,7 +32,7 @@ def _measured(rows) -> tuple:
     rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
     where = "; ".join(f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
                                                                    else "") for r in rows.itertuples(index=False))
-    est = "; ".join(f"{_fmt(r.value)} [{_fmt(r.low)}, {_fmt(r.high)}]" if r.agents else "nothing its test can read"
+    est = "; ".join(f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read"
                     for r in rows.itertuples(index=False))
     return where, est
 
