@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import pgdiag
+from pgdiag.adapters import ArchiveError
 from pgdiag.envs import unregister_task
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -73,9 +74,29 @@ def test_an_sb3_policy_from_the_command_line(tmp_path):
     assert main(args) == 0
     summary = pd.read_csv(tmp_path / "fig-grad-variance-summary.csv")
     assert list(summary.label) == ["sb3"] and list(summary.task) == ["hopper"]
-    imported = pgdiag.load_run(tmp_path / "imported" / "sb3-sb3_hopper")
+    (where,) = (tmp_path / "imported").glob("sb3-sb3_hopper-*")
+    imported = pgdiag.load_run(where)
     assert imported.config(0).static.model == "gym" and imported.config(0).knobs.gamma == 0.99
     assert main(args) == 0   # measured again: the imported directory is reused, not written over
+    assert list((tmp_path / "imported").iterdir()) == [where]
+
+
+def test_an_import_is_reused_only_for_the_same_file_and_options(tmp_path):
+    """--policy's import is keyed by the file's SHA-256 and the read options: the same pair reuses it, a file
+    replaced at the same path or another activation makes a new one (and a replaced file that is not a policy is
+    refused, never read from the old import)."""
+    from pgdiag.cli.imports import policy_runs
+
+    path = tmp_path / "model.zip"
+    path.write_bytes((DATA / "sb3_hopper.zip").read_bytes())
+    options = ["task=hopper", "model=gym"]
+    first = policy_runs([f"sb3:{path}"], options, str(tmp_path / "out"))
+    assert policy_runs([f"sb3:{path}"], options, str(tmp_path / "out")) == first
+    relu = policy_runs([f"sb3:{path}"], options + ["activation=relu"], str(tmp_path / "out"))
+    assert relu != first and not pgdiag.load_run(relu[0]).config(0).knobs.tanh_activations
+    path.write_bytes(b"garbage")
+    with pytest.raises(ArchiveError, match="not a Stable-Baselines3 zip"):
+        policy_runs([f"sb3:{path}"], options, str(tmp_path / "out"))
 
 
 def test_a_cleanrl_agent_is_written_as_a_run_with_its_filter(tmp_path):

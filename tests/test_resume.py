@@ -449,3 +449,118 @@ def test_a_command_signalled_while_it_compiles_exits_130_and_resumes(tmp_path, s
     assert child.returncode == 130, err
     assert f"resume with: pgdiag resume {out}" in err
     assert resume(out).manifest["status"] == "complete"
+
+
+def _signal_after(monkeypatch, module, name: str, swallowed: bool):
+    """Make ``module.name`` end with a Ctrl-C: raised at once, or (``swallowed``) inside a garbage-collection
+    callback, where Python prints it as "Exception ignored" and drops it, as it does in JAX's hook."""
+    import gc
+
+    real = getattr(module, name)
+
+    def then_signal(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if not swallowed:
+            signal.raise_signal(signal.SIGINT)
+            return result
+
+        def in_gc(phase, info):
+            gc.callbacks.remove(in_gc)
+            signal.raise_signal(signal.SIGINT)
+        gc.callbacks.append(in_gc)
+        gc.collect()
+        return result
+    monkeypatch.setattr(module, name, then_signal)
+
+
+TRAIN = ["train", "--preset", "ppo", "--task", "point_mass", "--set", "num_envs=2", "--set", "steps_per_env=16",
+         "--set", "num_iterations=2", "--set", "num_minibatches=2", "--no-progress"]
+
+
+def test_a_signal_just_after_the_lock_is_taken_stops_the_run_and_the_same_command_runs_again(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """The window between taking the lock and the loop: handled (exit 130, one line), leaving a directory the
+    same command takes again without --overwrite."""
+    from pgdiag.cli import main
+
+    from pgdiag.run import execute
+
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as m:
+        _signal_after(m, execute, "claim", swallowed=False)
+        assert main(TRAIN + ["--out", out]) == 130
+    assert "interrupted before training started; nothing was trained" in capsys.readouterr().err
+    assert main(TRAIN + ["--out", out]) == 0
+    assert load_run(out).manifest["status"] == "complete"
+
+
+def test_a_signal_python_swallows_in_a_gc_callback_still_stops_the_run(tmp_path, monkeypatch, capsys):
+    """Raised inside a garbage-collection callback the KeyboardInterrupt is dropped by Python; the run still stops
+    at its next wait (exit 130) with its manifest written, and resumes to completion."""
+    from pgdiag.cli import main
+
+    from pgdiag.run import loop
+
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as m:
+        _signal_after(m, loop, "_prepare", swallowed=True)
+        assert main(TRAIN + ["--out", out]) == 130
+    assert f"resume with: pgdiag resume {out}" in capsys.readouterr().err
+    assert load_run(out).manifest["status"] == "interrupted"
+    assert resume(out).manifest["status"] == "complete"
+
+
+KILLED_AFTER_CHECKPOINT_0 = ("import os, sys\nfrom pgdiag.run import checkpoints\nreal = checkpoints.save_states\n"
+                             "def save_then_die(*a, **k):\n    real(*a, **k)\n    os._exit(9)\n"
+                             "checkpoints.save_states = save_then_die\n"
+                             "from pgdiag.cli import main\nmain(sys.argv[1:])")
+
+
+def test_a_run_killed_before_its_first_chunk_resumes(tmp_path):
+    """The manifest is written before anything compiles, so a run killed right after its checkpoint 0 (the
+    process ends at once: no handler runs) resumes instead of being "not a run directory"."""
+    out = str(tmp_path / "run")
+    child = subprocess.run([sys.executable, "-c", KILLED_AFTER_CHECKPOINT_0, *TRAIN, "--set", "checkpoint_at=0",
+                            "--out", out], capture_output=True, text=True, timeout=300)
+    assert child.returncode == 9 and os.path.isdir(os.path.join(out, "checkpoints", "0")), child.stderr[-2000:]
+    assert json.load(open(os.path.join(out, store.MANIFEST)))["status"] == "running"
+    assert resume(out).manifest["status"] == "complete"
+
+
+def test_a_full_disk_says_one_line_and_the_run_resumes(tmp_path, monkeypatch, capsys):
+    """Orbax's writer threads fail on a full disk, each logging a traceback; the command says one line (the
+    checkpoint it could not write and why) beside where the run stands, and the run resumes once there is room."""
+    import errno
+    import logging
+
+    from pgdiag.cli import main
+    from pgdiag.run import checkpoints
+
+    real = checkpoints._checkpointer
+    saves = []
+
+    class FullDisk:
+        def __init__(self):
+            self.inner = real()
+
+        def save(self, *args, **kwargs):
+            saves.append(1)
+            if len(saves) == 3:
+                for _ in range(5):
+                    logging.getLogger("absl").error("writer thread failed", exc_info=OSError(errno.ENOSPC, "full"))
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.inner.save(*args, **kwargs)
+
+        def close(self):
+            self.inner.close()
+
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as m:
+        m.setattr(checkpoints, "_checkpointer", FullDisk)
+        assert main(TRAIN + ["--set", "num_iterations=4", "--set", "checkpoint_every=1", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in "\n".join(err), err
+    assert err[-1].endswith("cannot write the checkpoint " + os.path.join(out, "checkpoints", "3")
+                            + ": no space left on the device"), err
+    assert f"resume with: pgdiag resume {out}" in err[0]
+    assert resume(out).manifest["status"] == "complete"

@@ -23,15 +23,15 @@ framework's σ is stored so that this equals its own (x − μ)/σ' to float32 r
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import warnings
-import zipfile
 
 import numpy as np
 
-from pgdiag.adapters.archives import ArchiveError, load_pickle, load_torch, read_bytes
+from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_torch
+from pgdiag.adapters.files import load_json, load_npz, open_zip, read_bytes, read_member
+from pgdiag.adapters.pickles import CAPS
 from pgdiag.normalize import NORM_EPS
 
 #: the frameworks whose saved policies are read
@@ -126,14 +126,27 @@ def _sequential(state: dict, name: str) -> list:
     return [f"{name}.{i}" for i in found]
 
 
-def _filter_from(mean, var, eps: float, count, clip, what: str):
-    """σ stored for pgdiag's (x − μ)/(σ + 1e-8) to equal the framework's (x − μ)/√(var + eps)."""
-    mean, var = np.asarray(mean, np.float64).reshape(-1), np.asarray(var, np.float64).reshape(-1)
-    if mean.shape != var.shape or not np.all(np.isfinite(mean)) or not np.all(var >= 0):
-        raise ArchiveError(f"{what}: observation statistics need a finite mean and a variance ≥ 0 of one shape, "
-                           f"got shapes {mean.shape} and {var.shape}")
+def _filter_from(mean, var, eps, count, clip, what: str):
+    """σ stored for pgdiag's (x − μ)/(σ + 1e-8) to equal the framework's (x − μ)/√(var + eps), from statistics
+    checked first (finite, var ≥ 0, eps ≥ 0, var + eps > 0, clip > 0): one line names the field that is not."""
+    try:
+        mean, var = (np.asarray(x, np.float64).reshape(-1) for x in (mean, var))
+        eps, count = float(eps), float(count)
+        clip = None if clip is None else float(clip)
+    except (TypeError, ValueError):
+        raise ArchiveError(f"{what}: observation statistics must be numbers (mean, var, epsilon, count, clip)") \
+            from None
+    for name, bad in (("mean", mean.shape != var.shape or not np.all(np.isfinite(mean))),
+                      ("var", not np.all(np.isfinite(var)) or np.any(var < 0)),
+                      ("epsilon", not np.isfinite(eps) or eps < 0),
+                      ("var + epsilon", np.any(var + eps <= 0)),
+                      ("count", not np.isfinite(count) or count < 0),
+                      ("clip", clip is not None and not (np.isfinite(clip) and clip > 0))):
+        if bad:
+            raise ArchiveError(f"{what}: its observation statistics' {name} is not usable (mean and var: finite, "
+                               f"one shape, var ≥ 0; epsilon ≥ 0 with var + epsilon > 0; count ≥ 0; clip > 0)")
     std = np.maximum(np.sqrt(var + eps) - NORM_EPS, 0.0)
-    return mean.astype(np.float32), std.astype(np.float32), int(min(max(float(count), 2), _INT32_MAX)), clip
+    return mean.astype(np.float32), std.astype(np.float32), int(min(max(count, 2), _INT32_MAX)), clip
 
 
 def _leftover(state: dict, what: str) -> None:
@@ -218,13 +231,9 @@ def _stats(obs_stats, what: str):
     """(mean, var) from a pair, a dict or a .npz/.json file with 'mean' and 'var'."""
     if isinstance(obs_stats, (str, os.PathLike)):
         source = os.fspath(obs_stats)
-        if source.endswith(".json"):
-            obs_stats = json.loads(read_bytes(source, "the observation statistics"))
-        else:
-            try:
-                obs_stats = dict(np.load(source, allow_pickle=False))
-            except (OSError, ValueError) as err:
-                raise ArchiveError(f"cannot read observation statistics {source!r}: {err}") from None
+        raw = read_bytes(source, "the observation statistics")
+        what_file = f"observation statistics {source!r}"
+        obs_stats = load_json(raw, what_file) if source.endswith(".json") else load_npz(raw, what_file)
     if isinstance(obs_stats, dict):
         if not {"mean", "var"} <= set(obs_stats):
             raise ArchiveError(f"{what}: observation statistics need 'mean' and 'var', got {sorted(obs_stats)}")
@@ -239,12 +248,14 @@ def _stats(obs_stats, what: str):
 
 def _sb3(path: str, vecnormalize: str | None, activation: str) -> ExternalPolicy:
     what = f"Stable-Baselines3 zip {path!r}"
-    try:
-        archive = zipfile.ZipFile(path)
-        data = json.loads(archive.read("data"))
-        state = dict(load_torch(archive.read("policy.pth")))
-    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as err:
-        raise ArchiveError(f"{what}: not a model.save zip with 'data' and 'policy.pth' ({err})") from None
+    archive = open_zip(read_bytes(path, "the Stable-Baselines3 zip"), f"a Stable-Baselines3 zip ({path!r})")
+    names = set(archive.namelist())
+    if not {"data", "policy.pth"} <= names:
+        raise ArchiveError(f"{what}: not a model.save zip (it lacks {sorted({'data', 'policy.pth'} - names)})")
+    data = load_json(read_member(archive, "data", CAPS.pickle_bytes), f"{what}: its 'data'")
+    if not isinstance(data, dict):
+        raise ArchiveError(f"{what}: its 'data' is a JSON {type(data).__name__}, not the object model.save writes")
+    state = dict(load_torch(read_member(archive, "policy.pth", CAPS.member_bytes)))
     if data.get("use_sde"):
         raise ArchiveError(f"{what}: a gSDE policy (use_sde=True); only the diagonal Gaussian MlpPolicy is read")
     notes = []
@@ -262,17 +273,30 @@ def _sb3(path: str, vecnormalize: str | None, activation: str) -> ExternalPolicy
     mean = std = clip = None
     count = 0
     if vecnormalize is not None:
-        wrapper = load_pickle(read_bytes(vecnormalize, "the VecNormalize file"))
-        rms = getattr(wrapper, "obs_rms", None)
-        if rms is None or not getattr(wrapper, "norm_obs", True):
-            notes.append("the VecNormalize file normalizes no observations: raw observations")
-        else:
-            mean, std, count, clip = _filter_from(rms.mean, rms.var, float(wrapper.epsilon), rms.count,
-                                                  float(wrapper.clip_obs), f"VecNormalize file {vecnormalize!r}")
+        mean, std, count, clip = _vecnormalize(vecnormalize, notes)
     return ExternalPolicy(kind="sb3", path=path, network="mlp",
                           policy={"layers": policy, "log_std": np.asarray(log_std, np.float32).reshape(-1)},
                           value={"layers": value}, obs_mean=mean, obs_std=std, obs_count=count, obs_clip=clip,
                           knobs=knobs, notes=tuple(notes), action_bounds=_box_bounds(data.get("action_space")))
+
+
+def _vecnormalize(path: str, notes: list) -> tuple:
+    """(mean, σ, count, clip) of a `VecNormalize.save` file's observation filter, every field checked."""
+    what = f"VecNormalize file {path!r}"
+    wrapper = load_pickle(read_bytes(path, "the VecNormalize file"))
+    if not isinstance(wrapper, Fields) or not hasattr(wrapper, "norm_obs"):
+        raise ArchiveError(f"{what}: not a VecNormalize.save file (it holds a {type(wrapper).__name__} without "
+                           f"norm_obs)")
+    if not wrapper.norm_obs:
+        notes.append("the VecNormalize file normalizes no observations: raw observations")
+        return None, None, 0, None
+    rms = getattr(wrapper, "obs_rms", None)
+    missing = [n for n, present in (("obs_rms", isinstance(rms, Fields)), ("epsilon", hasattr(wrapper, "epsilon")),
+                                    ("clip_obs", hasattr(wrapper, "clip_obs"))) if not present]
+    missing += [f"obs_rms.{n}" for n in ("mean", "var", "count") if not missing and not hasattr(rms, n)]
+    if missing:
+        raise ArchiveError(f"{what}: it lacks {', '.join(missing)}")
+    return _filter_from(rms.mean, rms.var, wrapper.epsilon, rms.count, wrapper.clip_obs, what)
 
 
 def _box_bounds(space) -> tuple | None:

@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 
+from pgdiag.adapters.pickles import ArchiveError
 from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs,
                               cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pgdiag.cli.imports import add_import
@@ -210,14 +211,26 @@ def load_plugin(what: str) -> None:
             raise ConfigError(f"--load {what!r}: {e}; give a .py file's path or an importable module") from None
 
 
+def one_line(err, limit: int = 400) -> str:
+    """An error as the command line prints it: one line (breaks and tabs as spaces), control characters escaped
+    (a file's bytes cannot reach the terminal as escape codes), at most ``limit`` characters."""
+    text = " ".join(str(err).split())
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _refuse(err) -> int:
+    print(f"pgdiag: error: {one_line(err)}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         for what in _loads(argv):
             load_plugin(what)
     except ConfigError as err:
-        print(f"pgdiag: error: {err}", file=sys.stderr)
-        return 2
+        return _refuse(err)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -228,15 +241,13 @@ def main(argv=None) -> int:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # process 0 reports; errors
                 # still reach stderr (the file descriptor, so that the collectives' own messages go too)
         args.func(args)
-    except ConfigError as err:
-        print(f"pgdiag: error: {err}", file=sys.stderr)
-        return 2
+    except (ConfigError, ArchiveError) as err:   # a user's option, path or file refused: one line, exit 2
+        return _refuse(err)
     except BrokenPipeError:  # the reader of the output left (`pgdiag knobs | head`): nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the interpreter's last flush too
         return 0
     except OSError as err:   # a path that cannot be read or written (a file where a directory goes, ...)
-        print(f"pgdiag: error: {err}", file=sys.stderr)
-        return 2
+        return _refuse(err)
     except KeyboardInterrupt:  # the run directory is consistent and says how to resume
         return 130
     return 0

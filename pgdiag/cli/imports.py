@@ -27,13 +27,15 @@ def add_import(sub) -> None:
     p.add_argument("--activation", default="tanh", choices=["tanh", "relu"],
                    help="the MLP's hidden units (CleanRL and SB3 files do not state them; default tanh)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a setting of the preset")
+    p.add_argument("--overwrite", action="store_true", help="replace the run directory OUT if it holds a run")
     p.set_defaults(func=cmd_import)
 
 
 def cmd_import(args) -> None:
     run = _import(args.kind, args.path, args.out, dict(
         task=args.task, model=args.model, algorithm=args.algorithm, obs_stats=args.obs_stats,
-        vecnormalize=args.vecnormalize, activation=args.activation), parse_assignments(args.set, "--set"))
+        vecnormalize=args.vecnormalize, activation=args.activation), parse_assignments(args.set, "--set"),
+        overwrite=args.overwrite)
     print(f"wrote {run.path}: {run.manifest['imported']['kind']} policy, {run.manifest['imported']['network']} "
           f"network, observations {run.manifest['imported']['observation_filter']}; measure it with --run "
           f"{run.path}")
@@ -60,23 +62,32 @@ def policy_runs(policies: list | None, options: list | None, out: str) -> list:
         kind, sep, path = spec.partition(":")
         if not sep or not path:
             raise ConfigError(f"--policy takes KIND:PATH (kinds: brax, cleanrl, sb3), got {spec!r}")
-        stem = os.path.splitext(os.path.basename(path))[0]
-        runs.append(_import(kind, path, os.path.join(out, "imported", f"{kind}-{stem}"), dict(given), {},
-                            reuse=True).path)
+        runs.append(_reused(kind, path, out, dict(given)))
     return runs
 
 
-def _import(kind: str, path: str, out: str, options: dict, settings: dict, reuse: bool = False):
+def _reused(kind: str, path: str, out: str, options: dict) -> str:
+    """``OUT/imported/KIND-STEM-KEY``, KEY naming the file's content and the options it was read with: an import
+    is reused only when both match (a replaced file or other options make another directory)."""
+    from pgdiag.run import imported, load_run, store
+
+    key = imported.import_key(path, imported.canonical_options(**options))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    where = os.path.join(out, "imported", f"{kind}-{stem}-{key[:12]}")
+    if os.path.exists(os.path.join(where, store.MANIFEST)):
+        run = load_run(where)
+        if run.manifest.get("imported", {}).get("key") == key:
+            return run.path
+    return _import(kind, path, where, options, {}).path
+
+
+def _import(kind: str, path: str, out: str, options: dict, settings: dict, overwrite: bool = False):
     from pgdiag.adapters import policies
-    from pgdiag.run import import_policy, load_run, store
+    from pgdiag.run import import_policy
 
     if kind not in policies.KINDS:
         raise ConfigError(f"unknown policy kind {kind!r}; kinds are {', '.join(policies.KINDS)}")
     task, model, algorithm = (options.pop(k, None) for k in ("task", "model", "algorithm"))
     read = {k: v for k, v in options.items() if v is not None and (k != "activation" or v != "tanh")}
-    if reuse and os.path.exists(os.path.join(out, store.MANIFEST)):
-        run = load_run(out)
-        if run.manifest.get("imported", {}).get("path") == os.path.abspath(path):
-            return run
     return import_policy(kind, path, task=str(task), out=out, model=model, algorithm=algorithm or "ppo",
-                         settings=settings, **read)
+                         settings=settings, overwrite=overwrite, **read)

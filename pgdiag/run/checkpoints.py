@@ -6,6 +6,10 @@ and read back as stacked states or one agent's frozen policy.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import gc
+import logging
 import os
 import shutil
 
@@ -37,12 +41,44 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
     # orbax's synchronous checkpointer (the same files as its StandardCheckpointer): when an asynchronous save
     # fails, its commit threads wait on a signal that never comes, and the interpreter never exits
     checkpointer = _checkpointer()
+    failed = None
+    with _orbax_quiet():
+        try:
+            checkpointer.save(target, args=ocp.args.StandardSave(_storable(states)), force=True)
+        except Exception as err:
+            failed = "no space left on the device" if _disk_full(err) else _first_line(err)
+        finally:
+            checkpointer.close()
+        if failed:
+            gc.collect()   # its failed writer tasks, reported (quietly) now rather than at exit
+    if failed:
+        raise RunDirError(f"cannot write the checkpoint {target}: {failed}")
+
+
+def _disk_full(err: BaseException) -> bool:
+    """Whether ``err`` (or what it wraps: orbax re-raises its threads' errors, tensorstore's as text) is a full
+    disk."""
+    while err is not None:
+        if (isinstance(err, OSError) and err.errno == errno.ENOSPC) or "RESOURCE_EXHAUSTED" in str(err) \
+                or "No space left" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+@contextlib.contextmanager
+def _orbax_quiet():
+    """Orbax logs each failed write of its threads with a traceback (dozens on a full disk); the save's own
+    exception, turned into one line, says it once."""
+    loggers = [logging.getLogger(name) for name in ("absl", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
-        checkpointer.save(target, args=ocp.args.StandardSave(_storable(states)), force=True)
-    except Exception as err:
-        raise RunDirError(f"cannot write the checkpoint {target}: {_first_line(err)}") from None
+        yield
     finally:
-        checkpointer.close()
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _storable(tree):

@@ -41,6 +41,7 @@ from pgdiag.config import Config, ConfigError
 from pgdiag.run import distributed, provenance, split, store
 from pgdiag.run.callbacks import as_callbacks
 from pgdiag.run.claim import claim, stopped_before_starting
+from pgdiag.run.interrupts import sigterm_interrupts, writing
 from pgdiag.run.loop import run_loop
 from pgdiag.run.planning import Plan, plan
 from pgdiag.run.progress import default_chunk
@@ -294,17 +295,27 @@ def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: 
         "labels": list(p.labels), "--out": out, "resume": resume, "--overwrite": overwrite,
         **({k: manifest.get(k) for k in ("chunk_iterations", "batching", "save_checkpoint")}
            if isinstance(manifest, dict) else {})})
-    # the directory is taken (created, locked, checked to hold no other run) before anything compiles
-    lock = distributed.lead_first("taking the run directory", lambda: claim(
-        out, overwrite=overwrite, resume=resume)) if out is not None else None
-    try:
-        if lock is not None and lock.taken_over:
-            sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
-        if callable(manifest):   # a resume reads its manifest under the lock
-            manifest = manifest()
-            if manifest is None:
-                return _complete(out, store.read_manifest(out))
-        return run_loop(p, manifest, out, progress, resume, lead, callbacks)
-    finally:
-        if lock is not None:
-            lock.release()
+    # Ctrl-C and SIGTERM are handled from before the lock is taken: one landing anywhere after it (even where
+    # Python swallows it, in JAX's garbage-collection hook) stops the run rather than being lost
+    with sigterm_interrupts():
+        lock = None
+        try:
+            if out is not None:   # taken (created, locked, checked to hold no other run) before anything compiles,
+                with writing():   # whole: a signal meanwhile waits until the lock is held and can be released
+                    lock = distributed.lead_first("taking the run directory", lambda: claim(
+                        out, overwrite=overwrite, resume=resume))
+            if lock is not None and lock.taken_over:
+                sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
+            if callable(manifest):   # a resume reads its manifest under the lock
+                manifest = manifest()
+                if manifest is None:
+                    return _complete(out, store.read_manifest(out))
+            return run_loop(p, manifest, out, progress, resume, lead, callbacks)
+        except KeyboardInterrupt:
+            if out is not None and lead and not os.path.exists(os.path.join(out, store.MANIFEST)):
+                sys.stderr.write(f"\n{out}: interrupted before training started; nothing was trained (run the "
+                                 f"same command again)\n")
+            raise
+        finally:
+            if lock is not None:
+                lock.release()

@@ -15,6 +15,7 @@ The manifest's ``imported`` entry names the file, its SHA-256 and what was assum
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import jax
@@ -53,6 +54,7 @@ def import_policy(source: str | ExternalPolicy, path: str | None = None, *, task
         The run, as [`load_run`][pgdiag.run.store.load_run] reads it.
     """
     ext = source if isinstance(source, ExternalPolicy) else read_policy(source, path, **read_options)
+    options = canonical_options(task=task, model=model, algorithm=algorithm, **read_options)
     config = _config(ext, task, model, algorithm, settings or {})
     trainer = make_train(config.static)
     _check_sizes(ext, trainer.env, task)
@@ -63,7 +65,7 @@ def import_policy(source: str | ExternalPolicy, path: str | None = None, *, task
         checkpoints.save_states(out, 0, states, 1)
         store.write_metrics(out, store.metrics_frame(p, {}))
         manifest = new_manifest(p, f"{ext.kind}:{os.path.basename(ext.path)}", chunk_iterations=1,
-                                batching="vmap", save_checkpoint=False, imported=_provenance(ext))
+                                batching="vmap", save_checkpoint=False, imported=_provenance(ext, options))
         manifest.update(status="complete", checkpoints={"kept": [0], "saved": [0]}, diverged_agents=[])
         store.write_manifest(out, manifest)
     finally:
@@ -124,13 +126,38 @@ def _states(ext: ExternalPolicy, config: Config, trainer):
     return jax.tree.map(lambda x: np.asarray(x)[None], state)
 
 
-def _provenance(ext: ExternalPolicy) -> dict:
-    with open(ext.path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    return {"kind": ext.kind, "path": os.path.abspath(ext.path), "sha256": digest, "network": ext.network,
+def file_digest(path: str) -> str:
+    """The SHA-256 of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as err:
+        raise ArchiveError(f"cannot read the policy file {path!r}: {err.strerror or err}") from None
+    return h.hexdigest()
+
+
+def canonical_options(**options) -> dict:
+    """The options an import was made with, defaults left out (the algorithm "ppo", tanh units, None)."""
+    defaults = {"algorithm": "ppo", "activation": "tanh"}
+    return {k: v for k, v in sorted(options.items()) if v is not None and defaults.get(k) != v}
+
+
+def import_key(path: str, options: dict) -> str:
+    """What an import is of: the file's SHA-256 and the options it was read with (side files by their digests)."""
+    described = {k: (file_digest(v) if k in ("obs_stats", "vecnormalize") and isinstance(v, str) else v)
+                 for k, v in sorted(options.items())}
+    return hashlib.sha256(json.dumps([file_digest(path), described], default=str).encode()).hexdigest()
+
+
+def _provenance(ext: ExternalPolicy, options: dict) -> dict:
+    return {"kind": ext.kind, "path": os.path.abspath(ext.path), "sha256": file_digest(ext.path),
+            "options": {k: str(v) for k, v in options.items()}, "key": import_key(ext.path, options),
+            "network": ext.network,
             "observation_filter": "none" if ext.obs_mean is None else
             f"normalized{'' if ext.obs_clip is None else f', clipped at ±{ext.obs_clip:g}'}",
             "notes": list(ext.notes)}
 
 
-__all__ = ["import_policy"]
+__all__ = ["canonical_options", "file_digest", "import_key", "import_policy"]

@@ -164,6 +164,11 @@ def _start(run: _Loop, resume: bool) -> list[int]:
         The lengths of the chunks left to run.
     """
     at = None
+    if run.out is not None and not resume and run.lead:
+        run.manifest["status"] = "running"
+        with writing():   # the manifest before anything compiles: a run stopped or killed from here on resumes
+            store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
+            store.write_manifest(run.out, _progress_manifest(run.manifest, 0, run.out, run.history))
     if resume:
         with writing():   # a signal waits for the restore (orbax reports one inside it as damage)
             at, restored, table = checkpoints.resume_point(run.out, run.p.base, run.n)
@@ -252,8 +257,15 @@ def _finish(run: _Loop, counter: CompileCounter, resume: bool) -> None:
     # directory as it found it
     if run.out is not None and run.lead and (run.first is not None or not resume):
         with writing(raise_pending=False):
-            store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
-            store.write_manifest(run.out, run.manifest)
+            try:
+                store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
+                store.write_manifest(run.out, run.manifest)
+            except (OSError, store.RunDirError):
+                if run.status == "complete":
+                    raise
+                # a run that already failed (a full disk) keeps the record its last chunk wrote; its own
+                # error, not this one, is what the command reports
+                done = run.manifest["iterations_done"] = _last_written(run)
     if run.lead and run.chunks:
         _record_cost(run)
     if run.status != "complete" and run.lead:
@@ -262,6 +274,14 @@ def _finish(run: _Loop, counter: CompileCounter, resume: bool) -> None:
                  if run.resume_cmd else "")
         sys.stderr.write(f"\n{run.manifest['label']}: {what} after iteration {done} of "
                          f"{static.num_iterations}{where}\n")
+
+
+def _last_written(run: _Loop) -> int:
+    """The iteration the run directory's manifest, as last written, records."""
+    try:
+        return int(store.read_manifest(run.out).get("iterations_done", 0))
+    except (OSError, store.RunDirError, ValueError, TypeError):
+        return 0
 
 
 def _record_cost(run: _Loop) -> None:
