@@ -143,3 +143,62 @@ def test_a_policy_whose_action_bounds_differ_from_the_tasks_is_refused(tmp_path)
     from pgdiag import envs
     assert envs.make("humanoid", "native", 1, "converged", "gym").action_bounds == ((-0.4,) * 17, (0.4,) * 17)
     assert envs.make("humanoid", "native", 1, "converged", "brax").action_bounds == ((-1.0,) * 17, (1.0,) * 17)
+
+
+def _vecnormalize_file(tmp_path, monkeypatch, name="vec.pkl", drop=(), **fields):
+    """A VecNormalize.save file as SB3 writes it (its classes named by their SB3 modules), with ``fields``
+    replacing the wrapper's or its obs_rms's values and ``drop`` removing some."""
+    import sys
+    import types
+
+    classes = {}
+    for module, cls in (("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
+                        ("stable_baselines3.common.running_mean_std", "RunningMeanStd")):
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):
+            monkeypatch.setitem(sys.modules, ".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+        classes[cls] = type(cls, (), {"__module__": module})
+        setattr(sys.modules[module], cls, classes[cls])
+    rms = classes["RunningMeanStd"]()
+    rms.__dict__.update(mean=np.zeros(11), var=np.ones(11), count=100.0)
+    wrapper = classes["VecNormalize"]()
+    wrapper.__dict__.update(norm_obs=True, obs_rms=rms, epsilon=1e-8, clip_obs=10.0)
+    for key, value in fields.items():
+        (rms if key in ("mean", "var", "count") else wrapper).__dict__[key] = value
+    for key in drop:
+        (rms if key in ("mean", "var", "count") else wrapper).__dict__.pop(key)
+    path = tmp_path / name
+    path.write_bytes(pickle.dumps(wrapper))
+    return str(path)
+
+
+@pytest.mark.parametrize("fields, drop, says", [
+    ({"clip_obs": -1.0}, (), "clip is not usable"),
+    ({"epsilon": -1e-8, "var": np.zeros(11)}, (), "epsilon is not usable"),
+    ({"var": np.full(11, np.inf)}, (), "var is not usable"),
+    ({"mean": np.full(11, np.nan)}, (), "mean is not usable"),
+    ({"count": float("nan")}, (), "count is not usable"),
+    ({}, ("clip_obs",), "it lacks clip_obs"),
+    ({}, ("var",), "it lacks obs_rms.var"),
+])
+def test_a_vecnormalize_file_that_would_give_a_nan_policy_is_refused_naming_the_field(tmp_path, monkeypatch, fields,
+                                                                                      drop, says):
+    good = _vecnormalize_file(tmp_path, monkeypatch, "good.pkl")
+    assert read_policy("sb3", SB3["path"], vecnormalize=good).obs_clip == 10.0   # the hand-made file reads
+    bad = _vecnormalize_file(tmp_path, monkeypatch, drop=drop, **fields)
+    with pytest.raises(ArchiveError, match=f"VecNormalize file .*{says}"):
+        read_policy("sb3", SB3["path"], vecnormalize=bad)
+
+
+def test_observation_statistics_files_are_read_as_data(tmp_path):
+    """A .npz is read member by member without unpickling (an object array is refused), a .json within a
+    nesting cap; each failure is one line."""
+    np.savez(tmp_path / "ok.npz", mean=np.zeros(11), var=np.ones(11))
+    ext = read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=str(tmp_path / "ok.npz"))
+    assert ext.obs_mean.shape == (11,)
+    np.savez(tmp_path / "objects.npz", mean=np.array([{"a": 1}], dtype=object), var=np.ones(11))
+    with pytest.raises(ArchiveError, match="member 'mean.npy' is not a readable array"):
+        read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=str(tmp_path / "objects.npz"))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ArchiveError, match="nests JSON 100000 deep; at most 64 is read"):
+        read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=str(tmp_path / "deep.json"))

@@ -117,3 +117,18 @@ def test_bad_loggers_are_refused_before_anything_compiles(monkeypatch, tmp_path,
     assert main(["train", "--preset", "ppo", "--task", "point_mass", "--log", "mlflow"]) == 2
     assert "the mlflow logger needs the mlflow package, which is not installed" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+def test_wandbs_silent_fallback_to_the_temporary_directory_is_said_once(tmp_path, monkeypatch, capsys):
+    """W&B writes into the system's temporary directory, without a word, where its ``dir`` cannot be written."""
+    import tempfile
+
+    from pgdiag.run import trackers
+
+    trackers._say_fallback(str(tmp_path / "new" / "wandb"))   # writable (created by W&B): nothing said
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    trackers._say_fallback(str(tmp_path / "locked"))
+    assert capsys.readouterr().err.strip() == (
+        f"wandb: {str(tmp_path / 'locked')!r} cannot be written; W&B keeps this run's files under "
+        f"{tempfile.gettempdir()!r} instead (give WandbLogger(dir=...) a writable directory)")

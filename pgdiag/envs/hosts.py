@@ -182,7 +182,7 @@ def _check_rows(physics, costs, where: str) -> None:
         return (isinstance(r, dict) and isinstance(r.get("task"), str) and isinstance(r.get("solver"), str)
                 and _whole(r.get("batch")) and all(_number(v) for k, v in r.items() if k.endswith("_ms")))
 
-    if not isinstance(physics, dict) or not all(str(k).isdigit() and isinstance(v, list) and all(map(physics_row, v))
+    if not isinstance(physics, dict) or not all(str(k).isascii() and str(k).isdigit() and isinstance(v, list) and all(map(physics_row, v))
                                                 for k, v in physics.items()):
         raise ConfigError(f"{where}: \"physics\" must map physics threads (\"16\") to lists of crossover rows "
                           f"({{task, solver, batch, native_ms, ...}}, as crossover.json holds them)")
@@ -215,8 +215,8 @@ def load(path) -> Host:
     except FileNotFoundError:
         raise ConfigError(f"host profile {path!r}: no such file (save one on the host with `pgdiag host save "
                          f"FILE`)") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"host profile {path!r}: cannot be read as JSON ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:   # RecursionError: JSON nested deeper than Python recurses
+        raise ConfigError(f"host profile {path!r}: cannot be read as JSON ({str(e)[:120]})") from None
     return from_json(data, path)
 
 

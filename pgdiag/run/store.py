@@ -102,7 +102,7 @@ def read_manifest(path: str) -> dict:
     try:
         with open(manifest_path) as f:
             manifest = json.load(f)
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:   # RecursionError: nested too deep to parse
         raise RunDirError(f"{manifest_path} cannot be read ({_first_line(err)}): the file is damaged "
                           f"(truncated or edited); restore it from a copy, or train the run again with "
                           f"the command it records") from None

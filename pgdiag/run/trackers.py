@@ -114,17 +114,33 @@ class WandbLogger(Callback):
     def on_chunk(self, event: Event) -> None:
         import wandb
 
+        where = self.dir or event.run_dir
+        if not self.runs:
+            _say_fallback(where)
         for agent, name, part in _agent_rows(event):
             if agent not in self.runs:
                 self.runs[agent] = wandb.init(project=self.project, group=event.label, name=name,
                                               config=_params(event, agent), mode=self.mode,
-                                              dir=self.dir or event.run_dir, reinit="create_new")
+                                              dir=where, reinit="create_new")
             for it, row in zip(part.iteration, part[_metrics(event)].to_dict("records")):
                 self.runs[agent].log({k: v for k, v in row.items() if np.isfinite(v)}, step=int(it))
 
     def on_end(self, event: Event) -> None:
         for run in self.runs.values():
             run.finish(exit_code=0 if event.status == "complete" else 1)
+
+
+def _say_fallback(where: str) -> None:
+    """W&B writes into the system's temporary directory, silently, when its ``dir`` cannot be written: said once."""
+    import sys
+    import tempfile
+
+    probe = where
+    while probe and not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.access(probe or ".", os.W_OK):
+        sys.stderr.write(f"wandb: {where!r} cannot be written; W&B keeps this run's files under "
+                         f"{tempfile.gettempdir()!r} instead (give WandbLogger(dir=...) a writable directory)\n")
 
 
 #: the loggers by name (``--log NAME,...``, ``loggers=[...]``) and the package each needs
