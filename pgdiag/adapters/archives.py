@@ -337,4 +337,5 @@ def load_torch(data: bytes, caps: Caps = CAPS) -> dict:
     return loaded
 
 
-__all__ = ["ArchiveError", "Caps", "Fields", "load_json", "load_npz", "load_pickle", "load_pickle_file", "load_torch", "read_bytes"]
+__all__ = ["ArchiveError", "Caps", "Fields", "load_json", "load_npz", "load_pickle", "load_pickle_file",
+           "load_torch", "read_bytes"]

@@ -182,7 +182,10 @@ def _check_rows(physics, costs, where: str) -> None:
         return (isinstance(r, dict) and isinstance(r.get("task"), str) and isinstance(r.get("solver"), str)
                 and _whole(r.get("batch")) and all(_number(v) for k, v in r.items() if k.endswith("_ms")))
 
-    if not isinstance(physics, dict) or not all(str(k).isascii() and str(k).isdigit() and isinstance(v, list) and all(map(physics_row, v))
+    def threads(k) -> bool:   # ASCII digits only: "²" is a digit to str.isdigit, not to int()
+        return str(k).isascii() and str(k).isdigit()
+
+    if not isinstance(physics, dict) or not all(threads(k) and isinstance(v, list) and all(map(physics_row, v))
                                                 for k, v in physics.items()):
         raise ConfigError(f"{where}: \"physics\" must map physics threads (\"16\") to lists of crossover rows "
                           f"({{task, solver, batch, native_ms, ...}}, as crossover.json holds them)")
