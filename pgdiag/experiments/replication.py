@@ -86,14 +86,42 @@ def commands(p: Part, runs: str) -> list:
 
 
 def run(p: Part, runs: str) -> float:
-    """Run ``p``'s targets into ``runs`` (resuming what an earlier call left); returns the wall time in seconds."""
+    """Run ``p``'s targets into ``runs`` (resuming what an earlier call left), each call recorded as a session in
+    ``runs/<part>.sessions.json`` (its start, and its end once it ends); returns the wall time of all sessions."""
     from pgdiag.experiments import targets
 
-    start = datetime.datetime.now()
+    log = os.path.join(runs, f"{p.name}.sessions.json")
+    sessions = _sessions(log)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit()})
+    _write_json(log, sessions)
     for name in p.targets:
         t = targets.get(name)
         t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
-    return (datetime.datetime.now() - start).total_seconds()
+    sessions[-1]["seconds"] = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds()
+    _write_json(log, sessions)
+    return wall(runs, p)
+
+
+def _sessions(path: str) -> list:
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        return list(json.load(f))
+
+
+def _write_json(path: str, record) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def wall(runs: str, p: Part) -> float | None:
+    """The wall time of ``p``'s sessions in ``runs`` that ended (a session the machine cut short has no end:
+    its time is not known and not counted; `published` records how many there were)."""
+    ended = [s["seconds"] for s in _sessions(os.path.join(runs, f"{p.name}.sessions.json")) if "seconds" in s]
+    return float(sum(ended)) if ended else None
 
 
 PLANS = "plans.json"
@@ -164,9 +192,12 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
         out = os.path.join(staging, paper)
         report(runs, out, SCALE, paper, studies=studies)
         os.remove(os.path.join(out, "report.md"))   # the page is docs/replication.md, written from these tables
+    sessions = _sessions(os.path.join(runs, f"{p.name}.sessions.json"))
     record = {"part": p.name, "targets": list(p.targets), "settings": settings(p), "commit": _commit(),
               "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
-              f"{platform.machine()})", "wall_s": wall_s, "runs": os.path.abspath(runs), "papers": papers}
+              f"{platform.machine()})", "wall_s": wall_s if wall_s is not None else wall(runs, p),
+              "sessions": len(sessions), "sessions_cut_short": sum("seconds" not in s for s in sessions),
+              "runs": os.path.abspath(runs), "papers": papers}
     with open(os.path.join(staging, RECORD), "w") as f:
         json.dump(record, f, indent=1)
     if os.path.isdir(dest):   # the published folder is replaced whole, never mixed with an older one

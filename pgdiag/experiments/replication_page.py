@@ -14,12 +14,14 @@ import json
 import os
 
 from pgdiag.experiments import claims as claim_specs
+from pgdiag.experiments import disagreements
 from pgdiag.experiments import findings as findings_mod
 from pgdiag.experiments import replication as rep
 from pgdiag.experiments.recorded import fmt
 
 TITLES = {"cl": "A Closer Look at Deep Policy Gradients (Ilyas et al.)",
           "im": "Implementation Matters in Deep Policy Gradients (Engstrom et al.)"}
+FIGURES = "replication"   # beside the page: docs/replication/<claim>.png
 HEADER = ("<!-- written by `pgdiag replication page` from replication/*/ (the published parts); do not edit: "
           "publish a part and write the page again -->")
 
@@ -63,6 +65,13 @@ def _section(family: str, found, results) -> list:
     return lines + [""]
 
 
+def _sessions(rec: dict) -> str:
+    n, cut = rec.get("sessions", 0), rec.get("sessions_cut_short", 0)
+    if n <= 1:
+        return ""
+    return f" over {n} sessions" + (f" ({cut} cut short by the machine, their time not counted)" if cut else "")
+
+
 def _hours(s) -> str:
     return "not costed" if s is None else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
@@ -84,7 +93,7 @@ def _parts(records: dict, plans: dict) -> list:
         rec = records.get(p.name)
         done = ("not yet" if rec is None else
                 f"{rec['host']}, {rec['date']}, `{str(rec['commit'])[:10]}`"
-                + (f", {rec['wall_s'] / 3600:.1f} h" if rec.get("wall_s") else ""))
+                + (f", {rec['wall_s'] / 3600:.1f} h" if rec.get("wall_s") else "") + _sessions(rec))
         planned = [_hours(v["seconds"].get(p.name)) for v in plans.values()]
         lines.append(f"| `{p.name}` | {p.what} | {p.device.upper()} | " + " | ".join(planned) +
                      (" | " if planned else "") + f"{done} | `pgdiag replication run {p.name}` |")
@@ -94,8 +103,9 @@ def _parts(records: dict, plans: dict) -> list:
     return lines + ["", note if plans else "", ""]
 
 
-def page(root: str = rep.ROOT) -> str:
-    """The replication page from the parts published under ``root``."""
+def page(root: str = rep.ROOT, figures: str | None = None) -> str:
+    """The replication page from the parts published under ``root`` (with ``figures``, the curves of the findings
+    that do not reproduce are written there)."""
     records = rep.published(root)
     ev = rep.evidence(root)
     lines = [HEADER, "", "# What we found: both papers at their own settings", "",
@@ -116,12 +126,13 @@ def page(root: str = rep.ROOT) -> str:
             f"{n} {o}" for o, n in counts.items()) + ".", ""]
         for family in dict.fromkeys(found.family):
             lines += _section(family, found, results)
+        lines += disagreements.section(found, results, ev[paper], FIGURES, figures)
     return "\n".join(lines).rstrip() + "\n"
 
 
 def write(root: str = rep.ROOT, path: str = rep.PAGE) -> str:
     """Write the page to ``path``; returns it."""
-    text = page(root)
+    text = page(root, os.path.join(os.path.dirname(path) or ".", FIGURES))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

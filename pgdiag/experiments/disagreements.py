@@ -1,0 +1,100 @@
+"""What a disagreement needs: for each finding the replication measured at the paper's settings and did not
+reproduce, the curve behind it, what would turn the verdict, and whether the model could explain it.
+
+Written by the replication page ([`pgdiag.experiments.replication_page`][pgdiag.experiments.replication_page])
+from the published evidence alone: the curve is the claim's evidence series per iteration (each algorithm's median
+agent with its interquartile band; one point per agent where the series has no iteration), the turn is the rule
+against the interval the test read, and the model pair is the same series on Brax's model at the same run length
+where a published part measured one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pgdiag.experiments import claims as claim_specs
+from pgdiag.experiments.figures import pyplot, save
+from pgdiag.experiments.recorded import fmt
+
+
+def turn(claim, row) -> str:
+    """What would turn the test of ``row`` (a claims row: value, low, high) under ``claim``'s rule: the interval
+    wholly on the rule's side, and how far its nearest end is from that."""
+    if not np.isfinite([row.low, row.high]).all():
+        return "its interval could not be read"
+    if claim.test == "within":
+        lo, hi = claim.threshold
+        return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay within [{lo:g}, {hi:g}] "
+                f"(its ends are {fmt(max(lo - row.low, 0))} below and {fmt(max(row.high - hi, 0))} above)")
+    side, need = ("below", row.high - claim.threshold) if claim.test == "<" else ("above",
+                                                                                  claim.threshold - row.low)
+    return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay wholly {side} {claim.threshold:g}: "
+            f"its far end is {fmt(need)} past it")
+
+
+def model_pair(claim, ev, row) -> str:
+    """The same series on Brax's model (same task, algorithm and run length), where a published part holds it."""
+    if "model" not in ev.columns:
+        return "no Brax-model pair is published"
+    same = ev[(ev.evidence == claim.evidence) & (ev.task == row.task) & (ev.label == row.label)]
+    brax = same[same.model == "brax"]
+    if brax.empty:
+        return (f"no Brax-model pair is published: Gym's {row.task} is what the paper trained; Brax's model at the "
+                f"same run length would show whether the model explains the difference")
+    per_agent = brax.groupby("agent").value.mean()
+    return (f"on Brax's {row.task} ({len(per_agent)} agents, {run_length(brax)}) the median agent reads "
+            f"{fmt(float(per_agent.median()))}")
+
+
+def run_length(rows) -> str:
+    its = rows.run_iterations.dropna() if "run_iterations" in rows.columns else []
+    return f"{int(its.max())} iterations" if len(its) else "run length not recorded"
+
+
+def _series(claim, ev):
+    return ev[(ev.evidence == claim.evidence) & ((ev.model == "gym") if "model" in ev.columns else True)]
+
+
+def curve(claim, ev, path: str) -> str:
+    """The claim's evidence per iteration (median agent and quartiles per algorithm and task) at ``path``."""
+    series = _series(claim, ev)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for (task, label), part in series.groupby(["task", "label"]):
+        if part.iteration.notna().any():
+            per_it = part.groupby("iteration").value
+            q = per_it.quantile([0.25, 0.5, 0.75]).unstack()
+            line, = ax.plot(q.index, q[0.5], label=f"{task} {label} (median agent)")
+            ax.fill_between(q.index, q[0.25], q[0.75], alpha=0.2, color=line.get_color())
+        else:
+            values = part.groupby("agent").value.mean()
+            ax.plot([label] * len(values), values, "o", alpha=0.6, label=f"{task} {label} (agents)")
+    if claim.test != "within":
+        ax.axhline(claim.threshold, color="black", lw=0.8, ls="--", label=f"the rule: {claim.rule()}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(claim.evidence)
+    return save(fig, path, title=f"{claim.key}: {claim.statistic}", legend=True)
+
+
+def section(found, results, ev, link: str, figures: str | None = None) -> list:
+    """Markdown lines, one block per finding not reproduced at the paper's settings, each curve linked as
+    ``link/<claim>.png`` (and written under ``figures``, where given)."""
+    lines = []
+    for f in found[found.outcome == "not reproduced"].itertuples(index=False):
+        claim = claim_specs.by_key(f.claim)
+        rows = results[(results.claim == f.claim) & (results.level == "") & (results.scope == "paper")]
+        lines += [f"#### `{claim.key}` does not reproduce", ""]
+        if not _series(claim, ev).empty:
+            if figures is not None:
+                curve(claim, ev, os.path.join(figures, f"{claim.key}.png"))
+            lines += [f"![{claim.key}: {claim.evidence} per iteration]({link}/{claim.key}.png)", ""]
+        for r in rows.itertuples(index=False):
+            lines.append(f"- {r.task} {r.label} ({r.agents} agents, {r.run}): {r.verdict}; {turn(claim, r)}; "
+                         f"{model_pair(claim, ev, r)}.")
+        lines.append("")
+    return (["### Where a finding does not reproduce", ""] + lines) if lines else []
+
+
+__all__ = ["curve", "model_pair", "section", "turn"]

@@ -1,0 +1,43 @@
+"""What a disagreement needs (pgdiag.experiments.disagreements): a finding measured at the paper's settings that
+does not reproduce gets its curve, the distance its interval is from turning, and its Brax-model pair."""
+
+import os
+import types
+
+import numpy as np
+import pandas as pd
+
+from pgdiag.experiments import claims, disagreements, findings
+
+
+def trpo_max_kl(model: str, level: float) -> pd.DataFrame:
+    """CL Fig 9's TRPO on Humanoid at the paper's 488 iterations: 8 agents whose log10(max KL / δ) sits at
+    ``level`` + agent/100 at every iteration after the first."""
+    its = np.arange(1, 488, 10)
+    return pd.DataFrame([dict(evidence="tr_max_kl_orders", task="humanoid", label="trpo", agent=str(a),
+                              value=level + a / 100, iteration=float(i), progress=i / 488, lr_share=np.nan,
+                              pairs=np.nan, run_iterations=488.0, model=model) for a in range(8) for i in its])
+
+
+def test_the_turn_is_the_intervals_far_end_past_the_rule_by_hand():
+    claim = claims.by_key("max-kl-orders-above-bound")   # > 2
+    row = types.SimpleNamespace(low=0.75, high=0.9)
+    assert disagreements.turn(claim, row) == ("it would hold if the interval [0.75, 0.9] lay wholly above 2: its "
+                                              "far end is 1.25 past it")
+
+
+def test_a_finding_that_does_not_reproduce_gets_its_curve_turn_and_model_pair(tmp_path):
+    """TRPO's max KL at 6.3–7.6 δ (log10 0.80–0.87) on Gym's Humanoid: the paper's "several orders of magnitude"
+    (rule > 2) does not reproduce; Brax's model, at 10^0.5, is the pair."""
+    ev = pd.concat([trpo_max_kl("gym", 0.8), trpo_max_kl("brax", 0.5)], ignore_index=True)
+    results = claims.evaluate(ev[ev.model == "gym"], paper="CL")
+    found = findings.findings(results, "CL")
+    assert found.set_index("claim").outcome["max-kl-orders-above-bound"] == "not reproduced"
+    lines = disagreements.section(found, results, ev, "replication", figures=str(tmp_path))
+    text = "\n".join(lines)
+    assert "#### `max-kl-orders-above-bound` does not reproduce" in text
+    assert "![max-kl-orders-above-bound: tr_max_kl_orders per iteration](replication/max-kl-orders-above-bound.png)" \
+        in text
+    assert "lay wholly above 2" in text   # the agents' medians are 0.80–0.87, so the interval is below 0.9
+    assert "on Brax's humanoid (8 agents, 488 iterations) the median agent reads 0.535" in text   # 0.5 + 3.5/100
+    assert os.path.getsize(tmp_path / "max-kl-orders-above-bound.png") > 5_000
