@@ -24,7 +24,7 @@ def test_the_bar_is_drawn_against_the_plan():
 
 def test_an_enabled_bar_redraws_and_closes_with_the_times():
     out = io.StringIO()
-    with Ticker("steps 1/1", planned=0.3, enabled=True, stream=out, interval=0.02) as tick:
+    with Ticker("steps 1/1", planned=0.3, enabled=True, stream=out, interval=0.02, terminal=True) as tick:
         tick.phase("compiling")
         time.sleep(0.1)
         tick.phase("running")
@@ -34,6 +34,20 @@ def test_an_enabled_bar_redraws_and_closes_with_the_times():
     last = text.rstrip("\n").split("\r")[-1].strip()
     assert last.startswith("steps 1/1: done in 0:00 (compiling 0:00, running 0:00; planned ~0:00 running)")
     assert text.endswith("\n")
+
+
+def test_into_a_log_a_bar_adds_a_line_now_and_then_instead_of_redrawing(monkeypatch):
+    """stderr into a file (a CI log): no carriage returns, a line every LOG_EVERY seconds and the closing one."""
+    from pgdiag.run import progress
+
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.05)
+    out = io.StringIO()   # not a terminal
+    with Ticker("steps 1/1", planned=10.0, enabled=True, stream=out, interval=0.01) as tick:
+        tick.phase("running")
+        time.sleep(0.18)
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue() and 2 <= len(lines) <= 5, lines
+    assert lines[-1].startswith("steps 1/1: done in")
 
 
 def test_a_disabled_bar_writes_nothing():

@@ -48,26 +48,46 @@ def attached() -> bool:
     return ip is not None and type(ip).__name__ in ("ZMQInteractiveShell", "Shell", "TerminalInteractiveShell")
 
 
-class Progress:
-    """A one-line progress bar on stderr, redrawn between compiled chunks."""
+#: how often a bar written into a log (stderr not a terminal) adds a line, in seconds
+LOG_EVERY = 30.0
 
-    def __init__(self, total: int, label: str, enabled: bool):
+
+def _terminal(stream) -> bool:
+    """Whether ``stream`` is drawn on (a terminal, a notebook): there a bar redraws in place with "\\r"; in a log
+    file it adds a line now and then instead of hundreds of redraws."""
+    if stream is sys.stderr:
+        return attached()
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn between compiled chunks (in a log: a line at most every
+    ``LOG_EVERY`` seconds, and the last)."""
+
+    def __init__(self, total: int, label: str, enabled: bool, terminal: bool | None = None):
         self.total, self.label, self.enabled = total, label, enabled
-        self.start = time.perf_counter()
+        self.terminal = _terminal(sys.stderr) if terminal is None else terminal
+        self.start = self.logged = time.perf_counter()
 
     def update(self, done: int, extra: str = ""):
         if not self.enabled:
             return
-        elapsed = time.perf_counter() - self.start
+        now = time.perf_counter()
+        elapsed = now - self.start
         frac = done / max(self.total, 1)
         eta = elapsed / frac - elapsed if frac > 0 else float("nan")
         bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
-        sys.stderr.write(f"\r{self.label} [{bar}] {done}/{self.total} it  {elapsed:6.1f}s"
-                         f"  eta {eta:6.1f}s {extra}")
+        line = f"{self.label} [{bar}] {done}/{self.total} it  {elapsed:6.1f}s  eta {eta:6.1f}s {extra}"
+        if self.terminal:
+            sys.stderr.write("\r" + line)
+        elif now - self.logged >= LOG_EVERY or done >= self.total:
+            sys.stderr.write(line.rstrip() + "\n")
+            self.logged = now
         sys.stderr.flush()
 
     def close(self):
-        if self.enabled:
+        if self.enabled and self.terminal:
             sys.stderr.write("\n")
             sys.stderr.flush()
 
@@ -81,10 +101,12 @@ class Ticker:
             tick.phase("compiling"); compiled = ...; tick.phase("running"); compiled(...)
     """
 
-    def __init__(self, label: str, planned: float | None, enabled: bool, stream=None, interval: float = 0.5):
+    def __init__(self, label: str, planned: float | None, enabled: bool, stream=None, interval: float = 0.5,
+                 terminal: bool | None = None):
         self.label, self.planned, self.enabled = label, planned, enabled
         self.stream = stream or sys.stderr
-        self.interval = interval
+        self.terminal = _terminal(self.stream) if terminal is None else terminal
+        self.interval = interval if self.terminal else max(interval, LOG_EVERY)   # a log: a line now and then
         self._phase, self._since, self._start = "starting", time.perf_counter(), time.perf_counter()
         self._stop = None
         self._took = {}
@@ -117,7 +139,7 @@ class Ticker:
 
     def _loop(self):
         while not self._stop.wait(self.interval):
-            self.stream.write("\r" + self.line().ljust(100))
+            self.stream.write("\r" + self.line().ljust(100) if self.terminal else self.line() + "\n")
             self.stream.flush()
 
     def __exit__(self, *exc):
@@ -125,7 +147,8 @@ class Ticker:
             return
         self._stop.set()
         self._thread.join()
-        self.stream.write("\r" + self.summary(failed=exc[0] is not None).ljust(100) + "\n")
+        summary = self.summary(failed=exc[0] is not None)
+        self.stream.write(("\r" + summary.ljust(100) if self.terminal else summary) + "\n")
         self.stream.flush()
 
     def summary(self, failed: bool = False) -> str:
