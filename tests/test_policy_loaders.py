@@ -202,3 +202,14 @@ def test_observation_statistics_files_are_read_as_data(tmp_path):
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ArchiveError, match="nests JSON 100000 deep; at most 64 is read"):
         read_policy("cleanrl", str(DATA / "cleanrl_hopper.cleanrl_model"), obs_stats=str(tmp_path / "deep.json"))
+
+
+def test_a_notice_is_one_line_without_a_source_line():
+    """What pgdiag assumed (raw observations) is printed as "pgdiag: …", not with the line of pgdiag that warned."""
+    import subprocess
+    import sys
+
+    code = ("from pgdiag.adapters.policies import read_policy; "
+            f"read_policy('cleanrl', {str(DATA / 'cleanrl_hopper.cleanrl_model')!r})")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert err.startswith("pgdiag: ") and err.count("\n") == 1 and "warnings.warn" not in err, err

@@ -32,6 +32,7 @@ import numpy as np
 from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_torch
 from pgdiag.adapters.files import load_json, load_npz, open_zip, read_bytes, read_member
 from pgdiag.adapters.pickles import CAPS
+from pgdiag.config.setting import Notice
 from pgdiag.normalize import NORM_EPS
 
 #: the frameworks whose saved policies are read
@@ -216,7 +217,7 @@ def _cleanrl(path: str, obs_stats, activation: str) -> ExternalPolicy:
     if obs_stats is None:
         notes.append("CleanRL's checkpoint holds no observation statistics: the policy sees raw observations "
                      "(pass obs_stats=(mean, var) from the run's NormalizeObservation wrapper)")
-        warnings.warn(f"{path}: {notes[-1]}", stacklevel=3)
+        warnings.warn(f"{path}: {notes[-1]}", Notice, stacklevel=3)
         std, count, clip = None, 0, None
     else:
         mean, std, count, clip = _filter_from(*_stats(obs_stats, what), 1e-8, 1e8, 10.0, what)
