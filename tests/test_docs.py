@@ -3,6 +3,7 @@ docs/ reaches a file (and, with a #fragment, a heading there), and the README st
 itself is built with warnings as errors by `make docs` (CI runs it)."""
 
 import os
+import pathlib
 import re
 
 import pytest
@@ -238,3 +239,15 @@ def test_the_api_check_reads_rendered_objects_and_flags_what_is_missing(tmp_path
     assert [p for p in problems if "missing" not in p] == [
         "reference/api/index.html: fakepkg.study: rendered as a module, but the package exports a function by that "
         "name (a submodule named 'study' shadows it; rename the submodule)"]
+
+
+def test_no_page_or_message_names_a_distribution_that_does_not_exist():
+    """The distribution is pgdiag-rl: an extra is `pgdiag-rl[NAME]` (`pgdiag[NAME]` is another project's name,
+    "No matching distribution" today and anyone's to register)."""
+
+    root = pathlib.Path(__file__).parent.parent
+    files = [root / "README.md", *root.glob("docs/**/*.md"), *root.glob("pgdiag/**/*.py"), *root.glob("examples/*")]
+    bad = [f"{p.relative_to(root)}:{n}" for p in files if p.is_file()
+           for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+           if re.search(r"(?<![\w-])pgdiag\[", line)]
+    assert not bad, bad

@@ -19,7 +19,7 @@ from pgdiag.adapters.brax_envs import brax_task
 from pgdiag.envs import register_task
 
 MISSING = ("register_playground_env needs MuJoCo Playground, which is not installed: pip install "
-           "'pgdiag[playground]' (the `playground` package)")
+           "'pgdiag-rl[playground]' (the `playground` package)")
 
 
 def _registry():

@@ -30,7 +30,7 @@ def add_distributed(p):
 def add_log(p):
     p.add_argument("--log", default=None, metavar="NAME,...",
                    help="track live, once per chunk: tensorboard (event files under the run directory), mlflow, "
-                        "wandb (pgdiag[mlflow], pgdiag[wandb]); e.g. --log tensorboard,mlflow")
+                        "wandb (pgdiag-rl[mlflow], pgdiag-rl[wandb]); e.g. --log tensorboard,mlflow")
 
 
 def add_run_args(p, sweep: bool):

@@ -35,7 +35,7 @@ class Static:
                          Choices(_registered("REGISTRY", sort=True), noun="task", intro="tasks are"))
     physics: str = setting("auto", "Physics backend of MuJoCo tasks: 'native' (MuJoCo's C library, multithreaded, "
                                    "called from the compiled program), 'mjx' (pure JAX), 'warp' (MuJoCo Warp "
-                                   "through MJX's Warp implementation; needs pgdiag[warp], for NVIDIA GPUs) or "
+                                   "through MJX's Warp implementation; needs pgdiag-rl[warp], for NVIDIA GPUs) or "
                                    "'auto' (in a sweep, the backend measured faster on this host for the batch each "
                                    "device steps, Warp among them on an accelerator where it is installed; "
                                    "elsewhere native on a CPU, MJX on an accelerator). "

@@ -206,7 +206,7 @@ def warp_unavailable() -> str:
 
     if importlib.util.find_spec("warp") is None:
         return ("physics='warp' needs the warp-lang package, which is not installed: pip install "
-                "'pgdiag[warp]' (mujoco-mjx[warp])")
+                "'pgdiag-rl[warp]' (mujoco-mjx[warp])")
     return ""
 
 

@@ -10,9 +10,9 @@ with its configuration as parameters; every finite metric of each iteration is l
 * ``"tensorboard"``: event files under ``RUN_DIR/tensorboard`` (the layout `pgdiag export` writes), appended
   after every chunk; needs nothing installed.
 * ``"mlflow"``: the tracking URI MLflow is set to (``MLFLOW_TRACKING_URI``; ``MLflowLogger(tracking_uri=...)``),
-  experiment ``pgdiag`` (``pip install 'pgdiag[mlflow]'``).
+  experiment ``pgdiag`` (``pip install 'pgdiag-rl[mlflow]'``).
 * ``"wandb"``: project ``pgdiag`` in the mode W&B is set to (``WANDB_MODE``; ``WandbLogger(mode="offline")``),
-  its files under the run directory (``pip install 'pgdiag[wandb]'``).
+  its files under the run directory (``pip install 'pgdiag-rl[wandb]'``).
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def make(loggers, run_dir: str | None = None) -> list:
         cls, package = LOGGERS[item]
         if package and importlib.util.find_spec(package) is None:
             raise ConfigError(f"the {item} logger needs the {package} package, which is not installed: pip install "
-                              f"'pgdiag[{item}]'")
+                              f"'pgdiag-rl[{item}]'")
         out.append(cls())
     for logger in out:
         if isinstance(logger, TensorBoardLogger) and logger.logdir is None and run_dir is None:
