@@ -108,3 +108,15 @@ def test_a_cleanrl_agent_is_written_as_a_run_with_its_filter(tmp_path):
     saved = pgdiag.load_policy(run.path)
     raw = jnp.asarray(fx["raw_obs"], jnp.float32)
     np.testing.assert_allclose(saved.distribution(raw)[0], fx["mean"], rtol=0, atol=2e-5)
+
+
+def test_a_dry_run_with_a_policy_plans_that_policy(tmp_path, capsys):
+    """--dry-run --policy plans the imported agent's programs (not the scale's own trainings)."""
+    from pgdiag.cli import main
+
+    assert main(["fig-grad-variance", "--dry-run", "--policy", f"sb3:{DATA / 'sb3_hopper.zip'}", "--policy-option",
+                 "task=hopper", "--policy-option", "model=gym", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.lstrip().startswith("gradients")]
+    assert rows and all(r[1] == "hopper" and r[2] == "sb3" for r in rows), out
+    assert "1 programs" in out

@@ -94,6 +94,10 @@ def cmd_dry_run(args, kind):
                           f"combined with --from, which redraws saved results")
     runs = getattr(args, "run", None)
     _check_run_args(args)
+    if getattr(args, "policy", None):   # an imported policy is planned as the run it is imported into
+        from pgdiag.cli.imports import policy_runs
+
+        runs = (runs or []) + policy_runs(args.policy, args.policy_option, args.out or args.default_out)
     extra = _experiment_args(args)
     extra.pop("progress", None)
     diag = parse_settings(kind, args.diag) if kind is not None else None

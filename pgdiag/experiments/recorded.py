@@ -22,6 +22,8 @@ import numpy as np
 RECORD = "record.json"
 #: the recorded CL report at mid scale that docs/plans.md shows
 MID_CL = os.path.join("benchmarks", "results", "mid-report", "cl")
+#: the recorded IM report at mid scale that docs/plans.md shows
+MID_IM = os.path.join("benchmarks", "results", "mid-report", "im")
 LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "trpo": "TRPO"}
 
 
@@ -108,4 +110,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["MID_CL", "fmt", "keep", "table"]
+__all__ = ["MID_CL", "MID_IM", "fmt", "keep", "table"]
