@@ -165,7 +165,8 @@ def pages() -> dict:
     out[index] = splice(_read(index), "times", times_table(records), index)
     plans = os.path.join("docs", "plans.md")    # the mid report's table, from its recorded tables alone
     out[plans] = splice(_read(plans), "mid report", recorded.table(os.path.join(ROOT, recorded.MID_CL)), plans)
-    out[plans] = splice(out[plans], "im mid report", recorded.table(os.path.join(ROOT, recorded.MID_IM)), plans)
+    if os.path.isdir(os.path.join(ROOT, recorded.MID_IM)):   # IM's, once recorded
+        out[plans] = splice(out[plans], "im mid report", recorded.table(os.path.join(ROOT, recorded.MID_IM)), plans)
     return out
 
 
