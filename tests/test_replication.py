@@ -1,0 +1,20 @@
+"""A replication part's wall time over the sessions it took (pgdiag.experiments.replication): sessions that ended
+are summed, one the machine cut short (no end) is named and not counted."""
+
+import json
+
+from pgdiag.experiments import replication as rep
+from pgdiag.experiments import replication_page
+
+
+def test_a_parts_wall_time_sums_the_sessions_that_ended(tmp_path):
+    part = rep.PARTS[0]
+    sessions = [{"start": "2026-11-28T21:54:19+00:00", "host": "vm"},                       # cut short
+                {"start": "2026-11-29T01:20:00+00:00", "host": "vm", "seconds": 5400.0},
+                {"start": "2026-11-30T01:20:00+00:00", "host": "vm", "seconds": 1800.0}]
+    (tmp_path / f"{part.name}.sessions.json").write_text(json.dumps(sessions))
+    assert rep.wall(str(tmp_path), part) == 7200.0
+    assert rep.wall(str(tmp_path / "none"), part) is None
+    text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 1})
+    assert text == " over 3 sessions (1 cut short by the machine, their time not counted)"
+    assert replication_page._sessions({"sessions": 1, "sessions_cut_short": 0}) == ""
