@@ -64,3 +64,15 @@ def test_a_manifest_nested_too_deep_is_one_line(tmp_path, capsys):
     os.makedirs(run)
     (run / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
     assert "cannot be read" in refused(capsys, ["show", str(run)])
+
+
+def test_a_run_whose_agents_finish_no_episode_says_why_their_returns_are_nan(tmp_path, capsys):
+    """Pendulum's episodes last 200 steps without termination; 2 iterations of 16 steps finish none."""
+    from pgdiag.envs.registry import episode_limit
+
+    assert main(["train", "--preset", "ppo", "--task", "pendulum", "--set", "num_envs=2", "--set",
+                 "steps_per_env=16", "--set", "num_iterations=2", "--set", "num_minibatches=2", "--no-progress",
+                 "--out", str(tmp_path / "run")]) == 0
+    assert episode_limit("pendulum") == 200
+    assert ("1 of 1 agents finished no episode in their 32 steps per environment (episodes of pendulum last up "
+            "to 200)") in capsys.readouterr().err

@@ -300,6 +300,24 @@ def _warn_diverged(run: _Loop) -> None:
     if diverged and run.lead:
         sys.stderr.write(f"warning: {len(diverged)} of {run.n} agents diverged (non-finite parameters, "
                          f"losses, policy σ or KL): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
+    if run.lead:
+        _say_no_episodes(run)
+
+
+def _say_no_episodes(run: _Loop) -> None:
+    """Agents that finished no episode have NaN returns throughout: said once, with the steps they ran and the
+    task's episode length (a batch shorter than one episode, as a Playground task's 1,000 steps can be)."""
+    from pgdiag.envs.registry import episode_limit
+
+    episodes = run.history.get("episodes")
+    if episodes is None or run.done == 0:
+        return
+    none = [int(a) for a in np.nonzero(np.asarray(episodes)[:run.n].sum(axis=1) == 0)[0]]
+    if none:
+        steps = run.done * run.static.steps_per_env
+        sys.stderr.write(f"warning: {len(none)} of {run.n} agents finished no episode in their {steps:,} steps per "
+                         f"environment (episodes of {run.static.task} last up to {episode_limit(run.static.task):,}): "
+                         f"their mean_return is NaN; train more iterations or steps_per_env\n")
 
 
 def _result(run: _Loop) -> store.RunResult:
