@@ -132,3 +132,20 @@ def test_wandbs_silent_fallback_to_the_temporary_directory_is_said_once(tmp_path
     assert capsys.readouterr().err.strip() == (
         f"wandb: {str(tmp_path / 'locked')!r} cannot be written; W&B keeps this run's files under "
         f"{tempfile.gettempdir()!r} instead (give WandbLogger(dir=...) a writable directory)")
+
+
+def test_mlflow_logs_to_its_default_store_and_to_the_sqlite_uri_the_guide_recommends(tmp_path, monkeypatch):
+    """A real local MLflow store: its default (a SQLite file in the working directory, MLflow 3) and
+    sqlite:///mlflow.db as docs/guides/tracking.md writes it — the [mlflow] extra brings what both need."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    cfg = preset("ppo", "point_mass", **SMALL)
+    for uri in (None, "sqlite:///mlflow.db"):
+        run = sweep(cfg, out=str(tmp_path / f"run-{uri is None}"),
+                    loggers=[MLflowLogger(tracking_uri=uri, experiment=f"e{uri is None}")])
+        client = MlflowClient(tracking_uri=uri)
+        (logged,) = client.search_runs([client.get_experiment_by_name(f"e{uri is None}").experiment_id])
+        history = client.get_metric_history(logged.info.run_id, "value_loss")
+        assert len(history) == len(run.metrics) and logged.info.status == "FINISHED"

@@ -93,8 +93,9 @@ class Dispatch:
                 getattr(c, hook)(event)
             except Exception as err:   # noqa: BLE001 — a watcher's failure must not stop the training it watches
                 self.callbacks.remove(c)
+                why = " ".join(str(err).split())[:300]
                 sys.stderr.write(f"{event.label}: callback {type(c).__name__}.{hook} failed "
-                                 f"({type(err).__name__}: {err}); it is called no more, the run goes on\n")
+                                 f"({type(err).__name__}: {why}); it is called no more, the run goes on\n")
 
 
 __all__ = ["Callback", "Event", "as_callbacks"]

@@ -78,9 +78,16 @@ class MLflowLogger(Callback):
     def on_start(self, event: Event) -> None:
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=self.tracking_uri)
-        found = self.client.get_experiment_by_name(self.experiment)
-        self.experiment_id = found.experiment_id if found else self.client.create_experiment(self.experiment)
+        try:
+            self.client = MlflowClient(tracking_uri=self.tracking_uri)
+            found = self.client.get_experiment_by_name(self.experiment)
+            self.experiment_id = found.experiment_id if found else self.client.create_experiment(self.experiment)
+        except Exception as err:   # the one line the run prints: what failed and how to fix it
+            uri = self.tracking_uri or "MLflow's default store"
+            fix = ("install SQLAlchemy and Alembic for MLflow's SQLite store (pip install 'pgdiag-rl[mlflow]')"
+                   if "sqlite" in str(err).lower() or isinstance(err, ImportError) else
+                   "check the tracking URI (MLFLOW_TRACKING_URI or MLflowLogger(tracking_uri=...))")
+            raise RuntimeError(f"cannot open {uri}: {type(err).__name__}; {fix}") from None
 
     def on_chunk(self, event: Event) -> None:
         from mlflow.entities import Metric, Param
