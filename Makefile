@@ -71,7 +71,9 @@ package-check: $(VENV)/.installed
 	unzip -l dist/pgdiag_rl-*.whl | grep -q "pgdiag/envs/native_step.cc"
 	tar tzf dist/pgdiag_rl-*.tar.gz | grep -q "pgdiag/envs/native_step.cc"
 	python3 -m venv build/package-venv
-	build/package-venv/bin/python -m pip install --quiet dist/pgdiag_rl-*.whl
+	build/package-venv/bin/python -m pip install --quiet --upgrade pip   # as the README says: a fresh venv's pip
+	build/package-venv/bin/python -m pip install --quiet "pgdiag-rl @ git+file://$(CURDIR)"   # the README's line
+	unzip -l dist/pgdiag_rl-*.whl > /dev/null
 	cd build && package-venv/bin/pgdiag tasks > /dev/null && package-venv/bin/python -c "import pgdiag; print('package-check: pgdiag', pgdiag.__version__, 'from', pgdiag.__file__)"
 
 # Test files run on TEST_WORKERS processes (default: one per core); a file's tests stay in one process, so its
