@@ -75,3 +75,18 @@ def test_bad_input_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco_playground", None)   # as where the package is not installed
     with pytest.raises(ImportError, match=r"needs MuJoCo Playground, which is not installed: pip install"):
         register_playground_env("CartpoleBalance")
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "trpo"])
+def test_a_registered_env_sweeps_from_the_command_line_with_any_preset(cartpole, tmp_path, capsys, algorithm):
+    """`pgdiag sweep --preset ALGO --task NAME` on a task a user registered: the algorithm's Hopper preset with that
+    task, said once; its agents finish no episode in 16 steps of a 25-step limit, and the run says so."""
+    from pgdiag.cli import main
+
+    _, name = cartpole
+    assert main(["sweep", "--preset", algorithm, "--task", name, "--seeds", "1", "--set", "num_envs=2", "--set",
+                 "steps_per_env=8", "--set", "num_iterations=2", "--set", "num_minibatches=2", "--set",
+                 "value_epochs=1", "--no-progress", "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert f"no {algorithm} preset for your task {name!r}: its Hopper settings" in err
+    assert f"finished no episode in their 16 steps per environment (episodes of {name} last up to {LIMIT})" in err

@@ -12,8 +12,26 @@ from pgdiag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STAT
 def _config_from_args(args) -> Config:
     overrides = parse_assignments(args.set, "--set")
     if args.preset:
-        return preset(args.preset, args.task, **overrides)
+        return _preset(args.preset, args.task, overrides)
     return Config().replace(task=args.task, **overrides)
+
+
+def _preset(algorithm: str, task: str, overrides: dict) -> Config:
+    """The preset of ``algorithm`` on ``task``; on a task a user registered (``--load``), which no preset names, the
+    algorithm's Hopper preset with that task — the papers' MuJoCo hyperparameters — said once."""
+    import sys
+
+    from pgdiag.envs.registry import REGISTRY
+
+    try:
+        return preset(algorithm, task, **overrides)
+    except ConfigError:   # an unknown task, or a preset's own task without this algorithm, stays refused
+        if task not in REGISTRY or any(t == task.lower() for _, t in PRESETS) or (algorithm.lower(), "hopper") \
+                not in PRESETS:
+            raise
+    sys.stderr.write(f"pgdiag: no {algorithm} preset for your task {task!r}: its Hopper settings (the papers' MuJoCo "
+                     f"hyperparameters), with --set overriding them\n")
+    return preset(algorithm, "hopper").replace(name=f"{algorithm.lower()}/{task}", task=task, **overrides)
 
 
 def add_distributed(p):

@@ -193,8 +193,8 @@ def preset(algorithm: str, task: str, /, **overrides) -> Config:
     chosen = sorted(set(overrides) & {"algorithm", "task"})
     if chosen:  # a preset is its algorithm on its task: another one is another preset
         raise ConfigError(f"preset({algorithm!r}, {task!r}): {', '.join(f'{k}={overrides[k]!r}' for k in chosen)} "
-                          f"cannot be an override; choose the preset's algorithm and task themselves (--preset / "
-                          f"--algorithm and --task on the command line)")
+                          f"cannot be an override; choose the preset's algorithm and task themselves (--preset and "
+                          f"--task on the command line)")
     key = (str(algorithm).lower(), str(task).lower())
     if key not in PRESETS:
         check_static("task", task)  # an unknown task is named as such
