@@ -27,13 +27,15 @@ MID_IM = os.path.join("benchmarks", "results", "mid-report", "im")
 LABELS = {"ppo": "PPO", "ppo-m": "PPO-M", "trpo": "TRPO"}
 
 
-def keep(report_dir: str, dest: str, wall_s: float | None = None) -> str:
-    """Copy a report's findings and claims tables from ``report_dir`` into ``dest`` with its record."""
+def keep(report_dir: str, dest: str, wall_s: float | None = None, note: str = "") -> str:
+    """Copy a report's findings and claims tables from ``report_dir`` into ``dest`` with its record (``note``: what
+    else the machine ran meanwhile, which the wall time includes)."""
     os.makedirs(dest, exist_ok=True)
     for name in ("findings.csv", "claims.csv"):
         shutil.copyfile(os.path.join(report_dir, name), os.path.join(dest, name))
     record = {"commit": _commit(report_dir), "date": datetime.date.today().isoformat(), "wall_s": wall_s,
-              "host": f"{platform.machine()}, {os.cpu_count()} cores", "from": os.path.abspath(report_dir)}
+              "host": f"{platform.machine()}, {os.cpu_count()} cores", "from": os.path.abspath(report_dir),
+              "note": note}
     with open(os.path.join(dest, RECORD), "w") as f:
         json.dump(record, f, indent=1)
     return dest
@@ -83,6 +85,7 @@ def table(folder: str) -> list:
     found = pd.read_csv(os.path.join(folder, "findings.csv"), keep_default_na=False, na_values=[""])
     claims["level"] = claims["level"].fillna("")
     wall = f", {record['wall_s'] / 60:.1f} min" if record.get("wall_s") else ""
+    wall += f" {record['note']}" if record.get("note") else ""
     commits = ", ".join(c[:10] for c in record["commit"].split(","))
     lines = [f"Recorded at commit `{commits}` on {record['date']} ({record['host']}{wall}); each cell "
              f"the estimate [interval] and the test's verdict, *exploratory* where measured on another experiment "
@@ -101,8 +104,9 @@ def main(argv=None) -> int:
     p.add_argument("report_dir")
     p.add_argument("dest")
     p.add_argument("--wall-s", type=float, default=None)
+    p.add_argument("--note", default="", help="what else the machine ran meanwhile (the wall time includes it)")
     args = p.parse_args(argv)
-    print(f"kept {keep(args.report_dir, args.dest, args.wall_s)}")
+    print(f"kept {keep(args.report_dir, args.dest, args.wall_s, args.note)}")
     return 0
 
 
