@@ -32,6 +32,9 @@ def test_a_study_is_planned_on_saved_runs_without_measuring(tmp_path):
     assert (table.estimated_s >= 0).all()
     with pytest.raises(ConfigError, match="plan_study: unknown study 'gradient'; studies are gradients, steps"):
         pgdiag.plan_study("gradient", [run.path])
+    # the README's sizes up to 1e6 as written: the scale's true gradient follows them (10 × the largest N)
+    big = pgdiag.plan_study("gradients", [run.path], iterations=[2], sizes=(100, 10_000, 1_000_000), show=False)
+    assert int(big.units.sum()) == 2
 
 
 def test_a_papers_report_is_planned_with_each_shared_program_once(monkeypatch, capsys):

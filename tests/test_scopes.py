@@ -135,3 +135,14 @@ def test_another_experiment_is_read_where_the_paper_read_its_own():
                          "lr_share": 1.0, "pairs": 2048.0, "run_iterations": 100, "model": "brax"})
     row = _claim(claims.evaluate(pd.DataFrame(rows), paper="CL"))
     assert row.scope == "exploratory" and row.value == pytest.approx(0.23)
+
+
+def test_a_scales_true_gradient_follows_the_sizes_a_user_gives():
+    """fig-grad-true's smoke scale sizes its true gradient for its own N; a user's sizes up to 1e6 take a truth of
+    TRUE_RATIO × 1e6 = 1e7 pairs, unless the user sizes the truth too."""
+    from pgdiag.experiments import targets
+
+    sc = targets.get("fig-grad-true").scales["smoke"]
+    assert sc.measuring("gradients", "hopper", {"sizes": (100, 1_000_000)})["true_pairs"] == 10_000_000
+    assert sc.measuring("gradients", "hopper", {"sizes": (100, 1_000_000), "true_pairs": 2_000_000})["true_pairs"] \
+        == 2_000_000

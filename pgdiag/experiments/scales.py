@@ -43,8 +43,16 @@ class Scale:
         return {**self.overrides, **self.task_overrides.get(task, {}), **(user or {})}
 
     def measuring(self, name: str, task: str | None = None, user: Mapping | None = None) -> dict:
-        """The settings of measurement ``name`` on ``task``: the scale's, the task's, then the ``user``'s."""
-        return {**self.settings.get(name, {}), **(self.task_settings.get(task, {}) if task else {}), **(user or {})}
+        """The settings of measurement ``name`` on ``task``: the scale's, the task's, then the ``user``'s. A true
+        gradient the scale sizes follows sizes the user gives (TRUE_RATIO × their largest N, CL Fig 3) unless the
+        user sizes it too."""
+        from pgdiag.diagnostics.sizes import MAX_PAIRS, TRUE_RATIO
+
+        merged = {**self.settings.get(name, {}), **(self.task_settings.get(task, {}) if task else {}), **(user or {})}
+        user = user or {}
+        if "sizes" in user and "true_pairs" not in user and merged.get("true_pairs"):
+            merged["true_pairs"] = int(min(TRUE_RATIO * max(user["sizes"]), 16 * MAX_PAIRS))
+        return merged
 
     def checkpoints(self, name: str) -> tuple | None:
         """The checkpoints measurement ``name`` measures (None: every one the runs keep)."""
