@@ -133,11 +133,14 @@ def aggregate(score_dict: Mapping[str, np.ndarray], reps: int = 2000, level: flo
     value, low, high, runs, tasks)."""
     import pandas as pd
 
+    import zlib
+
     rows = []
-    for k, (name, scores) in enumerate(score_dict.items()):
+    for name, scores in score_dict.items():
         x = _matrix(scores, name)
+        stream = seed + 1000 * (zlib.crc32(str(name).encode()) % 1_000_000)   # by name: any order, same numbers
         for j, est in enumerate(ESTIMATORS):
-            value, low, high = interval(x, est, reps, level, seed + 1000 * k + j)
+            value, low, high = interval(x, est, reps, level, stream + j)
             rows.append({"algorithm": name, "estimator": est, "value": value, "low": low, "high": high,
                          "runs": x.shape[0], "tasks": x.shape[1]})
     return pd.DataFrame(rows)

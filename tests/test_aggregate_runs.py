@@ -49,3 +49,28 @@ def test_the_cli_aggregates_saved_runs(tmp_path, capsys):
     assert main(["aggregate", out, "--range", "point_mass=0"]) == 2
     assert "expected TASK=LOW,HIGH with two numbers" in capsys.readouterr().err
     assert main(["aggregate", str(tmp_path / "missing")]) == 2
+
+
+def test_the_bootstrap_is_the_same_whatever_the_order_of_the_algorithms():
+    """One algorithm's intervals do not depend on which others are aggregated beside it, or in which order (its
+    bootstrap stream is seeded by its name): the command line and a Python call give the same numbers."""
+    from pgdiag import aggregates
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 2)), rng.normal(size=(5, 2)) + 0.5
+    one = aggregates.aggregate({"ppo": a, "trpo": b}, reps=300).set_index(["algorithm", "estimator"]).sort_index()
+    two = aggregates.aggregate({"trpo": b, "ppo": a}, reps=300).set_index(["algorithm", "estimator"]).sort_index()
+    alone = aggregates.aggregate({"trpo": b}, reps=300).set_index(["algorithm", "estimator"]).sort_index()
+    pd.testing.assert_frame_equal(one, two)
+    pd.testing.assert_frame_equal(one.loc[["trpo"]], alone)
+
+
+def test_the_cli_prints_the_probability_of_improvement_of_each_pair(tmp_path, capsys):
+    runs = [str(tmp_path / a) for a in ("ppo", "trpo")]
+    for algorithm, out in zip(("ppo", "trpo"), runs):
+        own = {k: v for k, v in SMALL.items() if not (algorithm == "trpo" and k == "ppo_epochs")}
+        sweep(preset(algorithm, "point_mass", **own), seeds=[0, 1], out=out)
+    assert main(["aggregate", *runs, "--reps", "200"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if "ppo vs trpo" in line]
+    assert "P(x > y)" in row

@@ -164,8 +164,10 @@ def cmd_aggregate(args) -> None:
 
     if args.reps < 100:
         raise ConfigError(f"--reps {args.reps}: at least 100 bootstrap replicates, for 95% percentile intervals")
+    from pgdiag.experiments.aggregate_tables import combined
+
     result = aggregate_runs(args.runs, args.metric, _ranges(args.range), args.reps, out=args.out)
-    print(result["table"].round(4).to_string(index=False))
+    print(combined(result["table"], result["improvements"]).to_string(index=False))   # P(X > Y) rows after them
     print(result["note"])
     if "markdown" in result:
         print(f"wrote {result['markdown']}, {result['csv']} and {result['figure']}")

@@ -10,6 +10,7 @@ score any algorithm reached on the task, which the table says.
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -49,8 +50,10 @@ def aggregate_runs(paths, metric: str = "mean_return", ranges: dict | None = Non
                    seed: int = 0, out: str | None = None) -> dict:
     """The aggregate table of the runs in `paths`, and where `out` is given its Markdown and CSV there, with the
     performance profiles' figure."""
-    summary = summarize(final_scores(paths, metric), f"each agent's last recorded {metric}", ranges=ranges,
-                        reps=reps, seed=seed)
+    scores = final_scores(paths, metric)
+    labels = sorted(set(scores.label))
+    summary = summarize(scores, f"each agent's last recorded {metric}", pairs=list(itertools.combinations(labels, 2)),
+                        ranges=ranges, reps=reps, seed=seed)
     if not out:
         return summary
     return write_aggregates(summary, os.path.join(out, "aggregates"), "Aggregates over tasks × seeds")

@@ -95,13 +95,13 @@ def write_aggregates(summary: dict, path_stem: str, title: str) -> dict:
     from pgdiag.experiments import figures
 
     os.makedirs(os.path.dirname(path_stem) or ".", exist_ok=True)
-    md, csv = figures.write_table(_combined(summary["table"], summary["improvements"]), path_stem, title,
+    md, csv = figures.write_table(combined(summary["table"], summary["improvements"]), path_stem, title,
                                   summary["note"])
     figure = plot_profiles(summary["by_label"], f"{path_stem}-profiles.png", title, summary["reps"], summary["seed"])
     return {**summary, "markdown": md, "csv": csv, "figure": figure}
 
 
-def _combined(table, improvements):
+def combined(table, improvements):
     """The aggregate rows, then the P(X > Y) rows in the same columns (estimator "P(x > y)")."""
     import pandas as pd
 
@@ -113,4 +113,4 @@ def _combined(table, improvements):
     return pd.concat([table, rows.round(4)], ignore_index=True)
 
 
-__all__ = ["COVERAGE", "TAUS", "improvements", "normalized", "plot_profiles", "summarize", "write_aggregates"]
+__all__ = ["COVERAGE", "TAUS", "combined", "improvements", "normalized", "plot_profiles", "summarize", "write_aggregates"]
