@@ -6,7 +6,7 @@ _host_devices()  # first: JAX takes its CPU device count only before it starts (
 
 import warnings as _warnings  # noqa: E402
 
-from pgdiag.config.setting import Notice, show_notices as _show_notices  # noqa: E402
+from pgdiag.errors import Notice, show_notices as _show_notices  # noqa: E402
 
 if not getattr(_warnings.showwarning, "pgdiag", False):   # pgdiag's notices as one line each
     _warnings.showwarning = _show_notices(_warnings.showwarning)
@@ -25,6 +25,7 @@ from pgdiag.experiments.planner import plan_report, plan_study, plan_sweep
 __version__ = "0.1.0"
 
 __all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
-           "Notice", "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint", "load_policy",
-           "load_run", "make_train", "plan", "plan_report", "plan_study", "plan_sweep", "preset", "preset_names",
-           "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep", "train"]
+           "Notice", "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint",
+           "load_policy", "load_run", "make_train", "plan", "plan_report", "plan_study", "plan_sweep", "preset",
+           "preset_names", "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep",
+           "train"]

@@ -7,8 +7,8 @@ ROOT = pathlib.Path(__file__).parent.parent / "pgdiag"
 
 #: the layers, lowest first (docs/development.md); the modules at the package's top level that the trainer
 #: builds on share one layer
-LAYERS = ("config", "envs", "core", "adapters", "algorithms", "stages", "trainer", "run", "diagnostics", "experiments",
-          "cli")
+LAYERS = ("errors", "config", "envs", "core", "adapters", "algorithms", "stages", "trainer", "run", "diagnostics",
+          "experiments", "cli")
 CORE = {"rollout", "networks", "normalize", "objectives", "optim", "policy", "stats", "aggregates"}
 
 #: the imports that read upward inside a function, each for a stated reason

@@ -32,7 +32,7 @@ import numpy as np
 from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_torch
 from pgdiag.adapters.files import load_json, load_npz, open_zip, read_bytes, read_member
 from pgdiag.adapters.pickles import CAPS
-from pgdiag.config.setting import Notice
+from pgdiag.errors import Notice
 from pgdiag.normalize import NORM_EPS
 
 #: the frameworks whose saved policies are read

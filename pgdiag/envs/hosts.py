@@ -21,7 +21,7 @@ import dataclasses
 import json
 import os
 
-from pgdiag.config import ConfigError
+from pgdiag.errors import ConfigError
 
 #: what a profile file says it is
 FORMAT = "pgdiag host profile"

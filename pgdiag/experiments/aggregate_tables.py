@@ -113,4 +113,5 @@ def combined(table, improvements):
     return pd.concat([table, rows.round(4)], ignore_index=True)
 
 
-__all__ = ["COVERAGE", "TAUS", "combined", "improvements", "normalized", "plot_profiles", "summarize", "write_aggregates"]
+__all__ = ["COVERAGE", "TAUS", "combined", "improvements", "normalized", "plot_profiles", "summarize",
+           "write_aggregates"]
