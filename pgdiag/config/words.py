@@ -62,31 +62,4 @@ def choices(values) -> str:
     return ", ".join(map(str, values))
 
 
-def describe(s, style: Style) -> str:
-    """What the `Setting` ``s`` allows, with its ``why``."""
-    from pgdiag.config.setting import _kind_of, _element_kind, _choices, Range, Choices
-
-    kind, allowed = _kind_of(s.default), _choices(s.allowed)
-    if isinstance(allowed, str) and allowed:
-        text = allowed
-    elif kind is bool:
-        text = "True or False"
-    elif isinstance(allowed, Choices):
-        text = f"one of {choices(allowed.all())}"
-    elif kind is tuple:
-        items, of = _choices(s.items), _element_kind(s)
-        text = "a non-empty list" if s.nonempty else "a list"
-        if isinstance(items, Range):
-            text += f" of {interval(items, style, of, plural=True)}"
-        elif isinstance(items, Choices):
-            text += f" of: {choices(items.all())}"
-        elif of in (int, float, str):
-            text += " of " + {int: style.int_plural, float: style.real_plural, str: "strings"}[of]
-    elif isinstance(allowed, Range):
-        text = interval(allowed, style, kind)
-    else:
-        text = {int: style.int_noun, float: style.real_noun, str: "a string"}.get(kind, f"a {kind.__name__}")
-    return f"{text} ({s.why})" if s.why else text
-
-
-__all__ = ["CONFIG", "DIAGNOSTIC", "Style", "describe", "interval", "number"]
+__all__ = ["CONFIG", "DIAGNOSTIC", "Style", "choices", "interval", "number"]

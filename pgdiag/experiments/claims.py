@@ -49,10 +49,23 @@ import numpy as np
 from pgdiag import stats
 from pgdiag.experiments.claims_cl import CL_CLAIMS
 from pgdiag.experiments.claims_im import IM_CLAIMS
-from pgdiag.experiments.paper_claims import KINDS, Claim, by_key
+from pgdiag.experiments.paper_claims import KINDS, Claim
 from pgdiag.experiments.scopes import but_the_experiment, in_window, measured_at, missing, run_words, scope_mask
 
 CLAIMS = CL_CLAIMS + IM_CLAIMS
+
+
+def claims() -> tuple:
+    """Every claim of both papers."""
+    return CLAIMS
+
+
+def by_key(key: str) -> Claim:
+    """The claim named ``key``."""
+    for claim in CLAIMS:
+        if claim.key == key:
+            return claim
+    raise KeyError(f"unknown claim {key!r}; claims: {', '.join(c.key for c in CLAIMS)}")
 
 
 

@@ -113,23 +113,4 @@ def _rule(test, threshold) -> str:
     return f"{test} {threshold:g}"
 
 
-def _all():
-    from pgdiag.experiments.claims_cl import CL_CLAIMS
-    from pgdiag.experiments.claims_im import IM_CLAIMS
-
-    return CL_CLAIMS + IM_CLAIMS
-
-
-def claims() -> tuple:
-    """Every claim of both papers."""
-    return _all()
-
-
-def by_key(key: str) -> Claim:
-    for claim in _all():
-        if claim.key == key:
-            return claim
-    raise KeyError(f"unknown claim {key!r}; claims: {', '.join(c.key for c in _all())}")
-
-
-__all__ = ["Claim", "KINDS", "Level", "MODELS", "ROLES", "RUN_LENGTH_TOLERANCE", "Scope", "WINDOWS", "by_key", "claims"]
+__all__ = ["Claim", "KINDS", "Level", "MODELS", "ROLES", "RUN_LENGTH_TOLERANCE", "Scope", "WINDOWS"]

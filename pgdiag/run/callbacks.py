@@ -50,7 +50,7 @@ class Callback:
         """However the run ended (``event.status``)."""
 
 
-class _Function(Callback):
+class Function(Callback):
     """A plain function, called on each chunk."""
 
     def __init__(self, fn):
@@ -58,24 +58,6 @@ class _Function(Callback):
 
     def on_chunk(self, event: Event) -> None:
         self.fn(event)
-
-
-def as_callbacks(callbacks=None, loggers=None, run_dir: str | None = None) -> list:
-    """Callbacks from ``callbacks`` (Callback objects or functions of an Event, called per chunk) and
-    ``loggers`` (names of [`pgdiag.run.trackers.LOGGERS`][pgdiag.run.trackers.LOGGERS] or logger objects),
-    checked before anything compiles (``run_dir``: where the run writes, None for none)."""
-    from pgdiag.run import trackers
-
-    out = []
-    for c in callbacks or ():
-        if isinstance(c, Callback):
-            out.append(c)
-        elif callable(c):
-            out.append(_Function(c))
-        else:
-            raise TypeError(f"callbacks: expected a pgdiag.Callback or a function of an Event, got "
-                            f"{type(c).__name__}")
-    return out + trackers.make(loggers, run_dir)
 
 
 class Dispatch:
@@ -98,4 +80,4 @@ class Dispatch:
                                  f"({type(err).__name__}: {why}); it is called no more, the run goes on\n")
 
 
-__all__ = ["Callback", "Event", "as_callbacks"]
+__all__ = ["Callback", "Dispatch", "Event", "Function"]

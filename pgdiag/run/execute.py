@@ -39,7 +39,7 @@ import jax
 
 from pgdiag.config import Config, ConfigError
 from pgdiag.run import distributed, provenance, split, store
-from pgdiag.run.callbacks import as_callbacks
+from pgdiag.run.trackers import as_callbacks
 from pgdiag.run.claim import claim, stopped_before_starting
 from pgdiag.run.interrupts import sigterm_interrupts, writing
 from pgdiag.run.loop import run_loop

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from pgdiag.config import ConfigError
-from pgdiag.run.callbacks import Callback, Event
+from pgdiag.run.callbacks import Callback, Event, Function
 
 
 def _agent_rows(event: Event):
@@ -181,4 +181,40 @@ def make(loggers, run_dir: str | None = None) -> list:
     return out
 
 
-__all__ = ["LOGGERS", "MLflowLogger", "TensorBoardLogger", "WandbLogger", "make"]
+def as_callbacks(callbacks=None, loggers=None, run_dir: str | None = None) -> list:
+    """Callbacks from ``callbacks`` (Callback objects or functions of an Event, called per chunk) and
+    ``loggers`` (names of [`pgdiag.run.trackers.LOGGERS`][pgdiag.run.trackers.LOGGERS] or logger objects),
+    checked before anything compiles (``run_dir``: where the run writes, None for none)."""
+    out = []
+    for c in callbacks or ():
+        if isinstance(c, Callback):
+            out.append(c)
+        elif callable(c):
+            out.append(Function(c))
+        else:
+            raise TypeError(f"callbacks: expected a pgdiag.Callback or a function of an Event, got "
+                            f"{type(c).__name__}")
+    return out + make(loggers, run_dir)
+
+
+class Dispatch:
+    """Calls every callback's hook; one that raises is named and dropped, the others go on."""
+
+    def __init__(self, callbacks: list):
+        self.callbacks = list(callbacks)
+
+    def __bool__(self) -> bool:
+        return bool(self.callbacks)
+
+    def call(self, hook: str, event: Event) -> None:
+        for c in list(self.callbacks):
+            try:
+                getattr(c, hook)(event)
+            except Exception as err:   # noqa: BLE001 — a watcher's failure must not stop the training it watches
+                self.callbacks.remove(c)
+                why = " ".join(str(err).split())[:300]
+                sys.stderr.write(f"{event.label}: callback {type(c).__name__}.{hook} failed "
+                                 f"({type(err).__name__}: {why}); it is called no more, the run goes on\n")
+
+
+__all__ = ["LOGGERS", "MLflowLogger", "TensorBoardLogger", "WandbLogger", "as_callbacks", "make"]
