@@ -42,12 +42,12 @@ import hashlib, json, resource, sys
 cap = int(sys.argv[1]) << 20
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 import numpy as np
-from pgdiag.adapters import archives
+from pgdiag.adapters import archives, torch_zip
 from pgdiag.adapters.policies import read_policy
 
 def load(kind, path):
     if kind == "cleanrl":
-        return archives.load_torch(open(path, "rb").read())
+        return torch_zip.load_torch(open(path, "rb").read())
     if kind == "sb3":
         return read_policy("sb3", path).policy
     return archives.load_pickle_file(path)

@@ -2,12 +2,13 @@
 Stable-Baselines3 ([`pgdiag.adapters.policies`][pgdiag.adapters.policies]), Brax and MuJoCo Playground
 environments as tasks ([`pgdiag.adapters.brax_envs`][pgdiag.adapters.brax_envs],
 [`pgdiag.adapters.playground_envs`][pgdiag.adapters.playground_envs]), and the restricted reading of their files
-([`pgdiag.adapters.archives`][pgdiag.adapters.archives])."""
+([`pgdiag.adapters.archives`][pgdiag.adapters.archives], [`pgdiag.adapters.torch_zip`][pgdiag.adapters.torch_zip])."""
 
-from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_pickle_file, load_torch
+from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_pickle_file
 from pgdiag.adapters.brax_envs import register_brax_env
 from pgdiag.adapters.playground_envs import register_playground_env
 from pgdiag.adapters.policies import KINDS, ExternalPolicy, read_policy
+from pgdiag.adapters.torch_zip import load_torch
 
 __all__ = ["ArchiveError", "ExternalPolicy", "Fields", "KINDS", "load_pickle", "load_pickle_file", "load_torch",
            "read_policy", "register_brax_env", "register_playground_env"]

@@ -23,8 +23,8 @@ import dataclasses
 
 import numpy as np
 
-from pgdiag.adapters.files import load_json, load_npz, open_zip, read_bytes, read_member
-from pgdiag.adapters.pickles import CAPS, ArchiveError, Call, Caps, Global, Persistent, parse, shown
+from pgdiag.adapters.files import load_json, load_npz, read_bytes
+from pgdiag.adapters.pickles import CAPS, ArchiveError, Call, Caps, Global, parse
 
 
 class Fields:
@@ -55,14 +55,7 @@ RECORDS = {("brax.training.acme.running_statistics", "RunningStatisticsState"), 
            ("numpy.random._pickle", "__generator_ctor"), ("numpy.random._pickle", "__bit_generator_ctor"),
            ("numpy.random._pcg64", "PCG64"), ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
            ("numpy.random.bit_generator", "SeedSequence")}
-TORCH_TENSOR = {("torch._utils", "_rebuild_tensor_v2")}
-TORCH_PARAMETER = {("torch._utils", "_rebuild_parameter")}
-#: torch's storage classes (the typed names torch.save writes) -> the numpy dtype of their bytes
-TORCH_STORAGES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
-                  "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
-                  "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_}
 PLAIN = ARRAY | FROMBUFFER | SCALAR | MARKERS | DTYPE | ORDERED_DICT | JAX_ARRAY | VALUE | RECORDS
-TORCH = PLAIN | TORCH_TENSOR | TORCH_PARAMETER | {("torch", name) for name in TORCH_STORAGES}
 #: numpy type codes an array may have (numeric and boolean; never object, void, string or datetime)
 DTYPES = {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"}
 
@@ -101,8 +94,8 @@ def _shape(shape, what: str, caps: Caps) -> tuple:
 class _Resolve:
     """Inert values -> numpy arrays, dicts, lists and `Fields`; ``storage(key, dtype, numel)`` reads torch's."""
 
-    def __init__(self, caps: Caps, storage=None):
-        self.budget, self.caps, self.storage = _Budget(caps), caps, storage
+    def __init__(self, caps: Caps):
+        self.budget, self.caps = _Budget(caps), caps
         self.active: set = set()
         self.arrays: dict = {}   # id(Call) -> the array it made: a shared array is built (and counted) once
 
@@ -166,10 +159,10 @@ class _Resolve:
             return self(c.args[0], depth)
         if key in RECORDS:
             return self._record(c, depth)
-        if key in TORCH_TENSOR:
-            return self._tensor(c)
-        if key in TORCH_PARAMETER and c.args:
-            return self(c.args[0], depth)
+        return self._other(c, key, depth)
+
+    def _other(self, c: Call, key: tuple, depth: int):
+        """A call of a name only a subclass reads (torch's): refused here."""
         raise ArchiveError(f"{c.func} is not made by a call here")
 
     def _ordered_dict(self, c: Call, depth: int) -> dict:
@@ -255,38 +248,6 @@ class _Resolve:
             raise ArchiveError("a jax array pickled other than jax writes one")
         return self._array(Call(c.args[0], c.args[1] if isinstance(c.args[1], tuple) else (), states=[c.args[2]]))
 
-    # -- torch
-    def _tensor(self, c: Call) -> np.ndarray:
-        """torch's _rebuild_tensor_v2(storage, offset, size, stride, …): the view, bounds-checked, copied out."""
-        if len(c.args) < 4 or not isinstance(c.args[0], Persistent) or self.storage is None:
-            raise ArchiveError("a torch tensor pickled other than torch.save writes one")
-        storage = self._storage(c.args[0].pid)
-        offset = _int(c.args[1], "a tensor's storage offset")
-        shape = _shape(c.args[2], "a tensor", self.caps)
-        stride = c.args[3]
-        if not (isinstance(stride, tuple) and len(stride) == len(shape)):
-            raise ArchiveError(f"a tensor's strides {str(stride)[:60]} do not match its shape {shape}")
-        stride = tuple(_int(s, "a tensor's stride") for s in stride)
-        if 0 in shape:
-            return np.zeros(shape, storage.dtype)
-        last = offset + sum((n - 1) * s for n, s in zip(shape, stride))
-        if last >= storage.size:
-            raise ArchiveError(f"a tensor {shape} at offset {offset} with strides {stride} reaches element {last} "
-                               f"of a storage holding {storage.size}")
-        self.budget.take(int(np.prod(shape, dtype=np.int64)) * storage.itemsize, f"a {shape} tensor")
-        # every element the view reaches lies in [offset, last] ⊂ the storage (strides ≥ 0, checked above)
-        view = np.lib.stride_tricks.as_strided(storage[offset:], shape=shape,
-                                               strides=[s * storage.itemsize for s in stride], writeable=False)
-        return np.array(view, dtype=storage.dtype.newbyteorder("="), order="C")
-
-    def _storage(self, pid) -> np.ndarray:
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], Global)
-                and pid[1].module == "torch" and pid[1].name in TORCH_STORAGES and isinstance(pid[2], str)):
-            raise ArchiveError(f"refusing a persistent reference {str(pid)[:80]}: not a torch tensor storage")
-        numel = _int(pid[4], "a storage's element count")
-        return self.storage(pid[2], np.dtype(TORCH_STORAGES[pid[1].name]), numel, self.budget)
-
-
 def _name(value) -> str:
     return str(value.func) + "(…)" if isinstance(value, Call) else type(value).__name__
 
@@ -302,40 +263,5 @@ def load_pickle_file(path: str, caps: Caps = CAPS):
     return load_pickle(read_bytes(path, "the parameter pickle", caps.pickle_bytes), caps)
 
 
-def load_torch(data: bytes, caps: Caps = CAPS) -> dict:
-    """The object a `torch.save` zip holds (a state dict: names to numpy arrays), read without torch."""
-    archive = open_zip(data, "a torch.save archive", caps)
-    pickles = [n for n in archive.namelist() if n.endswith("/data.pkl")]
-    if len(pickles) != 1:
-        raise ArchiveError(f"not a torch.save archive: expected one */data.pkl, found {pickles[:4] or 'none'}")
-    prefix = pickles[0][:-len("data.pkl")]
-    names = set(archive.namelist())
-    if f"{prefix}byteorder" in names and read_member(archive, f"{prefix}byteorder", 64).strip() \
-            != b"little":
-        raise ArchiveError("a big-endian torch archive: only little-endian archives are read")
-    storages: dict = {}
-
-    def storage(key: str, dtype: np.dtype, numel: int, budget: _Budget) -> np.ndarray:
-        if key not in storages:   # read once, however many tensors view it
-            member = f"{prefix}data/{key}"
-            if member not in names:
-                raise ArchiveError(f"the archive names a storage {shown(key)!r} it does not hold")
-            raw = read_member(archive, member, caps.member_bytes)
-            if len(raw) != numel * dtype.itemsize:
-                raise ArchiveError(f"storage {shown(key)!r} holds {len(raw)} bytes, not the {numel} elements of "
-                                   f"{dtype.itemsize} bytes it declares")
-            budget.take(len(raw), f"storage {shown(key)!r}")
-            storages[key] = np.frombuffer(raw, dtype=dtype.newbyteorder("<"))
-        if storages[key].size != numel:
-            raise ArchiveError(f"storage {shown(key)!r} is named with {numel} elements and with {storages[key].size}")
-        return storages[key]
-
-    value = parse(read_member(archive, pickles[0], caps.pickle_bytes), _allows(TORCH), caps)
-    loaded = _Resolve(caps, storage)(value)
-    if not isinstance(loaded, dict):
-        raise ArchiveError(f"a torch archive holding a {type(loaded).__name__}, not a state dict")
-    return loaded
-
-
 __all__ = ["ArchiveError", "Caps", "Fields", "load_json", "load_npz", "load_pickle", "load_pickle_file",
-           "load_torch", "read_bytes"]
+           "read_bytes"]

@@ -103,6 +103,10 @@ class _Machine:
             raise ArchiveError("the pickle pops more values than it pushed since its last mark")
         return self.stack.pop()
 
+    def popn(self, n: int) -> list:
+        """The top ``n`` values, in the order they were pushed."""
+        return [self.pop() for _ in range(n)][::-1]
+
     def top(self):
         if len(self.stack) <= (self.marks[-1] if self.marks else 0):
             raise ArchiveError("the pickle works on a value it never pushed")
@@ -183,6 +187,8 @@ class _Machine:
         self.push(target)
 
     def setitems(self, target, pairs: list) -> None:
+        """``pairs`` into ``target`` (None: the value on top of the stack, once the pairs are popped)."""
+        target = self.top() if target is None else target
         self.count(len(pairs))
         if isinstance(target, dict):
             for k, v in pairs:
@@ -192,7 +198,9 @@ class _Machine:
         else:
             raise ArchiveError(f"the pickle sets items on a {type(target).__name__}")
 
-    def appends(self, target, values: list) -> None:
+    def appends(self, values: list) -> None:
+        """``values`` appended to the value on top of the stack (once they are popped)."""
+        target = self.top()
         self.count(len(values))
         if isinstance(target, list):
             target.extend(values)
@@ -227,26 +235,6 @@ def _pairs(values: list) -> list:
     return list(zip(values[0::2], values[1::2]))
 
 
-def _setitems(m: _Machine, _):
-    values = m.pop_mark()
-    m.setitems(m.top(), _pairs(values))
-
-
-def _setitem(m: _Machine, _):
-    v, k = m.pop(), m.pop()
-    m.setitems(m.top(), [(k, v)])
-
-
-def _appends(m: _Machine, _):
-    values = m.pop_mark()
-    m.appends(m.top(), values)
-
-
-def _append(m: _Machine, _):
-    v = m.pop()
-    m.appends(m.top(), [v])
-
-
 def _dict(m: _Machine, _):
     d: dict = {}
     m.setitems(d, _pairs(m.pop_mark()))
@@ -259,45 +247,6 @@ def _list(m: _Machine, _):
     m.push(list(values))
 
 
-def _tuple_n(n):
-    def handler(m: _Machine, _):
-        values = [m.pop() for _ in range(n)][::-1]
-        m.push(m.tuple_of(values))
-    return handler
-
-
-def _frozenset(m: _Machine, _):
-    m.push(frozenset(_key(v) for v in m.pop_mark()))
-
-
-def _stack_global(m: _Machine, _):
-    name, module = m.pop(), m.pop()
-    m.global_(module, name)
-
-
-def _reduce(m: _Machine, _):
-    args, func = m.pop(), m.pop()
-    m.call(func, args)
-
-
-def _newobj(m: _Machine, _):
-    args, cls = m.pop(), m.pop()
-    m.call(cls, args)
-
-
-def _newobj_ex(m: _Machine, _):
-    kwargs, args, cls = m.pop(), m.pop(), m.pop()
-    m.call(cls, args, kwargs)
-
-
-def _persid(m: _Machine, arg):
-    m.push(Persistent(arg))
-
-
-def _binpersid(m: _Machine, _):
-    m.push(Persistent(m.pop()))
-
-
 def _pop(m: _Machine, _):   # as pickle's own: POP on an empty frame discards the mark
     if m.marks and len(m.stack) == m.marks[-1]:
         m.pop_mark()
@@ -305,18 +254,10 @@ def _pop(m: _Machine, _):   # as pickle's own: POP on an empty frame discards th
         m.pop()
 
 
-def _pop_mark(m: _Machine, _):
-    m.pop_mark()
-
-
-def _global(m: _Machine, arg):
-    module, _, name = str(arg).partition(" ")
-    m.global_(module, name)
-
-
 _HANDLERS = {
     "PROTO": lambda m, a: None, "FRAME": lambda m, a: None, "READONLY_BUFFER": lambda m, a: None,
-    "MARK": lambda m, a: m.mark(), "POP": _pop, "POP_MARK": _pop_mark, "DUP": lambda m, a: m.push(m.top()),
+    "MARK": lambda m, a: m.mark(), "POP": _pop, "POP_MARK": lambda m, a: m.pop_mark(),
+    "DUP": lambda m, a: m.push(m.top()),
     "NONE": lambda m, a: m.push(None), "NEWTRUE": lambda m, a: m.push(True), "NEWFALSE": lambda m, a: m.push(False),
     **{op: (lambda m, a: m.push(a)) for op in (
         "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
@@ -324,13 +265,18 @@ _HANDLERS = {
         "BINBYTES", "SHORT_BINBYTES", "BINBYTES8")},
     "BYTEARRAY8": lambda m, a: m.push(bytes(a)),   # kept immutable: nothing here writes into it
     "EMPTY_TUPLE": lambda m, a: m.push(()), "TUPLE": lambda m, a: m.push(m.tuple_of(m.pop_mark())),
-    "TUPLE1": _tuple_n(1), "TUPLE2": _tuple_n(2), "TUPLE3": _tuple_n(3),
-    "EMPTY_LIST": lambda m, a: m.push([]), "LIST": _list, "APPEND": _append, "APPENDS": _appends,
-    "EMPTY_DICT": lambda m, a: m.push({}), "DICT": _dict, "SETITEM": _setitem, "SETITEMS": _setitems,
-    "FROZENSET": _frozenset,
-    "GLOBAL": _global, "STACK_GLOBAL": _stack_global, "REDUCE": _reduce, "NEWOBJ": _newobj,
-    "NEWOBJ_EX": _newobj_ex, "BUILD": lambda m, a: m.build(a),
-    "PERSID": _persid, "BINPERSID": _binpersid,
+    **{f"TUPLE{n}": (lambda m, a, n=n: m.push(m.tuple_of(m.popn(n)))) for n in (1, 2, 3)},
+    "EMPTY_LIST": lambda m, a: m.push([]), "LIST": _list,
+    "APPEND": lambda m, a: m.appends(m.popn(1)), "APPENDS": lambda m, a: m.appends(m.pop_mark()),
+    "EMPTY_DICT": lambda m, a: m.push({}), "DICT": _dict,
+    "SETITEM": lambda m, a: m.setitems(None, [tuple(m.popn(2))]),
+    "SETITEMS": lambda m, a: m.setitems(None, _pairs(m.pop_mark())),
+    "FROZENSET": lambda m, a: m.push(frozenset(_key(v) for v in m.pop_mark())),
+    "GLOBAL": lambda m, a: m.global_(*str(a).partition(" ")[::2]),
+    "STACK_GLOBAL": lambda m, a: m.global_(*m.popn(2)),
+    "REDUCE": lambda m, a: m.call(*m.popn(2)), "NEWOBJ": lambda m, a: m.call(*m.popn(2)),
+    "NEWOBJ_EX": lambda m, a: m.call(*m.popn(3)), "BUILD": lambda m, a: m.build(a),
+    "PERSID": lambda m, a: m.push(Persistent(a)), "BINPERSID": lambda m, a: m.push(Persistent(m.pop())),
     **{op: (lambda m, a: m.memo_put(a)) for op in ("PUT", "BINPUT", "LONG_BINPUT")},
     "MEMOIZE": lambda m, a: m.memo_put(len(m.memo)),
     **{op: (lambda m, a: m.memo_get(a)) for op in ("GET", "BINGET", "LONG_BINGET")},

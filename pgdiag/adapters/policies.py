@@ -29,9 +29,10 @@ import warnings
 
 import numpy as np
 
-from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle, load_torch
+from pgdiag.adapters.archives import ArchiveError, Fields, load_pickle
 from pgdiag.adapters.files import load_json, load_npz, open_zip, read_bytes, read_member
 from pgdiag.adapters.pickles import CAPS
+from pgdiag.adapters.torch_zip import load_torch
 from pgdiag.errors import Notice
 from pgdiag.normalize import NORM_EPS
 
