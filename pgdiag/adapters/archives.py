@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from pgdiag.adapters.files import load_json, load_npz, read_bytes
+from pgdiag.adapters.files import read_bytes
 from pgdiag.adapters.pickles import CAPS, ArchiveError, Call, Caps, Global, parse
 
 
@@ -55,6 +55,7 @@ RECORDS = {("brax.training.acme.running_statistics", "RunningStatisticsState"), 
            ("numpy.random._pickle", "__generator_ctor"), ("numpy.random._pickle", "__bit_generator_ctor"),
            ("numpy.random._pcg64", "PCG64"), ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
            ("numpy.random.bit_generator", "SeedSequence")}
+#: every name a plain parameter pickle (Brax's, SB3's VecNormalize) may mention
 PLAIN = ARRAY | FROMBUFFER | SCALAR | MARKERS | DTYPE | ORDERED_DICT | JAX_ARRAY | VALUE | RECORDS
 #: numpy type codes an array may have (numeric and boolean; never object, void, string or datetime)
 DTYPES = {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"}
@@ -263,5 +264,4 @@ def load_pickle_file(path: str, caps: Caps = CAPS):
     return load_pickle(read_bytes(path, "the parameter pickle", caps.pickle_bytes), caps)
 
 
-__all__ = ["ArchiveError", "Caps", "Fields", "load_json", "load_npz", "load_pickle", "load_pickle_file",
-           "read_bytes"]
+__all__ = ["ArchiveError", "Caps", "Fields", "PLAIN", "load_pickle", "load_pickle_file"]

@@ -40,6 +40,7 @@ class Caps:
     elements: int = 1 << 24             # elements of one array (a 4096 × 4096 layer)
 
 
+#: the caps every loader applies unless given others
 CAPS = Caps()
 
 

@@ -19,6 +19,7 @@ TORCH_PARAMETER = {("torch._utils", "_rebuild_parameter")}
 TORCH_STORAGES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
                   "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
                   "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_}
+#: the names a torch.save archive's pickle may mention: the plain ones, torch's tensor rebuilders and storage types
 TORCH = PLAIN | TORCH_TENSOR | TORCH_PARAMETER | {("torch", name) for name in TORCH_STORAGES}
 
 
