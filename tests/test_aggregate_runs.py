@@ -33,9 +33,15 @@ def test_scores_are_normalized_per_task_and_unequal_seed_counts_are_refused():
         matrices(pd.concat([scores, _table([("ppo", "a", 5.0)])]))
 
 
-def test_the_cli_aggregates_saved_runs(tmp_path, capsys):
-    out = str(tmp_path / "run")
+@pytest.fixture(scope="module")
+def ppo_run(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("aggregate") / "ppo")
     sweep(preset("ppo", "point_mass", **SMALL), seeds=[0, 1, 2], out=out)
+    return out
+
+
+def test_the_cli_aggregates_saved_runs(ppo_run, tmp_path, capsys):
+    out = ppo_run
     m = load_run(out).metrics.dropna(subset=["mean_return"])
     final = m.sort_values("iteration").groupby("agent").tail(1).mean_return.to_numpy()   # each agent's last
     assert main(["aggregate", out, "--range", "point_mass=-200,0", "--reps", "200",
@@ -65,11 +71,10 @@ def test_the_bootstrap_is_the_same_whatever_the_order_of_the_algorithms():
     pd.testing.assert_frame_equal(one.loc[["trpo"]], alone)
 
 
-def test_the_cli_prints_the_probability_of_improvement_of_each_pair(tmp_path, capsys):
-    runs = [str(tmp_path / a) for a in ("ppo", "trpo")]
-    for algorithm, out in zip(("ppo", "trpo"), runs):
-        own = {k: v for k, v in SMALL.items() if not (algorithm == "trpo" and k == "ppo_epochs")}
-        sweep(preset(algorithm, "point_mass", **own), seeds=[0, 1], out=out)
+def test_the_cli_prints_the_probability_of_improvement_of_each_pair(ppo_run, tmp_path, capsys):
+    runs = [ppo_run, str(tmp_path / "trpo")]
+    sweep(preset("trpo", "point_mass", **{k: v for k, v in SMALL.items() if k != "ppo_epochs"}), seeds=[0, 1, 2],
+          out=runs[1])
     assert main(["aggregate", *runs, "--reps", "200"]) == 0
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if "ppo vs trpo" in line]
