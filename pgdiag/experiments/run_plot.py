@@ -29,10 +29,10 @@ def point_names(run) -> dict:
     return names
 
 
-def curves(run, metric: str, resamples: int = 1000):
+def curves(run, metric: str):
     """Per grid point and iteration: the mean of ``metric`` over seeds with its 95% Student-t interval (the
     seeds are the independent units; a bootstrap of 2–5 seeds covers far less than 95%) and the seed count
-    (iterations where it was not measured, NaN for every seed, are left out). ``resamples`` is unused."""
+    (iterations where it was not measured, NaN for every seed, are left out)."""
     import pandas as pd
 
     rows = []
@@ -56,7 +56,7 @@ def check_figure_path(out: str) -> None:
                           f"{', '.join('.' + e for e in endings)}")
 
 
-def plot(run_dir: str, metric: str, out: str | None = None, resamples: int = 1000) -> str:
+def plot(run_dir: str, metric: str, out: str | None = None) -> str:
     """Draw ``metric`` of the run in ``run_dir`` to ``out`` (default RUN_DIR/plots/METRIC.png)."""
     try:
         run = load_run(run_dir)
@@ -67,7 +67,7 @@ def plot(run_dir: str, metric: str, out: str | None = None, resamples: int = 100
         raise ConfigError(f"unknown metric {metric!r}; recorded metrics are: {', '.join(recorded)}")
     if out is not None:
         check_figure_path(out)
-    cur = curves(run, metric, resamples)
+    cur = curves(run, metric)
     if cur.empty:
         raise ConfigError(f"{metric!r} was not measured in {run_dir!r} (NaN at every iteration); held-out "
                           f"metrics need heldout_every > 0, exact ones the LQR task")

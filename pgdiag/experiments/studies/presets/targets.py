@@ -179,7 +179,7 @@ def table(summary, algorithms, with_aai: bool, scores=None):
 
 # --- the figure -----------------------------------------------------------------------
 
-def plot_rewards(metrics, path: str, title: str = "", resamples: int = 200, algorithms=ALGORITHM_PRESETS) -> str:
+def plot_rewards(metrics, path: str, title: str = "", algorithms=ALGORITHM_PRESETS) -> str:
     """Mean episodic reward over training per algorithm (of ``algorithms``), with a 95% Student-t band over
     agents."""
     plt = figures.pyplot()

@@ -89,10 +89,9 @@ SCALES = {
 }
 
 
-def curves(metrics, resamples: int = 200):
+def curves(metrics):
     """Per task, algorithm, batch (train / held-out), error and iteration: the mean over agents and its 95%
-    Student-t interval, the agents being the units (iterations where the error was not measured are left out;
-    ``resamples`` is unused)."""
+    Student-t interval, the agents being the units (iterations where the error was not measured are left out)."""
     import pandas as pd
 
     rows = []
