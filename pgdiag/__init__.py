@@ -4,6 +4,10 @@ from pgdiag.run.host_devices import configure as _host_devices
 
 _host_devices()  # first: JAX takes its CPU device count only before it starts (pgdiag.run.host_devices)
 
+from pgdiag.run.compile_cache import configure as _compile_cache  # noqa: E402
+
+_compile_cache()  # compiled programs kept across processes (pgdiag.run.compile_cache; PGDIAG_COMPILATION_CACHE=0)
+
 import warnings as _warnings  # noqa: E402
 
 from pgdiag.errors import Notice, show_notices as _show_notices  # noqa: E402
