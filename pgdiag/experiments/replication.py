@@ -95,11 +95,16 @@ def run(p: Part, runs: str) -> float:
     start = datetime.datetime.now(datetime.timezone.utc)
     sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit()})
     _write_json(log, sessions)
-    for name in p.targets:
-        t = targets.get(name)
-        t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
-    sessions[-1]["seconds"] = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds()
-    _write_json(log, sessions)
+    try:
+        for name in p.targets:
+            t = targets.get(name)
+            t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
+    except BaseException as err:   # stopped (a signal, an error): its time still counts, and how it ended is kept
+        sessions[-1]["stopped"] = type(err).__name__
+        raise
+    finally:
+        sessions[-1]["seconds"] = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds()
+        _write_json(log, sessions)
     return wall(runs, p)
 
 
