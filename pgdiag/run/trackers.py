@@ -197,24 +197,4 @@ def as_callbacks(callbacks=None, loggers=None, run_dir: str | None = None) -> li
     return out + make(loggers, run_dir)
 
 
-class Dispatch:
-    """Calls every callback's hook; one that raises is named and dropped, the others go on."""
-
-    def __init__(self, callbacks: list):
-        self.callbacks = list(callbacks)
-
-    def __bool__(self) -> bool:
-        return bool(self.callbacks)
-
-    def call(self, hook: str, event: Event) -> None:
-        for c in list(self.callbacks):
-            try:
-                getattr(c, hook)(event)
-            except Exception as err:   # noqa: BLE001 — a watcher's failure must not stop the training it watches
-                self.callbacks.remove(c)
-                why = " ".join(str(err).split())[:300]
-                sys.stderr.write(f"{event.label}: callback {type(c).__name__}.{hook} failed "
-                                 f"({type(err).__name__}: {why}); it is called no more, the run goes on\n")
-
-
 __all__ = ["LOGGERS", "MLflowLogger", "TensorBoardLogger", "WandbLogger", "as_callbacks", "make"]
