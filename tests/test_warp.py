@@ -135,7 +135,7 @@ def test_what_warp_cannot_run_is_named_before_compiling(monkeypatch, capsys):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "warp" else real(name, *a))
     with pytest.raises(ValueError, match=r"needs the warp-lang package, which is not installed: pip install "
-                                         r"'pgdiag\[warp\]'"):
+                                         r"'pgdiag-rl\[warp\]'"):
         envs.resolve_physics("hopper", "warp")
     assert mujoco_physics.warp_unavailable()
     # from the command line: one line naming the missing package, before anything compiles
