@@ -34,7 +34,7 @@ setup: $(VENV)/.installed
 # The documentation site from docs/ (MkDocs, Material theme, the API from the docstrings) into site/; warnings
 # are errors (mkdocs.yml: strict). Open site/index.html. First the pages' generated parts are rewritten from the
 # code (the settings reference from the settings' declarations, each target page's scales from its Scale records:
-# pgdiag/cli/gen_docs.py; tests/test_docs.py checks the committed pages are current). Then what the build does
+# tools/gen_docs.py; tests/test_docs.py checks the committed pages are current). Then what the build does
 # not see: reST roles in the docstrings (`$(PY) tools/docstring_roles.py` rewrites them into cross-references) or
 # left in the pages, and public names (__all__ of pgdiag, pgdiag.diagnostics) missing from the API reference or
 # without a docstring.
@@ -43,7 +43,7 @@ $(VENV)/.docs-installed: $(VENV)/.installed
 	touch $@
 
 docs: $(VENV)/.docs-installed
-	$(PY) -m pgdiag.cli.gen_docs
+	$(PY) tools/gen_docs.py
 	$(PY) tools/docstring_roles.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) tools/check_api_docs.py site
@@ -53,14 +53,14 @@ docs: $(VENV)/.docs-installed
 # (docs/targets/img/, docs/targets/smoke.json), then the pages regenerated.
 target-smoke: $(VENV)/.installed
 	$(PY) tools/target_smoke.py
-	$(PY) -m pgdiag.cli.gen_docs
+	$(PY) tools/gen_docs.py
 
 # Every target at the mid scale timed on this host, in the reports' order into one OUT (their shared runs trained
 # once): the closer look's, then the IM report's, then solver-compare (docs/targets/mid.json); hours on 2 cores.
 target-mid: $(VENV)/.installed
 	$(PY) tools/target_smoke.py --scale mid --targets $(CLOSER_LOOK_TARGETS) fig-trust-region fig-theorem \
 	  fig-ablation table-2 table-3 fig-rewards solver-compare
-	$(PY) -m pgdiag.cli.gen_docs
+	$(PY) tools/gen_docs.py
 
 # The wheel and sdist build (python -m build), the native handler's source inside both, and the wheel installs into
 # a clean virtual environment whose `pgdiag` command runs (CI runs it).
@@ -187,7 +187,7 @@ hopper-1m: setup
 
 # The notebooks' "Open in Colab" badges and install source, from `git remote get-url origin` or REPOSITORY=OWNER/NAME.
 colab-links: setup
-	$(PY) -m pgdiag.experiments.colab $(if $(REPOSITORY),--repository $(REPOSITORY))
+	$(PY) tools/colab_links.py $(if $(REPOSITORY),--repository $(REPOSITORY))
 
 clean:
 	rm -rf $(OUT) .pytest_cache

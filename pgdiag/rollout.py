@@ -106,11 +106,7 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
     def step(c, k):
         carry, filters, remaining = c
         k_act, k_reset = jax.random.split(k)
-        mean, log_std = networks.policy_apply(policy_params, carry.obs, knobs)
-        action = mean + jnp.exp(log_std) * jax.random.normal(k_act, mean.shape)
-        action = jnp.where(freeze_actions | ~jnp.isfinite(action), 0.0, action)
-        log_prob = networks.gaussian_log_prob(mean, log_std, action)  # of u: see networks' note on squashing
-
+        action, log_prob = _act(policy_params, carry.obs, k_act, knobs, freeze_actions)
         to_env = networks.env_action(policy_params, action)
         if quota is not None:
             active = remaining > 0
@@ -151,6 +147,15 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
     (carry, filters, _), transitions = jax.lax.scan(step, (carry, filters, quota),
                                                     jax.random.split(key, num_steps))
     return carry, filters, transitions
+
+
+def _act(policy_params, obs, key, knobs, freeze_actions):
+    """Sampled actions and their log-probabilities (of u: see networks' note on squashing); a frozen agent's
+    actions, and any non-finite one, are zeros."""
+    mean, log_std = networks.policy_apply(policy_params, obs, knobs)
+    action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+    action = jnp.where(freeze_actions | ~jnp.isfinite(action), 0.0, action)
+    return action, networks.gaussian_log_prob(mean, log_std, action)
 
 
 def gae_advantages(rewards, values, last_value, dones, gamma, lam):

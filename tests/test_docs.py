@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from pgdiag.cli import gen_docs
 from pgdiag.experiments import targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,18 +60,20 @@ def test_every_target_has_its_page_in_the_navigation():
 
 def test_the_generated_pages_are_current():
     """The settings reference and every target page's table of scales are written from the code (the settings'
-    declarations, the targets' Scale records) by `python -m pgdiag.cli.gen_docs` (`make docs`): the committed
+    declarations, the targets' Scale records) by `python tools/gen_docs.py` (`make docs`): the committed
     pages must be what it writes, so they cannot drift from what the code allows and trains."""
+    gen_docs = _tool("gen_docs")
     pages = gen_docs.pages()
     assert set(pages) >= {os.path.join("docs", "targets", f"{name}.md") for name in targets.TARGETS}
     for path, text in pages.items():
         assert open(os.path.join(ROOT, path), encoding="utf-8").read() == text, \
-            f"{path} is not current: run python -m pgdiag.cli.gen_docs"
+            f"{path} is not current: run python tools/gen_docs.py"
 
 
 def test_every_generated_table_row_names_a_declared_setting():
     """The settings reference has a row for every declared knob and static setting."""
     from pgdiag.config import KNOB_SETTINGS, STATIC_SETTINGS
+    gen_docs = _tool("gen_docs")
     page = open(os.path.join(ROOT, gen_docs.SETTINGS_PAGE), encoding="utf-8").read()
     for name in (*KNOB_SETTINGS, *STATIC_SETTINGS):
         assert f"| `{name}` |" in page, f"{gen_docs.SETTINGS_PAGE} has no row for {name}"

@@ -35,3 +35,23 @@ def test_the_batch_size_replaces_a_size_within_ten_percent():
     assert with_batch((100, 1000, 4642), 1024) == (100, 4642, 1024)
     assert with_batch((100, 215, 464, 1000, 2154, 4642), 2048) == (100, 215, 464, 1000, 4642, 2048)
     assert with_batch((100, 900), 1024) == (100, 900, 1024)   # 12% away: both kept
+
+
+def test_panels_wrap_so_the_text_is_readable_in_the_documentation_column():
+    """A row of five 4.2-inch panels laid side by side is 21 in wide: in the docs' ~700-px column its 9-point
+    text would show at 9 × 700 / (21 × 72) ≈ 4 px. Wrapped at two panels a line the figure is 8.4 in wide and the
+    same text ≈ 10.4 px (worked by hand); every row starts a line of its own and the empty slots are blank."""
+    fig, axes = figures.panels(2, 5, 4.2, 3.0)
+    assert axes.shape == (2, 5) and figures.MAX_COLUMNS == 2
+    width, height = fig.get_size_inches()
+    assert width == pytest.approx(8.4) and height == pytest.approx(2 * 3 * 3.0)   # 2 rows × 3 lines each
+    assert 9 * 700 / (width * 72) >= 10
+    # row 1 starts on its own line (the fourth of six), in the left column
+    top = [ax.get_subplotspec().rowspan.start for ax in axes[1]]
+    assert top == [3, 3, 4, 4, 5] and axes[1, 0].get_subplotspec().colspan.start == 0
+    blank = [ax for ax in fig.axes if ax not in set(axes.flat)]
+    assert len(blank) == 2 and not any(ax.axison for ax in blank)
+    figures.pyplot().close(fig)
+    fig, axes = figures.panels(1, 2, 5.0, 4.0)          # two panels stay side by side
+    assert fig.get_size_inches()[0] == pytest.approx(10.0) and axes[0, 1].get_subplotspec().colspan.start == 1
+    figures.pyplot().close(fig)

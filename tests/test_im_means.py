@@ -28,8 +28,8 @@ def test_the_statistic_is_scipys_welch_t(m, n, t):
     rng = np.random.default_rng(m * n)
     a, b = rng.lognormal(1.0, 1.0, m) * 1000.0, rng.normal(2000.0, 300.0, n)
     expected = sps.ttest_ind(a - t, b, equal_var=False).statistic
-    assert stats._welch_t(a, b, t) == pytest.approx(expected, rel=1e-10)
-    assert stats._welch_t(rng.permutation(a), rng.permutation(b), t) == pytest.approx(expected, rel=1e-10)
+    assert stats.means._welch_t(a, b, t) == pytest.approx(expected, rel=1e-10)
+    assert stats.means._welch_t(rng.permutation(a), rng.permutation(b), t) == pytest.approx(expected, rel=1e-10)
 
 
 @pytest.mark.parametrize("m, n, t", [(3, 4, 0.0), (3, 4, 1.2), (4, 4, -0.5), (2, 5, 0.4)])
@@ -61,10 +61,10 @@ def test_complete_separation_gives_the_smallest_p_and_the_monte_carlo_is_fixed(m
     rng = np.random.default_rng(9)
     a, b = rng.normal(0.8, 1.0, 9), rng.normal(0.0, 1.5, 9)
     p = stats.mean_difference_p(a, b)
-    stats._label_matrix.cache_clear()
-    stats._relabellings.cache_clear()
+    stats.means._label_matrix.cache_clear()
+    stats.shifts._relabellings.cache_clear()
     assert stats.mean_difference_p(a[::-1], rng.permutation(b)) == p and p >= 1 / 20001
-    monkeypatch.setattr(stats, "_SHIFT_EXACT_MAX", 10 ** 5)
+    monkeypatch.setattr(stats.shifts, "_SHIFT_EXACT_MAX", 10 ** 5)
     exact = stats.mean_difference_p(a, b)
     assert 0.005 < exact < 0.5 and exact * 48620 == pytest.approx(round(exact * 48620))
     assert abs(p - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / 20000) + 1 / 20001
@@ -78,7 +78,7 @@ def test_the_interval_inverts_the_test(n, scale):
     a, b = scale * rng.lognormal(0.0, 1.0, n) + scale, scale * rng.normal(1.0, 0.5, n)
     iv = stats.mean_difference_interval(a, b)
     se = math.sqrt(a.var(ddof=1) / n + b.var(ddof=1) / n)
-    inside = 2 * stats._MEAN_TOL * se
+    inside = 2 * stats.means._MEAN_TOL * se
     assert iv.estimate == pytest.approx(a.mean() - b.mean()) and iv.coverage == LEVEL and iv.n == n
     assert stats.mean_difference_p(a, b, iv.low, ">") <= 0.025 < stats.mean_difference_p(a, b, iv.low + inside, ">")
     assert stats.mean_difference_p(a, b, iv.high, "<") <= 0.025 < stats.mean_difference_p(a, b, iv.high - inside,
@@ -134,7 +134,7 @@ def _accepted(A, B, delta, level=LEVEL, chunk=50):
     half, out = (1 - level) / 2, []
     for i in range(0, len(A), chunk):
         a, b = np.sort(A[i:i + chunk], axis=1), np.sort(B[i:i + chunk], axis=1)
-        up, down = stats._mean_ps(stats._mean_parts(a, b), delta - (a.mean(axis=1) - b.mean(axis=1)))
+        up, down = stats.means._mean_ps(stats.means._mean_parts(a, b), delta - (a.mean(axis=1) - b.mean(axis=1)))
         out.append((up > half) & (down > half))
     return np.concatenate(out)
 
@@ -143,7 +143,7 @@ def _intervals(A, B, level=LEVEL, chunk=50):
     """mean_difference_interval's (low, high) for each draw, bisected all at once (its own code path)."""
     lows, highs = [], []
     for i in range(0, len(A), chunk):
-        _, low, high = stats._mean_intervals(np.sort(A[i:i + chunk], axis=1), np.sort(B[i:i + chunk], axis=1),
+        _, low, high = stats.means._mean_intervals(np.sort(A[i:i + chunk], axis=1), np.sort(B[i:i + chunk], axis=1),
                                              level)
         lows.append(low)
         highs.append(high)
@@ -308,7 +308,7 @@ def coverage_table(reps: int = 2000, check: int = 0) -> list:
             below, above = [], []
             for i in range(0, reps, 50):
                 a, b = np.sort(A[i:i + 50], axis=1), np.sort(B[i:i + 50], axis=1)
-                up, down = stats._mean_ps(stats._mean_parts(a, b), delta - (a.mean(axis=1) - b.mean(axis=1)))
+                up, down = stats.means._mean_ps(stats.means._mean_parts(a, b), delta - (a.mean(axis=1) - b.mean(axis=1)))
                 below.append(up <= half)       # the low end lies above Δ
                 above.append(down <= half)     # the high end lies below Δ
             below, above = np.concatenate(below), np.concatenate(above)

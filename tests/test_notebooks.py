@@ -168,6 +168,17 @@ def test_the_install_cell_installs_from_the_named_source_or_says_what_to_set(mon
     assert calls[1][5] == "/content/pgdiag"
 
 
+def _colab_links():
+    """tools/colab_links.py (a developer's tool, not in the package)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "colab_links.py")
+    spec = importlib.util.spec_from_file_location("colab_links", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("remote", ["git@github.com:someone/pgdiag.git", "https://github.com/someone/pgdiag",
                                     "https://github.com/someone/pgdiag.git/", "someone/pgdiag"])
 def test_the_colab_links_come_from_the_repositorys_remote(remote, tmp_path, monkeypatch):
@@ -175,7 +186,7 @@ def test_the_colab_links_come_from_the_repositorys_remote(remote, tmp_path, monk
     import shutil
     import subprocess
 
-    from pgdiag.experiments import colab
+    colab = _colab_links()
 
     root = tmp_path / "clone"
     shutil.copytree(os.path.dirname(NOTEBOOKS[0]), root / "notebooks")
@@ -201,7 +212,7 @@ def test_the_colab_links_come_from_the_repositorys_remote(remote, tmp_path, monk
 
 
 def test_colab_links_refuse_an_address_colab_cannot_open():
-    from pgdiag.experiments import colab
+    colab = _colab_links()
 
     with pytest.raises(colab.NoRepository, match="'https://gitlab.com/a/b' is not a GitHub address"):
         colab.repository("https://gitlab.com/a/b")

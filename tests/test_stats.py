@@ -263,7 +263,7 @@ AGENT_POPULATIONS = {
 def _difference_bounds(A, B, level=0.95):
     """median_difference_interval over the rows of A and B at once (its ranks, its ±inf rule)."""
     na, nb = A.shape[1], B.shape[1]
-    path = stats._difference_path(na, nb)
+    path = stats.medians._difference_path(na, nb)
     ka, kb, e = next((p for p in reversed(path) if 1 - 2 * p[2] >= level), path[0])
     A, B = np.sort(A, axis=1), np.sort(B, axis=1)
     with np.errstate(invalid="ignore"):
@@ -308,8 +308,8 @@ def test_median_difference_bounds_are_reached_by_an_adversarial_pair(n):
     rng, R = np.random.default_rng(n), 20_000
     A, B = _adversarial_pair(rng, (R, n))
     low, high, guarantee = _difference_bounds(A, B)
-    ka, kb, e = next(p for p in reversed(stats._difference_path(n, n)) if 1 - 2 * p[2] >= guarantee - 1e-12)
-    ta, tb = stats._lower_tails(n, ka)[-1], stats._lower_tails(n, kb)[-1]
+    ka, kb, e = next(p for p in reversed(stats.medians._difference_path(n, n)) if 1 - 2 * p[2] >= guarantee - 1e-12)
+    ta, tb = stats.medians._lower_tails(n, ka)[-1], stats.medians._lower_tails(n, kb)[-1]
     expected = ta + tb - ta * tb
     assert abs(np.mean(low > 1.0) - expected) <= 4 * np.sqrt(expected * (1 - expected) / R)
     assert np.mean((low <= 1.0) & (1.0 <= high)) >= guarantee
@@ -318,7 +318,7 @@ def test_median_difference_bounds_are_reached_by_an_adversarial_pair(n):
     assert np.mean(p <= alpha) <= alpha + 4 * np.sqrt(alpha * (1 - alpha) / 2000)
     if n == 12:   # any pair with tail_a + tail_b ≤ α: (3, 2) and (2, 3) together miss with ≈ 2·tail(3) = 0.039
         As, Bs = np.sort(A, axis=1), np.sort(B, axis=1)
-        tails = stats._lower_tails(12, 6)
+        tails = stats.medians._lower_tails(12, 6)
         reject = np.zeros(R, bool)
         for i in range(6):
             for j in range(6):

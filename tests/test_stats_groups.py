@@ -59,9 +59,9 @@ def _batch_p(A, B, side=">"):
     m, n = A.shape[1], B.shape[1]
     pa = 2 * (A[:, :, None] > B[:, None, :]).sum(2)
     pb = 2 * (B[:, :, None] > A[:, None, :]).sum(2)
-    w = stats._shift_w(pa.sum(1), (pa * pa).sum(1), pb.sum(1), (pb * pb).sum(1), m, n)
-    exact = stats._shift_exact(m, n)
-    up, down = stats._tail_ps(w, stats._null_w(m, n, (1,) * (m + n), exact), exact)
+    w = stats.shifts._shift_w(pa.sum(1), (pa * pa).sum(1), pb.sum(1), (pb * pb).sum(1), m, n)
+    exact = stats.shifts._shift_exact(m, n)
+    up, down = stats.shifts._tail_ps(w, stats.shifts._null_w(m, n, (1,) * (m + n), exact), exact)
     p = up if side == ">" else down
     for i in range(50):
         assert p[i] == stats.shift_p(A[i], B[i], 0.0, side)
@@ -104,7 +104,7 @@ def test_shift_p_equals_a_brute_force_permutation_test_with_ties_and_a_failed_ag
     assert stats.relative_effect(a, b, t) == pytest.approx(_brute_effect(a, b, t), abs=1e-15)
     for side in (">", "<"):
         assert stats.shift_p(a, b, t, side) == pytest.approx(_brute_p(a, b, t, side), abs=1e-12), side
-    assert stats._shift_statistic(a, b, t) == pytest.approx(_brute_w(np.array(a) - t, np.array(b)), rel=1e-12)
+    assert stats.shifts._shift_statistic(a, b, t) == pytest.approx(_brute_w(np.array(a) - t, np.array(b)), rel=1e-12)
 
 
 def test_the_statistic_is_scipys_brunner_munzel():
@@ -114,7 +114,7 @@ def test_the_statistic_is_scipys_brunner_munzel():
     for m, n in ((5, 5), (6, 9), (16, 11)):
         a, b = np.round(rng.normal(1.0, 1.0, m), 1), np.round(rng.normal(0.0, 2.0, n), 1)
         for t in (0.0, 0.4, 1.0):
-            ours = stats._shift_statistic(a, b, t)
+            ours = stats.shifts._shift_statistic(a, b, t)
             assert ours == pytest.approx(sps.brunnermunzel(b, a - t).statistic, rel=1e-10), (m, n, t)
 
 
@@ -125,11 +125,11 @@ def test_the_monte_carlo_null_is_fixed_and_near_the_exact_one(monkeypatch):
     rng = np.random.default_rng(9)
     a, b = rng.normal(0.9, 1.0, 9), rng.normal(0.0, 1.0, 9)
     p = stats.shift_p(a, b)
-    stats._null_w.cache_clear()
-    stats._relabellings.cache_clear()
+    stats.shifts._null_w.cache_clear()
+    stats.shifts._relabellings.cache_clear()
     assert stats.shift_p(a, b) == p
     assert p >= 1 / 20001
-    monkeypatch.setattr(stats, "_SHIFT_EXACT_MAX", 10 ** 5)
+    monkeypatch.setattr(stats.shifts, "_SHIFT_EXACT_MAX", 10 ** 5)
     exact = stats.shift_p(a, b)
     assert 0.005 < exact < 0.5 and exact * 48620 == pytest.approx(round(exact * 48620))
     assert abs(p - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / 20000) + 1 / 20001

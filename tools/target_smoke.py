@@ -5,7 +5,7 @@ and drawing included) and, at the smoke scale, its figure, for the documentation
                                                                          (make target-smoke, make target-mid)
 
 Writes docs/targets/SCALE.json (seconds per target, the host's cores and the date) and, at smoke,
-docs/targets/img/NAME.png (the figure, reduced for the page); `python -m pgdiag.cli.gen_docs` then renders them into
+docs/targets/img/NAME.png (the figure, reduced for the page); `python tools/gen_docs.py` then renders them into
 the pages. Targets that share
 a study train it once, in the first of them: each later one's time is its own work on the saved runs, as a user
 running the targets in this order would see it.

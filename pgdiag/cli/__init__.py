@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "or tasks of your own (repeatable; before the command)")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    for add in (_add_listings, _add_runs, _add_report, _add_aggregate, add_import, add_hosts, add_replication,
+                add_studies):
+        add(sub)
+    return parser
+
+
+def _add_listings(sub) -> None:
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
     sub.add_parser("knobs", help="list traced knobs and static settings").set_defaults(func=cmd_knobs)
     sub.add_parser("algorithms", help="list the registered algorithms, their knobs and constraints").set_defaults(
@@ -49,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="print every setting, not just the preset's own")
     p.set_defaults(func=cmd_presets)
 
+
+def _add_runs(sub) -> None:
     p = sub.add_parser("train", help="train one agent")
     add_run_args(p, sweep=False)
     p.set_defaults(func=cmd_train)
@@ -63,8 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("resume", help="continue an interrupted run from its last saved state")
     p.add_argument("run", help="the run directory (the one given to --out)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    _add_progress(p)
     add_log(p)
     add_distributed(p)
     p.set_defaults(func=cmd_resume)
@@ -86,11 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="the run directory whose manifest to reproduce")
     p.add_argument("--out", default=None,
                    help="the new run directory to write (default a new runs/DATE-TIME-rerun-RUN)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    _add_progress(p)
     add_distributed(p)
     p.set_defaults(func=cmd_rerun)
 
+
+def _add_progress(p) -> None:
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+
+
+def _add_report(sub) -> None:
     p = sub.add_parser("report", help="check a paper's claims on saved studies: one Markdown page with every "
                                       "figure, each claim's quoted sentence, statistic, interval and verdict")
     p.add_argument("--paper", default="cl", help="cl (A Closer Look, default: the diagnostic studies, trust "
@@ -109,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     host_arg(p)
     p.set_defaults(func=cmd_report)
 
+
+def _add_aggregate(sub) -> None:
     p = sub.add_parser("aggregate", help="IQM, median, mean and optimality gap over tasks × seeds of saved runs, "
                                          "with stratified bootstrap intervals (rliable's estimators)")
     p.add_argument("runs", nargs="+", help="run directories (every agent's final score, per task and label)")
@@ -119,12 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--out", default=None, help="also write aggregates.md and aggregates.csv there")
     p.set_defaults(func=cmd_aggregate)
-
-    add_import(sub)
-    add_hosts(sub)
-    add_replication(sub)
-    add_studies(sub)
-    return parser
 
 
 def cmd_report(args) -> None:

@@ -204,15 +204,11 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
                         value_targets=ret, value_mask=ok)
     plain = {**knobs, "value_clipping": jnp.bool_(False)}
     k_init, k_fit = jax.random.split(key)
-    if start is not None:
-        params = start
-    else:
-        params = agent.value if settings.fit_start == "agent" else \
-            networks.init_value(k_init, obs.shape[-1], static.value_hidden, knobs)
+    params = start if start is not None else agent.value if settings.fit_start == "agent" else \
+        networks.init_value(k_init, obs.shape[-1], static.value_hidden, knobs)
     opt = adam(knobs["adam_eps"]).init(params)
     E, cap = settings.fit_epochs, settings.fit_rounds
     look_level = settings.fit_level / cap
-
     # the held-out chunks [H, B]: per chunk, each network's mean squared error against the returns
     h_obs, h_ret, h_ok = data.obs[train:test_end], data.returns[train:test_end], data.complete[train:test_end]
     v_agent = networks.value_apply(agent.value, h_obs, knobs)
@@ -236,13 +232,23 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
     carry = (params, opt, jnp.int32(0), jnp.bool_(False), jnp.float32(jnp.nan))
     params, _, rounds, better, final_loss = jax.lax.while_loop(lambda c: ~c[3] & (c[2] < cap), fit_round, carry)
 
-    tt = test(params)
-    v_fit = networks.value_apply(params, h_obs, knobs)
+    report = _fit_report(data, train, test_end, params, agent.value, v_agent, test(params), knobs,
+                         final_loss=final_loss, better=better, rounds=rounds, epochs=E)
+    return params, report
+
+
+def _fit_report(data: FitData, train: int, test_end: int, params, agent_value, v_agent, tt: PairedT, knobs, *,
+                final_loss, better, rounds, epochs) -> FitReport:
+    """What [`fit_value`][pgdiag.diagnostics.value_fit.fit_value] reports of the fitted network ``params``
+    against the agent's on the held-out chunks ``data[train:test_end]`` (``v_agent``: the agent's values there;
+    ``tt``: the last look's paired test), and the floor on the chunks after them."""
+    v_fit = networks.value_apply(params, data.obs[train:test_end], knobs)
     flat_h = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
-    fv, av, hr, hk = flat_h(v_fit), flat_h(v_agent), flat_h(h_ret), flat_h(h_ok)
+    fv, av = flat_h(v_fit), flat_h(v_agent)
+    hr, hk = flat_h(data.returns[train:test_end]), flat_h(data.complete[train:test_end])
     # per held-out chunk: the agent's MRE minus the fitted network's on the same states
     mre = jax.vmap(lambda a, f, t, ok: mean_relative_error(a, t, ok) - mean_relative_error(f, t, ok))(
-        v_agent, v_fit, h_ret, h_ok)
+        v_agent, v_fit, data.returns[train:test_end], data.complete[train:test_end])
     mre_t = paired_t(mre)
     nan = jnp.float32(jnp.nan)
     if data.exact is not None:
@@ -255,10 +261,10 @@ def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None)
                        final_loss=final_loss, improvement=mre_t.mean, improvement_se=mre_t.se,
                        fitted_mse=_mse(fv, hr, hk), agent_mse=_mse(av, hr, hk), mse_improvement=tt.mean,
                        mse_improvement_se=tt.se, fit_t=tt.t, fit_p=tt.p, fitted_better=better,
-                       fit_rounds_used=rounds, fit_epochs_used=rounds * E, heldout_chunks=tt.n.astype(jnp.int32),
+                       fit_rounds_used=rounds, fit_epochs_used=rounds * epochs, heldout_chunks=tt.n.astype(jnp.int32),
                        fitted_mse_exact=exact[0], agent_mse_exact=exact[1], exact_mse=exact[2],
-                       **_floor(data, test_end, params, agent.value, knobs))
-    return params, report
+                       **_floor(data, test_end, params, agent_value, knobs))
+    return report
 
 
 def _floor(data: FitData, start: int, fitted, agent_value, knobs) -> dict:

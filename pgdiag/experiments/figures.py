@@ -27,6 +27,28 @@ def pyplot():
 
 #: the size of a figure's legend and of its panels' own text, in points: legible at the figures' widths
 LEGEND_SIZE = 9
+#: the most panels a figure puts side by side. The documentation's text column is about 700 px wide in a
+#: 1,280-px window: two 4.2-inch panels (8.4 in) show 9-point text there at 9 × 700 / (8.4 × 72) ≈ 10 px, three
+#: at 7 px, five at 4 px
+MAX_COLUMNS = 2
+
+
+def panels(rows: int, cols: int, width: float, height: float, columns: int = MAX_COLUMNS):
+    """A figure of ``rows`` × ``cols`` panels of ``width`` × ``height`` inches, at most ``columns`` side by side:
+    a row of more panels wraps onto further lines (each row starts a line of its own; the slots a wrapped row
+    leaves empty are blank). Returns ``(fig, axes)``, ``axes[r, c]`` the panel of row ``r`` and column ``c``."""
+    per = max(1, min(cols, columns))
+    lines = -(-cols // per)
+    fig, grid = pyplot().subplots(rows * lines, per, figsize=(width * per, height * rows * lines), squeeze=False)
+    axes = np.empty((rows, cols), dtype=object)
+    for r in range(rows):
+        for k in range(lines * per):
+            slot = grid[r * lines + k // per, k % per]
+            if k < cols:
+                axes[r, k] = slot
+            else:
+                slot.axis("off")
+    return fig, axes
 
 
 def save(fig, path: str, title: str = "", dpi: int = 110, title_size: int = 11, legend: bool = False) -> str:

@@ -3,7 +3,7 @@ and wall time that made them, and the table the docs show written from them alon
 
     python -m pgdiag.experiments.recorded OUT/closer-look-report-mid benchmarks/results/mid-report/cl --wall-s 1100
 
-copies ``findings.csv`` and ``claims.csv`` with ``record.json``; ``python -m pgdiag.cli.gen_docs`` then rewrites
+copies ``findings.csv`` and ``claims.csv`` with ``record.json``; ``python tools/gen_docs.py`` then rewrites
 docs/plans.md's table from them ([`table`][pgdiag.experiments.recorded.table]), and a test checks it is current.
 """
 
@@ -83,7 +83,7 @@ def table(folder: str) -> list:
         record = json.load(f)
     claims = pd.read_csv(os.path.join(folder, "claims.csv"), keep_default_na=False, na_values=[""])
     found = pd.read_csv(os.path.join(folder, "findings.csv"), keep_default_na=False, na_values=[""])
-    claims["level"] = claims["level"].fillna("")
+    claims["level"] = claims["level"].astype(object).fillna("")
     wall = f", {record['wall_s'] / 60:.1f} min" if record.get("wall_s") else ""
     wall += f" {record['note']}" if record.get("note") else ""
     commits = ", ".join(c[:10] for c in record["commit"].split(","))

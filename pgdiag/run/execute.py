@@ -62,34 +62,22 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
           overwrite: bool = False, loggers=None, callbacks=None) -> store.RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
-    Returns a [`RunResult`][pgdiag.run.store.RunResult]; with ``out`` it also
-    writes the run directory (``manifest.json``, ``metrics.parquet`` and
-    ``checkpoints/``), refreshed after every chunk. The agents' states after
-    the iterations in ``base.checkpoint_at`` / ``checkpoint_every`` are kept,
-    and with ``save_checkpoint`` the final one.
+    With ``out`` it also writes the run directory (``manifest.json``, ``metrics.parquet`` and ``checkpoints/``),
+    refreshed after every chunk; the agents' states after the iterations in ``base.checkpoint_at`` /
+    ``checkpoint_every`` are kept, and with ``save_checkpoint`` the final one. ``resume=RUN_DIR`` continues an
+    interrupted run from its last saved state with the configuration recorded in it (``base``, ``grid``, ``seeds``
+    and ``labels`` may each be omitted; given, they must match). A run directory is written once
+    ([`pgdiag.run.claim`][pgdiag.run.claim]): ``out`` holding a run is refused unless ``overwrite=True``, which
+    removes that run's files first; a second process writing the same ``out`` fails at once; both are checked before
+    anything is compiled.
 
-    ``seeds``: a count (seeds 0 … n − 1) or a list of seeds; None: one agent
-    per grid point, seed 0.
-
-    ``resume=RUN_DIR`` continues an interrupted run from its last saved state
-    with the configuration recorded in it (``base``, ``grid``, ``seeds`` and
-    ``labels`` may each be omitted; given, they must match).
-
-    A run directory is written once ([`pgdiag.run.claim`][pgdiag.run.claim]): ``out``
-    holding a run is refused unless ``overwrite=True``, which removes that
-    run's files first; a second process writing the same ``out`` fails at
-    once. Both are checked before anything is compiled.
-
-    ``batching="vmap"`` (default) vectorizes the agents; each agent's numbers
-    then equal a run alone up to float32 rounding, because XLA may pick
-    different kernels for different batch sizes. ``batching="map"`` loops
-    over agents inside the same compiled program: every agent is bitwise
-    identical to the same configuration and seed run alone (with "map"),
-    at some cost in speed.
+    ``batching="vmap"`` (default) vectorizes the agents; each agent's numbers then equal a run alone up to float32
+    rounding, because XLA may pick different kernels for different batch sizes. ``batching="map"`` loops over agents
+    inside the same compiled program: every agent is bitwise identical to the same configuration and seed run alone
+    (with "map"), at a cost in speed.
 
     Args:
-        base: the configuration every agent starts from (e.g. [`preset`][pgdiag.config.presets.preset]);
-            may be omitted with ``resume``.
+        base: the configuration every agent starts from (a [`preset`][pgdiag.config.presets.preset]); or ``resume``.
         grid: knob -> values (their Cartesian product is swept) or a sequence of knob -> value mappings
             (exactly those points); None: ``base`` alone.
         seeds: a count (seeds 0 … n − 1) or a list of seeds; None: seed 0.
@@ -109,20 +97,38 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
             [`Event`][pgdiag.run.callbacks.Event] called after each chunk.
 
     Returns:
-        The run: its manifest and per-iteration metrics (one row per agent and iteration), and ``out``.
+        The run ([`RunResult`][pgdiag.run.store.RunResult]): its manifest, metrics (a row per agent and iteration).
     """
     watchers = as_callbacks(callbacks, loggers, out if resume is None else resume)
     if resume is not None:
-        given = [f"{k}={v!r}" for k, v, default in (("out", out, None), ("chunk_iterations", chunk_iterations, None),
-                                                    ("save_checkpoint", save_checkpoint, False), ("label", label, None),
-                                                    ("batching", batching, "vmap"), ("overwrite", overwrite, False))
-                 if v != default]
-        if given:   # a resumed run continues as it was recorded
-            raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(given)} cannot "
-                              f"be changed (rerun it into a new directory with other settings)")
+        _resume_unchanged(resume, out=out, chunk_iterations=chunk_iterations, save_checkpoint=save_checkpoint,
+                          label=label, batching=batching, overwrite=overwrite)
         return _resume(resume, base, grid, seeds, labels, progress, watchers)
     p = plan(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
+    chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint)
+    split.check(static)
+    if batching not in AGENT_BATCHING:
+        raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
+    p, physics = _pinned(p, batching)
+    manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
+                            save_checkpoint=bool(save_checkpoint), physics=physics,
+                            placement=dict(zip(("mode", "why"), split.resolve(p.base.static))))
+    return _execute(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
+
+
+def _resume_unchanged(resume: str, **given) -> None:
+    """A resumed run continues as it was recorded: every setting of how it runs left at its default."""
+    defaults = dict(out=None, chunk_iterations=None, save_checkpoint=False, label=None, batching="vmap",
+                    overwrite=False)
+    changed = [f"{k}={v!r}" for k, v in given.items() if v != defaults[k]]
+    if changed:
+        raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(changed)} cannot "
+                          f"be changed (rerun it into a new directory with other settings)")
+
+
+def _chunk(static, chunk_iterations, out, save_checkpoint) -> int:
+    """Iterations per compiled chunk, checked; and checkpoints only with a directory to keep them in."""
     if chunk_iterations is None:
         chunk_iterations = default_chunk(static.num_iterations)
     if isinstance(chunk_iterations, bool) or not isinstance(chunk_iterations, int) or chunk_iterations < 1:
@@ -131,19 +137,18 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     if out is None and (save_checkpoint or static.checkpoint_iterations()):
         what = "save_checkpoint=True" if save_checkpoint else f"checkpoints at {list(static.checkpoint_iterations())}"
         raise ConfigError(f"{what} needs an output directory (out=...)")
-    split.check(static)
-    if batching not in AGENT_BATCHING:
-        raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
-    # physics="auto" takes the backend measured faster for the batch each device steps; the run is
-    # pinned to it (the manifest's base configuration names it, so resume and rerun keep it)
+    return chunk_iterations
+
+
+def _pinned(p: Plan, batching: str) -> tuple[Plan, dict]:
+    """physics="auto" takes the backend measured faster for the batch each device steps; the run is pinned to
+    it (the manifest's base configuration names it, so resume and rerun keep it)."""
+    static = p.base.static
     per_device = static.num_envs * (-(-p.num_agents // jax.device_count()) if batching == "vmap" else 1)
     physics = provenance.physics_info(static, per_device)
     if physics["backend"] != "jax" and physics["backend"] != static.physics:
         p = pin_physics(p, physics["backend"])
-    manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
-                            save_checkpoint=bool(save_checkpoint), physics=physics,
-                            placement=dict(zip(("mode", "why"), split.resolve(p.base.static))))
-    return _execute(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
+    return p, physics
 
 
 def new_manifest(p: Plan, label: str, **fields) -> dict:

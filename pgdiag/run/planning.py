@@ -98,43 +98,59 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
     if not isinstance(grid, (Mapping, Sequence)) or isinstance(grid, (str, bytes)):
         raise ConfigError(f"grid must be a mapping knob -> values or a list of points (mappings knob -> value), "
                           f"got {grid!r}")
-    if isinstance(grid, Mapping):
-        axes = []
-        for name, values in grid.items():
-            _grid_name(base, name)
-            iterable = hasattr(values, "__iter__") and not isinstance(values, (str, bytes, Mapping))
-            values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
-            if not values:
-                raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
-            checked = [_grid_value(base, name, v) for v in values]
-            repeated = sorted({repr(v) for v in checked if checked.count(v) > 1})
-            if repeated:  # two points with the same knobs and seeds would be the same agents twice
-                raise ConfigError(f"grid axis {name!r} repeats {', '.join(repeated)}; give each value once "
-                                  f"(more agents of one configuration are more seeds)")
-            axes.append((name, checked))
-        names = tuple(n for n, _ in axes)
-        points = tuple(dict(zip(names, combo)) for combo in itertools.product(*[v for _, v in axes]))
-    else:
-        points_list = list(grid)
-        if not points_list:
-            raise ConfigError("grid is an empty list of points; give at least one mapping of knob -> value")
-        names_seen: list[str] = []
-        checked = []
-        for point in points_list:
-            if not isinstance(point, Mapping):
-                raise ConfigError(f"grid points must be mappings knob -> value, got {point!r}")
-            for name, value in point.items():
-                if name not in names_seen:
-                    names_seen.append(name)
-            checked.append({n: _grid_value(base, n, v) for n, v in point.items()})
-        names = tuple(names_seen)
-        points = tuple(checked)
-        full = [repr([p.get(n, getattr(base, n)) for n in names]) for p in points]   # omitted: the base's
-        twice = [dict(points[i]) for i, f in enumerate(full) if full.index(f) < i]
-        if twice:
-            raise ConfigError(f"grid point {twice[0]!r} repeats an earlier point's configuration; give each "
-                              f"point once (more agents of one configuration are more seeds)")
+    names, points = (_axes_points if isinstance(grid, Mapping) else _listed_points)(base, grid)
+    seeds = _seeds(seeds)
+    configs = tuple(base.replace(**p) for p in points)
+    labels = _labels(labels, points)
+    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())
 
+
+def _axes_points(base: Config, grid: Mapping) -> tuple[tuple, tuple]:
+    """A grid given as knob -> values: its axes' names and the points of their Cartesian product."""
+    axes = []
+    for name, values in grid.items():
+        _grid_name(base, name)
+        iterable = hasattr(values, "__iter__") and not isinstance(values, (str, bytes, Mapping))
+        values = list(values) if iterable else []  # lists, tuples, numpy arrays, ranges
+        if not values:
+            raise ConfigError(f"grid axis {name!r} needs a non-empty list of values, got {grid[name]!r}")
+        checked = [_grid_value(base, name, v) for v in values]
+        repeated = sorted({repr(v) for v in checked if checked.count(v) > 1})
+        if repeated:  # two points with the same knobs and seeds would be the same agents twice
+            raise ConfigError(f"grid axis {name!r} repeats {', '.join(repeated)}; give each value once "
+                              f"(more agents of one configuration are more seeds)")
+        axes.append((name, checked))
+    names = tuple(n for n, _ in axes)
+    points = tuple(dict(zip(names, combo)) for combo in itertools.product(*[v for _, v in axes]))
+    return names, points
+
+
+def _listed_points(base: Config, grid: Sequence) -> tuple[tuple, tuple]:
+    """A grid given as a list of points: the knobs named anywhere (in order) and the points, checked."""
+    points_list = list(grid)
+    if not points_list:
+        raise ConfigError("grid is an empty list of points; give at least one mapping of knob -> value")
+    names_seen: list[str] = []
+    checked = []
+    for point in points_list:
+        if not isinstance(point, Mapping):
+            raise ConfigError(f"grid points must be mappings knob -> value, got {point!r}")
+        for name, value in point.items():
+            if name not in names_seen:
+                names_seen.append(name)
+        checked.append({n: _grid_value(base, n, v) for n, v in point.items()})
+    names = tuple(names_seen)
+    points = tuple(checked)
+    full = [repr([p.get(n, getattr(base, n)) for n in names]) for p in points]   # omitted: the base's
+    twice = [dict(points[i]) for i, f in enumerate(full) if full.index(f) < i]
+    if twice:
+        raise ConfigError(f"grid point {twice[0]!r} repeats an earlier point's configuration; give each "
+                          f"point once (more agents of one configuration are more seeds)")
+    return names, points
+
+
+def _seeds(seeds) -> tuple[int, ...]:
+    """A count or a list of seeds as the tuple of seeds, checked (each below ``SEED_LIMIT``, none twice)."""
     if isinstance(seeds, np.ndarray):
         seeds = seeds.item() if seeds.ndim == 0 else seeds.tolist()
     elif isinstance(seeds, np.integer):
@@ -155,7 +171,11 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds contain duplicates: {seeds!r}")
         seeds = tuple(int(s) for s in seeds)
-    configs = tuple(base.replace(**p) for p in points)
+    return seeds
+
+
+def _labels(labels, points) -> tuple[str, ...] | None:
+    """One distinct name per grid point, or None."""
     if labels is not None:
         labels = tuple(str(x) for x in labels)
         if len(labels) != len(points):
@@ -164,4 +184,4 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         if repeated:
             raise ConfigError(f"labels name the grid points, each its own: {', '.join(map(repr, repeated))} "
                               f"given twice")
-    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())
+    return labels

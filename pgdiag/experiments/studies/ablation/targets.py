@@ -168,12 +168,10 @@ def toggle_effects(selected):
 
 def plot(selected_by_task: dict, path: str, title: str = "") -> str:
     """Histograms of best-LR agents' scores split by each toggle (one row per task)."""
-    plt = figures.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     tasks = list(selected_by_task)
-    fig, axes = plt.subplots(len(tasks), len(TOGGLES), figsize=(4 * len(TOGGLES), 3.2 * len(tasks)),
-                             squeeze=False)
+    fig, axes = figures.panels(len(tasks), len(TOGGLES), 4, 3.2)
     for row, task in enumerate(tasks):
         sel = selected_by_task[task]
         scores = sel["score"].to_numpy()

@@ -148,12 +148,11 @@ def true_value_verdict(shown, worse, tested) -> str:
 
 
 def plot(studies: dict, path: str, title: str) -> str:
-    plt = figures.pyplot()
     panels = [(task, label, it) for task, st in studies.items()
               for label in sorted(st.pairs.label.unique()) for it in sorted(st.pairs.iteration.unique())]
     rows = sorted({(t, lab) for t, lab, _ in panels})
     cols = max(sum(1 for p in panels if p[:2] == r) for r in rows)
-    fig, axes = plt.subplots(len(rows), cols, figsize=(4.4 * cols, 3.3 * len(rows)), squeeze=False)
+    fig, axes = figures.panels(len(rows), cols, 4.4, 3.3)
     curves = {task: pooled_curves(st) for task, st in studies.items()}
     table = summary(studies)
     verdict = {(t, lab, it): v for t, lab, it, v in zip(table.task, table.label, table.iteration, table.fitted_better)}

@@ -178,11 +178,10 @@ def _algo(label: str) -> str:
 
 
 def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
-    plt = figures.pyplot()
     tasks = list(studies)
     iters = {t: sorted(studies[t].pairs.iteration.unique()) for t in tasks}
     cols = max(len(v) for v in iters.values())
-    fig, axes = plt.subplots(len(tasks), cols, figsize=(4.2 * cols, 3.4 * len(tasks)), squeeze=False)
+    fig, axes = figures.panels(len(tasks), cols, 4.2, 3.4)
     for r, task in enumerate(tasks):
         study = studies[task]
         curves = study.curves(measure)
@@ -222,8 +221,7 @@ def plot_gradients(studies: dict, measure: str, path: str, title: str) -> str:
 
 
 def plot_steps(studies: dict, path: str, title: str) -> str:
-    plt = figures.pyplot()
-    fig, axes = plt.subplots(len(studies), 2, figsize=(10, 3.4 * len(studies)), squeeze=False)
+    fig, axes = figures.panels(len(studies), 2, 5, 3.4)
     for r, (task, study) in enumerate(studies.items()):
         for c, measure in enumerate(("cosine", "kl")):
             ax = axes[r, c]

@@ -161,10 +161,9 @@ def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
 
 
 def _plot(concentration: bool, studies: dict, rows: list, path: str, title: str) -> str:
-    plt = figures.pyplot()
     cols = max(len(st.sizes) if concentration else 2 + bool(st.manifest["resolved"]["exact"])
                for st in studies.values())
-    fig, axes = plt.subplots(len(rows), cols, figsize=(4.2 * cols, 3.2 * len(rows)), squeeze=False)
+    fig, axes = figures.panels(len(rows), cols, 4.2, 3.2)
     for r, (task, p) in enumerate(rows):
         st = studies[task]
         coords = np.asarray(st.manifest["resolved"]["coords"])

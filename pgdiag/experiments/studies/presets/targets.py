@@ -182,10 +182,9 @@ def table(summary, algorithms, with_aai: bool, scores=None):
 def plot_rewards(metrics, path: str, title: str = "", algorithms=ALGORITHM_PRESETS) -> str:
     """Mean episodic reward over training per algorithm (of ``algorithms``), with a 95% Student-t band over
     agents."""
-    plt = figures.pyplot()
 
     tasks = list(dict.fromkeys(metrics.task))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
+    fig, axes = figures.panels(1, len(tasks), 5.5, 4)
     for ax, task in zip(axes[0], tasks):
         m = metrics[metrics.task == task]
         for algo in algorithms:

@@ -165,7 +165,6 @@ def _traces(target, from_dir: str):
 def draw(target, from_dir: str, out: str | None = None) -> dict:
     """The figure and ``summary.csv`` from ``fig-theorem.csv`` and ``study.json`` in ``from_dir``
     (written to ``out``, default ``from_dir``)."""
-    plt = figures.pyplot()
     import pandas as pd
 
     record, data = _traces(target, from_dir)
@@ -173,7 +172,8 @@ def draw(target, from_dir: str, out: str | None = None) -> dict:
     task, eps, steps, ceiling = record["tasks"][0], record["clip_eps"], record["steps"], record["ceiling"]
     rel = record["first_step_relative_difference"]
 
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    fig, axes = figures.panels(1, 4, 5, 4.2)
+    axes = axes[0]
     for opt, d in data.groupby("optimizer", sort=False):
         axes[0].plot(d.step, d.clipped_objective / ceiling, label=opt)
         axes[1].plot(d.step, d.max_ratio, label=opt)

@@ -67,10 +67,9 @@ def reference_values(metrics) -> dict:
 
 
 def plot(metrics, path: str, title: str = "") -> str:
-    plt = figures.pyplot()
 
     tasks = list(dict.fromkeys(metrics.task))
-    fig, axes = plt.subplots(2 * len(tasks), 4, figsize=(18, 7.2 * len(tasks)), squeeze=False)
+    fig, axes = figures.panels(2 * len(tasks), 4, 4.5, 3.6)
     for t, task in enumerate(tasks):
         m = metrics[metrics.task == task]
         refs = reference_values(m)[task]

@@ -144,12 +144,11 @@ def summary(metrics):
 
 
 def plot(curve, path: str, title: str) -> str:
-    plt = figures.pyplot()
     tasks = list(dict.fromkeys(curve.task))
     kinds = [k for k, _ in ERRORS if (curve.error == k).any()]
     mse = (curve.error == "returns_mse").any()
     cols = len(kinds) + int(mse)
-    fig, axes = plt.subplots(len(tasks), cols, figsize=(5 * cols, 3.4 * len(tasks)), squeeze=False)
+    fig, axes = figures.panels(len(tasks), cols, 5, 3.4)
     for r, task in enumerate(tasks):
         for c, kind in enumerate(kinds):
             ax = axes[r, c]

@@ -8,8 +8,8 @@ docs/plans.md's table of the CL report at mid scale, from its recorded tables
 
 Each part lies between two marker comments in its page; the prose around them stays hand-written.
 
-    python -m pgdiag.cli.gen_docs           # rewrite the generated parts
-    python -m pgdiag.cli.gen_docs --check   # exit 1, naming the pages that are not current
+    python tools/gen_docs.py           # rewrite the generated parts
+    python tools/gen_docs.py --check   # exit 1, naming the pages that are not current
 
 `make docs` runs it before building the site; `tests/test_docs.py` checks the committed pages are current.
 """
@@ -24,9 +24,9 @@ from pgdiag.config import KNOB_SETTINGS, STATIC_SETTINGS, declared
 from pgdiag.config.words import CONFIG, DIAGNOSTIC
 from pgdiag.experiments import recorded
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETTINGS_PAGE = os.path.join("docs", "reference", "settings.md")
-COMMAND = "python -m pgdiag.cli.gen_docs"
+COMMAND = "python tools/gen_docs.py"
 
 
 def _cell(text) -> str:
@@ -176,7 +176,7 @@ def _read(path: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pgdiag.cli.gen_docs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python tools/gen_docs.py", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only check that the pages are current")
     args = parser.parse_args(argv)
     stale = {path: text for path, text in pages().items() if _read(path) != text}

@@ -1,6 +1,6 @@
 """The notebooks' "Open in Colab" links and install source, from the repository's own address.
 
-``make colab-links`` (``python -m pgdiag.experiments.colab``) reads the repository's GitHub address from
+``make colab-links`` (``python tools/colab_links.py``) reads the repository's GitHub address from
 ``git remote get-url origin`` (or ``REPOSITORY=OWNER/NAME``, or ``$PGDIAG_REPOSITORY``) and writes it into
 every notebook: a badge in the first cell, linking to the notebook on Colab, and the install cell's
 ``REPOSITORY`` default, so that the notebook's first cell installs pgdiag on a fresh Colab runtime with
@@ -89,7 +89,7 @@ def write_links(repo: str, root: str = ".", branch: str = "main") -> list[str]:
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m pgdiag.experiments.colab", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python tools/colab_links.py", description=__doc__.split("\n")[0])
     parser.add_argument("--repository", default=None, help="OWNER/NAME or a GitHub address (default: git's origin)")
     parser.add_argument("--branch", default="main")
     args = parser.parse_args(argv)
