@@ -73,6 +73,7 @@ package-check: $(VENV)/.installed
 	python3 -m venv build/package-venv
 	build/package-venv/bin/python -m pip install --quiet --upgrade pip   # as the README says: a fresh venv's pip
 	build/package-venv/bin/python -m pip install --quiet "pgdiag-rl @ git+file://$(CURDIR)"   # the README's line
+	$(PY) tools/remote_install.py build/package-venv/bin/python   # its line for a remote, served on 127.0.0.1
 	unzip -l dist/pgdiag_rl-*.whl > /dev/null
 	cd build && package-venv/bin/pgdiag tasks > /dev/null && package-venv/bin/python -c "import pgdiag; print('package-check: pgdiag', pgdiag.__version__, 'from', pgdiag.__file__)"
 

@@ -131,7 +131,7 @@ def _heat(ax, grid, coords, title, cmap="viridis", random_norm=None):
                  fontsize=7)
     bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, extend="both" if clipped else "neither")
     if clipped:
-        bar.set_label(f"clipped to the 1–99% range: {clipped} cell{'s' * (clipped != 1)} beyond", fontsize=6)
+        bar.set_label(f"clipped to the 1–99% range: {clipped} cell{'s' * (clipped != 1)} beyond", fontsize=7)
     return im
 
 
