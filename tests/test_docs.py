@@ -252,3 +252,28 @@ def test_no_page_or_message_names_a_distribution_that_does_not_exist():
            for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
            if re.search(r"(?<![\w-])pgdiag\[", line)]
     assert not bad, bad
+
+
+def test_every_figure_on_a_page_is_readable_in_the_column():
+    """The documentation's text column is about 700 px wide in a 1,280-px window, and a wider figure is shown at
+    that width: its text then shows at (points) × 700 / (figure width in inches × 72) px. The figures' smallest text
+    is 7–9 points, so a figure at most 11 inches wide (two panels side by side, figures.MAX_COLUMNS) shows it at
+    ≥ 7 × 700 / (11 × 72) ≈ 6.2 px and its 9-point labels at ≈ 8 px; a strip of five 4.2-inch panels (21 in) at
+    ≈ 3–4 px. Each PNG states its size in inches (its pHYs chunk: matplotlib's dpi, scaled with the image when
+    tools/target_smoke.py reduces it). Long lines of code wrap (docs/stylesheets/extra.css)."""
+    import struct
+
+    wide = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "docs")):
+        for name in (n for n in files if n.endswith(".png")):
+            path = os.path.join(folder, name)
+            data = open(path, "rb").read()
+            width = struct.unpack(">I", data[16:20])[0]                       # IHDR: the width in pixels
+            at = data.find(b"pHYs")
+            per_metre, unit = struct.unpack(">IxxxxB", data[at + 4:at + 13]) if at > 0 else (0, 0)
+            inches = width / (per_metre * 0.0254) if unit == 1 and per_metre else float("inf")
+            if inches > 11:
+                wide.append(f"{os.path.relpath(path, ROOT)} ({inches:.1f} in)")
+    assert not wide, f"figures too wide to read in the docs' column (or with no size in inches): {wide}"
+    css = open(os.path.join(ROOT, "docs", "stylesheets", "extra.css"), encoding="utf-8").read()
+    assert "white-space: pre-wrap" in css and "extra.css" in open(os.path.join(ROOT, "mkdocs.yml")).read()

@@ -121,7 +121,7 @@ def times_block(name: str, records: dict) -> list:
         lines += [f"![{name} at the smoke scale]({figure})", ""]
     for scale, how in TIMED.items():
         record, entry = records[scale], records[scale]["targets"].get(name)
-        if entry is None:
+        if entry is None or "seconds" not in entry:   # a figure drawn with its time not measured alone
             lines.append(f"- {scale}: not yet measured on the documentation's host ({how.split(',')[0]}).")
         else:
             lines.append(f"- {scale}: {_minutes(entry['seconds'])} on a {record['host']}, training, compiling and "
@@ -135,7 +135,7 @@ def times_table(records: dict) -> list:
 
     def cell(scale, n):
         entry = records[scale]["targets"].get(n)
-        return _minutes(entry["seconds"]) if entry else "—"
+        return _minutes(entry["seconds"]) if entry and "seconds" in entry else "—"
 
     heads = [f"{scale} ({records[scale].get('date', 'not measured')})" for scale in TIMED]
     return _table(("target", *heads), [(f"[`{n}`]({n}.md)", *(cell(s, n) for s in TIMED)) for n in targets.TARGETS])

@@ -162,7 +162,7 @@ def plot(concentration: bool, studies: dict, path: str, title: str) -> list:
 
 def _plot(concentration: bool, studies: dict, rows: list, path: str, title: str) -> str:
     cols = max(len(st.sizes) if concentration else 2 + bool(st.manifest["resolved"]["exact"])
-               for st in studies.values())
+               for st in (studies[t] for t in dict.fromkeys(t for t, _ in rows)))   # this file's tasks only
     fig, axes = figures.panels(len(rows), cols, 4.2, 3.2)
     for r, (task, p) in enumerate(rows):
         st = studies[task]
