@@ -1,0 +1,89 @@
+"""Training on a CPU-only host as one JAX device against one device per core (``PGDIAG_HOST_DEVICES``).
+
+One JAX CPU device runs a program's small kernels one after another, so the learning update (10 + 10 epochs of
+minibatches of a few dozen rows per agent) keeps one core busy while the others wait; the physics alone uses
+them all. With ``PGDIAG_HOST_DEVICES=N`` the sweep's agents are sharded over N CPU devices (``pgdiag.run.shard``)
+and each device runs its block's update on a core of its own. For each device count, in a child process (JAX
+takes its device count only before it starts): a sweep of ``--agents`` PPO agents on native Hopper at the
+papers' batch (1 × 2,048 steps), its steady chunks' time per environment step (compiling excluded), beside the
+physics floor: MuJoCo's own ``rollout`` on one thread over pgdiag's trajectory states, per environment step,
+divided by the cores (every core stepping, nothing else). Sharding changes how many agents one compiled program
+batches, so the runs agree to float32 rounding, not bitwise (the table's last column, after the iterations run).
+
+    python benchmarks/bench_host_devices.py [--agents 14] [--iterations 20] [--devices 1 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CHILD = """
+import json, sys
+from pgdiag import preset, sweep
+out, agents, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+run = sweep(preset("ppo", "hopper", num_iterations=iterations, heldout_every=iterations), seeds=agents, out=out,
+            chunk_iterations=max(1, iterations // 4))
+print(json.dumps({"chunk_s": run.manifest["timings"]["chunk_s"], "compile_s": run.manifest["timings"]["compile_s"],
+                  "devices": run.manifest["device"]["count"]}))
+"""
+
+
+def train(devices: int, agents: int, iterations: int, out: str) -> dict:
+    env = dict(os.environ, PGDIAG_HOST_DEVICES=str(devices), JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", CHILD, out, str(agents), str(iterations)], env=env, check=True,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def floor_us(agents: int, cores: int) -> float:
+    """MuJoCo's one-thread cost per Hopper step on pgdiag's trajectory states, divided by the cores (µs)."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from bench_floor import floor_ms, pgdiag_trajectory
+
+    _, seen = pgdiag_trajectory("hopper", "brax", agents, 1, 256, 2.0)
+    single_ms, _ = floor_ms("hopper", "brax", seen, cores, 3.0)
+    return single_ms * 1e3 / agents / cores
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, default=14)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--devices", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    args = parser.parse_args(argv)
+    import pandas as pd
+
+    cores = os.cpu_count() or 1
+    floor = floor_us(args.agents, cores)
+    steps = args.agents * 2048 * max(1, args.iterations // 4)   # environment steps per chunk
+    rows, finals = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in dict.fromkeys(args.devices):
+            out = os.path.join(tmp, f"d{n}")
+            t = train(n, args.agents, args.iterations, out)
+            steady = float(np.median(t["chunk_s"][1:] or t["chunk_s"]))   # the first chunk's time is not steady
+            finals[n] = pd.read_parquet(os.path.join(out, "metrics.parquet")).query(
+                f"iteration == {args.iterations - 1}").sort_values("agent").mean_return.to_numpy()
+            rows.append((n, t["devices"], t["compile_s"], 1e6 * steady / steps))
+    base = rows[0][3]
+    print(f"PPO on native Hopper, {args.agents} agents × 2,048 steps an iteration, {cores} cores; "
+          f"physics floor {floor:.1f} µs a step (MuJoCo's one-thread cost / {cores} cores)\n")
+    print("| PGDIAG_HOST_DEVICES | devices | compile (s) | µs per env step | speed-up | floor / training | "
+          "final returns, max |Δ| to the first row |")
+    print("|---|---|---|---|---|---|---|")
+    first = finals[rows[0][0]]
+    for n, count, compile_s, us in rows:
+        print(f"| {n} | {count} | {compile_s:.1f} | {us:.1f} | {base / us:.2f} | {floor / us:.2f} | "
+              f"{np.max(np.abs(finals[n] - first)):.3g} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
