@@ -19,10 +19,15 @@ def _static(task="hopper", **over):
 
 
 def test_native_runs_are_measured_on_the_host_cpu_beside_an_accelerator(monkeypatch):
-    """auto: the host's CPU where the default device is an accelerator and the physics native, on one process;
+    """auto: the host's CPU where the default device is an accelerator (or the CPU is several devices) and the
+    physics native, on one process;
     "split" asks for it anywhere, "device" never; MJX, Warp and pure-JAX tasks stay on the default devices."""
     assert not placement.on_host(_static())                      # this CPU: its CPU devices are the default ones
     assert placement.on_host(_static(placement="split"))          # asked for
+    from pgdiag.envs import hosts
+    monkeypatch.setattr(hosts, "cpu_device_count", lambda: 2)      # a CPU-only host asked for two CPU devices
+    assert placement.on_host(_static(physics="native")) and not placement.on_host(_static("point_mass"))
+    monkeypatch.setattr(hosts, "cpu_device_count", lambda: 1)
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert placement.on_host(_static(physics="native"))
     assert not placement.on_host(_static())                      # physics auto: MJX on an accelerator
