@@ -23,7 +23,8 @@ from pgdiag.policy import FrozenPolicy
 from pgdiag.run.callbacks import Callback
 from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume,
                          sweep, train)
-from pgdiag.trainer import METRICS, make_train, seed_key
+from pgdiag.metrics import METRICS
+from pgdiag.trainer import make_train, seed_key
 from pgdiag.experiments.planner import plan_report, plan_study, plan_sweep
 
 __version__ = "0.1.0"

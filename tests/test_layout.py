@@ -7,7 +7,7 @@ ROOT = pathlib.Path(__file__).parent.parent / "pgdiag"
 
 #: the layers, lowest first (docs/development.md); the modules at the package's top level that the trainer
 #: builds on share one layer
-LAYERS = ("errors", "config", "envs", "core", "adapters", "algorithms", "stages", "trainer", "run", "diagnostics",
+LAYERS = ("errors", "config", "envs", "core", "adapters", "algorithms", "stages", "metrics", "trainer", "run", "diagnostics",
           "experiments", "cli")
 CORE = {"rollout", "networks", "normalize", "objectives", "optim", "policy", "stats", "aggregates"}
 

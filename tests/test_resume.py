@@ -19,7 +19,7 @@ from compare import assert_trees_close
 from pgdiag import ConfigError, load_checkpoint, load_policy, load_run, make_train, preset, resume, seed_key, sweep
 from pgdiag import networks
 from pgdiag.run import checkpoints, store
-from pgdiag.trainer import METRICS
+from pgdiag.metrics import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 GRID = {"value_clipping": [False, True]}

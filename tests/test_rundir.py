@@ -338,7 +338,7 @@ def test_metrics_an_earlier_version_did_not_record_resume_as_not_measured():
     import numpy as np
     import pandas as pd
 
-    from pgdiag.trainer import METRICS
+    from pgdiag.metrics import METRICS
 
     older = [m for m in METRICS if m != "heldout_value_mre_floor"]
     frame = pd.DataFrame([{"agent": a, "iteration": i, **{m: 10.0 * a + i for m in older}}

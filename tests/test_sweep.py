@@ -10,7 +10,7 @@ from pgdiag import load_checkpoint, load_run, make_train, preset, seed_key, swee
 from pgdiag.config import KNOB_NAMES
 from pgdiag.experiments.studies.ablation import TOGGLES
 from pgdiag.run import CompileCounter, clear_compiled
-from pgdiag.trainer import METRICS
+from pgdiag.metrics import METRICS
 
 SMALL = dict(num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 

@@ -79,7 +79,7 @@ def _add_runs(sub) -> None:
 
     p = sub.add_parser("plot", help="a recorded metric of a run against iterations, mean over seeds with a 95%% CI")
     p.add_argument("run", help="the run directory")
-    from pgdiag.trainer import METRICS
+    from pgdiag.metrics import METRICS
     p.add_argument("--metric", default="mean_return",
                    help=f"a recorded metric: {', '.join(METRICS)} (default mean_return)")
     p.add_argument("--out", default=None, help="the image to write (default RUN/plots/METRIC.png)")

@@ -11,7 +11,7 @@ from pgdiag.config import ConfigError
 from pgdiag.experiments import figures
 from pgdiag.run import load_run
 from pgdiag.stats import t_interval
-from pgdiag.trainer import METRICS
+from pgdiag.metrics import METRICS
 
 
 def point_names(run) -> dict:

@@ -45,7 +45,7 @@ from pgdiag.run.interrupts import sigterm_interrupts, writing
 from pgdiag.run.loop import run_loop
 from pgdiag.run.planning import Plan, plan
 from pgdiag.run.progress import default_chunk
-from pgdiag.trainer import metrics_of
+from pgdiag.metrics import metrics_of
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
 #: and the only sensible one on accelerators); "map" loops over them inside the

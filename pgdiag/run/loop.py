@@ -25,7 +25,8 @@ from pgdiag.run.planning import Plan
 from pgdiag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pgdiag.run.programs import init_program
 from pgdiag.run.shard import gather, pad_and_shard, replicated
-from pgdiag.trainer import metrics_of, seed_key
+from pgdiag.metrics import metrics_of
+from pgdiag.trainer import seed_key
 
 
 def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool,

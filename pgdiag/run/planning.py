@@ -13,7 +13,7 @@ import numpy as np
 
 from pgdiag import algorithms
 from pgdiag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
-from pgdiag.trainer import METRICS
+from pgdiag.metrics import METRICS
 
 #: the metrics table's own columns ([`pgdiag.run.store.metrics_frame`][pgdiag.run.store.metrics_frame]): a grid
 #: axis is a column too

@@ -22,7 +22,7 @@ import numpy as np
 
 from pgdiag.config import Config, ConfigError
 from pgdiag.run.planning import Plan
-from pgdiag.trainer import METRICS, metrics_of
+from pgdiag.metrics import METRICS, metrics_of
 
 MANIFEST = "manifest.json"
 METRICS_FILE = "metrics.parquet"
@@ -161,7 +161,7 @@ def metrics_frame(plan_: Plan, history: dict):
 
 def history_from_frame(frame, num_agents: int, iterations: int, names=METRICS) -> dict:
     """The inverse of [`metrics_frame`][pgdiag.run.store.metrics_frame] for the first ``iterations`` iterations
-    (``names``: the run's metrics, `pgdiag.trainer.metrics_of`). A
+    (``names``: the run's metrics, `pgdiag.metrics.metrics_of`). A
     metric the saved rows lack (the run was interrupted under a version that did not record it, and is resumed under
     this one) is NaN for those iterations: not measured, rather than a resume refused."""
     frame = frame[frame.iteration < iterations].sort_values(["agent", "iteration"])

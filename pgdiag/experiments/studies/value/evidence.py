@@ -7,7 +7,7 @@ import numpy as np
 from pgdiag.experiments.evidence_rows import training_point
 
 
-#: fig-value's evidence: name -> the held-out metric it reads (trainer.METRICS)
+#: fig-value's evidence: name -> the held-out metric it reads (pgdiag.metrics.METRICS)
 VALUE_SERIES = {"value_heldout_gae_mre": "heldout_value_mre_gae_original",
                 "value_heldout_gae_mre_true": "heldout_value_mre_gae",
                 "value_heldout_truncated_mre": "heldout_value_mre_returns_truncated",

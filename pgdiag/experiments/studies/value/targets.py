@@ -1,7 +1,7 @@
 """fig-value — CL §5.2, Figs 4/14/15: does the value network predict the value?
 
 Every training iteration records the mean relative error of the *updated*
-value network (``trainer.METRICS``, [`pgdiag.stages.value_errors`][pgdiag.stages.value_errors]):
+value network (``pgdiag.metrics.METRICS``, [`pgdiag.stages.value_errors`][pgdiag.stages.value_errors]):
 
 * against its own training target V_old + Â (GAE MRE) — what it is fit to; and
   the original code's "GAE MRE" (``value_mre_gae_original``), the value loss
@@ -54,7 +54,7 @@ ERRORS = (("gae", "against its target V_old + Â (GAE MRE)"),
           ("returns", "against the complete returns (returns MRE)"),
           ("returns_truncated", "against returns cut at the batch end (the original's)"),
           ("exact", "against the exact V^π (LQR)"))
-#: held-out squared-error metrics (trainer.METRICS): (column, error name in the curves)
+#: held-out squared-error metrics (pgdiag.metrics.METRICS): (column, error name in the curves)
 HELDOUT_MSE = (("heldout_value_mse_returns", "returns_mse"), ("heldout_value_ev_returns", "returns_ev"),
                ("heldout_value_mse_exact", "exact_mse"), ("heldout_value_mse_floor", "floor_mse"))
 #: the noise floor's MREs on the held-out batch (LQR: the exact V^π against the same returns on the same states),
