@@ -228,7 +228,7 @@ def test_the_three_im_table_claims_read_means_and_the_kinds_are_known():
     kinds = {c.key: c.kind for c in claims.CLAIMS}
     assert kinds["noclip-beats-ppo-m"] == kinds["noclip-matches-ppo"] == "means"
     assert kinds["optimizations-matter-more-than-step"] == "min-mean-difference"
-    assert {"means", "min-mean-difference"} <= set(paper_claims.KINDS) == set(claims._EVALUATE)
+    assert {"means", "min-mean-difference"} <= set(paper_claims.KINDS) == set(claims.EVALUATE)
     # the permutation floor: 1/C(2n, n) for every kind over groups (1/3432 at 7 v 7)
     assert findings.smallest_p("means", 7) == findings.smallest_p("min-mean-difference", 7) == 1 / 3432
     assert findings.smallest_p("means", 7) == stats.smallest_shift_p(7, 7)
