@@ -43,15 +43,10 @@ from pgdiag.experiments.studies.presets import evidence as ev
 from pgdiag.experiments.figures import COLORS, LABELS
 from pgdiag.experiments.scales import MID_TRAINING, Scale, pick
 from pgdiag.experiments.target_types import Target
+from pgdiag.experiments.studies.presets.tables import (REPORTING, REPORTING_NOTES, agent_scores, check_rules,
+                                                        summarize, table)
 from pgdiag.experiments.training import train_study
-from pgdiag.stats import PUBLISHED, aai, acli, index_interval, t_coverage_on_skewed, t_interval
-
-#: the tables' reporting rule -> the per-iteration metric it reads
-REPORTING = {"pgdiag": "mean_return", "original": "mean_return_reference"}
-REPORTING_NOTES = {
-    "pgdiag": "pgdiag's rule: the mean raw return of every episode that ended in an iteration (`mean_return`)",
-    "original": "the original code's rule, as published: an episode ending on the batch's last step is left out "
-                "unless no other episode ended in the batch (`mean_return_reference`)"}
+from pgdiag.stats import t_coverage_on_skewed, t_interval
 
 
 SCALES = {
@@ -95,86 +90,6 @@ def training_groups(scale: str, presets) -> tuple:
     if not shared or not set(shared) <= set(presets):
         return (tuple(presets),)
     return tuple(g for g in (shared, tuple(a for a in presets if a not in shared)) if g)
-
-
-# --- per-agent scores and the tables ------------------------------------------------
-
-def _check_rules(statistic: str, reporting: str) -> None:
-    if statistic not in ("final", "max"):
-        raise ConfigError(f"unknown statistic {statistic!r}; choose 'final' or 'max'")
-    if reporting not in REPORTING:
-        raise ConfigError(f"unknown reporting rule {reporting!r}; choose one of: {', '.join(REPORTING)}")
-
-
-def agent_scores(metrics, statistic: str = "final", reporting: str = "pgdiag"):
-    """One score per (task, algorithm, agent): the mean of the last five iterations'
-    mean reward (``final``) or the max over training (``max``), the mean reward under
-    ``reporting``'s rule (see [`REPORTING`][pgdiag.experiments.studies.presets.REPORTING])."""
-    _check_rules(statistic, reporting)
-    column, keys = REPORTING[reporting], ["task", "algorithm", "agent"]
-    if column not in metrics:
-        raise ConfigError(f"reporting={reporting!r} needs the metric {column!r}, which these runs did not "
-                          f"record (they predate it); retrain them or use reporting='pgdiag'")
-    if statistic == "max":
-        return metrics.groupby(keys)[column].max().rename("score").reset_index()
-    last = metrics.iteration.max()
-    tail = metrics[metrics.iteration > last - 5]
-    return tail.groupby(keys)[column].mean().rename("score").reset_index()
-
-
-def summarize(scores):
-    """Mean score and its 95% Student-t interval over agents per (task, algorithm) (the agent the unit; the
-    paper's percentile bootstrap covered 0.87 at 8 agents, [`pgdiag.stats`][pgdiag.stats])."""
-    import pandas as pd
-
-    rows = []
-    for (task, algo), group in scores.groupby(["task", "algorithm"]):
-        iv = t_interval(group.score.to_numpy())
-        rows.append({"task": task, "algorithm": algo, "agents": iv.n, "mean": iv.estimate, "ci_low": iv.low,
-                     "ci_high": iv.high, "left_out": int((~np.isfinite(group.score.to_numpy())).sum())})
-    return pd.DataFrame(rows)
-
-
-def _fmt(mean, low, high):
-    if not np.isfinite(mean):
-        return "—"
-    return f"{mean:.0f} [{low:.0f}, {high:.0f}]" if np.isfinite(low) else f"{mean:.0f}"
-
-
-def table(summary, algorithms, with_aai: bool, scores=None):
-    """The table as a DataFrame (one row per algorithm, one column per task) with the published values in parallel
-    columns; with the agents' ``scores`` ([`agent_scores`][pgdiag.experiments.studies.presets.agent_scores]), AAI
-    and ACLI carry their intervals ([`pgdiag.stats.index_interval`][pgdiag.stats.index_interval])."""
-    import pandas as pd
-
-    tasks = list(dict.fromkeys(summary.task))
-    by = {(r.task, r.algorithm): r for r in summary.itertuples()}
-    rows = []
-    for algo in algorithms:
-        row = {"algorithm": LABELS[algo]}
-        for task in tasks:
-            r = by.get((task, algo))
-            row[task] = _fmt(r.mean, r.ci_low, r.ci_high) if r is not None else "—"
-            pub = PUBLISHED.get(task, {}).get(algo)
-            row[f"{task} (published)"] = _fmt(*pub) if pub else "—"
-        rows.append(row)
-    if with_aai:
-        for name, fn in (("AAI", aai), ("ACLI", acli)):
-            row = {"algorithm": name}
-            for task in tasks:
-                four = [a for a in ("ppo", "ppo-m", "trpo", "trpo+") if (task, a) in by]
-                if len(four) < 4:
-                    row[task] = "—"
-                elif scores is None:
-                    row[task] = f"{fn({a: by[(task, a)].mean for a in four}):.0f}"
-                else:
-                    mine = scores[scores.task == task]
-                    iv = index_interval({a: mine[mine.algorithm == a].score.to_numpy() for a in four}, name.lower())
-                    row[task] = _fmt(iv.estimate, iv.low, iv.high)
-                pub = PUBLISHED.get(task, {}).get(name.lower())
-                row[f"{task} (published)"] = f"{pub}" if pub is not None else "—"
-            rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # --- the figure -----------------------------------------------------------------------
@@ -249,7 +164,7 @@ def run(target, scale="smoke", out="results/algorithms", tasks=None, seeds=None,
     tables' ``statistic`` and ``reporting`` rules are checked before training."""
     rules = {k: overrides.pop(k) for k in ("statistic", "reporting") if k in overrides}
     if rules:
-        _check_rules(rules.get("statistic", "final"), rules.get("reporting", "pgdiag"))
+        check_rules(rules.get("statistic", "final"), rules.get("reporting", "pgdiag"))
     _study(target, scale, out, tasks, seeds, progress, overrides)
     return target.redraw(out, **rules)
 
@@ -282,7 +197,7 @@ def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statis
                reporting: str = "pgdiag", *, compared: tuple, title: str, with_aai: bool) -> dict:
     """A table of the ``compared`` presets (Table 2 with AAI and ACLI, Table 3) from the study saved in
     ``from_dir`` (written to ``out``, default ``from_dir``)."""
-    _check_rules(statistic, reporting)
+    check_rules(statistic, reporting)
     record, metrics = study_dir.load_runs(from_dir, STUDY, target.name, tasks)
     metrics = metrics[metrics.algorithm.isin(compared)]
     scores = agent_scores(metrics, statistic, reporting)
