@@ -117,6 +117,22 @@ def original_gae_relative_error(values, old_values, targets, mask, knobs) -> jax
     return _mean_over_target(value_loss_terms(values, old_values, targets, knobs), targets, mask)
 
 
+def masked_mse(v, target, mask) -> jax.Array:
+    """Mean of (v − target)² over the samples ``mask`` selects; NaN where nothing is selected."""
+    n = jnp.sum(mask)
+    return jnp.where(n > 0, jnp.sum(jnp.where(mask, jnp.square(v - target), 0.0)) / jnp.maximum(n, 1), jnp.nan)
+
+
+def explained_variance(v, target, mask) -> jax.Array:
+    """1 − Var(target − v)/Var(target) over ``mask``; NaN where nothing is selected or the target is constant."""
+    n = jnp.sum(mask)
+    w = mask.astype(jnp.float32) / jnp.maximum(n, 1)
+    var = jnp.sum(w * jnp.square(target - jnp.sum(w * target)))
+    resid = jnp.where(mask, target - v, 0.0)
+    rvar = jnp.sum(w * jnp.square(resid - jnp.sum(w * resid)))
+    return jnp.where((n > 0) & (var > 0), 1.0 - rvar / jnp.where(var > 0, var, 1.0), jnp.nan)
+
+
 # --- KL and entropy (ref §2.7, §4.1) ------------------------------------------------
 
 def kl(old_mean, old_log_std, mean, log_std) -> jax.Array:

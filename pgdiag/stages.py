@@ -31,8 +31,8 @@ from pgdiag.algorithms.epochs import value_update
 from pgdiag.config import Static
 from pgdiag.envs.base import Env, ExactAnswers
 from pgdiag.normalize import reward_affine
-from pgdiag.objectives import (kl, kl_stats, mean_relative_error, normalize_advantages, original_gae_relative_error,
-                                probability_ratio)
+from pgdiag.objectives import (explained_variance, kl, kl_stats, masked_mse, mean_relative_error, normalize_advantages,
+                                original_gae_relative_error, probability_ratio)
 from pgdiag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
                              episode_completes, reset_envs)
 
@@ -214,26 +214,11 @@ def value_errors(value_params, t: ValueTargets, knobs) -> ValueErrors:
                        returns=mean_relative_error(v, full, sel),
                        exact=mean_relative_error(v, t.exact, t.mask),
                        returns_truncated=mean_relative_error(v, t.returns, t.mask),
-                       returns_mse=_masked_mse(v, full, sel), returns_ev=_explained_variance(v, full, sel),
-                       exact_mse=_masked_mse(v, t.exact, sel), floor_mse=_masked_mse(t.exact, full, sel),
+                       returns_mse=masked_mse(v, full, sel), returns_ev=explained_variance(v, full, sel),
+                       exact_mse=masked_mse(v, t.exact, sel), floor_mse=masked_mse(t.exact, full, sel),
                        gae_original=original_gae_relative_error(v, old, t.gae, t.mask, knobs),
                        floor_mre=mean_relative_error(t.exact, full, sel),
                        floor_mre_truncated=mean_relative_error(t.exact, t.returns, t.mask))
-
-
-def _masked_mse(v, target, mask):
-    n = jnp.sum(mask)
-    return jnp.where(n > 0, jnp.sum(jnp.where(mask, jnp.square(v - target), 0.0)) / jnp.maximum(n, 1), jnp.nan)
-
-
-def _explained_variance(v, target, mask):
-    """1 − Var(target − v)/Var(target) over ``mask``; NaN where nothing is selected or the target is constant."""
-    n = jnp.sum(mask)
-    w = mask.astype(jnp.float32) / jnp.maximum(n, 1)
-    var = jnp.sum(w * jnp.square(target - jnp.sum(w * target)))
-    resid = jnp.where(mask, target - v, 0.0)
-    rvar = jnp.sum(w * jnp.square(resid - jnp.sum(w * resid)))
-    return jnp.where((n > 0) & (var > 0), 1.0 - rvar / jnp.where(var > 0, var, 1.0), jnp.nan)
 
 
 @struct.dataclass

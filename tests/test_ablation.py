@@ -10,7 +10,7 @@ import pytest
 from pgdiag import ConfigError
 from pgdiag.cli import main
 from pgdiag.experiments import targets
-from pgdiag.experiments.studies.ablation import targets as ablation
+from pgdiag.experiments.studies import ablation
 from pgdiag.run import CompileCounter
 from pgdiag.experiments.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
 

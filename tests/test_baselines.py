@@ -13,7 +13,7 @@ from jax.flatten_util import ravel_pytree
 from pgdiag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pgdiag.diagnostics import DiagnosticError
 from pgdiag.diagnostics.baselines import measure as bl
-from pgdiag.diagnostics import value_fit
+from pgdiag.diagnostics import paired_t, value_fit
 from pgdiag.diagnostics.baselines.memory import baseline_bytes
 from pgdiag.diagnostics.baselines.study import baseline_study, load_baseline_study
 from pgdiag.diagnostics.sampling import Sampling
@@ -147,7 +147,7 @@ def test_the_paired_t_test_against_closed_forms():
     for n in (2, 3, 20, 37):
         d = rng.normal(0.3, 1.0, n)
         t = d.mean() / (d.std(ddof=1) / np.sqrt(n))
-        got = value_fit.paired_t(jnp.asarray(d, jnp.float32))
+        got = paired_t.paired_t(jnp.asarray(d, jnp.float32))
         assert float(got.t) == pytest.approx(t, rel=1e-4) and int(got.n) == n
         assert float(got.mean) == pytest.approx(d.mean(), rel=1e-4, abs=1e-6)
         assert float(got.se) == pytest.approx(d.std(ddof=1) / np.sqrt(n), rel=1e-4)
@@ -156,15 +156,15 @@ def test_the_paired_t_test_against_closed_forms():
         if n == 3:
             assert float(got.p) == pytest.approx(0.5 - t / (2 * np.sqrt(2 + t * t)), abs=1e-5)
     for t, p in ((1.7291, 0.05), (2.5395, 0.01), (2.8609, 0.005), (0.0, 0.5), (-1.7291, 0.95)):
-        assert float(value_fit.student_t_sf(jnp.float32(t), 19.0)) == pytest.approx(p, abs=2e-5), t
+        assert float(paired_t.student_t_sf(jnp.float32(t), 19.0)) == pytest.approx(p, abs=2e-5), t
     # the differences left out: masked, non-finite; fewer than two: no test
     d = jnp.array([1.0, 2.0, jnp.nan, 4.0, 100.0])
-    got = value_fit.paired_t(d, jnp.array([True, True, True, True, False]))
+    got = paired_t.paired_t(d, jnp.array([True, True, True, True, False]))
     assert int(got.n) == 3 and float(got.mean) == pytest.approx(7 / 3)
-    assert np.isnan(float(value_fit.paired_t(jnp.array([1.0])).p))
+    assert np.isnan(float(paired_t.paired_t(jnp.array([1.0])).p))
     # equal non-zero differences: no spread, t = ±∞ and p = 0 or 1; all zero: no evidence either way
-    assert float(value_fit.paired_t(jnp.full(20, 0.5)).p) == 0.0 and float(value_fit.paired_t(jnp.full(20, -0.5)).p) == 1.0
-    assert np.isnan(float(value_fit.paired_t(jnp.zeros(20)).p))
+    assert float(paired_t.paired_t(jnp.full(20, 0.5)).p) == 0.0 and float(paired_t.paired_t(jnp.full(20, -0.5)).p) == 1.0
+    assert np.isnan(float(paired_t.paired_t(jnp.zeros(20)).p))
 
 
 def test_v_star_at_the_true_value_stops_after_one_round_on_squared_error_where_mre_would_prefer_zero():

@@ -602,7 +602,8 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
     chunks), R = ⌈20000/9984⌉ = 3, so 3 × (10 + 3) = 39 streams, and ⌈2048/39⌉ = 53 environments per
     stream. Wide: chunks of 53 × 64 = 3392 pairs, N = 64, 100, 1000 as asked (below one chunk) and
     round(10000/3392) = 3 chunks = 10176, R = ⌈20000/10176⌉ = 2. Resolving touches no device."""
-    from pgdiag.diagnostics.gradients.measure import GradientSettings, widen
+    from pgdiag.diagnostics.gradients.measure import GradientSettings
+    from pgdiag.diagnostics.gradients.widening import widen
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
 
@@ -632,7 +633,8 @@ def test_a_widened_study_steps_the_batch_this_hosts_measurements_find_fullest(mo
     environments per millisecond (2,560 against 640 and 2,409), so the 39 streams of the widening test above get
     ⌈4096/39⌉ = 106 environments each; rows that stop below 2,048 say nothing of the wide batches, and the
     2,048 default stays (53 each)."""
-    from pgdiag.diagnostics.gradients.measure import GradientSettings, wide_batch, widen
+    from pgdiag.diagnostics.gradients.measure import GradientSettings
+    from pgdiag.diagnostics.gradients.widening import wide_batch, widen
     from pgdiag.envs import crossover
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)

@@ -64,7 +64,7 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
     and seeds, so the same run directories), and a plan of all the report's targets costs them once: five
     training programs, not seven."""
     from pgdiag.experiments import claims
-    from pgdiag.experiments.studies.ablation import targets as ablation
+    from pgdiag.experiments.studies import ablation
     from pgdiag.experiments.studies.presets import targets as presets
 
     names = [t.name for t in targets.of_paper("im")]

@@ -24,7 +24,7 @@ from jax.flatten_util import ravel_pytree
 from compare import CANCELLING_ATOL
 from pgdiag import load_checkpoint, load_run, make_train, stages
 from pgdiag.diagnostics import DiagnosticError
-from pgdiag.diagnostics.landscape import measure as ls
+from pgdiag.diagnostics.landscape import geometry, measure as ls
 from pgdiag.diagnostics.landscape.memory import landscape_bytes
 from pgdiag.diagnostics.landscape.study import landscape_study, load_landscape_study, sign_agreement
 from pgdiag.diagnostics.sampling import Sampling
@@ -56,14 +56,14 @@ def test_x_equal_one_is_the_policy_the_step_produces(runs, algorithm):
     env = make_train(static).env
     agent = jax.tree.map(lambda x: x[0], load_checkpoint(run, 5))
     own = Sampling(envs=static.num_envs, steps=static.steps_per_env, start="checkpoint")
-    batch = ls.step_batch(env, static, own, agent, knobs, jax.random.PRNGKey(1), static.num_envs)
+    batch = geometry.step_batch(env, static, own, agent, knobs, jax.random.PRNGKey(1), static.num_envs)
     lr = annealed_learning_rate(knobs["lr_policy"], agent.iteration, static.num_iterations, knobs)
-    delta = ls.step_direction(static, agent, batch, lr, knobs, jax.random.PRNGKey(2))
+    delta = geometry.step_direction(static, agent, batch, lr, knobs, jax.random.PRNGKey(2))
     stepped = stages.policy_step(static, agent.policy, agent.policy_opt, batch, lr, knobs, jax.random.PRNGKey(2))
     theta = ravel_pytree(agent.policy)[0]
-    d = ls.random_direction(jax.random.PRNGKey(3), theta.shape[0], 0.7)
+    d = geometry.random_direction(jax.random.PRNGKey(3), theta.shape[0], 0.7)
     assert float(jnp.linalg.norm(d)) == pytest.approx(0.7, rel=1e-5)
-    grid = ls.plane(theta, delta, d, (0.0, 1.0))   # (0,0), (0,1), (1,0), (1,1)
+    grid = geometry.plane(theta, delta, d, (0.0, 1.0))   # (0,0), (0,1), (1,0), (1,1)
     np.testing.assert_allclose(grid[0], theta, rtol=0, atol=0)
     np.testing.assert_allclose(grid[2], ravel_pytree(stepped.params)[0], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(grid[1] - grid[0], d, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,5 @@
-"""The package's layout holds: nothing imports upward, and no line is wider than the house limit."""
+"""The package's layout holds: nothing imports upward, no module imports itself through others, and no line,
+function or module is longer than the house limits."""
 
 import ast
 import pathlib
@@ -19,6 +20,8 @@ LATE_UPWARD = {
 }
 
 LIMIT = 120
+#: the most lines of a module, and of a function (its signature, docstring and body)
+MODULE_LINES, FUNCTION_LINES = 300, 60
 
 
 def _layer(module: str):
@@ -65,6 +68,52 @@ def test_no_line_is_wider_than_the_limit():
             for i, line in enumerate(path.read_text().split("\n"), 1) if len(line) > LIMIT]
     assert not wide, f"lines over {LIMIT} characters: {wide[:10]}"
 
+
+def test_no_module_or_function_is_longer_than_the_limit():
+    long_modules, long_functions = [], []
+    for path, module in _modules():
+        text = path.read_text()
+        if len(text.split("\n")) - (1 if text.endswith("\n") else 0) > MODULE_LINES:
+            long_modules.append(module)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                if node.end_lineno - first + 1 > FUNCTION_LINES:
+                    long_functions.append(f"{module}.{node.name}")
+    assert not long_modules, f"modules over {MODULE_LINES} lines: {long_modules}"
+    assert not long_functions, f"functions over {FUNCTION_LINES} lines: {long_functions}"
+
+
+def test_no_import_circle_at_module_level():
+    """The modules' module-level imports of each other form no circle (an import inside a function is read when it
+    runs, after every module has loaded)."""
+    names = {module for _, module in _modules()}
+    edges = {}
+    for path, module in _modules():
+        tree = ast.parse(path.read_text())
+        out = set()
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for _, targets in _imports(ast.Module(body=[node], type_ignores=[])):
+                    out |= {t for t in targets if t in names and t != module}
+        edges[module] = out
+    # a package's __init__ importing its own submodules is how a package is put together, not a circle
+    edges = {m: {t for t in ts if not (t.startswith(m + ".") and m + "." in t)} for m, ts in edges.items()}
+    state, circles = {}, []
+
+    def visit(m, stack):
+        state[m] = "open"
+        for t in sorted(edges.get(m, ())):
+            if state.get(t) == "open":
+                circles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t, stack + [t])
+        state[m] = "done"
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, f"import circles: {circles[:5]}"
 
 def test_the_recorded_version_is_the_installed_distributions():
     """Every manifest records pgdiag's version (the distribution is named pgdiag-rl, the package pgdiag): the

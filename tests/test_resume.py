@@ -483,11 +483,11 @@ def test_a_signal_just_after_the_lock_is_taken_stops_the_run_and_the_same_comman
     same command takes again without --overwrite."""
     from pgdiag.cli import main
 
-    from pgdiag.run import execute
+    from pgdiag.run import start
 
     out = str(tmp_path / "run")
     with monkeypatch.context() as m:
-        _signal_after(m, execute, "claim", swallowed=False)
+        _signal_after(m, start, "claim", swallowed=False)
         assert main(TRAIN + ["--out", out]) == 130
     assert "interrupted before training started; nothing was trained" in capsys.readouterr().err
     assert main(TRAIN + ["--out", out]) == 0

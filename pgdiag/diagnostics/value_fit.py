@@ -16,6 +16,7 @@ from flax import struct
 
 from pgdiag import networks, stages
 from pgdiag.algorithms.epochs import value_update
+from pgdiag.diagnostics.paired_t import PairedT, paired_t
 from pgdiag.diagnostics.sampling import start_carry
 from pgdiag.objectives import mean_relative_error
 from pgdiag.optim import adam
@@ -145,38 +146,6 @@ def _mse(v, target, mask, axis=None):
     return jnp.where(n > 0, sq / jnp.maximum(n, 1), jnp.nan)
 
 
-@struct.dataclass
-class PairedT:
-    mean: jax.Array   # mean of the differences
-    se: jax.Array     # its standard error, sd / √n (sd with n − 1)
-    t: jax.Array      # mean / se
-    n: jax.Array      # differences counted (the finite ones)
-    p: jax.Array      # one-sided p-value of H1: the true mean > 0 (Student's t, n − 1 degrees of freedom)
-
-
-def student_t_sf(t, df):
-    """P(T > t) for Student's t with ``df`` degrees of freedom (traced; any df > 0), through the regularized
-    incomplete beta function: P(|T| > |t|) = I_{df/(df+t²)}(df/2, 1/2)."""
-    tail = 0.5 * jax.scipy.special.betainc(df / 2.0, 0.5, df / (df + jnp.square(t)))
-    return jnp.where(t >= 0, tail, 1.0 - tail)
-
-
-def paired_t(diff, valid=None) -> PairedT:
-    """The one-sided paired t-test of ``diff`` (per-batch differences; those not ``valid`` or not finite are
-    left out): NaN p-value with fewer than two differences; ±∞ t when the differences are all equal and
-    non-zero."""
-    ok = jnp.isfinite(diff) if valid is None else valid & jnp.isfinite(diff)
-    n = jnp.sum(ok)
-    d = jnp.where(ok, diff, 0.0)
-    mean = jnp.sum(d) / jnp.maximum(n, 1)
-    var = jnp.sum(jnp.where(ok, jnp.square(d - mean), 0.0)) / jnp.maximum(n - 1, 1)
-    se = jnp.sqrt(var / jnp.maximum(n, 1))
-    t = jnp.where(se > 0, mean / jnp.where(se > 0, se, 1.0), jnp.sign(mean) * jnp.inf)
-    t = jnp.where(mean == 0, jnp.where(se > 0, t, jnp.nan), t)
-    p = jnp.where(n >= 2, student_t_sf(t, jnp.maximum(n - 1, 1).astype(jnp.float32)), jnp.nan)
-    return PairedT(mean=mean, se=jnp.where(n >= 2, se, jnp.nan), t=jnp.where(n >= 2, t, jnp.nan), n=n, p=p)
-
-
 def fit_value(static, settings, r, data: FitData, agent, knobs, key, start=None):
     """A value network fit to the complete returns of ``data`` (all but the kept-out chunks), starting from
     the agent's network (``fit_start="agent"``), a fresh one, or ``start`` (parameters) when given: rounds
@@ -300,4 +269,4 @@ def _floor(data: FitData, start: int, fitted, agent_value, knobs) -> dict:
     return out
 
 
-__all__ = ["FitData", "FitReport", "PairedT", "empty_report", "fit_data", "fit_value", "paired_t", "student_t_sf"]
+__all__ = ["FitData", "FitReport", "empty_report", "fit_data", "fit_value"]

@@ -29,7 +29,6 @@ agrees to ~1e-5 a step, not bitwise: name the backend to compare across widths.)
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -38,13 +37,12 @@ from typing import Mapping, Sequence
 import jax
 
 from pgdiag.config import Config, ConfigError
-from pgdiag.run import distributed, provenance, split, store
+from pgdiag.run import provenance, split, store
 from pgdiag.run.trackers import as_callbacks
-from pgdiag.run.claim import claim, stopped_before_starting
-from pgdiag.run.interrupts import sigterm_interrupts, writing
-from pgdiag.run.loop import run_loop
+from pgdiag.run.continuation import check_unchanged, continue_run, training_manifest
 from pgdiag.run.planning import Plan, plan
 from pgdiag.run.progress import default_chunk
+from pgdiag.run.start import start
 from pgdiag.metrics import metrics_of
 
 #: How agents share a compiled program. "vmap" batches them (the fast path,
@@ -101,9 +99,9 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     """
     watchers = as_callbacks(callbacks, loggers, out if resume is None else resume)
     if resume is not None:
-        _resume_unchanged(resume, out=out, chunk_iterations=chunk_iterations, save_checkpoint=save_checkpoint,
+        check_unchanged(resume, out=out, chunk_iterations=chunk_iterations, save_checkpoint=save_checkpoint,
                           label=label, batching=batching, overwrite=overwrite)
-        return _resume(resume, base, grid, seeds, labels, progress, watchers)
+        return continue_run(resume, base, grid, seeds, labels, progress, watchers)
     p = plan(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
     chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint)
@@ -114,17 +112,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
                             save_checkpoint=bool(save_checkpoint), physics=physics,
                             placement=dict(zip(("mode", "why"), split.resolve(p.base.static))))
-    return _execute(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
-
-
-def _resume_unchanged(resume: str, **given) -> None:
-    """A resumed run continues as it was recorded: every setting of how it runs left at its default."""
-    defaults = dict(out=None, chunk_iterations=None, save_checkpoint=False, label=None, batching="vmap",
-                    overwrite=False)
-    changed = [f"{k}={v!r}" for k, v in given.items() if v != defaults[k]]
-    if changed:
-        raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(changed)} cannot "
-                          f"be changed (rerun it into a new directory with other settings)")
+    return start(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
 
 
 def _chunk(static, chunk_iterations, out, save_checkpoint) -> int:
@@ -227,100 +215,10 @@ def rerun(run_dir: str, out: str | None = None, progress: bool | None = None) ->
     Returns:
         The new run.
     """
-    manifest = _training_manifest(run_dir, "rerun")
+    manifest = training_manifest(run_dir, "rerun")
     if out is not None and os.path.abspath(out) == os.path.abspath(run_dir):
         raise ConfigError(f"rerun writes a new run directory: --out must differ from {run_dir!r}")
     p = store.plan_from_manifest(manifest)
     return sweep(p.base, manifest["grid_points"] or None, manifest["seeds"], out, progress=progress,
                  chunk_iterations=manifest["chunk_iterations"], save_checkpoint=manifest["save_checkpoint"],
                  label=manifest["label"], batching=manifest["batching"], labels=manifest.get("labels") or None)
-
-
-def _training_manifest(run_dir: str, what: str) -> dict:
-    try:
-        manifest = store.read_manifest(run_dir)
-    except FileNotFoundError:
-        if stopped_before_starting(run_dir):
-            raise ConfigError(f"cannot {what} {run_dir!r}: the run there was stopped before it started (the "
-                              f"directory holds only its lock, no {store.MANIFEST}); nothing was trained, so run "
-                              f"the same command again with --out {run_dir} (out=...): it takes the directory "
-                              f"over") from None
-        raise ConfigError(f"cannot {what} {run_dir!r}: it is not a pgdiag run directory (no "
-                          f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
-    if not store.is_training(manifest):
-        raise ConfigError(f"cannot {what} {run_dir!r}: its {store.MANIFEST} is not a training run's "
-                          f"(format {manifest.get('format')!r})")
-    return manifest
-
-
-def _resume(run_dir, base, grid, seeds, labels, progress, watchers=()) -> store.RunResult:
-    manifest = _training_manifest(run_dir, "resume")
-    p = store.plan_from_manifest(manifest)
-    if base is not None:   # what is omitted is the run's own
-        given = plan(base, manifest["grid_points"] or None if grid is None else grid,
-                     manifest["seeds"] if seeds is None else seeds,
-                     manifest.get("labels") or None if labels is None else labels)
-        for what, mine, theirs in (("base configuration", base.to_dict(), store.requested_config(manifest)),
-                                   ("grid", list(given.points), manifest["grid_points"]),
-                                   ("seeds", list(given.seeds), manifest["seeds"])):
-            if json.loads(json.dumps(mine, default=list)) != theirs:
-                raise ConfigError(f"cannot resume {run_dir!r} with another {what}: the run has {theirs!r}, "
-                                  f"got {mine!r}; omit it to use the run's own")
-    if manifest["status"] == "complete":
-        return _complete(run_dir, manifest)
-
-    def current():
-        """The manifest read again once the directory's lock is held (another process may have resumed the run
-        since), with this continuation added; None when it is complete."""
-        manifest = _training_manifest(run_dir, "resume")
-        if manifest["status"] == "complete":
-            return None
-        # where and how each continuation ran (the "device" entry stays the first run's)
-        manifest.setdefault("resumed", []).append({
-            "after_iteration": manifest["iterations_done"], "device": provenance.device_info(),
-            "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "versions": provenance.versions()})
-        return manifest
-
-    return _execute(p, current, run_dir, progress, resume=True, callbacks=watchers)
-
-
-def _complete(run_dir: str, manifest: dict) -> store.RunResult:
-    sys.stderr.write(f"{run_dir}: the run is already complete ({manifest['iterations_done']} iterations)\n")
-    return store.load_run(run_dir)
-
-
-# --- taking the directory, then the loop ----------------------------------------------------------
-
-def _execute(p: Plan, manifest, out: str | None, progress: bool | None, resume: bool = False,
-             overwrite: bool = False, callbacks: list = ()):
-    lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress
-    distributed.agree("sweep", {
-        "configuration": p.base.to_dict(), "grid": [dict(x) for x in p.points], "seeds": list(p.seeds),
-        "labels": list(p.labels), "--out": out, "resume": resume, "--overwrite": overwrite,
-        **({k: manifest.get(k) for k in ("chunk_iterations", "batching", "save_checkpoint")}
-           if isinstance(manifest, dict) else {})})
-    # Ctrl-C and SIGTERM are handled from before the lock is taken: one landing anywhere after it (even where
-    # Python swallows it, in JAX's garbage-collection hook) stops the run rather than being lost
-    with sigterm_interrupts():
-        lock = None
-        try:
-            if out is not None:   # taken (created, locked, checked to hold no other run) before anything compiles,
-                with writing():   # whole: a signal meanwhile waits until the lock is held and can be released
-                    lock = distributed.lead_first("taking the run directory", lambda: claim(
-                        out, overwrite=overwrite, resume=resume))
-            if lock is not None and lock.taken_over:
-                sys.stderr.write(f"{out}: took over the lock left by {lock.taken_over} (that process has ended)\n")
-            if callable(manifest):   # a resume reads its manifest under the lock
-                manifest = manifest()
-                if manifest is None:
-                    return _complete(out, store.read_manifest(out))
-            return run_loop(p, manifest, out, progress, resume, lead, callbacks)
-        except KeyboardInterrupt:
-            if out is not None and lead and not os.path.exists(os.path.join(out, store.MANIFEST)):
-                sys.stderr.write(f"\n{out}: interrupted before training started; nothing was trained (run the "
-                                 f"same command again)\n")
-            raise
-        finally:
-            if lock is not None:
-                lock.release()

@@ -3,8 +3,9 @@ written after every chunk (states, then metrics, then manifest), signals handled
 stays consistent (`pgdiag.run.interrupts`).
 
 `run_loop` reads as its steps: `_prepare` (what every chunk shares), `_start` (restore or init, compile,
-checkpoint 0), then `_run_chunk` and `_write_chunk` for each chunk, `_drop_last`, `_finish` (status, timings,
-the last write and the message a stopped run leaves) and `_result`. Their shared state is one `_Loop`."""
+checkpoint 0), then `_run_chunk` and `_write_chunk` for each chunk, `_drop_last`, `finish` (status,
+timings, the last write and the message a stopped run leaves: `pgdiag.run.run_record`) and `_result`. Their shared
+state is one `_Loop`."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import jax
 import numpy as np
 
 from pgdiag.config import stack_knobs
-from pgdiag.run import checkpoints, programs, split, store, timings
+from pgdiag.run import checkpoints, programs, split, store
 from pgdiag.run.callbacks import Dispatch, Event
 from pgdiag.run.distributed import sync
 from pgdiag.run.interrupts import sigterm_interrupts, wait, writing
 from pgdiag.run.planning import Plan
+from pgdiag.run.run_record import finish, progress_manifest, warn_diverged
 from pgdiag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pgdiag.run.programs import init_program
 from pgdiag.run.shard import gather, pad_and_shard, replicated
@@ -60,10 +62,10 @@ def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, re
             manifest["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
             raise
         finally:   # a signal (status "interrupted") or an error still leaves the directory consistent
-            _finish(run, counter, resume)
+            finish(run, counter, resume)
             if watch:
                 watch.call("on_end", _event(run, status=run.status))
-    _warn_diverged(run)
+    warn_diverged(run)
     return _result(run)
 
 
@@ -87,7 +89,7 @@ def _tell(watch: Dispatch, run: "_Loop", before: int | None) -> None:
 
 @dataclasses.dataclass
 class _Loop:
-    """One run of the loop: what its steps share, and what `_finish` reads however far the run got."""
+    """One run of the loop: what its steps share, and what `finish` reads however far the run got."""
 
     p: Plan
     manifest: dict
@@ -169,7 +171,7 @@ def _start(run: _Loop, resume: bool) -> list[int]:
         run.manifest["status"] = "running"
         with writing():   # the manifest before anything compiles: a run stopped or killed from here on resumes
             store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
-            store.write_manifest(run.out, _progress_manifest(run.manifest, 0, run.out, run.history))
+            store.write_manifest(run.out, progress_manifest(run.manifest, 0, run.out, run.history))
     if resume:
         with writing():   # a signal waits for the restore (orbax reports one inside it as damage)
             at, restored, table = checkpoints.resume_point(run.out, run.p.base, run.n)
@@ -228,7 +230,7 @@ def _write_chunk(run: _Loop) -> None:
             store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
             if run.latest is not None and run.latest not in run.kept:
                 checkpoints.drop_checkpoint(run.out, run.latest)
-            store.write_manifest(run.out, _progress_manifest(run.manifest, run.done, run.out, run.history))
+            store.write_manifest(run.out, progress_manifest(run.manifest, run.done, run.out, run.history))
         run.latest = run.done
 
 
@@ -237,88 +239,6 @@ def _drop_last(run: _Loop) -> None:
     if run.out is not None and run.lead and run.latest is not None and run.latest not in run.kept:
         with writing():
             checkpoints.drop_checkpoint(run.out, run.latest)
-
-
-def _finish(run: _Loop, counter: CompileCounter, resume: bool) -> None:
-    """However the loop ended: close the bar, record the status and timings in the manifest, write the metrics
-    and manifest, record this host's cost per step, and say how a run that stopped resumes."""
-    if run.bar is not None:
-        run.bar.close()
-    t_end = time.perf_counter()
-    static, n, done = run.static, run.n, run.done
-    run.manifest.update(_progress_manifest(run.manifest, done, run.out, run.history))
-    run.manifest.update(status=run.status, timings={
-        "compile_s": run.compile_s, "run_s": t_end - run.t_start - run.compile_s, "total_s": t_end - run.t_start,
-        "chunk_s": [s for s, _ in run.chunks], "chunk_iterations": [i for _, i in run.chunks],
-        "from_iteration": run.first,
-        "compiles": counter.count, "compile_backend_s": counter.seconds,
-        "env_steps": done * static.batch_size * n,
-        "env_steps_per_s": done * static.batch_size * n / max(t_end - run.t_start - run.compile_s, 1e-9)})
-    # a resume that failed before it started (a damaged file, a signal while restoring) leaves the
-    # directory as it found it
-    if run.out is not None and run.lead and (run.first is not None or not resume):
-        with writing(raise_pending=False):
-            try:
-                store.write_metrics(run.out, store.metrics_frame(run.p, run.history))
-                store.write_manifest(run.out, run.manifest)
-            except (OSError, store.RunDirError):
-                if run.status == "complete":
-                    raise
-                # a run that already failed (a full disk) keeps the record its last chunk wrote; its own
-                # error, not this one, is what the command reports
-                done = run.manifest["iterations_done"] = _last_written(run)
-    if run.lead and run.chunks:
-        _record_cost(run)
-    if run.status != "complete" and run.lead:
-        what = "failed" if run.status == "failed" else "interrupted"
-        where = (f"; {'once its cause is fixed, ' if run.status == 'failed' else ''}resume with: {run.resume_cmd}"
-                 if run.resume_cmd else "")
-        sys.stderr.write(f"\n{run.manifest['label']}: {what} after iteration {done} of "
-                         f"{static.num_iterations}{where}\n")
-
-
-def _last_written(run: _Loop) -> int:
-    """The iteration the run directory's manifest, as last written, records."""
-    try:
-        return int(store.read_manifest(run.out).get("iterations_done", 0))
-    except (OSError, store.RunDirError, ValueError, TypeError):
-        return 0
-
-
-def _record_cost(run: _Loop) -> None:
-    """This host's cost per step, for later plans: the chunks after the first where there are several (what
-    every later iteration costs); one chunk only where nothing better is kept."""
-    static = run.static
-    later = run.chunks[1:] or run.chunks
-    seconds, its = sum(s for s, _ in later), sum(i for _, i in later)
-    if seconds > 0:
-        timings.record(static, run.n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env),
-                       replace=len(run.chunks) > 1)
-
-
-def _warn_diverged(run: _Loop) -> None:
-    diverged = run.manifest["diverged_agents"]
-    if diverged and run.lead:
-        sys.stderr.write(f"warning: {len(diverged)} of {run.n} agents diverged (non-finite parameters, "
-                         f"losses, policy σ or KL): agents {diverged[:20]}{' ...' if len(diverged) > 20 else ''}\n")
-    if run.lead:
-        _say_no_episodes(run)
-
-
-def _say_no_episodes(run: _Loop) -> None:
-    """Agents that finished no episode have NaN returns throughout: said once, with the steps they ran and the
-    task's episode length (a batch shorter than one episode, as a Playground task's 1,000 steps can be)."""
-    from pgdiag.envs.registry import episode_limit
-
-    episodes = run.history.get("episodes")
-    if episodes is None or run.done == 0:
-        return
-    none = [int(a) for a in np.nonzero(np.asarray(episodes)[:run.n].sum(axis=1) == 0)[0]]
-    if none:
-        steps = run.done * run.static.steps_per_env
-        sys.stderr.write(f"warning: {len(none)} of {run.n} agents finished no episode in their {steps:,} steps per "
-                         f"environment (episodes of {run.static.task} last up to {episode_limit(run.static.task):,}): "
-                         f"their mean_return is NaN; train more iterations or steps_per_env\n")
 
 
 def _result(run: _Loop) -> store.RunResult:
@@ -330,13 +250,6 @@ def _result(run: _Loop) -> store.RunResult:
     final = jax.tree.map(lambda x: x[:n], state) if run.n_padded != n else state
     return store.RunResult(manifest=run.manifest, metrics=store.metrics_frame(run.p, run.history), path=run.out,
                            final_state=final)
-
-
-def _progress_manifest(manifest: dict, done: int, out, history: dict) -> dict:
-    flag = history.get("diverged")
-    diverged = [int(a) for a in np.nonzero(flag.any(axis=1))[0]] if flag is not None else []
-    return {**manifest, "iterations_done": done, "diverged_agents": diverged,
-            "checkpoints": {**manifest["checkpoints"], "saved": checkpoints.saved_iterations(out) if out else []}}
 
 
 __all__ = ["run_loop"]

@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from pgdiag.diagnostics import engine, tables
-from pgdiag.diagnostics.gradients import measure as gradients
+from pgdiag.diagnostics.gradients import measure as gradients, widening
 from pgdiag.diagnostics.gradients.memory import gradient_bytes
 from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape
 from pgdiag.diagnostics.sizes import TRUE_RATIO
@@ -88,13 +88,13 @@ class Gradients(ObjectiveDiagnostic):
         return gradients.resolve(settings, statics)
 
     def shape(self, group: Group) -> Shape:
-        """One program: the streams widened on MJX while they fit (`gradients.widen`)."""
+        """One program: the streams widened on MJX while they fit (`widening.widen`)."""
         settings, n, batching = group.settings, group.units, group.settings.batching
 
         def need(r):
             return gradient_bytes(group.static, r, n, *group.sizes, batching)
 
-        r = gradients.widen(settings, list(group.statics), n, lambda r: need(r) <= group.memory)
+        r = widening.widen(settings, list(group.statics), n, lambda r: need(r) <= group.memory)
         turns = 1 if batching == "vmap" else n
         return Shape(
             labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),

@@ -60,18 +60,18 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 from jax.flatten_util import ravel_pytree
 
-from pgdiag import algorithms, envs, stages
+from pgdiag import envs
 from pgdiag.config import Range, check_record, setting
+from pgdiag.diagnostics.landscape.geometry import (plane, random_direction, step_batch, step_direction,
+                                                   surrogate_surface)
 from pgdiag.diagnostics.landscape.memory import landscape_bytes
 from pgdiag.diagnostics.return_streams import episode_counts, episode_length, return_stream
 from pgdiag.diagnostics.sizes import MAX_PAIRS
-from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters, start_carry
+from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
 from pgdiag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE
 from pgdiag.diagnostics.subjects import DiagnosticError, over_subjects, require
-from pgdiag.objectives import surrogate
 from pgdiag.optim import annealed_learning_rate
 
 
@@ -162,56 +162,6 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
     return Resolved(coords=coords, random_norm=float(settings.random_norm), envs=settings.envs,
                     chunk_steps=settings.chunk_steps, sizes=sizes, max_chunks=max_chunks,
                     step_envs=tuple(step_envs), own=own, exact=exact, length_episodes=settings.length_episodes)
-
-
-@struct.dataclass
-class Surface:
-    surrogate: jax.Array    # the objective the algorithm maximizes, on its batch
-    unclipped: jax.Array    # mean(r·Â)
-    kl: jax.Array           # mean over the batch's states of KL(π_θ ‖ π_θ(x,y))
-
-
-def surrogate_surface(static, policy, old, batch, knobs, state=None) -> Surface:
-    """The objective of the algorithm (its registry entry's ``objective``, with the algorithm's ``state``,
-    e.g. PPO-KL's β) at ``policy`` on ``batch`` (collected by ``old``), advantages normalized over the
-    whole batch (objectives.py: CL eqs. 13/15)."""
-    terms = stages.objective_terms(policy, old, batch, knobs)
-    objective = algorithms.get(static.algorithm).objective(terms, knobs, state)
-    return Surface(surrogate=objective, unclipped=surrogate(terms.ratio, terms.adv), kl=jnp.mean(terms.kl))
-
-
-def step_data(env, static, own: Sampling, agent, knobs, key, num_envs: int):
-    """``num_envs`` × ``steps_per_env`` pairs of the frozen policy, from where the algorithm would sample next
-    ([`pgdiag.stages.collect_batch`][pgdiag.stages.collect_batch]'s result: the update batch and the transitions)."""
-    k_start, k_roll = jax.random.split(key)
-    carry = start_carry(env, dataclasses.replace(own, envs=num_envs), agent, knobs, k_start)
-    return stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll, own.steps,
-                                frozen=True)
-
-
-def step_batch(env, static, own: Sampling, agent, knobs, key, num_envs: int):
-    """The update batch of [`step_data`][pgdiag.diagnostics.landscape.measure.step_data]."""
-    return step_data(env, static, own, agent, knobs, key, num_envs).batch
-
-
-def step_direction(static, agent, batch, lr, knobs, key):
-    """Δ = the algorithm's step from ``agent`` on ``batch`` (flat), computed with the static of a run whose
-    batch has this size (minibatch and Fisher-subset sizes scale with it)."""
-    sized = dataclasses.replace(static, num_envs=batch.obs.shape[0] // static.steps_per_env)
-    new = stages.policy_step(sized, agent.policy, agent.policy_opt, batch, lr, knobs, key).params
-    return ravel_pytree(new)[0] - ravel_pytree(agent.policy)[0]
-
-
-def random_direction(key, size: int, norm: float):
-    d = jax.random.normal(key, (size,))
-    return d * (norm / jnp.linalg.norm(d))
-
-
-def plane(theta, delta, direction, coords):
-    """θ(x, y) for every grid point, [G·G, P] with x major."""
-    c = jnp.asarray(coords, jnp.float32)
-    grid = theta + c[:, None, None] * delta + c[None, :, None] * direction
-    return grid.reshape(-1, theta.shape[0])
 
 
 LENGTH_KEY = 0x4C454E  # fold_in data of the length stream's key, apart from the subject key's three splits

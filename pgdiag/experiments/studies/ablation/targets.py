@@ -24,12 +24,12 @@ import numpy as np
 from pgdiag.config import CPU_SCALE, Config, ConfigError
 from pgdiag.experiments import dry_run, figures, study_dir
 from pgdiag.experiments.studies.ablation import evidence as ev
+from pgdiag.experiments.studies.ablation.scores import (TOGGLES, agents_at_best_lr, agents_at_held_out_best_lr,
+                                                         best_learning_rates, censored, saved_scores,
+                                                         toggle_effects)
 from pgdiag.experiments.scales import MID_TRAINING, Scale, pick
 from pgdiag.experiments.target_types import Target
 from pgdiag.experiments.training import train_once
-from pgdiag.run import load_run
-
-TOGGLES = ("value_clipping", "reward_scaling", "orthogonal_init", "lr_annealing")
 
 
 #: IM §3's learning-rate grid: every toggle combination is trained at each, and its best one compared
@@ -96,74 +96,6 @@ def base_config(task: str, scale: Scale) -> Config:
 
 def grid(scale: Scale) -> dict:
     return {**{t: [False, True] for t in TOGGLES}, "lr_policy": list(scale.settings["grid"]["lr_policy"])}
-
-
-# --- analysis -----------------------------------------------------------------
-
-def agent_scores(metrics):
-    """One row per agent: its toggles, LR, seed and score — the max over iterations of the mean episodic
-    return, as the original notebook computed it, under pgdiag's reporting rule (``mean_return``: every
-    episode that ended; the original's rule, ``mean_return_reference``, differs only where an episode ends
-    on a batch's last step, rare with 1,000-step episodes and 2,048-step batches)."""
-    keys = ["agent", "seed", *TOGGLES, "lr_policy"]
-    grouped = metrics.groupby(keys, sort=True)["mean_return"]
-    return grouped.max().rename("score").reset_index()
-
-
-def best_learning_rates(scores):
-    """Per toggle combination: the LR whose seed-average score is best."""
-    means = scores.groupby([*TOGGLES, "lr_policy"])["score"].mean().rename("mean_score").reset_index()
-    best = means.loc[means.groupby(list(TOGGLES))["mean_score"].idxmax()]
-    return best.reset_index(drop=True)
-
-
-def agents_at_best_lr(scores):
-    """The agents trained at their combination's best LR (seeds × 2^4 agents)."""
-    best = best_learning_rates(scores)[[*TOGGLES, "lr_policy"]]
-    return scores.merge(best, on=[*TOGGLES, "lr_policy"], how="inner")
-
-
-def agents_at_held_out_best_lr(scores):
-    """Each seed's agents at the LR their combination scores best on average over the *other* seeds
-    (leave-one-seed-out; with one seed, its own): seeds × 2^4 agents, as
-    [`agents_at_best_lr`][pgdiag.experiments.studies.ablation.agents_at_best_lr], but no seed's scores choose its
-    own learning rate. In-sample, the maximum over the LRs of a seed-average keeps its noise, so a toggle under
-    which scores vary more gains in the comparison without raising any LR's mean; the seeds are independent, so a
-    seed's score at a learning rate the others chose is an unbiased estimate of that LR's mean, and the effects the
-    claims test are read from these agents."""
-    import pandas as pd
-
-    seeds = sorted(scores["seed"].unique())
-    if len(seeds) < 2:
-        return agents_at_best_lr(scores)
-    parts = []
-    for seed in seeds:
-        best = best_learning_rates(scores[scores["seed"] != seed])[[*TOGGLES, "lr_policy"]]
-        parts.append(scores[scores["seed"] == seed].merge(best, on=[*TOGGLES, "lr_policy"], how="inner"))
-    return pd.concat(parts, ignore_index=True)
-
-
-def saved_scores(from_dir: str, name: str, tasks) -> dict:
-    """{task: (its RunResult, [`agent_scores`][pgdiag.experiments.studies.ablation.agent_scores])} of the ablation
-    study ``name`` saved in ``from_dir``."""
-
-    out = {}
-    for task in tasks:
-        result = load_run(study_dir.run_dir(from_dir, task, name))
-        out[task] = (result, agent_scores(result.metrics))
-    return out
-
-
-def toggle_effects(selected):
-    """Mean score with each toggle on and off, over the best-LR agents."""
-    rows = []
-    for t in TOGGLES:
-        on = selected.loc[selected[t], "score"]
-        off = selected.loc[~selected[t], "score"]
-        rows.append({"toggle": t, "mean_on": on.mean(), "mean_off": off.mean(),
-                     "difference": on.mean() - off.mean(), "agents_on": len(on), "agents_off": len(off)})
-    import pandas as pd
-    return pd.DataFrame(rows)
 
 
 def plot(selected_by_task: dict, path: str, title: str = "") -> str:
@@ -302,24 +234,11 @@ def evidence(target, from_dir: str, notes: list) -> list:
     return ev.ablation_evidence(selected, TOGGLES) + ev.best_evidence({t: s for t, (_, s) in saved.items()}, TOGGLES)
 
 
-def censored(task: str, scores) -> str:
-    """A learning-rate grid censored from above, in words ("" where it is not): toggle combinations whose best
-    learning rate is the grid's largest may do better above it, so a toggle that lowers the effective step (LR
-    annealing halves its mean) is read against a grid too low for the others (docs/plans.md: dropping the grid's
-    lowest rate moved LR annealing from 0/6 to 2/6 seeds)."""
-    best = best_learning_rates(scores)
-    top = float(scores["lr_policy"].max())
-    k = int((best["lr_policy"] == top).sum())
-    return (f"{task}: {k} of {len(best)} toggle combinations score best at the grid's largest learning rate "
-            f"({top:g}) — censored: extend the grid upward before reading the toggles' effects") if k else ""
-
-
 TARGET = Target("fig-ablation", STUDY, "training", "CL Fig 1 / IM Fig 1",
                 "CL Fig 1 / IM Fig 1: the 2^4 toggle ablation × LR × seeds", scales=SCALES, run=run, draw=draw,
                 plan=plan, evidence=evidence, papers=("cl", "im"), provides=("ablation_",), presets=("ppo",),
                 notebook="implementation-matters")
 TARGETS = (TARGET,)
 
-__all__ = ["LEARNING_RATES", "MID_LEARNING_RATES", "SCALES", "STUDY", "TARGET", "TARGETS", "TOGGLES",
-           "agent_scores", "agents_at_best_lr", "agents_at_held_out_best_lr", "base_config", "best_learning_rates",
-           "censored", "draw", "grid", "plan", "plot", "run", "saved_scores", "toggle_effects"]
+__all__ = ["LEARNING_RATES", "MID_LEARNING_RATES", "SCALES", "STUDY", "TARGET", "TARGETS", "base_config", "draw",
+           "grid", "plan", "plot", "run"]

@@ -26,7 +26,7 @@ import numpy as np
 from pgdiag.config import ConfigError
 from pgdiag.experiments.studies.ablation import evidence as ev
 from pgdiag.experiments import figures, study_dir
-from pgdiag.experiments.studies.ablation import targets as ablation
+from pgdiag.experiments.studies import ablation
 from pgdiag.experiments.studies.presets import targets as presets
 from pgdiag.experiments.target_types import Target
 from pgdiag.stats import OPTIMIZATIONS_OVER_STEP, min_difference_interval, t_interval

@@ -1,0 +1,77 @@
+"""Continuing a recorded run: its manifest read and checked, what the caller gave compared with what it recorded,
+and the run started again from its last saved state with each continuation recorded."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from pgdiag.config import ConfigError
+from pgdiag.run import provenance, store
+from pgdiag.run.claim import stopped_before_starting
+from pgdiag.run.planning import plan
+from pgdiag.run.start import complete, start
+
+
+def check_unchanged(resume: str, **given) -> None:
+    """A resumed run continues as it was recorded: every setting of how it runs left at its default."""
+    defaults = dict(out=None, chunk_iterations=None, save_checkpoint=False, label=None, batching="vmap",
+                    overwrite=False)
+    changed = [f"{k}={v!r}" for k, v in given.items() if v != defaults[k]]
+    if changed:
+        raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(changed)} cannot "
+                          f"be changed (rerun it into a new directory with other settings)")
+
+
+def training_manifest(run_dir: str, what: str) -> dict:
+    """The manifest of the training run in ``run_dir``, for ``what`` (resume, rerun): refused, in words, where there
+    is none or it is not a training run's."""
+    try:
+        manifest = store.read_manifest(run_dir)
+    except FileNotFoundError:
+        if stopped_before_starting(run_dir):
+            raise ConfigError(f"cannot {what} {run_dir!r}: the run there was stopped before it started (the "
+                              f"directory holds only its lock, no {store.MANIFEST}); nothing was trained, so run "
+                              f"the same command again with --out {run_dir} (out=...): it takes the directory "
+                              f"over") from None
+        raise ConfigError(f"cannot {what} {run_dir!r}: it is not a pgdiag run directory (no "
+                          f"{store.MANIFEST}); give the directory a sweep or train wrote with out=...") from None
+    if not store.is_training(manifest):
+        raise ConfigError(f"cannot {what} {run_dir!r}: its {store.MANIFEST} is not a training run's "
+                          f"(format {manifest.get('format')!r})")
+    return manifest
+
+
+def continue_run(run_dir, base, grid, seeds, labels, progress, watchers=()) -> store.RunResult:
+    """The interrupted run in ``run_dir`` continued from its last saved state; ``base``, ``grid``, ``seeds`` and
+    ``labels`` where given must be the run's own. Each continuation is recorded in the manifest's ``resumed``."""
+    manifest = training_manifest(run_dir, "resume")
+    p = store.plan_from_manifest(manifest)
+    if base is not None:   # what is omitted is the run's own
+        given = plan(base, manifest["grid_points"] or None if grid is None else grid,
+                     manifest["seeds"] if seeds is None else seeds,
+                     manifest.get("labels") or None if labels is None else labels)
+        for what, mine, theirs in (("base configuration", base.to_dict(), store.requested_config(manifest)),
+                                   ("grid", list(given.points), manifest["grid_points"]),
+                                   ("seeds", list(given.seeds), manifest["seeds"])):
+            if json.loads(json.dumps(mine, default=list)) != theirs:
+                raise ConfigError(f"cannot resume {run_dir!r} with another {what}: the run has {theirs!r}, "
+                                  f"got {mine!r}; omit it to use the run's own")
+    if manifest["status"] == "complete":
+        return complete(run_dir, manifest)
+
+    def current():
+        """The manifest read again once the directory's lock is held (another process may have resumed the run
+        since), with this continuation added; None when it is complete."""
+        manifest = training_manifest(run_dir, "resume")
+        if manifest["status"] == "complete":
+            return None
+        # where and how each continuation ran (the "device" entry stays the first run's)
+        manifest.setdefault("resumed", []).append({
+            "after_iteration": manifest["iterations_done"], "device": provenance.device_info(),
+            "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "versions": provenance.versions()})
+        return manifest
+
+    return start(p, current, run_dir, progress, resume=True, callbacks=watchers)
