@@ -14,8 +14,8 @@ FROM   ?=
 ARGS   ?=
 
 # The figure and table targets, each with its study's directory and options: written from the one table of
-# targets, pgdiag/experiments/targets.py (`.venv/bin/python -m pgdiag.experiments.targets > targets.mk` after
-# changing it; tests/test_targets.py checks that it is current).
+# targets, pgdiag/experiments/targets.py, as pgdiag/studies/ registers them (`.venv/bin/python -m
+# pgdiag.experiments.targets > targets.mk` after changing them; tests/test_targets.py checks that it is current).
 include targets.mk
 
 .PHONY: setup docs test test-newest test-isa package-check target-smoke target-mid $(STUDY_TARGETS) closer-look-report closer-look-tasks implementation-matters-report replication figures bench accelerator-report \

@@ -1,5 +1,5 @@
 # Written by `python -m pgdiag.experiments.targets > targets.mk` from the targets the study modules
-# declare (pgdiag/experiments/studies/); do not edit (tests/test_targets.py checks that it is current).
+# declare (pgdiag/studies/); do not edit (tests/test_targets.py checks that it is current).
 STUDY_TARGETS := fig-ablation fig-trust-region fig-value fig-rewards table-2 table-3 fig-theorem fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-no-baseline fig-landscape-concentration fig-landscape-surrogate solver-compare
 CLOSER_LOOK_TARGETS := fig-value fig-grad-variance fig-grad-true fig-step-variance fig-baselines fig-no-baseline fig-landscape-concentration fig-landscape-surrogate
 fig-ablation_STUDY := ablation

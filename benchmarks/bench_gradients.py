@@ -44,7 +44,7 @@ def subjects(num: int, num_envs: int, steps: int):
 
 
 def study_program(num, k, envs_, steps, largest):
-    from pgdiag.diagnostics.gradients import measure as gradients
+    from pgdiag.studies.gradients import measure as gradients
     from pgdiag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, envs_, steps)

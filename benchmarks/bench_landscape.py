@@ -1,4 +1,4 @@
-"""Speed and memory of the landscape study (pgdiag.diagnostics.landscape's program).
+"""Speed and memory of the landscape study (pgdiag.studies.landscape's program).
 
 For Hopper on native physics (PPO preset networks, the paper's batch of one
 environment × 2,048 steps for the step), measures after compilation:
@@ -33,7 +33,7 @@ SHAPES = {  # name: (subjects, points per axis, envs per point, sizes of the tru
 
 
 def study_program(num, points, envs_, sizes):
-    from pgdiag.diagnostics.landscape import measure as landscape
+    from pgdiag.studies.landscape import measure as landscape
     from pgdiag.diagnostics.subjects import subject_keys
 
     cfg, env, states, knobs = subjects(num, 1, 2048)

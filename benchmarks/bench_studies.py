@@ -39,10 +39,10 @@ def train_runs(out: str, iterations: int) -> list:
 
 
 def measure(runs: list) -> list:
-    from pgdiag.diagnostics.baselines.study import baseline_study
-    from pgdiag.diagnostics.gradients.study import gradient_study
-    from pgdiag.diagnostics.landscape.study import landscape_study
-    from pgdiag.diagnostics.steps.study import step_study
+    from pgdiag.studies.baselines.diagnostic import baseline_study
+    from pgdiag.studies.gradients.diagnostic import gradient_study
+    from pgdiag.studies.landscape.diagnostic import landscape_study
+    from pgdiag.studies.steps.diagnostic import step_study
 
     studies = {
         "gradients (K = 10, N ≤ 8,192)": lambda: gradient_study(runs, save=False, sizes=SIZES, estimates=10),

@@ -29,7 +29,7 @@ import time
 import jax
 
 from pgdiag import preset, sweep, train
-from pgdiag.experiments.studies.ablation import TOGGLES
+from pgdiag.studies.ablation import TOGGLES
 from pgdiag.run import CompileCounter, clear_compiled
 
 

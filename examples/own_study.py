@@ -18,8 +18,8 @@ import os
 import numpy as np
 
 from pgdiag.diagnostics import Diagnostic, Group, Measured, Record, Shape
-from pgdiag.diagnostics.gradients import GRADIENTS, GradientSettings
-from pgdiag.diagnostics.gradients import measure as gradients
+from pgdiag.studies.gradients import GRADIENTS, GradientSettings
+from pgdiag.studies.gradients import measure as gradients
 from pgdiag.experiments import diagnostic_targets, dry_run, figures, targets
 from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
 from pgdiag.experiments.targets import Measurement, Target

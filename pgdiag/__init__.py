@@ -16,16 +16,16 @@ if not getattr(_warnings.showwarning, "pgdiag", False):   # pgdiag's notices as 
     _warnings.showwarning = _show_notices(_warnings.showwarning)
 
 from pgdiag.algorithms import Algorithm, WorkingSet, register_algorithm
-from pgdiag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset,
-                            preset_names)
+from pgdiag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset, preset_names)
 from pgdiag.envs import ExactAnswers, register_task
 from pgdiag.policy import FrozenPolicy
 from pgdiag.run.callbacks import Callback
-from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume,
-                         sweep, train)
+from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume, sweep,
+                        train)
 from pgdiag.metrics import METRICS
 from pgdiag.trainer import make_train, seed_key
 from pgdiag.experiments.planner import plan_report, plan_study, plan_sweep
+from pgdiag import studies  # noqa: E402,F401  (pgdiag's own measurements: registers their targets)
 
 __version__ = "0.1.0"
 

@@ -25,8 +25,7 @@ from flax import struct
 
 from pgdiag import networks
 from pgdiag.envs.base import Env, EnvState
-from pgdiag.normalize import (RunningStat, clip_reward, observation_filter, push,
-                               scale_reward)
+from pgdiag.normalize import (RunningStat, clip_reward, observation_filter, push, scale_reward)
 
 
 @struct.dataclass

@@ -32,9 +32,9 @@ from pgdiag.config import Static
 from pgdiag.envs.base import Env, ExactAnswers
 from pgdiag.normalize import reward_affine
 from pgdiag.objectives import (explained_variance, kl, kl_stats, masked_mse, mean_relative_error, normalize_advantages,
-                                original_gae_relative_error, probability_ratio)
+                               original_gae_relative_error, probability_ratio)
 from pgdiag.rollout import (EnvCarry, Filters, Transitions, UpdateBatch, build_batch, collect, discounted_returns,
-                             episode_completes, reset_envs)
+                            episode_completes, reset_envs)
 
 
 @struct.dataclass

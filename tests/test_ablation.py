@@ -10,9 +10,9 @@ import pytest
 from pgdiag import ConfigError
 from pgdiag.cli import main
 from pgdiag.experiments import targets
-from pgdiag.experiments.studies import ablation
+from pgdiag.studies import ablation
 from pgdiag.run import CompileCounter
-from pgdiag.experiments.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
+from pgdiag.studies.ablation import TOGGLES, agent_scores, agents_at_held_out_best_lr
 
 
 def synthetic_metrics():
@@ -58,7 +58,7 @@ def test_held_out_selection_removes_the_in_sample_bias_of_the_best_learning_rate
     the held-out effect's expectation is exactly 0. Over 200 simulated ablations (each one unit: the mean
     of its 5 per-seed effects from evidence.ablation_evidence), both means lie within 4 standard errors of
     these values: a false failure has probability < 1.3e-4 (two normal tails at 4σ, twice)."""
-    from pgdiag.experiments.studies.ablation import evidence
+    from pgdiag.studies.ablation import evidence
 
     rng = np.random.default_rng(7)
     combos = list(itertools.product([False, True], repeat=4))

@@ -214,7 +214,7 @@ def test_the_own_objectives_gradient_adds_the_entropy_term_and_nothing_from_clip
     elsewhere: objective_extra = c on the log-std entries. Its other entries are the difference of two
     float32 gradients of equal terms (|g| ≲ 10 here): 1e-5 absolute."""
     from pgdiag import make_train
-    from pgdiag.diagnostics.gradients import measure as gradients
+    from pgdiag.studies.gradients import measure as gradients
     from pgdiag.diagnostics.sampling import algorithm_sampling
 
     cfg = preset(algo, "lqr", entropy_coef=0.05, **({"kl_beta_init": 5.0} if algo == "ppo-kl" else {}))

@@ -12,10 +12,10 @@ from jax.flatten_util import ravel_pytree
 
 from pgdiag import envs, load_checkpoint, load_run, make_train, networks, stages
 from pgdiag.diagnostics import DiagnosticError
-from pgdiag.diagnostics.baselines import measure as bl
-from pgdiag.diagnostics import paired_t, value_fit
-from pgdiag.diagnostics.baselines.memory import baseline_bytes
-from pgdiag.diagnostics.baselines.study import baseline_study, load_baseline_study
+from pgdiag.studies.baselines import measure as bl
+from pgdiag.studies.baselines import paired_t, value_fit
+from pgdiag.studies.baselines.memory import baseline_bytes
+from pgdiag.studies.baselines.diagnostic import baseline_study, load_baseline_study
 from pgdiag.diagnostics.sampling import Sampling
 from pgdiag.diagnostics.streaming import Grid, stream
 from pgdiag.diagnostics.subjects import load_subjects, plan_subjects
@@ -374,7 +374,7 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     s = again.summary()
     assert set(s.baseline) == {"value", "fitted", "zero", "zero_raw", "exact"} and np.isfinite(s.at_batch_size).all()
     # the figure's summary carries the floor's means over agents beside the t-test batches' errors
-    from pgdiag.experiments.studies.baselines import targets as target
+    from pgdiag.studies.baselines import targets as target
     table = target.summary({"lqr": again})
     floor = table[list(target.FLOOR_MEANS)].to_numpy(float)
     assert np.isfinite(floor).all()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pgdiag.diagnostics.gradients.measure import truth_ceiling
+from pgdiag.studies.gradients.measure import truth_ceiling
 from pgdiag.experiments import claims, findings, levels
 from pgdiag.experiments.paper_claims import WINDOWS
 

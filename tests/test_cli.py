@@ -141,7 +141,7 @@ def test_a_diagnostic_studys_directory_is_named_as_no_run(tmp_path, capsys):
 def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
     """A target without a mid scale (every target has one now: fig-ablation's taken away here) is refused
     --scale mid by the parser, naming the scales it has; fig-value offers all three."""
-    from pgdiag.experiments.studies import ablation
+    from pgdiag.studies import ablation
 
     monkeypatch.delitem(ablation.SCALES, "mid")
     with pytest.raises(SystemExit) as exit_:

@@ -11,7 +11,7 @@ from pgdiag import preset, sweep
 from pgdiag.cli import main
 from pgdiag.config import ConfigError
 from pgdiag.experiments import targets
-from pgdiag.experiments.studies.gradients import targets as gradients
+from pgdiag.studies.gradients import targets as gradients
 from pgdiag.run import CompileCounter
 
 DIAG = dict(sizes=(100, 1000), estimates=3, true_pairs=4096)

@@ -20,7 +20,7 @@ from jax.flatten_util import ravel_pytree
 
 from pgdiag import make_train, networks, preset, seed_key, stages, sweep
 from pgdiag.diagnostics import (GRADIENTS, DiagnosticError, engine, gradient_study, load_gradient_study,
-                                 load_step_study, step_study)
+                                load_step_study, step_study)
 from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, sample_chunk, start_carry
 from pgdiag.diagnostics.streaming import GradSums, Grid, chunk_sums, merge, size_masks, snap_sizes, stream
 from pgdiag.diagnostics.tables import crossing
@@ -216,7 +216,7 @@ def test_the_truth_ceiling_from_its_split_half_cosine():
     the next ⌊R/2⌋) have noise v/⌊R/2⌋ and the truth (all R) v/R, so the truth's cosine to g is
     1/√(1 + v/R) (0.8452 at R = 10, 0.6547 at R = 3): c from the halves' cosine must give it. Every cosine
     here fluctuates by about √(v/P) ≈ 0.0045 at most, so the tolerance 0.02 is over 4 standard deviations."""
-    from pgdiag.diagnostics.gradients.measure import truth_ceiling
+    from pgdiag.studies.gradients.measure import truth_ceiling
 
     assert truth_ceiling(0.5, 10) == pytest.approx(math.sqrt(2 / 3))
     assert truth_ceiling(0.5, 3) == pytest.approx(math.sqrt(0.75))
@@ -241,7 +241,7 @@ def test_the_split_half_cosine_is_that_of_the_truth_streams_halves(agent):
     fold_in(key, i) for stream i) run one by one with ``stream``; their sums combined by the parallel
     formulas in float64 (N = Σnᵢ, μ = Σnᵢμᵢ/N, M2 = Σ[M2ᵢ + nᵢ(μᵢ − μ)²]), not by ``merge``; the halves are
     streams 2–3 and 4–5 (⌊5/2⌋ = 2 each, stream 6 in the truth only)."""
-    from pgdiag.diagnostics.gradients import measure as gr
+    from pgdiag.studies.gradients import measure as gr
     from pgdiag.objectives import ADV_EPS
 
     env, state, knobs = agent
@@ -281,7 +281,7 @@ def test_the_split_half_cosine_predicts_the_truths_cosine_to_the_exact_gradient(
     isotropic noise, x = 1/ρ − 1) of log 4. Were the ceiling √ρ (1 − √ρ ≈ (1 − ρ)/2: ratio 2) or ρ itself
     (ratio 1), or the halves not independent, the ratio would sit log 2 = 0.69 or more away, beyond that
     bound."""
-    from pgdiag.diagnostics.gradients import measure as gr
+    from pgdiag.studies.gradients import measure as gr
 
     cfg = preset("ppo", "lqr")
     trainer = make_train(cfg.static)
@@ -602,8 +602,8 @@ def test_an_mjx_study_widens_its_streams_and_native_physics_keeps_the_runs_width
     chunks), R = ⌈20000/9984⌉ = 3, so 3 × (10 + 3) = 39 streams, and ⌈2048/39⌉ = 53 environments per
     stream. Wide: chunks of 53 × 64 = 3392 pairs, N = 64, 100, 1000 as asked (below one chunk) and
     round(10000/3392) = 3 chunks = 10176, R = ⌈20000/10176⌉ = 2. Resolving touches no device."""
-    from pgdiag.diagnostics.gradients.measure import GradientSettings
-    from pgdiag.diagnostics.gradients.widening import widen
+    from pgdiag.studies.gradients.measure import GradientSettings
+    from pgdiag.studies.gradients.widening import widen
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)
 
@@ -633,8 +633,8 @@ def test_a_widened_study_steps_the_batch_this_hosts_measurements_find_fullest(mo
     environments per millisecond (2,560 against 640 and 2,409), so the 39 streams of the widening test above get
     ⌈4096/39⌉ = 106 environments each; rows that stop below 2,048 say nothing of the wide batches, and the
     2,048 default stays (53 each)."""
-    from pgdiag.diagnostics.gradients.measure import GradientSettings
-    from pgdiag.diagnostics.gradients.widening import wide_batch, widen
+    from pgdiag.studies.gradients.measure import GradientSettings
+    from pgdiag.studies.gradients.widening import wide_batch, widen
     from pgdiag.envs import crossover
 
     settings = GradientSettings(sizes=(100, 1000, 10000), estimates=10, true_pairs=20000)

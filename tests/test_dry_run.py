@@ -64,8 +64,8 @@ def test_the_im_mid_scale_gives_every_claim_its_agents_and_trains_the_shared_run
     and seeds, so the same run directories), and a plan of all the report's targets costs them once: five
     training programs, not seven."""
     from pgdiag.experiments import claims
-    from pgdiag.experiments.studies import ablation
-    from pgdiag.experiments.studies.presets import targets as presets
+    from pgdiag.studies import ablation
+    from pgdiag.studies.presets import targets as presets
 
     names = [t.name for t in targets.of_paper("im")]
     with CompileCounter() as counter:

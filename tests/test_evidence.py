@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from pgdiag.experiments import claims, evidence_rows
-from pgdiag.experiments.studies.ablation.evidence import ablation_evidence, best_evidence
-from pgdiag.experiments.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
-from pgdiag.experiments.studies.gradients.evidence import gradient_evidence
-from pgdiag.experiments.studies.landscape.evidence import landscape_evidence
-from pgdiag.experiments.studies.presets.evidence import score_evidence
-from pgdiag.experiments.studies.theorem.evidence import theorem_evidence
-from pgdiag.experiments.studies.trust_region.evidence import trust_region_evidence
-from pgdiag.experiments.studies.value.evidence import value_evidence
+from pgdiag.studies.ablation.evidence import ablation_evidence, best_evidence
+from pgdiag.studies.baselines.evidence import baseline_evidence, baseline_ratio_evidence
+from pgdiag.studies.gradients.evidence import gradient_evidence
+from pgdiag.studies.landscape.evidence import landscape_evidence
+from pgdiag.studies.presets.evidence import score_evidence
+from pgdiag.studies.theorem.evidence import theorem_evidence
+from pgdiag.studies.trust_region.evidence import trust_region_evidence
+from pgdiag.studies.value.evidence import value_evidence
 
 BATCH = 1000
 ITERATIONS = 20   # the constructed runs' length: checkpoint 10 is halfway (CL's "later"), unannealed

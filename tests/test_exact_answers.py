@@ -10,8 +10,8 @@ from compare import RTOL
 
 from pgdiag import envs, preset, sweep
 from pgdiag.diagnostics import DiagnosticError
-from pgdiag.diagnostics.baselines import measure as baselines
-from pgdiag.diagnostics.gradients import measure as gradients
+from pgdiag.studies.baselines import measure as baselines
+from pgdiag.studies.gradients import measure as gradients
 from pgdiag.envs import lqr
 
 

@@ -18,11 +18,11 @@ from compare import assert_frames_close
 from pgdiag import ConfigError, networks, preset, sweep
 from pgdiag.cli import main
 from pgdiag.experiments import diagnostic_targets, study_dir, targets, training
-from pgdiag.experiments.studies.gradients import targets as gradients
-from pgdiag.experiments.studies.presets import targets as presets
-from pgdiag.experiments.studies.theorem import targets as theorem
-from pgdiag.experiments.studies.trust_region import targets as trust_region
-from pgdiag.experiments.studies.value import targets as value
+from pgdiag.studies.gradients import targets as gradients
+from pgdiag.studies.presets import targets as presets
+from pgdiag.studies.theorem import targets as theorem
+from pgdiag.studies.trust_region import targets as trust_region
+from pgdiag.studies.value import targets as value
 from pgdiag.experiments.scales import Scale
 from pgdiag.objectives import normalize_advantages, probability_ratio
 from pgdiag.run import CompileCounter

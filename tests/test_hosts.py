@@ -99,7 +99,7 @@ def test_a_declared_host_costs_a_program_from_its_rows_by_hand(nothing_timed):
 def test_a_declared_host_widens_a_gradient_study_to_its_fullest_recorded_batch(nothing_timed):
     """Warp steps 1,024 / 1.6 environments per ms at its widest row, more than at 64 or 1: but the rows stop below
     2,048, so the constant 2,048 stays; with a row at 4,096 stepping more per ms, 4,096."""
-    from pgdiag.diagnostics.gradients.widening import wide_batch
+    from pgdiag.studies.gradients.widening import wide_batch
 
     static = preset("ppo", "hopper").static
     with hosts.declare(GPU):

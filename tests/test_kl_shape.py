@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pgdiag.experiments.studies.trust_region.evidence import trust_region_evidence
+from pgdiag.studies.trust_region.evidence import trust_region_evidence
 
 
 def _curves(algorithm, log_kl, agents=4, iterations=40):

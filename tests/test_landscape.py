@@ -24,9 +24,9 @@ from jax.flatten_util import ravel_pytree
 from compare import CANCELLING_ATOL
 from pgdiag import load_checkpoint, load_run, make_train, stages
 from pgdiag.diagnostics import DiagnosticError
-from pgdiag.diagnostics.landscape import geometry, measure as ls
-from pgdiag.diagnostics.landscape.memory import landscape_bytes
-from pgdiag.diagnostics.landscape.study import landscape_study, load_landscape_study, sign_agreement
+from pgdiag.studies.landscape import geometry, measure as ls
+from pgdiag.studies.landscape.memory import landscape_bytes
+from pgdiag.studies.landscape.diagnostic import landscape_study, load_landscape_study, sign_agreement
 from pgdiag.diagnostics.sampling import Sampling
 from pgdiag.diagnostics.subjects import load_subjects, plan_subjects
 from pgdiag.envs import lqr
@@ -149,7 +149,7 @@ def test_tables_saved_and_loaded_and_agreement_per_plane(study, runs):
 def test_both_figures_and_summaries_draw_with_the_pairs_used_and_the_step_over_random_norm(study, tmp_path):
     """The two targets' summaries carry the pairs each point used, L̂ and ‖Δ‖ / random_norm (worked out here
     from the tables), and both figures draw from the study's tables alone."""
-    from pgdiag.experiments.studies.landscape import targets as lf
+    from pgdiag.studies.landscape import targets as lf
 
     p = study.planes.iloc[0]
     c = lf.summary(True, {"lqr": study})
@@ -172,7 +172,7 @@ def test_a_figure_too_tall_is_one_file_per_task_and_algorithm(study, tmp_path, m
     """Rows of panels within MAX_ROWS: one file; more: one file per task, and per algorithm (label) where a task
     alone has more. The study has one row (one TRPO agent at one iteration): MAX_ROWS = 1 keeps it whole,
     MAX_ROWS = 0 makes the task alone too tall, so it is cut by label."""
-    from pgdiag.experiments.studies.landscape import targets as lf
+    from pgdiag.studies.landscape import targets as lf
 
     (label,) = set(lf._subjects(study).label)
     assert len(lf._subjects(study)) == 1
@@ -189,7 +189,7 @@ def test_colour_scales_clip_to_the_robust_range_and_blank_cells_are_explained(tm
     finite values are 1 and 99; −5e34 lies more than their range (98) below, so the scale is [1, 99] and two
     cells (−5e34 and 100) lie beyond it. Without the outlier the full range stands."""
     from pgdiag.experiments import figures
-    from pgdiag.experiments.studies.landscape import targets as lf
+    from pgdiag.studies.landscape import targets as lf
 
     values = np.append(np.arange(1.0, 101.0), [-5e34, np.nan])
     assert figures.robust_range(values) == (1.0, 99.0, 2)
@@ -366,7 +366,7 @@ def test_environments_idle_once_their_episodes_have_ended_and_the_estimates_do_n
     update is refused (an idle environment's observations must not reach them)."""
     from pgdiag import make_train, preset, seed_key
     from pgdiag.envs import make
-    from pgdiag.diagnostics.return_streams import ReturnSums
+    from pgdiag.studies.landscape.return_streams import ReturnSums
     from pgdiag.rollout import collect, reset_envs
 
     env = make("hopper", "native", 2)

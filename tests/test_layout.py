@@ -9,7 +9,7 @@ ROOT = pathlib.Path(__file__).parent.parent / "pgdiag"
 #: the layers, lowest first (docs/development.md); the modules at the package's top level that the trainer
 #: builds on share one layer
 LAYERS = ("errors", "config", "envs", "core", "adapters", "algorithms", "stages", "metrics", "trainer", "run", "diagnostics",
-          "experiments", "cli")
+          "experiments", "studies", "cli")
 CORE = {"rollout", "networks", "normalize", "objectives", "optim", "policy", "stats", "aggregates"}
 
 #: the imports that read upward inside a function, each for a stated reason
@@ -17,6 +17,9 @@ LATE_UPWARD = {
     ("pgdiag.config.schema", "pgdiag.envs"),   # a Config checks its task against the registered tasks
     ("pgdiag.config.static", "pgdiag.envs"),   # the static settings' task choices are the registered tasks
     ("pgdiag.envs.lqr", "pgdiag.normalize"),   # the exact answers of a normalized advantage use its epsilon
+    # the engine also answers to its measurements' public names (pgdiag.diagnostics.gradient_study, ...), read when
+    # first asked
+    ("pgdiag.diagnostics", "pgdiag.studies"),
 }
 
 LIMIT = 120

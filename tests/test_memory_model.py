@@ -7,10 +7,10 @@ import pytest
 
 from pgdiag import preset, sweep
 from pgdiag.diagnostics import DiagnosticError, engine, gradient_study, memory, step_study
-from pgdiag.diagnostics.gradients import GRADIENTS as GRADIENT_STUDY
-from pgdiag.diagnostics.gradients.memory import gradient_bytes
-from pgdiag.diagnostics.steps import STEPS as STEP_STUDY
-from pgdiag.diagnostics.steps.memory import step_bytes
+from pgdiag.studies.gradients import GRADIENTS as GRADIENT_STUDY
+from pgdiag.studies.gradients.memory import gradient_bytes
+from pgdiag.studies.steps import STEPS as STEP_STUDY
+from pgdiag.studies.steps.memory import step_bytes
 from pgdiag.run import CompileCounter
 
 #: a tiny network: 3 observations, 1 action, one hidden layer of 4 (policy) and 5 (value) units

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from pgdiag.experiments import claims, targets
-from pgdiag.experiments.studies.no_baseline.evidence import no_baseline_evidence
-from pgdiag.experiments.studies.no_baseline.targets import SCALES
+from pgdiag.studies.no_baseline.evidence import no_baseline_evidence
+from pgdiag.studies.no_baseline.targets import SCALES
 
 TINY = dict(num_envs=2, steps_per_env=32, num_iterations=6, num_minibatches=4, ppo_epochs=2, value_epochs=2)
 

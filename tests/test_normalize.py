@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from pgdiag.config import Knobs
-from pgdiag.normalize import (RunningStat, clip_observation, clip_reward, normalize_observation,
-                               observation_filter, push, scale_reward)
+from pgdiag.normalize import (RunningStat, clip_observation, clip_reward, normalize_observation, observation_filter,
+                              push, scale_reward)
 
 
 def knobs(**kw):

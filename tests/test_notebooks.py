@@ -120,7 +120,7 @@ def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch
     # and the tables have one), never where one of them lacks it
     scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]
     assert scales == ["paper", "mid", "smoke"]
-    from pgdiag.experiments.studies import ablation
+    from pgdiag.studies import ablation
 
     monkeypatch.delitem(ablation.SCALES, "mid")
     scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]

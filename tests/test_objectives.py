@@ -9,7 +9,7 @@ import pytest
 
 from pgdiag.config import Knobs
 from pgdiag.objectives import (clipped_surrogate, entropy, kl, kl_stats, mean_relative_error, normalize_advantages,
-                                original_gae_relative_error, probability_ratio, surrogate, value_loss)
+                               original_gae_relative_error, probability_ratio, surrogate, value_loss)
 
 RATIOS = np.array([1.5, 0.5, 1.1])
 ADV = jnp.array([1.0, -1.0, 2.0])

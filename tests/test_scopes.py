@@ -109,7 +109,7 @@ def test_the_page_says_what_experiment_a_claim_still_needs():
 
 def test_a_learning_rate_grid_that_peaks_at_its_top_is_flagged():
     """Two toggle combinations, LRs 1e-4 and 3e-4: one scores best at 3e-4 (the grid's top), one at 1e-4."""
-    from pgdiag.experiments.studies.ablation import TOGGLES, censored
+    from pgdiag.studies.ablation import TOGGLES, censored
 
     rows = []
     for combo, best in ((True, 3e-4), (False, 1e-4)):

@@ -5,7 +5,7 @@ import pytest
 
 from pgdiag.config import ConfigError
 from pgdiag.experiments import targets
-from pgdiag.experiments.studies.solver_compare import targets as sc
+from pgdiag.studies.solver_compare import targets as sc
 
 
 def test_the_table_sets_the_verdicts_side_by_side():

@@ -8,7 +8,7 @@ from compare import assert_frames_close
 
 from pgdiag import load_checkpoint, load_run, make_train, preset, seed_key, sweep, train
 from pgdiag.config import KNOB_NAMES
-from pgdiag.experiments.studies.ablation import TOGGLES
+from pgdiag.studies.ablation import TOGGLES
 from pgdiag.run import CompileCounter, clear_compiled
 from pgdiag.metrics import METRICS
 

@@ -135,10 +135,13 @@ def test_no_module_outside_the_declarations_tests_a_targets_name():
         probe.unlink()
 
 
-def test_the_study_modules_declare_every_target_and_each_once():
-    declared = [t.name for m in targets.STUDY_MODULES for t in m.TARGETS]
-    assert len(declared) == len(set(declared)) == len(targets.TARGETS)
-    assert all(isinstance(m.TARGETS, tuple) for m in targets.STUDY_MODULES)
+def test_the_built_in_measurements_declare_every_target_and_each_once():
+    from pgdiag import studies
+
+    declared = [t.name for m in studies.BUILT_IN for t in m.TARGETS]
+    assert len(declared) == len(set(declared)) == len(targets.BUILT_IN)
+    assert set(declared) <= set(targets.TARGETS) and list(targets.TARGETS)[:len(declared)] == declared
+    assert all(isinstance(m.TARGETS, tuple) for m in studies.BUILT_IN)
 
 
 def test_registering_a_target_is_checked():

@@ -156,7 +156,7 @@ def pages() -> dict:
     from pgdiag.experiments import targets
     out = {SETTINGS_PAGE: splice(_read(SETTINGS_PAGE), "settings", settings_block(), SETTINGS_PAGE)}
     records = _records()
-    for target in (t for module in targets.STUDY_MODULES for t in module.TARGETS):   # pgdiag's own
+    for target in (t for name, t in targets.TARGETS.items() if name in targets.BUILT_IN):   # pgdiag's own
         name = target.name
         path = os.path.join("docs", "targets", f"{name}.md")
         text = splice(_read(path), "scales", scale_block(target), path)

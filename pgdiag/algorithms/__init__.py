@@ -8,8 +8,8 @@ gradient). A user's algorithm is an [`Algorithm`][pgdiag.algorithms.base.Algorit
 """
 
 from pgdiag.algorithms.base import (Algorithm, AlgorithmError, Constraint, PolicyStep, StepInfo, Terms, ValueStep,
-                                     WorkingSet, declared_static, get, names, owners, register_algorithm,
-                                     unregister_algorithm)
+                                    WorkingSet, declared_static, get, names, owners, register_algorithm,
+                                    unregister_algorithm)
 from pgdiag.algorithms.npg import NPG
 from pgdiag.algorithms.ppo import PPO
 from pgdiag.algorithms.ppo_kl import PPO_KL

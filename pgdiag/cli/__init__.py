@@ -23,8 +23,8 @@ import os
 import sys
 
 from pgdiag.adapters.pickles import ArchiveError
-from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs,
-                              cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
+                             cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pgdiag.cli.imports import add_import
 from pgdiag.cli.hosts import add_hosts
 from pgdiag.cli.replication import add_replication

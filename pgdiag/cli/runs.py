@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from pgdiag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config,
-                            ConfigError, parse_assignments, parse_grid, preset, preset_names)
+from pgdiag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config, ConfigError,
+                           parse_assignments, parse_grid, preset, preset_names)
 
 
 def _config_from_args(args) -> Config:

@@ -3,11 +3,11 @@ the static settings (`.static`), traced knobs (`.knobs`), the run description th
 the papers' presets (`.presets`) and command-line value parsing (`.parse`)."""
 
 from pgdiag.config.parse import parse_assignments, parse_grid, parse_value
-from pgdiag.config.presets import (ALGORITHM_PRESETS, CPU_SCALE, MORE_PRESETS, PAPER_TASKS, PRESETS,
-                                    VARIANT_PRESETS, preset, preset_names, study_preset)
+from pgdiag.config.presets import (ALGORITHM_PRESETS, CPU_SCALE, MORE_PRESETS, PAPER_TASKS, PRESETS, VARIANT_PRESETS,
+                                   preset, preset_names, study_preset)
 from pgdiag.config.schema import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, STATIC_FIELDS, Option,
-                                   STATIC_NAMES, Config, ConfigError, Knobs, Static, check_knob, check_static,
-                                   stack_knobs, task_kind, validate)
+                                  STATIC_NAMES, Config, ConfigError, Knobs, Static, check_knob, check_static,
+                                  stack_knobs, task_kind, validate)
 from pgdiag.config.knobs import KNOB_SETTINGS
 from pgdiag.config.setting import Choices, Range, Setting, check_record, declared, setting
 from pgdiag.config.static import STATIC_SETTINGS

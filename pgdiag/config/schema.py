@@ -21,8 +21,8 @@ import dataclasses
 from typing import Mapping
 
 from pgdiag.config import registry
-from pgdiag.config.knobs import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, ConfigError, Knobs,
-                                  Option, check_knob, stack_knobs)
+from pgdiag.config.knobs import (BOOL_KNOBS, KNOB_FIELDS, KNOB_NAMES, OPTIMIZATIONS, ConfigError, Knobs, Option,
+                                 check_knob, stack_knobs)
 from pgdiag.config.static import STATIC_FIELDS, STATIC_NAMES, Static, check_static
 
 

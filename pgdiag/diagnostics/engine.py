@@ -19,8 +19,7 @@ import os
 
 from pgdiag.diagnostics import memory, placement, tables
 from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Sizes
-from pgdiag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects,
-                                          subject_keys)
+from pgdiag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects, subject_keys)
 from pgdiag.run import distributed, provenance
 from pgdiag.run import timings as host_costs
 from pgdiag.run.progress import Ticker, attached

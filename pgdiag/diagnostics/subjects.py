@@ -90,7 +90,7 @@ def subject_keys(seed: int, rows: list) -> jax.Array:
     """A subject's key depends on the study seed, the agent's seed and the iteration only: a subject measured alone
     or beside others gets the same estimates, wherever its streams' width is its own (native physics, the pure-JAX
     tasks, or ``envs`` set; on MJX or Warp with ``envs=0`` the width follows the number of subjects measured together:
-    [`pgdiag.diagnostics.gradients.widening.widen`][pgdiag.diagnostics.gradients.widening.widen])."""
+    [`pgdiag.studies.gradients.widening.widen`][pgdiag.studies.gradients.widening.widen])."""
     base = jax.random.PRNGKey(seed)
     return jnp.stack([jax.random.fold_in(jax.random.fold_in(base, row["seed"]), row["iteration"]) for row in rows])
 

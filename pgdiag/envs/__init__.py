@@ -22,9 +22,9 @@ import os
 
 from pgdiag.envs import classic, lqr
 from pgdiag.envs.base import Env, EnvState, ExactAnswers, time_limit
-from pgdiag.envs.registry import (EPISODE_LIMITS, EXACT, MODELS, REGISTRY, TASK_MODELS, TASK_SIZES, TASKS,
-                                   TaskEntry, build, check_model, episode_limit, exact_answers, register_entry,
-                                   register_task, sizes, task_entry, unregister_task)
+from pgdiag.envs.registry import (EPISODE_LIMITS, EXACT, MODELS, REGISTRY, TASK_MODELS, TASK_SIZES, TASKS, TaskEntry,
+                                  build, check_model, episode_limit, exact_answers, register_entry, register_task,
+                                  sizes, task_entry, unregister_task)
 
 
 def _pure(factory):

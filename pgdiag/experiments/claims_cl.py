@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pgdiag.experiments.levels import (NOISE_EQUALS_SIGNAL, NOISE_FOUR_TIMES, largest_gap, pairwise_level,
-                                        reason, to_gradient_level)
+from pgdiag.experiments.levels import (NOISE_EQUALS_SIGNAL, NOISE_FOUR_TIMES, largest_gap, pairwise_level, reason,
+                                       to_gradient_level)
 from pgdiag.experiments.claims_im import toggle_claims
 from pgdiag.experiments.paper_claims import Claim, Level, Scope
 

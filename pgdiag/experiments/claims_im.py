@@ -30,7 +30,7 @@ BEST = ("score at the best configuration (toggles and LR) with {t} minus at the 
 def toggle_claims(paper: str, family: str, where: str, key: str, toggle: str, words: str, quote: str,
                   scope: Scope) -> tuple:
     """A toggle's Fig 1 claim as the paper reads it (the best configuration with it against the best without,
-    [`best_evidence`][pgdiag.experiments.studies.ablation.evidence.best_evidence]) and, as an extension, its
+    [`best_evidence`][pgdiag.studies.ablation.evidence.best_evidence]) and, as an extension, its
     average effect over the other toggles' combinations."""
     return (Claim(key, paper, family, where, quote, f"ablation_best_{toggle}", BEST.format(t=words), ">", 0.0,
                   "a sign: the highest score reached with it is higher than without", scope),

@@ -1,7 +1,7 @@
 """The claims' evidence rows — one per measurement: evidence, task, label, agent, value, and where it was made
 (iteration, progress, lr_share, pairs) — and what every study's evidence extractor shares.
 
-Each study's extractor (`pgdiag.experiments.studies.<study>.evidence`) is a pure function of the tables the
+Each study's extractor (`pgdiag.studies.<study>.evidence`) is a pure function of the tables the
 study saves, tested on constructed tables with answers worked out by hand (tests/test_evidence.py). `agent`
 names the independent unit: the trained agent ([`claims`][pgdiag.experiments.claims] makes one value of an
 agent's rows), or for the ablation the seed. Every checkpoint is kept, the initial policy's too: which ones a

@@ -8,7 +8,7 @@ is ρ = tr Σ / (N |g|²). With many parameters the cross terms g·e and e₁·e
 
 A "true" gradient from T pairs is itself g + e_T: the cosine of an estimate to it is ≈ cos(ĝ, g) · κ, with κ its own
 cosine to g (its *ceiling*,
-[`pgdiag.diagnostics.gradients.measure.truth_ceiling`][pgdiag.diagnostics.gradients.measure.truth_ceiling], from
+[`pgdiag.studies.gradients.measure.truth_ceiling`][pgdiag.studies.gradients.measure.truth_ceiling], from
 its split-half cosine). The claims read the cosine to the truth over κ, so a level on cos(ĝ, g) applies to it
 unchanged.
 

@@ -10,7 +10,7 @@ A target names its study, its scales and four functions with one signature each:
 * ``evidence(target, from_dir, notes) -> [row]`` reads the claims' evidence from a saved study (the reports);
   ``None`` for a target whose study's evidence another target reads.
 
-Each study module in [`pgdiag.experiments.studies`][pgdiag.experiments.studies] declares its targets;
+Each study module in [`pgdiag.studies`][pgdiag.studies] declares its targets;
 [`targets`][pgdiag.experiments.targets] collects them into the one table every entry point (make, the CLI,
 ``--dry-run``, the notebooks, the reports) iterates. A diagnostic target also carries its
 [`Measurement`][pgdiag.experiments.target_types.Measurement]: the diagnostics study it runs on checkpoints.

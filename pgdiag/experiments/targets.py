@@ -1,13 +1,12 @@
-"""Every figure and table target in one table, collected from the study modules that declare them.
+"""Every figure and table target in one table.
 
-Each module of `pgdiag.experiments.studies` ends with its `TARGETS`:
+Each measurement of [`pgdiag.studies`][pgdiag.studies] declares its `TARGETS`:
 [`Target`][pgdiag.experiments.target_types.Target] records carrying their run, draw, plan and evidence functions
-and their scales; `STUDY_MODULES` lists the modules, in the order their targets are shown. The ``pgdiag``
-sub-commands, the Makefile's targets (``targets.mk``, written from this table by ``python -m
-pgdiag.experiments.targets``; a test checks it is current), ``--dry-run``, the notebooks and the reports iterate
-[`TARGETS`][pgdiag.experiments.targets.TARGETS] and nothing else, so adding a target is one study module declaring
-its `TARGETS`, named in `STUDY_MODULES` (or, from outside the package,
-[`register`][pgdiag.experiments.targets.register]).
+and their scales, registered here in the order `pgdiag.studies.BUILT_IN` lists them, as a user's own target is
+([`register`][pgdiag.experiments.targets.register]). The ``pgdiag`` sub-commands, the Makefile's targets
+(``targets.mk``, written from this table by ``python -m pgdiag.experiments.targets``; a test checks it is current),
+``--dry-run``, the notebooks and the reports iterate [`TARGETS`][pgdiag.experiments.targets.TARGETS] and nothing
+else. ``import pgdiag`` registers the built-in ones.
 
 Targets of one *study* share its training (and its directory, ``results/<study>-<scale>``), so running them in
 turn trains once.
@@ -18,33 +17,32 @@ from __future__ import annotations
 import sys
 
 from pgdiag.config import ConfigError
-from pgdiag.experiments.studies import (ablation, baselines, gradients, landscape, no_baseline, presets,
-                                         solver_compare, theorem, trust_region, value)
 from pgdiag.experiments.target_types import KINDS, Measurement, Target
 
-
-#: the study modules, in the order their targets are listed (make help, the CLI, the README's table)
-STUDY_MODULES = (ablation, trust_region, value, presets, theorem, gradients, baselines, no_baseline, landscape,
-                 solver_compare)
-
-TARGETS: dict = {t.name: t for module in STUDY_MODULES for t in module.TARGETS}
+#: every registered target by name, in the order registered
+TARGETS: dict = {}
+#: the names of pgdiag's own targets (registered by pgdiag.studies), which stay registered
+BUILT_IN: set = set()
 
 
-def register(target: Target) -> Target:
+def register(target: Target, built_in: bool = False) -> Target:
     """Add a target of one's own (a [`Target`][pgdiag.experiments.target_types.Target] with its functions) to the
-    table: the CLI, dry runs and reports built after this call include it. Refused where the name is taken."""
+    table: the CLI, dry runs and reports built after this call include it. Refused where the name is taken.
+    ``built_in``: one of pgdiag's own (``pgdiag.studies`` registers them): it stays, and make runs it."""
     if not isinstance(target, Target):
         raise ConfigError(f"register: expected a pgdiag.experiments.target_types.Target, got {type(target).__name__}")
     if target.name in TARGETS:
         raise ConfigError(f"register: a target named {target.name!r} exists; choose another name")
     TARGETS[target.name] = target
+    if built_in:
+        BUILT_IN.add(target.name)
     return target
 
 
 def unregister(name: str) -> None:
     """Remove a target added with [`register`][pgdiag.experiments.targets.register] (the package's own targets
     stay)."""
-    if any(t.name == name for m in STUDY_MODULES for t in m.TARGETS):
+    if name in BUILT_IN:
         raise ConfigError(f"unregister: {name!r} is one of pgdiag's own targets")
     TARGETS.pop(name, None)
 
@@ -80,9 +78,9 @@ def of_notebook(notebook: str) -> tuple:
 
 def makefile() -> str:
     """``targets.mk``: the Makefile's study targets, each with its output directory's study and options."""
-    own = {t.name: t for m in STUDY_MODULES for t in m.TARGETS}   # a user's registered targets are not make's
+    own = {n: t for n, t in TARGETS.items() if n in BUILT_IN}   # a user's registered targets are not make's
     lines = ["# Written by `python -m pgdiag.experiments.targets > targets.mk` from the targets the study modules",
-             "# declare (pgdiag/experiments/studies/); do not edit (tests/test_targets.py checks that it is current).",
+             "# declare (pgdiag/studies/); do not edit (tests/test_targets.py checks that it is current).",
              f"STUDY_TARGETS := {' '.join(own)}",
              f"CLOSER_LOOK_TARGETS := {' '.join(n for n, t in own.items() if t.notebook == 'closer-look')}"]
     for t in own.values():
@@ -91,9 +89,12 @@ def makefile() -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["KINDS", "Measurement", "STUDY_MODULES", "TARGETS", "Target", "by_study", "get", "makefile", "of_kind",
+__all__ = ["BUILT_IN", "KINDS", "Measurement", "TARGETS", "Target", "by_study", "get", "makefile", "of_kind",
            "of_notebook", "of_paper", "register", "unregister"]
 
 
 if __name__ == "__main__":
-    sys.stdout.write(makefile())
+    # run as a script this file is a module of its own: the table ``import pgdiag`` filled is the package's
+    from pgdiag.experiments import targets as table
+
+    sys.stdout.write(table.makefile())

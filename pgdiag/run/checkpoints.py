@@ -19,7 +19,7 @@ import numpy as np
 
 from pgdiag.config import Config, stack_knobs
 from pgdiag.run.store import (CHECKPOINTS, RunDirError, RunResult, _first_line, covered_iterations, load_run,
-                               read_metrics, saved_iterations)
+                              read_metrics, saved_iterations)
 from pgdiag.trainer import make_train, seed_key
 
 

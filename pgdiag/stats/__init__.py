@@ -71,12 +71,13 @@ for normal units) and two summary metrics (IM §5), each with [`index_interval`]
 
 from pgdiag.stats import indices, means, medians, shift_power, shifts  # noqa: F401
 from pgdiag.stats.medians import (Interval, median_coverage, median_interval, sign_test_p, band_p, sign_test_power,
-    sign_test_detectable, mean_power_sd, median_difference_interval, median_difference_p)
+                                  sign_test_detectable, mean_power_sd, median_difference_interval, median_difference_p)
 from pgdiag.stats.shift_power import shift_power_effect, shift_power_sd
 from pgdiag.stats.shifts import relative_effect, shift_p, shift_interval, smallest_shift_p
 from pgdiag.stats.means import (mean_difference_p, mean_difference_interval)
 from pgdiag.stats.indices import (holm, t_interval, t_coverage_on_skewed, welch_interval, pairwise_interval,
-    INDEX_DIFFERENCES, aai, acli, index_interval, min_difference_interval, OPTIMIZATIONS_OVER_STEP, PUBLISHED)
+                                  INDEX_DIFFERENCES, aai, acli, index_interval, min_difference_interval,
+                                  OPTIMIZATIONS_OVER_STEP, PUBLISHED)
 
 __all__ = [
     "Interval", "median_coverage", "median_interval", "sign_test_p", "band_p", "sign_test_power",
