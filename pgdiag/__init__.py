@@ -16,12 +16,12 @@ if not getattr(_warnings.showwarning, "pgdiag", False):   # pgdiag's notices as 
     _warnings.showwarning = _show_notices(_warnings.showwarning)
 
 from pgdiag.algorithms import Algorithm, WorkingSet, register_algorithm
-from pgdiag.config import (OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset, preset_names)
+from pgdiag.config import OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset, preset_names
 from pgdiag.envs import ExactAnswers, register_task
 from pgdiag.policy import FrozenPolicy
 from pgdiag.run.callbacks import Callback
-from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, plan, rerun, resume, sweep,
-                        train)
+from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, rerun, resume, roster,
+                        sweep, train)
 from pgdiag.metrics import METRICS
 from pgdiag.trainer import make_train, seed_key
 from pgdiag.experiments.planner import plan_report, plan_study, plan_sweep
@@ -29,8 +29,18 @@ from pgdiag import studies  # noqa: E402,F401  (pgdiag's own measurements: regis
 
 __version__ = "0.1.0"
 
+
+def plan(*args, **kwargs):
+    """The former name of [`roster`][pgdiag.run.rosters.roster] (a sweep's validated agents), kept for code written
+    against it: a *plan* is what a command would compile and cost ([`plan_sweep`][pgdiag.experiments.planner.
+    plan_sweep])."""
+    _warnings.warn("pgdiag.plan is now pgdiag.roster (a plan is what a command would compile and cost: "
+                   "pgdiag.plan_sweep)", DeprecationWarning, stacklevel=2)
+    return roster(*args, **kwargs)
+
+
 __all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
            "Notice", "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint",
-           "load_policy", "load_run", "make_train", "plan", "plan_report", "plan_study", "plan_sweep", "preset",
-           "preset_names", "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "seed_key", "sweep",
-           "train"]
+           "load_policy", "load_run", "make_train", "plan_report", "plan_study", "plan_sweep", "preset",
+           "preset_names", "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "roster", "seed_key",
+           "sweep", "train"]

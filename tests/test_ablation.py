@@ -119,13 +119,13 @@ def test_mid_scale_is_the_papers_shape_with_enough_seeds_and_learning_rates():
     learning rates (each seed's agents are read at the LR the other seeds chose): 16 × LRs × seeds agents."""
     from pgdiag.experiments import claims
     from pgdiag.experiments.scales import MID_TRAINING
-    from pgdiag.run import plan
+    from pgdiag.run import roster
 
     scale = ablation.SCALES["mid"]
     lrs = scale.settings["grid"]["lr_policy"]
     assert scale.tasks == ("hopper",) and scale.seeds >= claims.MIN_AGENTS
     assert 2 <= len(lrs) and set(lrs) <= set(ablation.LEARNING_RATES)
-    p = plan(ablation.base_config("hopper", scale), ablation.grid(scale), seeds=scale.seeds)
+    p = roster(ablation.base_config("hopper", scale), ablation.grid(scale), seeds=scale.seeds)
     assert p.num_agents == 16 * len(lrs) * scale.seeds
     cfg = p.configs[0]
     assert (cfg.steps_per_env, cfg.num_envs, cfg.num_minibatches, cfg.ppo_epochs) == (2048, 1, 32, 10)
@@ -137,12 +137,12 @@ def test_mid_scale_is_the_papers_shape_with_enough_seeds_and_learning_rates():
 
 def test_paper_scale_matches_the_original_grid():
     """ref §3: Humanoid and Walker2d; LR {1e-5, 8e-5, 1.5e-4, 2.2e-4}; 5 seeds; 320 agents per task."""
-    from pgdiag.run import plan
+    from pgdiag.run import roster
 
     scale = ablation.SCALES["paper"]
     assert scale.tasks == ("humanoid", "walker2d")
     for task in scale.tasks:
-        p = plan(ablation.base_config(task, scale), ablation.grid(scale), seeds=scale.seeds)
+        p = roster(ablation.base_config(task, scale), ablation.grid(scale), seeds=scale.seeds)
         assert p.num_agents == 320
         cfg = p.configs[0]
         assert (cfg.steps_per_env, cfg.num_envs, cfg.num_minibatches, cfg.ppo_epochs) == (2048, 1, 32, 10)

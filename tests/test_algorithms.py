@@ -79,7 +79,7 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
         cfg = preset("vpg", "point_mass").replace(algorithm="vpg-tempered", temper=0.5, warmup=3)
         assert (cfg.temper, cfg.static.warmup, cfg.knob_names()[-1]) == (0.5, 3, "temper")
         assert Config.from_dict(cfg.to_dict()) == cfg
-        p = pgdiag.plan(cfg, {"temper": [0.25, 2.0]}, seeds=1)
+        p = pgdiag.roster(cfg, {"temper": [0.25, 2.0]}, seeds=1)
         assert [c.temper for c in p.configs] == [0.25, 2.0]
         stacked = stack_knobs([c.knobs for c in p.configs])
         assert np.asarray(stacked["temper"]).tolist() == [0.25, 2.0]
@@ -88,9 +88,9 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
         with pytest.raises(ConfigError, match=r"static setting warmup=3 belongs to vpg-tempered; algorithm 'ppo'"):
             preset("ppo", "point_mass").replace(warmup=3)
         with pytest.raises(ConfigError, match=r"'warmup' is a static setting .* cannot be a grid axis"):
-            pgdiag.plan(cfg, {"warmup": [1, 2]})
+            pgdiag.roster(cfg, {"warmup": [1, 2]})
         with pytest.raises(ConfigError, match=r"unknown knob 'temper' in grid \(it belongs to vpg-tempered, not to"):
-            pgdiag.plan(preset("ppo", "point_mass"), {"temper": [1.0]})
+            pgdiag.roster(preset("ppo", "point_mass"), {"temper": [1.0]})
         # subjects of two algorithms stack the union of their own knobs; the other's are NaN
         both = stack_knobs([cfg.knobs, preset("ppo", "point_mass").knobs])
         assert np.isnan(np.asarray(both["temper"])[1]) and np.isnan(np.asarray(both["clip_eps"])[0])
@@ -104,7 +104,7 @@ def test_each_algorithm_keeps_its_own_settings_under_its_name_and_a_new_algorith
             cfg = preset("vpg", "point_mass").replace(algorithm="vpg-col")
             with pytest.raises(ConfigError, match=rf"knob '{column}' of 'vpg-col' cannot be a grid axis: the "
                                                   rf"metrics table has a column '{column}' of its own"):
-                pgdiag.plan(cfg, {column: [1.0, 2.0]})
+                pgdiag.roster(cfg, {column: [1.0, 2.0]})
         finally:
             algorithms.unregister_algorithm("vpg-col")
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pgdiag import Config, ConfigError, plan, preset, sweep
+from pgdiag import Config, ConfigError, preset, roster, sweep
 from pgdiag.cli import main as cli_main
 from pgdiag.run import CompileCounter
 
@@ -67,13 +67,13 @@ def test_bad_sweeps(grid, seeds, message, no_compiles):
 
 def test_plan_takes_numpy_seeds_and_refuses_repeated_labels(no_compiles):
     base = preset("ppo", "point_mass", **BASE)
-    assert plan(base, None, np.arange(3)).seeds == (0, 1, 2) and plan(base, None, np.int64(2)).seeds == (0, 1)
+    assert roster(base, None, np.arange(3)).seeds == (0, 1, 2) and roster(base, None, np.int64(2)).seeds == (0, 1)
     with pytest.raises(ConfigError, match="labels name the grid points, each its own: 'a' given twice"):
-        plan(base, {"lr_policy": [1e-4, 3e-4]}, 1, labels=["a", "a"])
+        roster(base, {"lr_policy": [1e-4, 3e-4]}, 1, labels=["a", "a"])
 
 
 def test_plan_lists_the_product_seed_fastest():
-    p = plan(preset("ppo", "point_mass", **BASE), {"value_clipping": [False, True], "lr_policy": [1e-4, 3e-4]},
+    p = roster(preset("ppo", "point_mass", **BASE), {"value_clipping": [False, True], "lr_policy": [1e-4, 3e-4]},
              seeds=3)
     assert p.num_agents == 12
     assert p.points[1] == {"value_clipping": False, "lr_policy": 3e-4}
@@ -103,3 +103,12 @@ def test_config_round_trips_through_dict():
     again = Config.from_dict(cfg.to_dict())
     assert again == cfg
     assert again.lr_policy == 2e-4 and again.static.task == "walker2d"
+
+
+def test_the_former_name_of_roster_still_answers_with_a_deprecation_warning():
+    import pgdiag
+
+    base = preset("ppo", "point_mass", **BASE)
+    with pytest.warns(DeprecationWarning, match="pgdiag.plan is now pgdiag.roster"):
+        p = pgdiag.plan(base, {"lr_policy": [1e-4, 3e-4]}, seeds=2)
+    assert p == roster(base, {"lr_policy": [1e-4, 3e-4]}, seeds=2) and p.num_agents == 4

@@ -197,10 +197,10 @@ def cmd_train(args):
 
 def cmd_sweep(args):
     from pgdiag.run import sweep
-    from pgdiag.run.planning import plan
+    from pgdiag.run.rosters import roster
     cfg = _config_from_args(args)
     grid = parse_grid(args.grid)
-    plan(cfg, grid, args.seeds)     # the grid and seeds checked before a directory is named
+    roster(cfg, grid, args.seeds)     # the grid and seeds checked before a directory is named
     out = _out(args, "-sweep")
     result = sweep(cfg, grid, seeds=args.seeds, out=out, progress=args.progress, chunk_iterations=args.chunk,
                    save_checkpoint=args.checkpoint, batching=args.batching, overwrite=args.overwrite,

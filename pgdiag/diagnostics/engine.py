@@ -45,7 +45,7 @@ def check_types(settings) -> None:
     field, the value and what is allowed, before anything is loaded or compiled."""
     import numbers
 
-    from pgdiag.run.planning import SEED_LIMIT
+    from pgdiag.run.rosters import SEED_LIMIT
 
     kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
              (int, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "an integer"),

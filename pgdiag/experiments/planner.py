@@ -100,9 +100,9 @@ def plan_sweep(base, grid=None, seeds=1, show: bool = True, host=None):
         The plan's table (one training program: every agent of the grid × seeds).
     """
     from pgdiag.experiments import dry_run
-    from pgdiag.run.planning import plan
+    from pgdiag.run.rosters import roster
 
-    p = plan(base, grid, seeds)   # the grid and seeds checked as sweep checks them
+    p = roster(base, grid, seeds)   # the grid and seeds checked as sweep checks them
     static = p.base.static
     with declare(host):
         program = dry_run.training_program(static.task, p.base.name, static, p.num_agents, None,

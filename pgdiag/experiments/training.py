@@ -18,7 +18,7 @@ from pgdiag.config import ALGORITHM_PRESETS, ConfigError, preset_names, study_pr
 from pgdiag.experiments import study_dir
 from pgdiag.experiments.figures import LABELS
 from pgdiag.run.store import requested_config
-from pgdiag.run import load_run, plan, sweep
+from pgdiag.run import load_run, roster, sweep
 from pgdiag.run.claim import held_run
 
 
@@ -134,7 +134,7 @@ def train_once(path: str, base, grid, seeds, progress=None, labels=None, label: 
     continued where it was interrupted, trained where ``path`` is free; any other run there is refused
     (a study asked twice never trains twice, and never replaces a run)."""
 
-    p = plan(base, grid, seeds, labels)
+    p = roster(base, grid, seeds, labels)
     wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
     if list(_reusable_seeds(path, wanted)) == list(p.seeds):
         return load_run(path)
@@ -161,7 +161,7 @@ def train_study(task: str, seeds, out: str, presets=ALGORITHM_PRESETS, progress=
         name = f"{task}-{base.static.algorithm}"
         labels = [a for a, _ in points]
         grid = [p for _, p in points]
-        p = plan(base, grid, seeds, labels)
+        p = roster(base, grid, seeds, labels)
         wanted = {"base_config": base.to_dict(), "grid_points": list(p.points), "labels": list(p.labels)}
         key = f"{name}-{config_key(wanted)}"
         # every run of this task and program is a candidate (the key only names it; the manifest decides)

@@ -1,6 +1,6 @@
 """Sweeps and run directories.
 
-* [`planning`][pgdiag.run.planning] — `plan`: a base config × a knob grid × seeds -> the validated agents;
+* [`rosters`][pgdiag.run.rosters] — `roster`: a base config × a knob grid × seeds -> the validated agents;
 * [`execute`][pgdiag.run.execute] — one compiled program over the agents, run in chunks, resumable;
 * [`programs`][pgdiag.run.programs] — the compiled programs themselves (initialization, a chunk of iterations);
 * [`store`][pgdiag.run.store] — the run directory: manifest, metrics; loading them back;
@@ -16,12 +16,12 @@
 
 from pgdiag.run.execute import AGENT_BATCHING, rerun, resume, sweep, train
 from pgdiag.run.interrupts import Interrupted
-from pgdiag.run.planning import Plan, plan
+from pgdiag.run.rosters import Roster, roster
 from pgdiag.run.programs import clear_compiled
 from pgdiag.run.progress import CompileCounter
 from pgdiag.run.checkpoints import load_checkpoint, load_policy
 from pgdiag.run.imported import import_policy
 from pgdiag.run.store import RunResult, load_run
 
-__all__ = ["AGENT_BATCHING", "CompileCounter", "Interrupted", "Plan", "RunResult", "clear_compiled",
-           "import_policy", "load_checkpoint", "load_policy", "load_run", "plan", "rerun", "resume", "sweep", "train"]
+__all__ = ["AGENT_BATCHING", "CompileCounter", "Interrupted", "Roster", "RunResult", "clear_compiled",
+           "import_policy", "load_checkpoint", "load_policy", "load_run", "rerun", "resume", "roster", "sweep", "train"]

@@ -10,7 +10,7 @@ import time
 from pgdiag.config import ConfigError
 from pgdiag.run import provenance, store
 from pgdiag.run.claim import stopped_before_starting
-from pgdiag.run.planning import plan
+from pgdiag.run.rosters import roster
 from pgdiag.run.start import complete, start
 
 
@@ -49,7 +49,7 @@ def continue_run(run_dir, base, grid, seeds, labels, progress, watchers=()) -> s
     manifest = training_manifest(run_dir, "resume")
     p = store.plan_from_manifest(manifest)
     if base is not None:   # what is omitted is the run's own
-        given = plan(base, manifest["grid_points"] or None if grid is None else grid,
+        given = roster(base, manifest["grid_points"] or None if grid is None else grid,
                      manifest["seeds"] if seeds is None else seeds,
                      manifest.get("labels") or None if labels is None else labels)
         for what, mine, theirs in (("base configuration", base.to_dict(), store.requested_config(manifest)),

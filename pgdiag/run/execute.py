@@ -1,4 +1,4 @@
-"""Running a sweep: every agent of a plan as ONE compiled program, in chunks, resumable.
+"""Running a sweep: every agent of its roster as ONE compiled program, in chunks, resumable.
 
     from pgdiag import preset, sweep
     run = sweep(preset("ppo", "pendulum"),
@@ -40,7 +40,7 @@ from pgdiag.config import Config, ConfigError
 from pgdiag.run import provenance, split, store
 from pgdiag.run.trackers import as_callbacks
 from pgdiag.run.continuation import check_unchanged, continue_run, training_manifest
-from pgdiag.run.planning import Plan, plan
+from pgdiag.run.rosters import Roster, roster
 from pgdiag.run.progress import default_chunk
 from pgdiag.run.start import start
 from pgdiag.metrics import metrics_of
@@ -102,7 +102,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         check_unchanged(resume, out=out, chunk_iterations=chunk_iterations, save_checkpoint=save_checkpoint,
                           label=label, batching=batching, overwrite=overwrite)
         return continue_run(resume, base, grid, seeds, labels, progress, watchers)
-    p = plan(base, grid, 1 if seeds is None else seeds, labels)
+    p = roster(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
     chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint)
     split.check(static)
@@ -128,7 +128,7 @@ def _chunk(static, chunk_iterations, out, save_checkpoint) -> int:
     return chunk_iterations
 
 
-def _pinned(p: Plan, batching: str) -> tuple[Plan, dict]:
+def _pinned(p: Roster, batching: str) -> tuple[Roster, dict]:
     """physics="auto" takes the backend measured faster for the batch each device steps; the run is pinned to
     it (the manifest's base configuration names it, so resume and rerun keep it)."""
     static = p.base.static
@@ -139,8 +139,8 @@ def _pinned(p: Plan, batching: str) -> tuple[Plan, dict]:
     return p, physics
 
 
-def new_manifest(p: Plan, label: str, **fields) -> dict:
-    """A training run's manifest before its first iteration: the plan's agents, the metrics' meanings and the
+def new_manifest(p: Roster, label: str, **fields) -> dict:
+    """A training run's manifest before its first iteration: the roster's agents, the metrics' meanings and the
     provenance (versions, revision, device, command, start), then ``fields``."""
     return {
         "format": store.FORMAT,
@@ -165,7 +165,7 @@ def new_manifest(p: Plan, label: str, **fields) -> dict:
     }
 
 
-def pin_physics(p: Plan, backend: str) -> Plan:
+def pin_physics(p: Roster, backend: str) -> Roster:
     """``p`` with every configuration's physics backend set to ``backend``."""
     return dataclasses.replace(p, base=p.base.replace(physics=backend),
                                configs=tuple(c.replace(physics=backend) for c in p.configs))

@@ -30,7 +30,7 @@ from pgdiag.optim import adam
 from pgdiag.run import checkpoints, store
 from pgdiag.run.claim import claim
 from pgdiag.run.execute import new_manifest
-from pgdiag.run.planning import plan
+from pgdiag.run.rosters import roster
 from pgdiag.trainer import make_train
 
 
@@ -59,7 +59,7 @@ def import_policy(source: str | ExternalPolicy, path: str | None = None, *, task
     trainer = make_train(config.static)
     _check_sizes(ext, trainer.env, task)
     states = _states(ext, config, trainer)
-    p = plan(config, None, [0], [ext.kind])
+    p = roster(config, None, [0], [ext.kind])
     lock = claim(out, overwrite=overwrite)
     try:
         checkpoints.save_states(out, 0, states, 1)

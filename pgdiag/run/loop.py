@@ -22,7 +22,7 @@ from pgdiag.run import checkpoints, programs, split, store
 from pgdiag.run.callbacks import Dispatch, Event
 from pgdiag.run.distributed import sync
 from pgdiag.run.interrupts import sigterm_interrupts, wait, writing
-from pgdiag.run.planning import Plan
+from pgdiag.run.rosters import Roster
 from pgdiag.run.run_record import finish, progress_manifest, warn_diverged
 from pgdiag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pgdiag.run.programs import init_program
@@ -31,7 +31,7 @@ from pgdiag.metrics import metrics_of
 from pgdiag.trainer import seed_key
 
 
-def run_loop(p: Plan, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool,
+def run_loop(p: Roster, manifest: dict, out: str | None, progress: bool | None, resume: bool, lead: bool,
              callbacks: list = ()):
     """Train the agents of `p` chunk by chunk.
 
@@ -91,7 +91,7 @@ def _tell(watch: Dispatch, run: "_Loop", before: int | None) -> None:
 class _Loop:
     """One run of the loop: what its steps share, and what `finish` reads however far the run got."""
 
-    p: Plan
+    p: Roster
     manifest: dict
     out: str | None
     lead: bool             # process 0: writes the metrics and manifest, draws progress, prints
@@ -139,7 +139,7 @@ class _Loop:
         return prog
 
 
-def _prepare(p: Plan, manifest: dict, out: str | None, progress: bool | None, lead: bool) -> _Loop:
+def _prepare(p: Roster, manifest: dict, out: str | None, progress: bool | None, lead: bool) -> _Loop:
     """The loop's fixed parts; records the resume command and the checkpoints kept in `manifest`."""
     static, n = p.base.static, p.num_agents
     program = static.program()

@@ -1,4 +1,4 @@
-"""Starting a planned run: the processes agree on the plan, the run directory is taken under its lock before
+"""Starting a run: the processes agree on its roster, the run directory is taken under its lock before
 anything compiles, then the loop ([`pgdiag.run.loop`][pgdiag.run.loop]) trains into it; Ctrl-C and SIGTERM stop it
 cleanly from the first moment."""
 
@@ -13,7 +13,7 @@ from pgdiag.run import distributed, store
 from pgdiag.run.claim import claim
 from pgdiag.run.interrupts import sigterm_interrupts, writing
 from pgdiag.run.loop import run_loop
-from pgdiag.run.planning import Plan
+from pgdiag.run.rosters import Roster
 
 
 def complete(run_dir: str, manifest: dict) -> store.RunResult:
@@ -22,9 +22,9 @@ def complete(run_dir: str, manifest: dict) -> store.RunResult:
     return store.load_run(run_dir)
 
 
-def start(p: Plan, manifest, out: str | None, progress: bool | None, resume: bool = False,
+def start(p: Roster, manifest, out: str | None, progress: bool | None, resume: bool = False,
           overwrite: bool = False, callbacks: list = ()):
-    """Run ``p``: every process agrees on the plan, the run directory ``out`` is taken (created, locked, checked to
+    """Run ``p``: every process agrees on the roster, the run directory ``out`` is taken (created, locked, checked to
     hold no other run) before anything compiles, then the loop trains into it. ``manifest``: the run's, or for a
     resume a function reading it once the lock is held (None there: the run is complete)."""
     lead = jax.process_index() == 0   # on several processes, process 0 writes the files and draws progress

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pgdiag.config import Config, ConfigError
-from pgdiag.run.planning import Plan
+from pgdiag.run.rosters import Roster
 from pgdiag.metrics import METRICS, metrics_of
 
 MANIFEST = "manifest.json"
@@ -124,17 +124,17 @@ def requested_config(manifest: dict) -> dict:
     return json.loads(json.dumps(Config.from_dict(base).to_dict()))
 
 
-def plan_from_manifest(manifest: dict) -> Plan:
-    """The [`Plan`][pgdiag.run.planning.Plan] a run directory was made from."""
-    from pgdiag.run.planning import plan
+def plan_from_manifest(manifest: dict) -> Roster:
+    """The [`Roster`][pgdiag.run.rosters.Roster] a run directory was made from."""
+    from pgdiag.run.rosters import roster
 
     base = Config.from_dict(manifest["base_config"])
-    return plan(base, manifest["grid_points"] or None, manifest["seeds"], manifest.get("labels") or None)
+    return roster(base, manifest["grid_points"] or None, manifest["seeds"], manifest.get("labels") or None)
 
 
 # --- metrics --------------------------------------------------------------------------
 
-def metrics_frame(plan_: Plan, history: dict):
+def metrics_frame(plan_: Roster, history: dict):
     """The tidy metrics table from ``history`` ({metric: [agents, iterations]})."""
     import pandas as pd
 

@@ -1,6 +1,7 @@
-"""Planning a sweep: a base config × a knob grid × seeds -> the validated list of agents.
+"""A sweep's roster: a base config × a knob grid × seeds -> the validated list of its agents.
 
-All validation of a sweep happens here, before anything is compiled.
+All validation of a sweep happens here, before anything is compiled. (A *plan*, in pgdiag's words, is what a
+command would compile and cost: [`pgdiag.plan_sweep`][pgdiag.experiments.planner.plan_sweep] and the dry runs.)
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ TABLE_COLUMNS = ("agent", "point", "seed", "label", "iteration", "env_steps", *M
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
-    """The validated agent list of a sweep."""
+class Roster:
+    """A sweep's validated agents: every grid point × seed, with its configuration."""
 
     base: Config
     grid_axes: tuple            # knob names that vary, in order
@@ -73,8 +74,8 @@ def _grid_value(base: Config, name, value):
 SEED_LIMIT = 2 ** 32
 
 
-def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
-         seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Plan:
+def roster(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
+           seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Roster:
     """Validate a sweep and list its agents.
 
     ``grid`` is either a mapping knob -> values (the Cartesian product is
@@ -89,7 +90,7 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
         labels: a name per grid point.
 
     Returns:
-        The validated plan: its configurations, seeds and agents, nothing compiled.
+        The sweep's roster: its configurations, seeds and agents, nothing compiled.
     """
     if not isinstance(base, Config):
         raise ConfigError(f"base must be a pgdiag Config, got {type(base).__name__}")
@@ -102,7 +103,7 @@ def plan(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None =
     seeds = _seeds(seeds)
     configs = tuple(base.replace(**p) for p in points)
     labels = _labels(labels, points)
-    return Plan(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())
+    return Roster(base=base, grid_axes=names, points=points, seeds=seeds, configs=configs, labels=labels or ())
 
 
 def _axes_points(base: Config, grid: Mapping) -> tuple[tuple, tuple]:
