@@ -74,20 +74,20 @@ class GradientSNR(Diagnostic[gradients.Resolved]):
         return GRADIENTS.shape(dataclasses.replace(group, settings=as_gradients(group.settings)))
 
     def program(self, shape: Shape):
-        return gradients.program(shape.static, shape.plan, shape.batching)
+        return gradients.program(shape.static, shape.resolved, shape.batching)
 
     def frames(self, measured: Measured) -> dict:
         import pandas as pd
 
         out, rows = measured.outputs, []
         for s, row in enumerate(measured.subjects.rows):
-            for g, n in enumerate(measured.plan.grid.sizes):
+            for g, n in enumerate(measured.resolved.grid.sizes):
                 signal, noise = energies(out["pairwise"][s, g], out["norm"][s, g])
                 rows.append({**row, "n": n, "signal": signal, "noise": noise, "snr": signal / noise})
         return {"snr": pd.DataFrame(rows)}
 
     def record(self, shapes) -> Record:
-        return Record({"sizes": list(shapes[-1].plan.grid.sizes), "batch_size": shapes[-1].plan.batch_size})
+        return Record({"sizes": list(shapes[-1].resolved.grid.sizes), "batch_size": shapes[-1].resolved.batch_size})
 
 
 def draw(target, from_dir, out=None):

@@ -82,7 +82,7 @@ def test_the_dry_run_shapes_the_gradient_study_it_runs(run):
     (shape,) = engine.plan_shapes(GRADIENT_STUDY, "point_mass", {"ppo": static}, 1, GRADIENTS,
                                   memory.available_memory())
     study = gradient_study([path], save=False, **GRADIENTS)
-    resolved, r = study.manifest["resolved"], shape.plan
+    resolved, r = study.manifest["resolved"], shape.resolved
     assert resolved["sizes"] == list(r.grid.sizes) and resolved["chunk_pairs"] == r.grid.chunk
     assert (resolved["envs"], resolved["steps"], resolved["true_pairs"]) == (r.sampling.envs, r.sampling.steps,
                                                                                r.true_pairs)

@@ -98,7 +98,7 @@ def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label,
 
     count = subjects_per_label if isinstance(subjects_per_label, dict) else dict.fromkeys(statics, subjects_per_label)
     settings = settings_of(study, None, settings)
-    plan = study.resolve(settings, list(statics.values()))
+    resolved = study.resolve(settings, list(statics.values()))
     first = next(iter(statics.values()))
     obs, act = task_sizes(task, first.model)
     sizes = Sizes(obs, act, memory.num_params(first, obs, act))
@@ -106,7 +106,7 @@ def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label,
     for group in _groups(study, settings, list(statics), list(statics.values())):
         units = sum(count[label] for label, _ in group)
         have = placement.memory_bytes(group[0][1]) if memory_bytes is None else memory_bytes
-        g = Group(settings, plan, tuple(s for _, s in group), units, sizes, have)
+        g = Group(settings, resolved, tuple(s for _, s in group), units, sizes, have)
         shapes.append(_shaped(study, g, tuple(label for label, _ in group)))
     return shapes
 
@@ -120,13 +120,13 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
     import pandas as pd
 
     statics = [run.config(agent).static for run, agent, _ in planned]
-    plan = study.resolve(settings, statics)   # bad settings fail before any checkpoint is read
+    resolved = study.resolve(settings, statics)   # bad settings fail before any checkpoint is read
     groups, haves = [], []
     for group in _groups(study, settings, planned, statics):
         subjects = load_subjects([item for item, _ in group], optimizer=study.reads_optimizer(settings))
         have = placement.memory_bytes(group[0][1])   # where it will run
         haves.append(have)
-        g = Group(settings, plan, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
+        g = Group(settings, resolved, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
         groups.append((subjects, _shaped(study, g, tuple(dict.fromkeys(row["label"] for row in subjects.rows)))))
     for (_, shape), have in zip(groups, haves):
         memory.require_memory(shape.bytes, *shape.refusal, have=have)

@@ -10,7 +10,6 @@ bench_memory.py`` compares them with XLA's own peak of the compiled programs.
 
 from __future__ import annotations
 
-import os
 
 import jax
 

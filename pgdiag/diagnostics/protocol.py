@@ -4,11 +4,11 @@ A measurement is a subclass of [`Diagnostic`][pgdiag.diagnostics.protocol.Diagno
 ([`pgdiag.diagnostics.engine`][]) calls its methods in one order for every study, each with one typed record:
 
 1. `resolve(settings, statics)`: the settings against every run's `Static` (bad settings fail here, before
-   a checkpoint is read); returns the study's resolved settings (its *plan*).
+   a checkpoint is read); returns the study's resolved settings.
 2. `group_by(settings, static)`: which subjects share a compiled program.
 3. `shape(group: Group) -> Shape`: one group's program before it compiles: how many pairs, how wide and long,
-   its estimated peak memory and whether it fits. `Shape.plan` is the plan that program compiles (the
-   resolved plan, or one widened or narrowed to fit); from here on the plan is read from the shape alone.
+   its estimated peak memory and whether it fits. `Shape.resolved` is what that program compiles (the
+   resolved settings, or ones widened or narrowed to fit); from here on they are read from the shape alone.
 4. `program(shape: Shape) -> jitted (states, knobs, keys) -> outputs`.
 5. `frames(measured: Measured) -> {table: DataFrame}`: the outputs as the study's tables.
 6. `record(shapes) -> Record`: what the manifest keeps of the plans.
@@ -22,7 +22,7 @@ import abc
 import dataclasses
 from typing import Any, Callable, ClassVar, Generic, Hashable, NamedTuple, Sequence, TypeVar
 
-Plan = TypeVar("Plan")
+Resolved = TypeVar("Resolved")
 
 
 class Sizes(NamedTuple):
@@ -34,12 +34,12 @@ class Sizes(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Group(Generic[Plan]):
+class Group(Generic[Resolved]):
     """One program's subjects, as [`Diagnostic.shape`][pgdiag.diagnostics.protocol.Diagnostic.shape] sees
     them: nothing is loaded for a dry run, only counted."""
 
     settings: Any          # the study's checked settings
-    plan: Plan             # what `resolve` returned for every run of the study
+    resolved: Resolved     # what `resolve` returned for every run of the study
     statics: tuple         # the `Static` of each subject of the group
     units: int             # subjects in the group
     sizes: Sizes           # network sizes
@@ -52,7 +52,7 @@ class Group(Generic[Plan]):
 
 
 @dataclasses.dataclass(frozen=True)
-class Shape(Generic[Plan]):
+class Shape(Generic[Resolved]):
     """One compiled program of a study, before it compiles: what a dry run prints and the engine compiles."""
 
     labels: tuple           # the labels (algorithms) whose subjects it measures
@@ -64,8 +64,8 @@ class Shape(Generic[Plan]):
     bytes: int              # estimated peak (`pgdiag.diagnostics.memory`)
     fits: bool              # bytes within the memory it was shaped for
     note: str = ""          # what was changed to fit ("" when nothing)
-    #: the plan `program` compiles: the group's own (widened, fitted) resolved settings
-    plan: Plan = dataclasses.field(default=None, compare=False, repr=False)
+    #: what `program` compiles: the group's own (widened, fitted) resolved settings
+    resolved: Resolved = dataclasses.field(default=None, compare=False, repr=False)
     #: the study's settings and the group's shared configuration (filled in by the engine)
     settings: Any = dataclasses.field(default=None, compare=False, repr=False)
     static: Any = dataclasses.field(default=None, compare=False, repr=False)
@@ -74,17 +74,18 @@ class Shape(Generic[Plan]):
 
 
 @dataclasses.dataclass(frozen=True)
-class Measured(Generic[Plan]):
+class Measured(Generic[Resolved]):
     """One program's outputs, as [`Diagnostic.frames`][pgdiag.diagnostics.protocol.Diagnostic.frames] reads
     them."""
 
     subjects: Any          # `pgdiag.diagnostics.subjects.Subjects`: rows, stacked states and knobs
-    shape: Shape           # the program's shape (its plan and settings)
+    shape: Shape           # the program's shape (its settings and its resolved settings)
     outputs: dict          # what the program returned, fetched to the host
 
     @property
-    def plan(self) -> Plan:
-        return self.shape.plan
+    def resolved(self) -> Resolved:
+        """The resolved settings the program compiled."""
+        return self.shape.resolved
 
     @property
     def settings(self):
@@ -99,10 +100,10 @@ class Record:
     extra: dict = dataclasses.field(default_factory=dict)
 
 
-class Diagnostic(abc.ABC, Generic[Plan]):
+class Diagnostic(abc.ABC, Generic[Resolved]):
     """A measurement on checkpointed agents. Subclasses set the class attributes and implement `shape`, `program`
     and `frames` (a subclass missing one cannot be made); the other methods have defaults that suit a study of one
-    program whose plan is its settings."""
+    program whose resolved settings are its settings."""
 
     kind: ClassVar[str]          # the manifest's kind, and the study's default name (its directory)
     title: ClassVar[str]         # how messages name it ("gradient study")
@@ -110,7 +111,7 @@ class Diagnostic(abc.ABC, Generic[Plan]):
     tables: ClassVar[tuple]      # the tables it saves
     result: ClassVar[type]       # holds the manifest and one DataFrame per table; its curves and summaries
 
-    def resolve(self, settings, statics: Sequence) -> Plan:
+    def resolve(self, settings, statics: Sequence) -> Resolved:
         """The settings against every subject's `Static`; raise `DiagnosticError` naming what disagrees."""
         return settings
 
@@ -123,23 +124,24 @@ class Diagnostic(abc.ABC, Generic[Plan]):
         return True
 
     @abc.abstractmethod
-    def shape(self, group: Group[Plan]) -> Shape[Plan]:
-        """The group's program before it compiles: its size, its memory and the plan it compiles."""
+    def shape(self, group: Group[Resolved]) -> Shape[Resolved]:
+        """The group's program before it compiles: its size, its memory and the resolved settings it compiles."""
 
     @abc.abstractmethod
-    def program(self, shape: Shape[Plan]) -> Callable:
+    def program(self, shape: Shape[Resolved]) -> Callable:
         """The jitted program `(states, knobs, keys) -> outputs` over the shape's subjects."""
 
     @abc.abstractmethod
-    def frames(self, measured: Measured[Plan]) -> dict:
+    def frames(self, measured: Measured[Resolved]) -> dict:
         """The program's outputs as the study's tables, `{table: DataFrame}`."""
 
-    def record(self, shapes: Sequence[Shape[Plan]]) -> Record:
-        """The manifest's `resolved` entry (default: the last program's plan, where it is a dataclass)."""
-        plan = shapes[-1].plan
-        return Record(dataclasses.asdict(plan) if dataclasses.is_dataclass(plan) else {})
+    def record(self, shapes: Sequence[Shape[Resolved]]) -> Record:
+        """The manifest's `resolved` entry (default: the last program's resolved settings, where they are a
+        dataclass)."""
+        resolved = shapes[-1].resolved
+        return Record(dataclasses.asdict(resolved) if dataclasses.is_dataclass(resolved) else {})
 
-    def describe(self, shape: Shape[Plan]) -> str:
+    def describe(self, shape: Shape[Resolved]) -> str:
         """The line `--progress` prints before the program compiles."""
         return f"{self.title}: {shape.units} subjects, {shape.pairs:,} pairs"
 

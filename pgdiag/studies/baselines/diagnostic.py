@@ -35,7 +35,7 @@ def _cell(x):
 def _frames(measured: Measured) -> dict:
     import pandas as pd
 
-    settings, r, out = measured.settings, measured.plan, measured.outputs
+    settings, r, out = measured.settings, measured.resolved, measured.outputs
     look_level = settings.fit_level / settings.fit_rounds
     K, sizes = r.estimates, list(r.grid.sizes)
     iu, ju = np.triu_indices(K, 1)
@@ -103,7 +103,7 @@ class Baselines(ObjectiveDiagnostic):
 
     def shape(self, group: Group) -> Shape:
         """Subjects that do not fit together run in turn (the same numbers: each subject's keys are its own)."""
-        s, r, n, have = group.static, group.plan, group.units, group.memory
+        s, r, n, have = group.static, group.resolved, group.units, group.memory
         together = group.settings.batching == "vmap" and baseline_bytes(s, r, n, *group.sizes, "vmap") <= have
         batching = "vmap" if together else "map"
         need, turns = baseline_bytes(s, r, n, *group.sizes, batching), 1 if together else n
@@ -112,22 +112,22 @@ class Baselines(ObjectiveDiagnostic):
         return Shape(
             labels=(), batching=batching, units=n, pairs=baselines.pairs_total(r, n), sequential_steps=seq,
             width=(n // turns) * r.estimates * r.own.envs, bytes=need, fits=need <= have,
-            note="" if together else "subjects in turn", plan=r,
+            note="" if together else "subjects in turn", resolved=r,
             refusal=("the baseline study", f"a fit set of {r.fit_pairs:,} pairs and {r.estimates} streams per "
                                            f"subject, subjects in turn", "lower fit_pairs or estimates (K)"))
 
     def describe(self, shape: Shape) -> str:
-        r = shape.plan
+        r = shape.resolved
         return (f"baseline study: {shape.units} subjects × baselines {', '.join(r.baselines)} × {r.estimates} "
                 f"estimates at N = {list(r.grid.sizes)}"
                 f"{f'; value fit on {r.fit_pairs:,} pairs' if r.fit_chunks else ''}; objective: {r.objective}")
 
     def program(self, shape: Shape):
         return baselines.program(shape.static, dataclasses.replace(shape.settings, batching=shape.batching),
-                                 shape.plan)
+                                 shape.resolved)
 
     def record(self, shapes) -> Record:
-        r, settings = shapes[-1].plan, shapes[-1].settings
+        r, settings = shapes[-1].resolved, shapes[-1].settings
         return Record({"baselines": list(r.baselines), "sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk,
                        "fit_pairs": r.fit_pairs, "heldout_pairs": r.heldout_chunks * r.own.chunk,
                        "start": r.own.start, "heldout_chunks": r.heldout_chunks, "fit_rounds": settings.fit_rounds,

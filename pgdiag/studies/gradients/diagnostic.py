@@ -100,13 +100,13 @@ class Gradients(ObjectiveDiagnostic):
             labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),
             sequential_steps=(r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in) * turns,
             width=n // turns * (r.estimates + r.truth_streams) * r.sampling.envs, bytes=need(r),
-            fits=need(r) <= group.memory, plan=r,
+            fits=need(r) <= group.memory, resolved=r,
             refusal=("the study", f"{n} subjects × {r.estimates + r.truth_streams} streams × {r.sampling.chunk} "
                                   f"pairs per chunk", "lower envs or steps (smaller chunks), or use batching='map' "
                                                       "(subjects in turn)"))
 
     def describe(self, shape: Shape) -> str:
-        r, n = shape.plan, shape.units
+        r, n = shape.resolved, shape.units
         truth = (f" + a true gradient from {r.true_pairs:,} pairs, {r.true_ratio:.3g}× the largest N"
                  f"{f' (fewer than {TRUE_RATIO}×)' if r.true_ratio < TRUE_RATIO else ''}") if r.truth_streams else ""
         return (f"gradient study: {n} subjects × {r.estimates} estimates at N = {list(r.grid.sizes)}{truth}; "
@@ -114,11 +114,11 @@ class Gradients(ObjectiveDiagnostic):
                 f"({r.sampling.start}); objective: {r.objective}")
 
     def program(self, shape: Shape):
-        return gradients.program(shape.static, shape.plan, shape.batching)
+        return gradients.program(shape.static, shape.resolved, shape.batching)
 
     def record(self, shapes) -> Record:
         """The manifest's resolved shape: the last program's (the groups differ only in their subjects)."""
-        r = shapes[-1].plan
+        r = shapes[-1].resolved
         return Record({"sizes": list(r.grid.sizes), "chunk_pairs": r.grid.chunk, "envs": r.sampling.envs,
                        "steps": r.sampling.steps, "start": r.sampling.start, "truth_streams": r.truth_streams,
                        "true_pairs": r.true_pairs, "exact": r.exact, "batch_size": r.batch_size,
@@ -140,7 +140,7 @@ def _frames(measured: Measured) -> dict:
     `gradients.truth_ceiling`)."""
     import pandas as pd
 
-    r, out, subjects = measured.plan, measured.outputs, measured.subjects
+    r, out, subjects = measured.resolved, measured.outputs, measured.subjects
     sizes, K = list(r.grid.sizes), r.estimates
     iu, ju = np.triu_indices(K, 1)
     pairs, ests, subs = [], [], []

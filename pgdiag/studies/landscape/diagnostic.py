@@ -51,7 +51,7 @@ def _knob(knobs, name, subject) -> float:
 def _frames(measured: Measured) -> dict:
     import pandas as pd
 
-    r, out, subjects = measured.plan, measured.outputs, measured.subjects
+    r, out, subjects = measured.resolved, measured.outputs, measured.subjects
 
     G = len(r.coords)
     xs = np.repeat(r.coords, G)   # x major, as landscape.plane
@@ -190,7 +190,7 @@ class Landscape(Diagnostic[landscape.Resolved]):
     def shape(self, group: Group) -> Shape:
         """The plan that fits (`landscape.fit`: subjects in turn, then shorter chunks); a point's stream is
         ⌈N / envs⌉ batched steps at the largest N."""
-        r, n = group.plan, group.units
+        r, n = group.resolved, group.units
         fitted, batching, need, changed = landscape.fit(group.static, r, n, *group.sizes, group.settings.batching,
                                                         group.memory)
         turns = n if batching == "map" else 1
@@ -198,22 +198,22 @@ class Landscape(Diagnostic[landscape.Resolved]):
             labels=(), batching=batching, units=n, pairs=landscape.pairs_total(r, n),
             sequential_steps=-(-max(r.sizes) // r.envs) * turns,
             width=r.envs * r.grid_points * len(r.step_envs) * (n // turns), bytes=need, fits=need <= group.memory,
-            note=changed, plan=fitted,
+            note=changed, resolved=fitted,
             refusal=("the landscape", f"{n} subjects × {len(r.step_envs)} planes × {r.grid_points} grid points × "
                                       f"{r.envs} environments, even with subjects in turn and chunks of "
                                       f"{fitted.chunk_steps} steps", "lower points or envs"))
 
     def describe(self, shape: Shape) -> str:
-        r = shape.plan
+        r = shape.resolved
         return (f"landscape: {shape.units} subjects ({shape.static.algorithm}) × {len(r.step_envs)} planes × "
                 f"{r.grid_points} points × N = {list(r.sizes)}: {shape.pairs:,} pairs"
                 + (f" ({shape.note}, to fit the memory)" if shape.note else ""))
 
     def program(self, shape: Shape):
-        return landscape.program(shape.static, shape.plan, shape.batching)
+        return landscape.program(shape.static, shape.resolved, shape.batching)
 
     def record(self, shapes) -> Record:
-        r = shapes[-1].plan
+        r = shapes[-1].resolved
         resolved = {"coords": list(r.coords), "sizes": list(r.sizes), "envs": r.envs, "chunk_steps": r.chunk_steps,
                     "estimator": ESTIMATOR, "step_pairs": list(r.step_pairs), "random_norm": r.random_norm,
                     "length_episodes": r.length_episodes, "exact": r.exact, "batch_size": r.own.envs * r.own.steps}

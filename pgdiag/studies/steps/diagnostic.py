@@ -72,25 +72,25 @@ class Steps(Diagnostic[StepSettings]):
         return Shape(
             labels=(), batching=batching, units=n, pairs=n * (settings.batches + 1) * s.batch_size,
             sequential_steps=s.steps_per_env * turns, width=(n // turns) * (settings.batches + 1) * s.num_envs,
-            bytes=need, fits=need <= group.memory, note="" if together else "subjects in turn", plan=settings,
+            bytes=need, fits=need <= group.memory, note="" if together else "subjects in turn", resolved=settings,
             refusal=("the step study", f"{settings.batches} batches of {s.num_envs} × {s.steps_per_env} pairs "
                                        f"per subject, subjects in turn", "lower batches (M)"))
 
     def describe(self, shape: Shape) -> str:
         static = shape.static
-        return (f"step study: {shape.units} subjects ({static.algorithm}) × {shape.plan.batches} batches of "
+        return (f"step study: {shape.units} subjects ({static.algorithm}) × {shape.resolved.batches} batches of "
                 f"{static.num_envs} × {static.steps_per_env}"
                 + (" (subjects in turn, to fit the memory)" if shape.batching == "map" else ""))
 
     def program(self, shape: Shape):
         static = shape.static
         env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
-        return over_subjects(subject_program(env, static, shape.plan), shape.batching)
+        return over_subjects(subject_program(env, static, shape.resolved), shape.batching)
 
     def frames(self, measured: Measured) -> dict:
         import pandas as pd
 
-        batches, out = measured.plan.batches, measured.outputs
+        batches, out = measured.resolved.batches, measured.outputs
         iu, ju = np.triu_indices(batches, 1)
         pairs, steps = [], []
         for s, row in enumerate(measured.subjects.rows):
