@@ -94,3 +94,41 @@ def test_its_energies_equal_the_gradient_studys_tables(example, trained):
         noise = np.mean(norms ** 2) - signal
         row = mine.set_index(keys).loc[key]
         np.testing.assert_allclose([row.signal, row.noise], [signal, noise], rtol=1e-12)
+
+
+def test_a_measurement_needs_only_its_words_the_protocol_fills_in_the_rest():
+    """A Diagnostic that declares no title and no result type gets "<kind> study" and the plain table holder; a
+    Shape is made without labels (the engine fills them in)."""
+    import dataclasses
+
+    from pgdiag.diagnostics import Diagnostic, Shape
+    from pgdiag.diagnostics.protocol import Tables
+
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+        seed: int = 0
+
+        def check(self):
+            pass
+
+    class Probe(Diagnostic):
+        kind, settings, tables = "probe", Settings, ("values",)
+
+        def shape(self, group):
+            return Shape(batching="vmap", units=group.units, pairs=0, sequential_steps=0, width=0, bytes=0, fits=True)
+
+        def program(self, shape):
+            return lambda states, knobs, keys: {}
+
+        def frames(self, measured):
+            return {"values": pd.DataFrame({"x": [1.0]})}
+
+    class Named(Probe):
+        title = "a probe of my own"
+
+    assert Probe.title == "probe study" and Named.title == "a probe of my own" and Probe.result is Tables
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    held = Probe.result(manifest={"kind": "probe"}, values=frame)
+    assert held.values is frame and held.manifest["kind"] == "probe" and held.tables == ("values",)
+    shape = Probe().shape(type("G", (), {"units": 3})())
+    assert shape.labels == () and dataclasses.replace(shape, labels=("ppo",)).labels == ("ppo",)

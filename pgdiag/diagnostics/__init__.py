@@ -23,7 +23,7 @@ named here too:
 """
 
 from pgdiag.diagnostics.engine import load, run
-from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes
+from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes, Tables
 from pgdiag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
 from pgdiag.diagnostics.sizes import PAPER_SIZES
 from pgdiag.diagnostics.subjects import DiagnosticError
@@ -51,4 +51,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["ADVANTAGES", "Diagnostic", "DiagnosticError", "Group", "Measured", "PAPER_SIZES", "Record", "STARTS",
-           "Sampling", "Shape", "Sizes", "load", "run", *_FOLDER]
+           "Sampling", "Shape", "Sizes", "Tables", "load", "run", *_FOLDER]

@@ -55,7 +55,6 @@ class Group(Generic[Resolved]):
 class Shape(Generic[Resolved]):
     """One compiled program of a study, before it compiles: what a dry run prints and the engine compiles."""
 
-    labels: tuple           # the labels (algorithms) whose subjects it measures
     batching: str           # "vmap": subjects together; "map": in turn
     units: int              # subjects
     pairs: int              # state–action pairs sampled
@@ -64,6 +63,8 @@ class Shape(Generic[Resolved]):
     bytes: int              # estimated peak (`pgdiag.diagnostics.memory`)
     fits: bool              # bytes within the memory it was shaped for
     note: str = ""          # what was changed to fit ("" when nothing)
+    #: the labels (algorithms) whose subjects it measures: filled in by the engine, never by a measurement
+    labels: tuple = dataclasses.field(default=(), kw_only=True)
     #: what `program` compiles: the group's own (widened, fitted) resolved settings
     resolved: Resolved = dataclasses.field(default=None, compare=False, repr=False)
     #: the study's settings and the group's shared configuration (filled in by the engine)
@@ -92,6 +93,20 @@ class Measured(Generic[Resolved]):
         return self.shape.settings
 
 
+class Tables:
+    """A measurement's saved result where it declares no type of its own: ``manifest`` (settings, what they resolved
+    to, subjects, versions, timings) and each table as an attribute of its name (a DataFrame)."""
+
+    def __init__(self, manifest: dict, **tables):
+        self.manifest = manifest
+        self.tables = tuple(tables)
+        for name, frame in tables.items():
+            setattr(self, name, frame)
+
+    def __repr__(self) -> str:
+        return f"Tables({self.manifest.get('kind', '?')}: {', '.join(self.tables)})"
+
+
 @dataclasses.dataclass(frozen=True)
 class Record:
     """What the manifest keeps of a study's plans: its `resolved` entry and any entries beside it."""
@@ -106,10 +121,19 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
     program whose resolved settings are its settings."""
 
     kind: ClassVar[str]          # the manifest's kind, and the study's default name (its directory)
-    title: ClassVar[str]         # how messages name it ("gradient study")
+    title: ClassVar[str]         # how messages name it ("gradient study"; default: "<kind> study")
     settings: ClassVar[type]     # its settings dataclass (with `.check()`)
     tables: ClassVar[tuple]      # the tables it saves
-    result: ClassVar[type]       # holds the manifest and one DataFrame per table; its curves and summaries
+    #: holds the manifest and one DataFrame per table, with its curves and summaries (default:
+    #: [`Tables`][pgdiag.diagnostics.protocol.Tables], the tables as attributes)
+    result: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__ and "title" not in cls.__dict__:
+            cls.title = f"{cls.kind} study"
+        if not hasattr(cls, "result"):
+            cls.result = Tables
 
     def resolve(self, settings, statics: Sequence) -> Resolved:
         """The settings against every subject's `Static`; raise `DiagnosticError` naming what disagrees."""
@@ -146,4 +170,4 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
         return f"{self.title}: {shape.units} subjects, {shape.pairs:,} pairs"
 
 
-__all__ = ["Diagnostic", "Group", "Measured", "Record", "Shape", "Sizes"]
+__all__ = ["Diagnostic", "Group", "Measured", "Record", "Shape", "Sizes", "Tables"]

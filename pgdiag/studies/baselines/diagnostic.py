@@ -110,7 +110,7 @@ class Baselines(ObjectiveDiagnostic):
         # the fit's segments (each steps + tail long, fit_lanes side by side) then the K streams' chunks
         seq = (r.fit_chunks // r.fit_lanes * (r.own.steps + r.tail) + r.grid.num_chunks * r.own.steps) * turns
         return Shape(
-            labels=(), batching=batching, units=n, pairs=baselines.pairs_total(r, n), sequential_steps=seq,
+            batching=batching, units=n, pairs=baselines.pairs_total(r, n), sequential_steps=seq,
             width=(n // turns) * r.estimates * r.own.envs, bytes=need, fits=need <= have,
             note="" if together else "subjects in turn", resolved=r,
             refusal=("the baseline study", f"a fit set of {r.fit_pairs:,} pairs and {r.estimates} streams per "

@@ -97,7 +97,7 @@ class Gradients(ObjectiveDiagnostic):
         r = widening.widen(settings, list(group.statics), n, lambda r: need(r) <= group.memory)
         turns = 1 if batching == "vmap" else n
         return Shape(
-            labels=(), batching=batching, units=n, pairs=gradients.pairs_total(r, n),
+            batching=batching, units=n, pairs=gradients.pairs_total(r, n),
             sequential_steps=(r.grid.num_chunks * r.sampling.steps + r.sampling.burn_in) * turns,
             width=n // turns * (r.estimates + r.truth_streams) * r.sampling.envs, bytes=need(r),
             fits=need(r) <= group.memory, resolved=r,

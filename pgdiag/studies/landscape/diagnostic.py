@@ -195,7 +195,7 @@ class Landscape(Diagnostic[landscape.Resolved]):
                                                         group.memory)
         turns = n if batching == "map" else 1
         return Shape(
-            labels=(), batching=batching, units=n, pairs=landscape.pairs_total(r, n),
+            batching=batching, units=n, pairs=landscape.pairs_total(r, n),
             sequential_steps=-(-max(r.sizes) // r.envs) * turns,
             width=r.envs * r.grid_points * len(r.step_envs) * (n // turns), bytes=need, fits=need <= group.memory,
             note=changed, resolved=fitted,

@@ -70,7 +70,7 @@ class Steps(Diagnostic[StepSettings]):
         batching = "vmap" if together else "map"
         need, turns = step_bytes(s, settings, n, obs, act, batching), 1 if together else n
         return Shape(
-            labels=(), batching=batching, units=n, pairs=n * (settings.batches + 1) * s.batch_size,
+            batching=batching, units=n, pairs=n * (settings.batches + 1) * s.batch_size,
             sequential_steps=s.steps_per_env * turns, width=(n // turns) * (settings.batches + 1) * s.num_envs,
             bytes=need, fits=need <= group.memory, note="" if together else "subjects in turn", resolved=settings,
             refusal=("the step study", f"{settings.batches} batches of {s.num_envs} × {s.steps_per_env} pairs "
