@@ -132,3 +132,45 @@ def test_a_measurement_needs_only_its_words_the_protocol_fills_in_the_rest():
     assert held.values is frame and held.manifest["kind"] == "probe" and held.tables == ("values",)
     shape = Probe().shape(type("G", (), {"units": 3})())
     assert shape.labels == () and dataclasses.replace(shape, labels=("ppo",)).labels == ("ppo",)
+
+
+def test_the_default_shape_is_worked_out_from_what_one_subject_does():
+    """A measurement that states its work (per subject: 1,000 pairs in 50 steps of 20 environments, 10,000 words
+    held) gets its program's shape by arithmetic: 6 subjects together need 6 × 10,000 × 4 = 240,000 bytes; with
+    100,000 bytes they go one after another (40,000 bytes, six times the steps); with 30,000 even one does not fit,
+    and the engine's check refuses it naming the measurement."""
+    import dataclasses
+
+    from pgdiag.diagnostics import Diagnostic, DiagnosticError, Group, Sizes
+    from pgdiag.diagnostics.memory import require_memory
+    from pgdiag.diagnostics.protocol import Work
+
+    class Settings:
+        pass
+
+    class Probe(Diagnostic):
+        kind, settings, tables = "probe", Settings, ("values",)
+
+        def work(self, group):
+            return Work(pairs=1000, steps=50, envs=20, words=10_000)
+
+        def program(self, shape):
+            return None
+
+        def frames(self, measured):
+            return {}
+
+    def shape(memory):
+        return Probe().shape(Group(Settings(), "resolved", (None,) * 6, 6, Sizes(11, 3, 100), memory))
+
+    big, small, tiny = shape(10 ** 6), shape(100_000), shape(30_000)
+    assert (big.batching, big.bytes, big.fits, big.pairs, big.sequential_steps, big.width) == (
+        "vmap", 240_000, True, 6000, 50, 120) and big.resolved == "resolved"
+    assert (small.batching, small.bytes, small.fits, small.sequential_steps, small.width, small.note) == (
+        "map", 40_000, True, 300, 20, "subjects in turn")
+    assert (tiny.batching, tiny.bytes, tiny.fits) == ("map", 40_000, False)
+    with pytest.raises(DiagnosticError, match="the probe study needs about 0 MiB but 0 MiB is available"):
+        require_memory(tiny.bytes, *tiny.refusal, have=30_000)
+    with pytest.raises(TypeError, match="declares work\\(group\\)"):
+        type("Nothing", (Probe,), {"work": Diagnostic.work})
+    assert dataclasses.replace(big, labels=("ppo",)).labels == ("ppo",)

@@ -23,10 +23,10 @@ named here too:
 """
 
 from pgdiag.diagnostics.engine import load, run
-from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes, Tables
+from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Record, Shape, Sizes, Tables, Work
 from pgdiag.diagnostics.sampling import ADVANTAGES, STARTS, Sampling
 from pgdiag.diagnostics.sizes import PAPER_SIZES
-from pgdiag.diagnostics.subjects import DiagnosticError
+from pgdiag.diagnostics.subjects import DiagnosticError, over_subjects
 
 #: the names of pgdiag's own measurements (pgdiag.studies) this package also answers to, by the folder holding them
 _MEASUREMENTS = {
@@ -51,4 +51,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["ADVANTAGES", "Diagnostic", "DiagnosticError", "Group", "Measured", "PAPER_SIZES", "Record", "STARTS",
-           "Sampling", "Shape", "Sizes", "Tables", "load", "run", *_FOLDER]
+           "Sampling", "Shape", "Sizes", "Tables", "Work", "load", "over_subjects", "run",
+           *_FOLDER]

@@ -10,15 +10,12 @@ bench_memory.py`` compares them with XLA's own peak of the compiled programs.
 
 from __future__ import annotations
 
-
 import jax
 
 from pgdiag import algorithms
+from pgdiag.diagnostics.protocol import WORD  # bytes per word: every array the studies hold is float32 or int32
 from pgdiag.diagnostics.subjects import DiagnosticError
 from pgdiag.envs import hosts
-
-#: bytes per word: every array the studies hold is float32 or int32
-WORD = 4
 
 #: scalars per pair a chunk of transitions keeps: reward, done, truncation, log-probability, value, next value,
 #: advantage, return, the GAE carry, the episode return and length, the size masks' weight

@@ -7,11 +7,13 @@ A measurement is a subclass of [`Diagnostic`][pgdiag.diagnostics.protocol.Diagno
    a checkpoint is read); returns the study's resolved settings.
 2. `group_by(settings, static)`: which subjects share a compiled program.
 3. `shape(group: Group) -> Shape`: one group's program before it compiles: how many pairs, how wide and long,
-   its estimated peak memory and whether it fits. `Shape.resolved` is what that program compiles (the
-   resolved settings, or ones widened or narrowed to fit); from here on they are read from the shape alone.
+   its estimated peak memory and whether it fits. By default worked out from `work(group)`, what one subject's
+   program samples and holds: every subject vmapped where they fit together, in turn where they do not.
+   `Shape.resolved` is what that program compiles (the resolved settings, or ones widened or narrowed to fit);
+   from here on they are read from the shape alone.
 4. `program(shape: Shape) -> jitted (states, knobs, keys) -> outputs`.
 5. `frames(measured: Measured) -> {table: DataFrame}`: the outputs as the study's tables.
-6. `record(shapes) -> Record`: what the manifest keeps of the plans.
+6. `record(shapes) -> Record`: what the manifest keeps of the resolved settings.
 
 `examples/own_study.py` defines one outside the package; `docs/guides/own-study.md` walks through it.
 """
@@ -20,9 +22,14 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import inspect
 from typing import Any, Callable, ClassVar, Generic, Hashable, NamedTuple, Sequence, TypeVar
 
 Resolved = TypeVar("Resolved")
+
+
+#: bytes per word of the memory model (float32 and int32 everywhere; `pgdiag.diagnostics.memory.WORD`)
+WORD = 4
 
 
 class Sizes(NamedTuple):
@@ -108,17 +115,28 @@ class Tables:
 
 
 @dataclasses.dataclass(frozen=True)
+class Work:
+    """What one subject's program does and holds, in the measurement's own words: the default
+    [`shape`][pgdiag.diagnostics.protocol.Diagnostic.shape] works the group's program out from it."""
+
+    pairs: int       # state–action pairs it samples
+    steps: int       # batched steps it takes one after another
+    envs: int        # environments one of its batched steps moves
+    words: int       # 4-byte words it holds at its peak (its arrays' elements, inputs and outputs included)
+
+
+@dataclasses.dataclass(frozen=True)
 class Record:
-    """What the manifest keeps of a study's plans: its `resolved` entry and any entries beside it."""
+    """What the manifest keeps of a study's resolved settings: its `resolved` entry and any entries beside it."""
 
     resolved: dict
     extra: dict = dataclasses.field(default_factory=dict)
 
 
 class Diagnostic(abc.ABC, Generic[Resolved]):
-    """A measurement on checkpointed agents. Subclasses set the class attributes and implement `shape`, `program`
-    and `frames` (a subclass missing one cannot be made); the other methods have defaults that suit a study of one
-    program whose resolved settings are its settings."""
+    """A measurement on checkpointed agents. Subclasses set the class attributes and implement `program`, `frames`
+    and `work` or `shape` (a subclass missing one cannot be made); the other methods have defaults that suit a study
+    of one program whose resolved settings are its settings."""
 
     kind: ClassVar[str]          # the manifest's kind, and the study's default name (its directory)
     title: ClassVar[str]         # how messages name it ("gradient study"; default: "<kind> study")
@@ -134,6 +152,9 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
             cls.title = f"{cls.kind} study"
         if not hasattr(cls, "result"):
             cls.result = Tables
+        if not inspect.isabstract(cls) and cls.shape is Diagnostic.shape and cls.work is Diagnostic.work:
+            raise TypeError(f"{cls.__name__}: a Diagnostic declares work(group) (what one subject's program samples "
+                            f"and holds) or shape(group)")
 
     def resolve(self, settings, statics: Sequence) -> Resolved:
         """The settings against every subject's `Static`; raise `DiagnosticError` naming what disagrees."""
@@ -147,9 +168,24 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
         """Whether the programs read the agents' optimizer states (PPO's Adam and TRPO's none differ)."""
         return True
 
-    @abc.abstractmethod
+    def work(self, group: Group[Resolved]) -> Work:
+        """What one subject's program samples and holds, from which the default `shape` is worked out."""
+        raise NotImplementedError
+
     def shape(self, group: Group[Resolved]) -> Shape[Resolved]:
-        """The group's program before it compiles: its size, its memory and the resolved settings it compiles."""
+        """The group's program before it compiles: its size, its memory and the resolved settings it compiles.
+        Default: from [`work`][pgdiag.diagnostics.protocol.Diagnostic.work], every subject vmapped where they fit
+        in the group's memory together, else one after another (refused before compiling where one alone does
+        not fit)."""
+        w, n = self.work(group), group.units
+        together = WORD * w.words * n <= group.memory
+        live = n if together else 1
+        need = WORD * w.words * live
+        return Shape(batching="vmap" if together else "map", units=n, pairs=w.pairs * n,
+                     sequential_steps=w.steps * (1 if together else n), width=w.envs * live, bytes=need,
+                     fits=need <= group.memory, note="" if together else "subjects in turn", resolved=group.resolved,
+                     refusal=(f"the {self.title}", f"{w.pairs:,} pairs a subject, subjects in turn",
+                              "lower its sizes"))
 
     @abc.abstractmethod
     def program(self, shape: Shape[Resolved]) -> Callable:
@@ -170,4 +206,4 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
         return f"{self.title}: {shape.units} subjects, {shape.pairs:,} pairs"
 
 
-__all__ = ["Diagnostic", "Group", "Measured", "Record", "Shape", "Sizes", "Tables"]
+__all__ = ["WORD", "Diagnostic", "Group", "Measured", "Record", "Shape", "Sizes", "Tables", "Work"]
