@@ -477,8 +477,18 @@ TRAIN = ["train", "--preset", "ppo", "--task", "point_mass", "--set", "num_envs=
          "--set", "num_iterations=2", "--set", "num_minibatches=2", "--no-progress"]
 
 
+@pytest.fixture
+def interactive_ctrl_c():
+    """Ctrl-C's handler as an interactive terminal has it: a suite started in the background (a CI job, `make ... &`)
+    starts with SIGINT ignored, and a run keeps a signal ignored that its process ignores."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_signal_just_after_the_lock_is_taken_stops_the_run_and_the_same_command_runs_again(tmp_path, monkeypatch,
-                                                                                             capsys):
+                                                                                             capsys,
+                                                                                             interactive_ctrl_c):
     """The window between taking the lock and the loop: handled (exit 130, one line), leaving a directory the
     same command takes again without --overwrite."""
     from pgdiag.cli import main
@@ -494,7 +504,8 @@ def test_a_signal_just_after_the_lock_is_taken_stops_the_run_and_the_same_comman
     assert load_run(out).manifest["status"] == "complete"
 
 
-def test_a_signal_python_swallows_in_a_gc_callback_still_stops_the_run(tmp_path, monkeypatch, capsys):
+def test_a_signal_python_swallows_in_a_gc_callback_still_stops_the_run(tmp_path, monkeypatch, capsys,
+                                                                         interactive_ctrl_c):
     """Raised inside a garbage-collection callback the KeyboardInterrupt is dropped by Python; the run still stops
     at its next wait (exit 130) with its manifest written, and resumes to completion."""
     from pgdiag.cli import main
