@@ -105,6 +105,10 @@ class Tables:
     to, subjects, versions, timings) and each table as an attribute of its name (a DataFrame)."""
 
     def __init__(self, manifest: dict, **tables):
+        taken = {"manifest", "tables"} & set(tables)
+        if taken:
+            raise ValueError(f"a table cannot be named {sorted(taken)[0]!r}: Tables keeps the manifest and the table "
+                             f"names under those attributes")
         self.manifest = manifest
         self.tables = tuple(tables)
         for name, frame in tables.items():
@@ -169,8 +173,9 @@ class Diagnostic(abc.ABC, Generic[Resolved]):
         return True
 
     def work(self, group: Group[Resolved]) -> Work:
-        """What one subject's program samples and holds, from which the default `shape` is worked out."""
-        raise NotImplementedError
+        """What one subject's program samples and holds, from which the default `shape` is worked out. A concrete
+        measurement declares it or its own `shape` (a class with neither is refused when defined)."""
+        raise NotImplementedError(f"{type(self).__name__} declares neither work(group) nor shape(group)")
 
     def shape(self, group: Group[Resolved]) -> Shape[Resolved]:
         """The group's program before it compiles: its size, its memory and the resolved settings it compiles.
