@@ -18,6 +18,7 @@ if not getattr(_warnings.showwarning, "pgdiag", False):   # pgdiag's notices as 
 from pgdiag.algorithms import Algorithm, WorkingSet, register_algorithm
 from pgdiag.config import OPTIMIZATIONS, Config, ConfigError, Knobs, Option, Static, preset, preset_names
 from pgdiag.envs import ExactAnswers, register_task
+from pgdiag.networks import Network, register_network
 from pgdiag.policy import FrozenPolicy
 from pgdiag.run.callbacks import Callback
 from pgdiag.run import (RunResult, import_policy, load_checkpoint, load_policy, load_run, rerun, resume, roster,
@@ -39,8 +40,8 @@ def plan(*args, **kwargs):
     return roster(*args, **kwargs)
 
 
-__all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "Knobs", "METRICS",
-           "Notice", "OPTIMIZATIONS", "Option", "RunResult", "Static", "import_policy", "load_checkpoint",
-           "load_policy", "load_run", "make_train", "plan_report", "plan_study", "plan_sweep", "preset",
-           "preset_names", "WorkingSet", "register_algorithm", "register_task", "rerun", "resume", "roster", "seed_key",
-           "sweep", "train"]
+__all__ = ["Algorithm", "Callback", "Config", "ConfigError", "ExactAnswers", "FrozenPolicy", "import_policy", "Knobs",
+           "load_checkpoint", "load_policy", "load_run", "make_train", "METRICS", "Network", "Notice",
+           "OPTIMIZATIONS", "Option", "plan_report", "plan_study", "plan_sweep", "preset", "preset_names",
+           "register_algorithm", "register_network", "register_task", "rerun", "resume", "roster",
+           "RunResult", "seed_key", "Static", "sweep", "train", "WorkingSet"]

@@ -23,8 +23,13 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from pgdiag.config import Range, Setting
+
 #: the point estimates `aggregate` reports, in its order
 ESTIMATORS = ("median", "iqm", "mean", "optimality_gap")
+#: bootstrap replicates of every interval here (``pgdiag aggregate --reps``, which refuses fewer than the range's
+#: low end; the functions take any count)
+REPS = Setting(2000, "Bootstrap replicates.", Range(100), why="for 95% percentile intervals")
 
 
 def normalize(scores, low: float, high: float) -> np.ndarray:
@@ -97,7 +102,7 @@ def _percentile(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def interval(scores, estimator: str, reps: int = 2000, level: float = 0.95, seed: int = 0) -> tuple:
+def interval(scores, estimator: str, reps: int = REPS.default, level: float = 0.95, seed: int = 0) -> tuple:
     """(estimate, low, high) of ``estimator`` (one of `ESTIMATORS`) on a runs × tasks matrix, its interval the
     stratified bootstrap's percentile interval."""
     if estimator not in FUNCTIONS:
@@ -108,7 +113,7 @@ def interval(scores, estimator: str, reps: int = 2000, level: float = 0.95, seed
     return (fn(x),) + _percentile(fn(boot), level)
 
 
-def improvement_interval(x, y, reps: int = 2000, level: float = 0.95, seed: int = 0) -> tuple:
+def improvement_interval(x, y, reps: int = REPS.default, level: float = 0.95, seed: int = 0) -> tuple:
     """(P(X > Y), low, high): the two algorithms' runs resampled independently, each task from its own."""
     x, y = _matrix(x, "x"), _matrix(y, "y")
     rng = np.random.default_rng(seed)
@@ -117,7 +122,7 @@ def improvement_interval(x, y, reps: int = 2000, level: float = 0.95, seed: int 
     return (probability_of_improvement(x, y),) + _percentile(values, level)
 
 
-def performance_profile(scores, taus, reps: int = 2000, level: float = 0.95, seed: int = 0) -> np.ndarray:
+def performance_profile(scores, taus, reps: int = REPS.default, level: float = 0.95, seed: int = 0) -> np.ndarray:
     """The fraction of runs × tasks scoring above each τ, with its stratified bootstrap interval: [len(taus), 3]
     (value, low, high)."""
     x = _matrix(scores)
@@ -128,7 +133,7 @@ def performance_profile(scores, taus, reps: int = 2000, level: float = 0.95, see
     return np.stack([(x[..., None] > taus).mean(axis=(0, 1)), low, high], axis=1)
 
 
-def aggregate(score_dict: Mapping[str, np.ndarray], reps: int = 2000, level: float = 0.95, seed: int = 0):
+def aggregate(score_dict: Mapping[str, np.ndarray], reps: int = REPS.default, level: float = 0.95, seed: int = 0):
     """Per algorithm and estimator: the estimate and its interval, as a DataFrame (algorithm, estimator,
     value, low, high, runs, tasks)."""
     import pandas as pd
@@ -146,5 +151,5 @@ def aggregate(score_dict: Mapping[str, np.ndarray], reps: int = 2000, level: flo
     return pd.DataFrame(rows)
 
 
-__all__ = ["ESTIMATORS", "aggregate", "improvement_interval", "interval", "iqm", "mean", "median", "normalize",
+__all__ = ["ESTIMATORS", "REPS", "aggregate", "improvement_interval", "interval", "iqm", "mean", "median", "normalize",
            "optimality_gap", "performance_profile", "probability_of_improvement", "stratified_resample"]

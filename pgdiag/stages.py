@@ -84,10 +84,12 @@ def update(static: Static, policy, policy_opt, value, value_opt, batch: UpdateBa
     fused = algorithms.get(static.algorithm).update
     both = None if fused is None else fused(static, policy, policy_opt, value, value_opt, batch, lr_policy,
                                             lr_value, knobs, key_value, key_policy)
-    if both is not None:   # an algorithm may decline for these settings (PPO: unequal epoch counts)
-        return both
-    return (value_step(static, value, value_opt, batch, lr_value, knobs, key_value),
-            policy_step(static, policy, policy_opt, batch, lr_policy, knobs, key_policy))
+    if both is None:   # an algorithm may decline for these settings (PPO: unequal epoch counts)
+        both = (value_step(static, value, value_opt, batch, lr_value, knobs, key_value),
+                policy_step(static, policy, policy_opt, batch, lr_policy, knobs, key_policy))
+    value_out, policy_out = both
+    # a value function that shares a trunk with the policy reads the updated policy's (networks.tie)
+    return value_out.replace(params=networks.tie(policy_out.params, value_out.params)), policy_out
 
 
 def objective_terms(policy, old, batch: UpdateBatch, knobs) -> Terms:

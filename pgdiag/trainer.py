@@ -67,7 +67,7 @@ def make_train(static: Static) -> Trainer:
     """
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
     n_envs, n_steps = static.num_envs, static.steps_per_env
-    exact = envs.exact_answers(static.task, static.policy_hidden)  # closed forms where the task has them
+    exact = envs.exact_answers(static.task, static.policy_hidden, static.network)  # closed forms, where they hold
 
     def init(key, knobs) -> AgentState:
         return _init_agent(static, env, key, knobs)
@@ -124,7 +124,7 @@ def _init_agent(static: Static, env: envs.Env, key, knobs) -> AgentState:
     k_pi, k_v, k_env, k_next = jax.random.split(key, 4)
     policy = networks.init_policy(k_pi, env.obs_size, env.action_size, static.policy_hidden, knobs,
                                   static.network)
-    value = networks.init_value(k_v, env.obs_size, static.value_hidden, knobs, static.network)
+    value = networks.tie(policy, networks.init_value(k_v, env.obs_size, static.value_hidden, knobs, static.network))
     filters = Filters.zeros(env.obs_size)
     carry, pushed = reset_envs(env, k_env, n_envs, filters, knobs)
     if not static.reset_every_iteration:

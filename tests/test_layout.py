@@ -16,6 +16,7 @@ CORE = {"rollout", "networks", "normalize", "objectives", "optim", "policy", "st
 LATE_UPWARD = {
     ("pgdiag.config.schema", "pgdiag.envs"),   # a Config checks its task against the registered tasks
     ("pgdiag.config.static", "pgdiag.envs"),   # the static settings' task choices are the registered tasks
+    ("pgdiag.config.static", "pgdiag.networks"),   # ... and its network choices the registered networks
     ("pgdiag.envs.lqr", "pgdiag.normalize"),   # the exact answers of a normalized advantage use its epsilon
     # the engine also answers to its measurements' public names (pgdiag.diagnostics.gradient_study, ...), read when
     # first asked

@@ -4,6 +4,9 @@
 policy's and value function's parameters in one of pgdiag's networks ([`pgdiag.networks`][pgdiag.networks]),
 the observation filter the agent saw, and the few settings its file states. Nothing is imported from the
 framework that wrote the file and no code in it runs ([`pgdiag.adapters.archives`][pgdiag.adapters.archives]).
+Each kind is a [`PolicyLoader`][pgdiag.adapters.policy_loaders.PolicyLoader] registered in
+[`pgdiag.adapters.policy_loaders`][pgdiag.adapters.policy_loaders], its options declared once; a user's own kind
+of file is registered the same way.
 
 * ``"brax"``: the (normalizer, policy, value) parameters Brax PPO's trainer returns, saved by
   `brax.io.model.save_params`, for `make_ppo_networks`' default networks (swish MLPs, tanh-squashed Gaussian):
@@ -27,26 +30,72 @@ import os
 import numpy as np
 
 from pgdiag.adapters.archives import ArchiveError
-from pgdiag.adapters.policy_formats import KINDS, ExternalPolicy, read_brax, read_cleanrl, read_sb3
+from pgdiag.adapters.policy_loaders import PolicyLoader, checked_options, get_loader, register_loader
+from pgdiag.adapters.policy_formats import ExternalPolicy, read_brax, read_cleanrl, read_sb3
+from pgdiag.config import STATIC_SETTINGS, Choices, Option
+
+#: the preset whose update an imported agent takes unless told: the static settings' default algorithm
+DEFAULT_ALGORITHM = STATIC_SETTINGS["algorithm"].default
 
 
-def read_policy(kind: str, path: str, *, obs_stats=None, vecnormalize: str | None = None,
-                activation: str = "tanh") -> ExternalPolicy:
-    """Read the policy ``kind`` (one of ``KINDS``) saved at ``path``; see the module's note for each kind."""
-    if kind not in KINDS:
-        raise ArchiveError(f"unknown policy kind {kind!r}; kinds are {', '.join(KINDS)}")
-    if activation not in ("tanh", "relu"):
-        raise ArchiveError(f"activation must be 'tanh' or 'relu', got {activation!r}")
-    if kind != "cleanrl" and obs_stats is not None:
-        raise ArchiveError(f"obs_stats is for CleanRL files (which lack them); a {kind} file states its own")
-    if kind != "sb3" and vecnormalize is not None:
-        raise ArchiveError("vecnormalize is for Stable-Baselines3 zips")
-    path = os.fspath(path)
-    if kind == "brax":
-        return read_brax(path)
-    if kind == "cleanrl":
-        return read_cleanrl(path, obs_stats, activation)
-    return read_sb3(path, vecnormalize, activation)
+def _obs_stats_form(value):
+    """obs_stats' forms (the arrays themselves are checked when they are read); a type named, not a repr: a
+    dict of arrays would fill the screen."""
+    if isinstance(value, (str, os.PathLike)) or isinstance(value, (tuple, list)) and len(value) == 2:
+        return True
+    if isinstance(value, dict):
+        return {"mean", "var"} <= set(value) or f"obs_stats needs 'mean' and 'var', got {sorted(map(str, value))}"
+    return f"obs_stats must be (mean, var), a dict or a .npz/.json file, got {type(value).__name__}"
+
+
+# The options of pgdiag's own loaders, each declared once: read_policy checks and fills them, `pgdiag import`
+# makes its flags, defaults and choices from them.
+#: CleanRL's observation statistics, which its checkpoint lacks
+OBS_STATS = Option(None, "the observation statistics the policy saw, which the file lacks (the "
+                         "NormalizeObservation wrapper's): (mean, var), a dict or a .npz/.json file holding 'mean' "
+                         "and 'var'; without them the policy sees raw observations",
+                   "(mean, var), a dict or a .npz/.json file with 'mean' and 'var'", check=_obs_stats_form)
+#: Stable-Baselines3's VecNormalize file
+VECNORMALIZE = Option(None, "the VecNormalize.save file whose observation statistics the policy saw; without it "
+                            "the policy sees raw observations", "the path of a file",
+                      check=lambda v: isinstance(v, (str, os.PathLike)), convert=os.fspath)
+#: the hidden units of CleanRL's and SB3's MLPs (a loader of one's own that takes them declares this one)
+ACTIVATION = Option("tanh", "the MLP's hidden units, which the file does not state", Choices(("tanh", "relu")))
+
+#: pgdiag's own loaders, registered as a user's loader is
+BUILT_IN = (
+    PolicyLoader("brax", "Brax PPO parameters as brax.io.model.save_params writes them", read_brax),
+    PolicyLoader("cleanrl", "CleanRL checkpoints of ppo_continuous_action.py's Agent", read_cleanrl,
+                 {"obs_stats": OBS_STATS, "activation": ACTIVATION}),
+    PolicyLoader("sb3", "Stable-Baselines3 zips of a PPO MlpPolicy", read_sb3,
+                 {"vecnormalize": VECNORMALIZE, "activation": ACTIVATION}),
+)
+for _loader in BUILT_IN:
+    register_loader(_loader, built_in=True)
+#: the kinds pgdiag reads itself (every registered kind: [`kinds`][pgdiag.adapters.policy_loaders.kinds])
+KINDS = tuple(loader.kind for loader in BUILT_IN)
+
+
+def read_policy(kind: str, path: str, **options) -> ExternalPolicy:
+    """Read the policy ``kind`` saved at ``path``; see the module's note for pgdiag's own kinds.
+
+    Args:
+        kind: a registered kind ([`loaders`][pgdiag.adapters.policy_loaders.loaders]): "brax", "cleanrl", "sb3"
+            or one added with [`register_loader`][pgdiag.adapters.policy_loaders.register_loader].
+        path: the file.
+        **options: the options ``kind``'s loader declares (``obs_stats`` for "cleanrl", ``vecnormalize`` for
+            "sb3", ``activation`` for both); one not given takes its declared default.
+
+    Raises:
+        ArchiveError: an unknown kind, an option the kind does not take or a value its declaration does not
+            allow (each before any file is opened), or a file that cannot be read safely.
+    """
+    read = get_loader(kind).read
+    given = checked_options(kind, options)
+    ext = read(os.fspath(path), **given)
+    if not isinstance(ext, ExternalPolicy):
+        raise ArchiveError(f"the {kind!r} loader returned a {type(ext).__name__}, not an ExternalPolicy")
+    return ext
 
 
 # --- in pgdiag's terms ------------------------------------------------------------------
@@ -83,4 +132,5 @@ def frozen(ext: ExternalPolicy):
                         iteration=jnp.int32(0), value=jax.tree.map(jnp.asarray, ext.value))
 
 
-__all__ = ["KINDS", "ExternalPolicy", "frozen", "knob_values", "obs_stat", "read_policy"]
+__all__ = ["ACTIVATION", "BUILT_IN", "DEFAULT_ALGORITHM", "KINDS", "OBS_STATS", "VECNORMALIZE", "ExternalPolicy",
+           "frozen", "knob_values", "obs_stat", "read_policy"]

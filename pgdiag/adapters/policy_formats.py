@@ -19,8 +19,6 @@ from pgdiag.adapters.torch_zip import load_torch
 from pgdiag.errors import Notice
 from pgdiag.normalize import NORM_EPS
 
-#: the frameworks whose saved policies are read
-KINDS = ("brax", "cleanrl", "sb3")
 _INT32_MAX = 2 ** 31 - 1
 
 
@@ -277,4 +275,4 @@ def _box_bounds(space) -> tuple | None:
     return tuple(low.tolist()), tuple(high.tolist())
 
 
-__all__ = ["KINDS", "ExternalPolicy", "read_brax", "read_cleanrl", "read_sb3"]
+__all__ = ["ExternalPolicy", "read_brax", "read_cleanrl", "read_sb3"]

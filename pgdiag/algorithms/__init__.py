@@ -7,9 +7,9 @@ gradient). A user's algorithm is an [`Algorithm`][pgdiag.algorithms.base.Algorit
 [`register_algorithm`][pgdiag.algorithms.base.register_algorithm] (``examples/`` shows one).
 """
 
-from pgdiag.algorithms.base import (Algorithm, AlgorithmError, Constraint, PolicyStep, StepInfo, Terms, ValueStep,
-                                    WorkingSet, declared_static, get, names, owners, register_algorithm,
-                                    unregister_algorithm)
+from pgdiag.algorithms.base import (Algorithm, AlgorithmError, Constraint, FusedUpdate, InitState, Objective,
+                                    PolicyStep, Step, StepInfo, Terms, ValueStep, WorkingSet, WorkingSetOf,
+                                    declared_static, get, names, owners, register_algorithm, unregister_algorithm)
 from pgdiag.algorithms.npg import NPG
 from pgdiag.algorithms.ppo import PPO
 from pgdiag.algorithms.ppo_kl import PPO_KL
@@ -19,5 +19,6 @@ from pgdiag.algorithms.vpg import VPG
 for _algorithm in (PPO, TRPO, PPO_KL, NPG, VPG):
     register_algorithm(_algorithm)
 
-__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep",
-           "WorkingSet", "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]
+__all__ = ["Algorithm", "AlgorithmError", "Constraint", "FusedUpdate", "InitState", "Objective", "PolicyStep", "Step",
+           "StepInfo", "Terms", "ValueStep", "WorkingSet", "WorkingSetOf", "declared_static", "get", "names", "owners",
+           "register_algorithm", "unregister_algorithm"]

@@ -1,33 +1,19 @@
 """The algorithm protocol and its registry.
 
 An algorithm is one record ([`Algorithm`][pgdiag.algorithms.base.Algorithm]) of pure functions, registered
-under its name. Training, the step study, the trust-region metrics and the
-surrogate landscape call the registry; no code outside an algorithm's module
-compares algorithm names. What an algorithm provides:
-
-* ``init_state(policy, knobs)`` — its optimizer state (any pytree, ``None``
-  for none), carried by the agent from iteration to iteration;
-* ``step(static, policy, state, batch, lr, knobs, key) -> PolicyStep`` — the
-  policy step on one batch, returned and never applied;
-* ``objective(terms, knobs, state) -> value`` — what it maximizes, written on
-  [`Terms`][pgdiag.algorithms.base.Terms] at the batch's θ_old (advantages normalized over the batch):
-  the landscape draws it and the gradient study can differentiate it;
-* ``constraint`` — what the figures draw as its trust region (``1 ± ε`` for a
-  ratio clip, ``δ`` for a KL bound, or ``None``);
-* ``knobs`` / ``static`` — its own knobs and static settings, declared here
-  (name → [`pgdiag.config.Option`][pgdiag.config.knobs.Option]: default, doc, allowed values) and kept
-  in a configuration under its name; the shared ones (learning rates, γ, λ,
-  the code-level optimizations, batch shape, ...) are every algorithm's. Another
-  algorithm's settings are refused for it unless left at their defaults;
-* ``update`` (optional) — the value and policy updates fused into one program,
-  with the same numbers as [`pgdiag.stages.value_step`][pgdiag.stages.value_step] followed by
-  ``step``.
+under its name. Training, the step study, the trust-region metrics and the surrogate landscape call the registry;
+no code outside an algorithm's module compares algorithm names. Each function's signature is a typed protocol
+here ([`Step`][pgdiag.algorithms.base.Step], [`Objective`][pgdiag.algorithms.base.Objective], ...), and its own
+knobs and static settings are declared as [`pgdiag.config.Option`][pgdiag.config.knobs.Option] records (default,
+doc, allowed values) kept in a configuration under its name; the shared ones (learning rates, γ, λ, the
+code-level optimizations, batch shape, ...) are every algorithm's, and another algorithm's settings are refused
+for it unless left at their defaults.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Mapping, Optional
+from typing import Any, Mapping, Optional, Protocol
 
 import jax
 from flax import struct
@@ -104,25 +90,73 @@ class WorkingSet:
                                  f"forward pass, got {self.differentiated!r}, {self.forward_passes!r}")
 
 
+class InitState(Protocol):
+    def __call__(self, policy: dict, knobs: Mapping) -> Any:
+        """The algorithm's optimizer state for fresh policy parameters (any pytree; ``None`` for none), carried by
+        the agent from iteration to iteration."""
+
+
+class Step(Protocol):
+    def __call__(self, static, params: dict, state: Any, batch, lr: jax.Array, knobs: Mapping,
+                 key: jax.Array) -> PolicyStep:
+        """The policy step on one [`UpdateBatch`][pgdiag.rollout.UpdateBatch] from ``params`` (θ_old): the new
+        parameters, state and [`StepInfo`][pgdiag.algorithms.base.StepInfo], returned and never applied."""
+
+
+class Objective(Protocol):
+    def __call__(self, terms: Terms, knobs: Mapping, state: Any) -> jax.Array:
+        """The scalar the step maximizes, written on [`Terms`][pgdiag.algorithms.base.Terms] at the batch's
+        θ_old (advantages normalized over the batch): the landscape draws it, the gradient study can
+        differentiate it."""
+
+
+class FusedUpdate(Protocol):
+    def __call__(self, static, policy: dict, policy_state: Any, value: dict, value_opt: Any, batch,
+                 lr_policy: jax.Array, lr_value: jax.Array, knobs: Mapping, key_value: jax.Array,
+                 key_policy: jax.Array) -> Optional[tuple]:
+        """``(ValueStep, PolicyStep)``, the same numbers as [`pgdiag.stages.value_step`][pgdiag.stages.value_step]
+        followed by the step, in one program; ``None`` to decline for these settings."""
+
+
+class WorkingSetOf(Protocol):
+    def __call__(self, static) -> WorkingSet:
+        """What the step holds at once over a batch of ``static``'s shape (the memory model's input)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """A policy-gradient algorithm: its policy step, objective, optional trust-region constraint and its own
     knobs and static settings; added to the registry by
-    [`register_algorithm`][pgdiag.algorithms.base.register_algorithm]."""
+    [`register_algorithm`][pgdiag.algorithms.base.register_algorithm].
+
+    Attributes:
+        name: what a configuration calls it (``algorithm="..."``): letters, digits, '-' or '_'.
+        summary: one line for `pgdiag algorithms`.
+        init_state: its optimizer state for a fresh policy ([`InitState`][pgdiag.algorithms.base.InitState]).
+        step: the policy step on one batch ([`Step`][pgdiag.algorithms.base.Step]).
+        objective: what the step maximizes ([`Objective`][pgdiag.algorithms.base.Objective]).
+        constraint: what the figures draw as its trust region (``1 ± ε`` for a ratio clip, ``δ`` for a KL bound);
+            ``None`` for none.
+        knobs: its own traced settings, name → `Option`.
+        static: its own static settings (part of the compile key), name → `Option`.
+        update: the value and policy updates fused into one program
+            ([`FusedUpdate`][pgdiag.algorithms.base.FusedUpdate]); ``None``: the two run one after the other.
+        working_set: what its step holds at once ([`WorkingSetOf`][pgdiag.algorithms.base.WorkingSetOf]);
+            ``None``: the whole batch, once.
+        metrics: its own training metrics (name → what it means), each a scalar of its step's ``info.extra``:
+            they join the run's metrics table, the loggers and `pgdiag plot`.
+    """
 
     name: str
     summary: str
-    init_state: Callable      # (policy params, knobs) -> optimizer state
-    step: Callable            # (static, params, state, batch, lr, knobs, key) -> PolicyStep
-    objective: Callable       # (Terms, knobs, state) -> scalar to maximize
+    init_state: InitState
+    step: Step
+    objective: Objective
     constraint: Optional[Constraint] = None
-    knobs: Mapping = dataclasses.field(default_factory=dict)   # name -> Option: its own knobs
-    static: Mapping = dataclasses.field(default_factory=dict)  # name -> Option: its own static settings
-    update: Optional[Callable] = None  # fused (static, policy, policy_state, value, value_opt, batch, lr_pi,
-    #                                    lr_v, knobs, key_value, key_policy) -> (ValueStep, PolicyStep) or None
-    working_set: Optional[Callable] = None  # static -> WorkingSet of its step; None: the whole batch, once
-    #: its own training metrics (name -> what it means), each a scalar of its step's ``info.extra``: they join the
-    #: run's metrics table, the loggers and `pgdiag plot`
+    knobs: Mapping = dataclasses.field(default_factory=dict)
+    static: Mapping = dataclasses.field(default_factory=dict)
+    update: Optional[FusedUpdate] = None
+    working_set: Optional[WorkingSetOf] = None
     metrics: Mapping = dataclasses.field(default_factory=dict)
 
     def working_set_of(self, static) -> WorkingSet:
@@ -147,6 +181,10 @@ def register_algorithm(algorithm: Algorithm) -> Algorithm:
     if name in names():
         raise AlgorithmError(f"algorithm {name!r} is already registered; registered algorithms: "
                              f"{', '.join(names())}")
+    for field in ("init_state", "step", "objective", "update", "working_set"):
+        fn = getattr(algorithm, field)
+        if not callable(fn) and (fn is not None or field in ("init_state", "step", "objective")):
+            raise AlgorithmError(f"algorithm {name!r}: {field} must be a function, got {type(fn).__name__}")
     for field, kind in (("knobs", "knob"), ("static", "static setting")):
         declared = getattr(algorithm, field)
         if not isinstance(declared, Mapping):
@@ -189,5 +227,6 @@ def unregister_algorithm(name: str) -> None:
     registry.remove(name)
 
 
-__all__ = ["Algorithm", "AlgorithmError", "Constraint", "PolicyStep", "StepInfo", "Terms", "ValueStep", "WorkingSet",
-           "declared_static", "get", "names", "owners", "register_algorithm", "unregister_algorithm"]
+__all__ = ["Algorithm", "AlgorithmError", "Constraint", "FusedUpdate", "InitState", "Objective", "PolicyStep", "Step",
+           "StepInfo", "Terms", "ValueStep", "WorkingSet", "WorkingSetOf", "declared_static", "get", "names", "owners",
+           "register_algorithm", "unregister_algorithm"]

@@ -23,6 +23,8 @@ import os
 import sys
 
 from pgdiag.adapters.pickles import ArchiveError
+from pgdiag.aggregates import REPS
+from pgdiag.cli.options import option
 from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
                              cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
 from pgdiag.cli.imports import add_import
@@ -30,6 +32,9 @@ from pgdiag.cli.hosts import add_hosts
 from pgdiag.cli.replication import add_replication
 from pgdiag.cli.studies import add_studies, check_host_arg, host_arg
 from pgdiag.config import ConfigError
+from pgdiag.experiments.aggregate_runs import METRIC
+from pgdiag.experiments.planner import REPORT_SCALE
+from pgdiag.experiments.target_types import PAPER, RESULTS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,19 +112,17 @@ def _add_progress(p) -> None:
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="check a paper's claims on saved studies: one Markdown page with every "
                                       "figure, each claim's quoted sentence, statistic, interval and verdict")
-    p.add_argument("--paper", default="cl", help="cl (A Closer Look, default: the diagnostic studies, trust "
-                                                 "regions, Theorem 5.1) or im (Implementation Matters: the "
-                                                 "ablation, Tables 2/3, trust regions, Theorem 5.1)")
-    p.add_argument("--from", dest="from_dir", default="results", help="a directory holding the studies' output "
-                                                                      "directories (default results)")
+    p.add_argument("--paper", **option(PAPER, choices=False))   # check_paper's refusal says what each paper is
+    p.add_argument("--from", dest="from_dir", **option(RESULTS))
     p.add_argument("--scale", default=None, help="read only the studies of this scale (where several are there), "
                                                   "or of several, comma-separated: mid,tasks reads the mid scale's "
                                                   "Hopper studies with the papers' own tasks beside them")
     p.add_argument("--out", default=None, help="where to write the report (default FROM/closer-look-report-SCALE "
                                                "or FROM/implementation-matters-report-SCALE, as make writes)")
     p.add_argument("--dry-run", action="store_true", help="print every program the report's targets would run at "
-                                                         "--scale (default paper), each once, with its memory and "
-                                                         "estimated duration, and the total; nothing runs")
+                                                         f"--scale (default {REPORT_SCALE.default}), each once, with "
+                                                         "its memory and estimated duration, and the total; nothing "
+                                                         "runs")
     host_arg(p)
     p.set_defaults(func=cmd_report)
 
@@ -128,11 +131,11 @@ def _add_aggregate(sub) -> None:
     p = sub.add_parser("aggregate", help="IQM, median, mean and optimality gap over tasks × seeds of saved runs, "
                                          "with stratified bootstrap intervals (rliable's estimators)")
     p.add_argument("runs", nargs="+", help="run directories (every agent's final score, per task and label)")
-    p.add_argument("--metric", default="mean_return", help="the recorded metric scored (default mean_return)")
+    p.add_argument("--metric", **option(METRIC))
     p.add_argument("--range", action="append", default=[], metavar="TASK=LOW,HIGH",
                    help="a task's reference range for normalized scores (repeatable; default: the lowest and "
                         "highest final score on the task among the runs)")
-    p.add_argument("--reps", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--reps", **option(REPS))
     p.add_argument("--out", default=None, help="also write aggregates.md and aggregates.csv there")
     p.set_defaults(func=cmd_aggregate)
 
@@ -143,7 +146,7 @@ def cmd_report(args) -> None:
     if args.dry_run:
         from pgdiag.experiments.planner import plan_report
 
-        plan_report(args.paper, args.scale or "paper", host=args.host)
+        plan_report(args.paper, args.scale or REPORT_SCALE.default, host=args.host)
         return
     check_host_arg(args)
 
@@ -172,8 +175,9 @@ def _ranges(given: list) -> dict:
 def cmd_aggregate(args) -> None:
     from pgdiag.experiments.aggregate_runs import aggregate_runs
 
-    if args.reps < 100:
-        raise ConfigError(f"--reps {args.reps}: at least 100 bootstrap replicates, for 95% percentile intervals")
+    if args.reps not in REPS.allowed:
+        raise ConfigError(f"--reps {args.reps}: at least {REPS.allowed.low} bootstrap replicates, for 95% percentile "
+                          f"intervals")
     from pgdiag.experiments.aggregate_tables import combined
 
     result = aggregate_runs(args.runs, args.metric, _ranges(args.range), args.reps, out=args.out)

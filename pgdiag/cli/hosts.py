@@ -46,10 +46,11 @@ def cmd_host_save(args) -> None:
         raise ConfigError(f"host save: {hosts.taken(args.file)}")
     if args.scale:
         from pgdiag.experiments.planner import plan_report
+        from pgdiag.experiments.target_types import PAPER
 
         print(f"planning both papers' reports at scale {args.scale} here: the step costs they need are timed "
               f"where none is recorded (seconds to minutes)", flush=True)
-        for paper in ("cl", "im"):
+        for paper in PAPER.allowed.all():
             plan_report(paper, args.scale, show=False)
     print("timing the pure-JAX tasks' steps at a few widths (seconds each)", flush=True)
     host = recorded_host(time_pure_jax=True)

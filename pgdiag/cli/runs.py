@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import os
 
-from pgdiag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, Config, ConfigError,
-                           parse_assignments, parse_grid, preset, preset_names)
+from pgdiag.cli.options import option
+from pgdiag.config import (KNOB_FIELDS, KNOB_NAMES, PRESETS, STATIC_FIELDS, STATIC_NAMES, STATIC_SETTINGS, Config,
+                           ConfigError, parse_assignments, parse_grid, preset, preset_names)
+from pgdiag.config.presets import BASE_TASK
+from pgdiag.run.distributed import JOIN_TIMEOUT
+from pgdiag.run.execute import BATCHING, SEED
+from pgdiag.run.rosters import SEEDS
 
 
 def _config_from_args(args) -> Config:
@@ -18,7 +23,8 @@ def _config_from_args(args) -> Config:
 
 def _preset(algorithm: str, task: str, overrides: dict) -> Config:
     """The preset of ``algorithm`` on ``task``; on a task a user registered (``--load``), which no preset names, the
-    algorithm's Hopper preset with that task — the papers' MuJoCo hyperparameters — said once."""
+    algorithm's preset on the base task (`BASE_TASK`: the papers' MuJoCo hyperparameters) with that task, said
+    once."""
     import sys
 
     from pgdiag.envs.registry import REGISTRY
@@ -26,12 +32,12 @@ def _preset(algorithm: str, task: str, overrides: dict) -> Config:
     try:
         return preset(algorithm, task, **overrides)
     except ConfigError:   # an unknown task, or a preset's own task without this algorithm, stays refused
-        if task not in REGISTRY or any(t == task.lower() for _, t in PRESETS) or (algorithm.lower(), "hopper") \
+        if task not in REGISTRY or any(t == task.lower() for _, t in PRESETS) or (algorithm.lower(), BASE_TASK) \
                 not in PRESETS:
             raise
-    sys.stderr.write(f"pgdiag: no {algorithm} preset for your task {task!r}: its Hopper settings (the papers' MuJoCo "
-                     f"hyperparameters), with --set overriding them\n")
-    return preset(algorithm, "hopper").replace(name=f"{algorithm.lower()}/{task}", task=task, **overrides)
+    sys.stderr.write(f"pgdiag: no {algorithm} preset for your task {task!r}: its {BASE_TASK.capitalize()} settings "
+                     f"(the papers' MuJoCo hyperparameters), with --set overriding them\n")
+    return preset(algorithm, BASE_TASK).replace(name=f"{algorithm.lower()}/{task}", task=task, **overrides)
 
 
 def add_distributed(p):
@@ -42,7 +48,7 @@ def add_distributed(p):
     g.add_argument("--num-processes", type=int, default=None, help="processes in all; default $PGDIAG_NUM_PROCESSES")
     g.add_argument("--process-id", type=int, default=None,
                    help="this process's index, 0 … num-processes − 1; default $PGDIAG_PROCESS_ID")
-    g.add_argument("--join-timeout", type=int, default=120, help="seconds to wait for every process (default 120)")
+    g.add_argument("--join-timeout", **option(JOIN_TIMEOUT))
 
 
 def add_log(p):
@@ -52,8 +58,11 @@ def add_log(p):
 
 
 def add_run_args(p, sweep: bool):
-    p.add_argument("--preset", default="ppo", help="algorithm preset (see `pgdiag presets`); default ppo")
-    p.add_argument("--task", default="hopper", help="task (see `pgdiag tasks`); default hopper")
+    # the default run is the default configuration's algorithm (its preset) on its task; preset() and Config
+    # refuse an unknown one, naming what there is
+    p.add_argument("--preset", **option(STATIC_SETTINGS["algorithm"], "algorithm preset (see `pgdiag presets`)",
+                                        choices=False))
+    p.add_argument("--task", **option(STATIC_SETTINGS["task"], "task (see `pgdiag tasks`)", choices=False))
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a knob or static setting (repeatable), e.g. --set lr_policy=1e-4")
     p.add_argument("--out", default=None, help="run directory to write (manifest, metrics, checkpoints); default "
@@ -66,16 +75,15 @@ def add_run_args(p, sweep: bool):
     p.add_argument("--chunk", type=int, default=None, help="iterations per compiled chunk (progress granularity)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
-    p.add_argument("--batching", default="vmap", choices=["vmap", "map"],
-                   help="vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone")
+    p.add_argument("--batching", **option(BATCHING))
     add_log(p)
     add_distributed(p)
     if sweep:
         p.add_argument("--grid", action="append", metavar="KNOB=V1,V2,...",
                        help="a grid axis (repeatable); the sweep runs the Cartesian product")
-        p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (0..n-1)")
+        p.add_argument("--seeds", **option(SEEDS))
     else:
-        p.add_argument("--seed", type=int, default=0, help="agent seed")
+        p.add_argument("--seed", **option(SEED))
 
 
 def _summary(result) -> str:

@@ -4,8 +4,12 @@
 
 from __future__ import annotations
 
+from pgdiag.cli.imports import policy_help, policy_option_help
+from pgdiag.cli.options import option
 from pgdiag.cli.runs import add_distributed
 from pgdiag.config import ConfigError, parse_assignments
+from pgdiag.experiments.target_types import SCALE
+from pgdiag.studies.presets.tables import REPORTING_RULE, STATISTIC
 
 
 def _show(out: dict) -> None:
@@ -35,7 +39,7 @@ def cmd_target(args):
         tasks = _from_args(args)
         out = t.redraw(args.from_dir, out=args.out, **({"tasks": tasks} if t.redraws_by_task else {}), **rules)
     else:
-        out = t.train(args.scale or "smoke", out=args.out or args.default_out, **rules, **_experiment_args(args))
+        out = t.train(args.scale or SCALE.default, out=args.out or args.default_out, **rules, **_experiment_args(args))
     _show(out)
 
 
@@ -107,7 +111,7 @@ def cmd_dry_run(args, kind):
     t = targets.get(args.command)
     with declare(args.host):
         programs = (dry_run.runs_plan(t, runs, diag=diag, memory=None) if runs
-                    else t.dry_run(args.scale or "smoke", diag=diag, **extra))
+                    else t.dry_run(args.scale or SCALE.default, diag=diag, **extra))
         show_plan(programs, None, extra.get("solver", "converged"), extra.get("model", "brax"))
 
 
@@ -132,7 +136,7 @@ def cmd_diagnostic(args):
         _check_run_args(args)
         out_dir = args.out or args.default_out
         runs = (args.run or []) + policy_runs(args.policy, args.policy_option, out_dir)
-        out = t.train(args.scale or "smoke", out=out_dir, runs=runs or None, diag=diag, **_experiment_args(args))
+        out = t.train(args.scale or SCALE.default, out=out_dir, runs=runs or None, diag=diag, **_experiment_args(args))
     _show(out)
 
 
@@ -160,11 +164,8 @@ def host_arg(p):
 def _diagnostic_args(p):
     p.add_argument("--run", action="append", metavar="RUN_DIR",
                    help="measure this run directory (repeatable; it needs checkpoints) instead of training")
-    p.add_argument("--policy", action="append", metavar="KIND:PATH",
-                   help="measure a policy saved by Brax, CleanRL or Stable-Baselines3 (brax:, cleanrl:, sb3:FILE; "
-                        "repeatable), imported into OUT/imported/; with --policy-option task=NAME")
-    p.add_argument("--policy-option", action="append", metavar="NAME=VALUE",
-                   help="for --policy: task=, model=, algorithm=, obs_stats=FILE, vecnormalize=FILE, activation=")
+    p.add_argument("--policy", action="append", metavar="KIND:PATH", help=policy_help())
+    p.add_argument("--policy-option", action="append", metavar="NAME=VALUE", help=policy_option_help())
     p.add_argument("--diag", action="append", metavar="NAME=VALUE",
                    help="a measurement setting (repeatable), e.g. --diag estimates=10 --diag sizes=100,1000,1e4 "
                         "--diag true_pairs=1e6 (see pgdiag.diagnostics.GradientSettings, StepSettings, "
@@ -175,7 +176,7 @@ def _add_from(p, default_out, scales: dict):
     # --scale and --out default to None so that --from can tell what was given; a target offers its own scales,
     # each described as the target describes it (``scales``: name -> description)
     p.add_argument("--scale", default=None, choices=list(scales),
-                   help="; ".join(f"{s}{' (default)' if s == 'smoke' else ''}: {d.rstrip('.')}"
+                   help="; ".join(f"{s}{' (default)' if s == SCALE.default else ''}: {d.rstrip('.')}"
                                   for s, d in scales.items())
                    .replace("%", "%%"))
     p.add_argument("--out", default=None,
@@ -190,7 +191,7 @@ def _add_target(sub, t) -> None:
     """The sub-command of target ``t`` ([`pgdiag.experiments.targets`][pgdiag.experiments.targets])."""
     p = sub.add_parser(t.name, help=t.help.replace("%", "%%"))   # argparse formats help with %
     _add_from(p, t.default_out, {s: t.scales[s].description
-                                 for s in sorted(t.scales, key=lambda s: (s != "smoke", s != "mid", s))})
+                                 for s in sorted(t.scales, key=lambda s: (s != SCALE.default, s != "mid", s))})
     _dry_run_arg(p)
     if t.kind == "optimize":
         p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
@@ -205,12 +206,9 @@ def _add_target(sub, t) -> None:
     p.add_argument("--progress", dest="progress", action="store_true", default=None)
     p.add_argument("--no-progress", dest="progress", action="store_false")
     if "reporting" in t.options:
-        p.add_argument("--reporting", default="pgdiag", choices=["pgdiag", "original"],
-                       help="which episodes an iteration's mean return counts: every one that ended (pgdiag, "
-                            "default) or the original code's rule, as published (original: mean_return_reference)")
+        p.add_argument("--reporting", **option(REPORTING_RULE))
     if "statistic" in t.options:
-        p.add_argument("--statistic", default="final", choices=["final", "max"],
-                       help="per-agent score: mean of the last 5 iterations (final) or max over training (max)")
+        p.add_argument("--statistic", **option(STATISTIC))
     if "algorithm" in t.options:
         _algorithms_arg(p)
     if t.kind == "diagnostic":

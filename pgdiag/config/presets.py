@@ -149,11 +149,15 @@ for _task in PAPER_TASKS:
 #: continuing across iterations. The smoke scale of every figure uses them.
 CPU_SCALE = dict(num_envs=4, steps_per_env=256, num_minibatches=16, reset_every_iteration=False)
 
+#: The task whose preset (the papers' MuJoCo hyperparameters) a task without presets of its own starts from: the
+#: pure-JAX and linear-quadratic tasks here, a task a user registers on the command line (``pgdiag train``).
+BASE_TASK = "hopper"
+
 # Cheap pure-JAX tasks: each algorithm with its Hopper knobs at CPU scale.
 _SMOKE = dict(CPU_SCALE, num_iterations=60)
 for _task in ("pendulum", "point_mass"):
     for _algo in ALGORITHM_PRESETS + MORE_PRESETS + VARIANT_PRESETS:
-        _over, _ = PRESETS[(_algo, "hopper")]
+        _over, _ = PRESETS[(_algo, BASE_TASK)]
         PRESETS[(_algo, _task)] = (
             dict(_over, **_SMOKE),
             f"{_algo.upper()} on the pure-JAX {_task} task: the Hopper preset's knobs at CPU scale "
@@ -162,7 +166,7 @@ for _task in ("pendulum", "point_mass"):
 # The linear-quadratic task: a linear-Gaussian policy, and observation clipping off, so the
 # policy stays affine in the state and the closed forms of pgdiag.envs.lqr apply to it.
 for _algo in ALGORITHM_PRESETS + MORE_PRESETS + VARIANT_PRESETS:
-    _over, _ = PRESETS[(_algo, "hopper")]
+    _over, _ = PRESETS[(_algo, BASE_TASK)]
     PRESETS[(_algo, "lqr")] = (
         dict(_over, **_SMOKE, policy_hidden=(), obs_clipping=False),
         f"{_algo.upper()} on the linear-quadratic task: the Hopper preset's knobs at CPU scale with a linear-Gaussian "

@@ -21,6 +21,12 @@ def _registered(table: str, sort: bool = False):
     return names
 
 
+def _networks() -> tuple:
+    """The registered networks' names, read when a value is checked (networks sit above the configuration)."""
+    from pgdiag import networks
+    return networks.names()
+
+
 _POSITIVE_INT = Range(1)
 _COUNT = Range(0)
 _ITERATIONS = dict(allowed="a list of iterations (ints >= 0; 0 = before training)", items=Range(0),
@@ -69,10 +75,12 @@ class Static:
     num_iterations: int = setting(488, "Training iterations (488 × 2048 ≈ 1M steps, ref §1).", _POSITIVE_INT)
     value_epochs: int = setting(10, "Passes over the batch in the value update.", _POSITIVE_INT)
     num_minibatches: int = setting(32, "Minibatches per epoch, for both updates.", _POSITIVE_INT)
-    network: str = setting("mlp", "Policy and value networks: 'mlp' (the papers': a Gaussian MLP with a state-"
-                                  "independent σ, tanh or ReLU units by knob; also CleanRL's and Stable-Baselines3's "
-                                  "default) or 'brax' (Brax PPO's default: swish units, a state-dependent σ, actions "
-                                  "squashed by tanh).", Choices(("mlp", "brax"), noun="network"))
+    network: str = setting("mlp", "Policy and value networks, a registered network (see "
+                                  "`pgdiag.networks.register_network`): 'mlp' (the papers': a Gaussian MLP with a "
+                                  "state-independent σ, tanh or ReLU units by knob; also CleanRL's and "
+                                  "Stable-Baselines3's default), 'brax' (Brax PPO's default: swish units, a "
+                                  "state-dependent σ, actions squashed by tanh) or one registered by the user.",
+                           Choices(_networks, noun="network", intro="registered networks"))
     policy_hidden: tuple = setting((64, 64), "Hidden layer widths of the policy MLP; () = a linear-Gaussian policy.",
                                    items=_POSITIVE_INT, why="() for a linear network")
     value_hidden: tuple = setting((64, 64), "Hidden layer widths of the value MLP.", items=_POSITIVE_INT,

@@ -27,7 +27,8 @@ from pgdiag.run.shard import AXIS, gather, over_devices, pad_and_shard
 SHARED_STATIC = ("task", "physics", "physics_threads", "solver", "network", "policy_hidden", "value_hidden")
 
 
-#: What every study's settings allow of the fields they share: subjects' batching, a seed (32 bits), resamples.
+#: What the studies' settings allow of the fields they share: subjects' batching, a seed (32 bits), and the
+#: bootstrap resamples of the landscape's sign-agreement intervals.
 BATCHING = ("vmap", "map")
 SEED_RANGE = Range(0, 2 ** 32 - 1)
 RESAMPLES = Range(10)
@@ -42,12 +43,6 @@ def require(ok: bool, message: str) -> None:
     (naming the value and what is allowed) unless ``ok``."""
     if not ok:
         raise DiagnosticError(message)
-
-
-def check_batching(batching: str, resamples: int) -> None:
-    """The settings every study shares: how subjects are batched, the bootstrap's resamples."""
-    require(batching in ("vmap", "map"), f"batching must be 'vmap' or 'map', got {batching!r}")
-    require(resamples >= 10, f"resamples must be ≥ 10, got {resamples!r}")
 
 
 def over_subjects(subject, batching: str = "vmap"):
@@ -114,7 +109,8 @@ class Subjects:
     def shapes(self) -> tuple:
         """(observation size, action size, policy parameter count), read from array shapes (no compile)."""
         params = sum(int(np.prod(x.shape[1:])) for x in jax.tree.leaves(self.states.policy))
-        return self.states.envs.obs.shape[-1], networks.action_size(self.states.policy), params
+        obs = self.states.envs.obs.shape[-1]
+        return obs, networks.action_size(jax.tree.map(lambda x: x[0], self.states.policy), obs), params
 
 
 def label_of(run: store.RunResult, agent: int) -> str:

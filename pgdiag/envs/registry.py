@@ -98,9 +98,12 @@ def task_entry(task: str) -> TaskEntry:
     return REGISTRY[task]
 
 
-def exact_answers(task: str, policy_hidden=()) -> ExactAnswers | None:
+def exact_answers(task: str, policy_hidden=(), network: str = "mlp") -> ExactAnswers | None:
     """The task's closed-form answers where it declares them and they hold for a policy of these hidden sizes
-    (the linear-quadratic task with a linear policy), else `None`."""
+    (the linear-quadratic task with a linear policy), else `None`. They are written on the papers' network
+    ("mlp": a linear Gaussian without hidden layers reads as an affine policy); another network has none."""
+    if network != "mlp":
+        return None
     entry = REGISTRY.get(task)
     answers = entry.exact if entry is not None else None
     return answers if answers is not None and answers.applies(tuple(policy_hidden)) else None

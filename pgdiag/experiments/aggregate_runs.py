@@ -15,13 +15,17 @@ import os
 
 import numpy as np
 
-from pgdiag.config import ConfigError
+from pgdiag.aggregates import REPS
+from pgdiag.config import ConfigError, Setting
 from pgdiag.experiments.aggregate_tables import summarize, write_aggregates
 from pgdiag.experiments.aggregate_tables import normalized as matrices
 from pgdiag.run import load_run
 
+#: the recorded metric an agent is scored by (``pgdiag aggregate --metric``)
+METRIC = Setting("mean_return", "The recorded metric scored: each agent's last value of it.")
 
-def final_scores(paths, metric: str = "mean_return"):
+
+def final_scores(paths, metric: str = METRIC.default):
     """A DataFrame (label, task, run, agent, iteration, score) of every agent's last recorded `metric`."""
     import pandas as pd
 
@@ -46,7 +50,7 @@ def final_scores(paths, metric: str = "mean_return"):
     return pd.DataFrame(rows)
 
 
-def aggregate_runs(paths, metric: str = "mean_return", ranges: dict | None = None, reps: int = 2000,
+def aggregate_runs(paths, metric: str = METRIC.default, ranges: dict | None = None, reps: int = REPS.default,
                    seed: int = 0, out: str | None = None) -> dict:
     """The aggregate table of the runs in `paths`, and where `out` is given its Markdown and CSV there, with the
     performance profiles' figure."""
@@ -59,4 +63,4 @@ def aggregate_runs(paths, metric: str = "mean_return", ranges: dict | None = Non
     return write_aggregates(summary, os.path.join(out, "aggregates"), "Aggregates over tasks × seeds")
 
 
-__all__ = ["aggregate_runs", "final_scores", "matrices"]
+__all__ = ["METRIC", "aggregate_runs", "final_scores", "matrices"]

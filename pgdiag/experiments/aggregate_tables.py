@@ -73,7 +73,8 @@ def plot_profiles(by_label: dict, path: str, title: str, reps: int, seed: int) -
     return figures.save(fig, path, title)
 
 
-def summarize(scores, what: str, pairs=(), ranges: dict | None = None, reps: int = 2000, seed: int = 0) -> dict:
+def summarize(scores, what: str, pairs=(), ranges: dict | None = None, reps: int = aggregates.REPS.default,
+              seed: int = 0) -> dict:
     """The aggregates of ``scores`` (and P(X > Y) for ``pairs``): ``table``, ``improvements``, ``ranges``,
     ``note`` (``what`` says what a score is) and the normalized matrices ``by_label``."""
     finite = np.isfinite(scores.score.to_numpy(np.float64))

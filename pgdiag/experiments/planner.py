@@ -11,9 +11,12 @@ are this host's recorded ones, else timed now (a few batched steps, seconds).
 
 from __future__ import annotations
 
-from pgdiag.config import ConfigError
+from pgdiag.config import ConfigError, Setting
 from pgdiag.envs.hosts import declare
+from pgdiag.experiments.target_types import PAPER
 
+#: the scale(s) a report's plan is made at where none is named (``pgdiag report --dry-run``)
+REPORT_SCALE = Setting("paper", "The scale(s) a report's plan is made at, comma-separated.")
 #: the Python studies' names -> the target whose measurement they are
 STUDIES = {"gradients": "fig-grad-variance", "steps": "fig-step-variance", "baselines": "fig-baselines",
            "landscape": "fig-landscape-surrogate"}
@@ -140,7 +143,7 @@ def plan_study(study: str, runs, iterations=None, agents=None, show: bool = True
                          show)
 
 
-def plan_report(paper: str = "cl", scale: str = "paper", show: bool = True, host=None):
+def plan_report(paper: str = PAPER.default, scale: str = REPORT_SCALE.default, show: bool = True, host=None):
     """What ``make closer-look-report SCALE=scale`` (``paper="im"``: the implementation-matters report) would
     compile and cost: every program of every target the paper's report reads, at ``scale`` (several,
     comma-separated: each), each program once however many targets share it (their trainings, as the report's
@@ -170,4 +173,4 @@ def plan_report(paper: str = "cl", scale: str = "paper", show: bool = True, host
         return show_plan(list(owners), None, show=show, owners=[", ".join(dict.fromkeys(v)) for v in owners.values()])
 
 
-__all__ = ["STUDIES", "plan_report", "plan_study", "plan_sweep", "show_plan"]
+__all__ = ["REPORT_SCALE", "STUDIES", "plan_report", "plan_study", "plan_sweep", "show_plan"]

@@ -27,6 +27,7 @@ from pgdiag.experiments import evidence_rows as ev
 from pgdiag.experiments import figures, study_dir, targets
 from pgdiag.experiments import findings as findings_mod
 from pgdiag.experiments.report_page import PAPERS, check_paper, page  # noqa: F401 (the report's API)
+from pgdiag.experiments.target_types import PAPER
 from pgdiag.run.distributed import lead_writes
 
 
@@ -34,7 +35,7 @@ def _scales(scale: str | None):
     return None if scale is None else [s for s in scale.split(",") if s]
 
 
-def find_studies(root: str, scale: str | None = None, paper: str = "cl", studies=None) -> dict:
+def find_studies(root: str, scale: str | None = None, paper: str = PAPER.default, studies=None) -> dict:
     """{study name: [directory, …]} of ``paper``'s studies in ``root`` or its immediate subdirectories: one per
     study, or one per scale where ``scale`` names several ("mid,tasks": the mid scale's Hopper studies with the
     papers' own tasks beside them); only those named in ``studies`` where given."""
@@ -129,7 +130,8 @@ def default_out(from_dir: str, found: dict, paper: str, scale: str | None) -> st
     return os.path.join(from_dir, f"{PAPERS[paper][2]}-{'+'.join(_scales(scale))}")
 
 
-def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = "cl", studies=None) -> dict:
+def report(from_dir: str, out: str | None = None, scale: str | None = None, paper: str = PAPER.default,
+           studies=None) -> dict:
     """Read ``paper``'s studies under ``from_dir``, test every claim, write the page to ``out``.
 
     Args:

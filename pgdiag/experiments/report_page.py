@@ -11,6 +11,7 @@ from pgdiag.experiments import claims as claim_specs
 from pgdiag.experiments import findings as findings_mod
 from pgdiag.experiments import targets
 from pgdiag.experiments.paper_claims import MODELS
+from pgdiag.experiments.target_types import PAPER
 
 #: per paper: its short name, the page's title, the report's directory name
 PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these runs", "closer-look-report"),
@@ -19,8 +20,8 @@ PAPERS = {"cl": ("CL", "Closer look: the claims of Ilyas et al. (CL) on these ru
 
 
 def check_paper(paper: str) -> str:
-    if paper not in PAPERS:
-        raise ConfigError(f"report --paper {paper!r}: unknown paper; choose from {', '.join(PAPERS)} "
+    if paper not in PAPER.allowed.all():
+        raise ConfigError(f"report --paper {paper!r}: unknown paper; choose from {', '.join(PAPER.allowed.all())} "
                           f"(cl: A Closer Look at Deep Policy Gradients; im: Implementation Matters)")
     return paper
 
@@ -110,7 +111,7 @@ def _summary(found, paper: str, results=None) -> list:
     return lines
 
 
-def page(results, figs: list, found: dict, paper: str = "cl", notes=(), found_findings=None) -> str:
+def page(results, figs: list, found: dict, paper: str = PAPER.default, notes=(), found_findings=None) -> str:
     """The report of ``paper`` as Markdown: a summary of its findings, then every claim with its tests."""
     name, title, _ = PAPERS[check_paper(paper)]
     found_findings = findings_mod.findings(results, name) if found_findings is None else found_findings

@@ -22,7 +22,7 @@ import dataclasses
 import inspect
 from typing import Callable, Mapping
 
-from pgdiag.config import ConfigError
+from pgdiag.config import Choices, ConfigError, Setting
 from pgdiag.diagnostics import engine
 from pgdiag.diagnostics.protocol import Diagnostic
 from pgdiag.envs.hosts import declare as declare_host
@@ -33,6 +33,16 @@ from pgdiag.run import distributed
 KINDS = ("training", "diagnostic", "optimize")
 #: the reports that read targets' evidence and figures (``pgdiag report --paper``)
 PAPERS = ("cl", "im")
+#: the paper a report checks, where none is named (the reports' and plans' functions, ``pgdiag report --paper``)
+PAPER = Setting("cl", "The paper whose claims to check: cl (A Closer Look: the diagnostic studies, trust regions, "
+                      "Theorem 5.1) or im (Implementation Matters: the ablation, Tables 2/3, trust regions, "
+                      "Theorem 5.1).", Choices(PAPERS, noun="paper", intro="choose from"))
+#: the scale a target trains at where none is named (``train``, ``dry_run``, ``pgdiag TARGET --scale``); each
+#: target offers its own scales
+SCALE = Setting("smoke", "The scale a target trains and plans at where none is named.")
+#: where targets write their studies by default (``default_out``), so where a report looks for them
+#: (``pgdiag report --from``)
+RESULTS = Setting("results", "A directory holding the studies' output directories.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +102,7 @@ class Target:
         if unknown:
             raise ConfigError(f"target {self.name!r}: papers {sorted(unknown)} are not among {', '.join(PAPERS)}")
 
-    def train(self, scale: str = "smoke", **kwargs) -> dict:
+    def train(self, scale: str = SCALE.default, **kwargs) -> dict:
         """Train (or reuse), measure and draw at ``scale``: the outputs' paths and tables."""
         self._check_counts(kwargs)
         distributed.agree(self.name, {"--scale": scale, **{f"--{k}": v for k, v in kwargs.items() if k != "progress"}})
@@ -113,7 +123,7 @@ class Target:
         """Draw from the study saved in ``from_dir`` without training or measuring."""
         return self.draw(self, from_dir, **kwargs)
 
-    def dry_run(self, scale: str = "smoke", memory: int | None = None, diag: dict | None = None, host=None,
+    def dry_run(self, scale: str = SCALE.default, memory: int | None = None, diag: dict | None = None, host=None,
                 **kwargs) -> list:
         """The programs [`train`][pgdiag.experiments.target_types.Target.train] would compile at ``scale`` (nothing
         compiled); ``memory``: the bytes available to every program (default: what each is checked against where it
@@ -141,7 +151,7 @@ class Target:
 
     @property
     def default_out(self) -> str:
-        return f"results/{self.study}"
+        return f"{RESULTS.default}/{self.study}"
 
 
-__all__ = ["KINDS", "Measurement", "PAPERS", "Target"]
+__all__ = ["KINDS", "Measurement", "PAPER", "PAPERS", "RESULTS", "SCALE", "Target"]

@@ -183,22 +183,25 @@ def load_policy(run: RunResult | str, iteration: int | str | None = None, agent:
     """Agent ``agent``'s policy after ``iteration`` as a [`FrozenPolicy`][pgdiag.policy.FrozenPolicy]:
     its parameters with its observation normalizer frozen, ready to evaluate or sample. Also a policy another
     framework saved: ``load_policy("sb3", "model.zip", vecnormalize="vec_normalize.pkl")``, ``("cleanrl",
-    PATH, obs_stats=(mean, var))`` or ``("brax", PATH)`` ([`read_policy`][pgdiag.adapters.policies.read_policy]),
-    with its value function beside it.
+    PATH, obs_stats=(mean, var))``, ``("brax", PATH)`` or a kind of one's own
+    ([`register_loader`][pgdiag.adapters.policy_loaders.register_loader];
+    [`read_policy`][pgdiag.adapters.policies.read_policy]), with its value function beside it.
 
     Args:
-        run: a run directory or a loaded run; or a policy kind ("brax", "cleanrl", "sb3").
+        run: a run directory or a loaded run; or a registered policy kind
+            ([`loaders`][pgdiag.adapters.policy_loaders.loaders]: "brax", "cleanrl", "sb3", or one's own).
         iteration: a checkpointed iteration; None: the last. With a policy kind: the file.
         agent: the agent's index in the run.
-        read_options: with a policy kind, ``obs_stats``, ``vecnormalize``, ``activation``.
+        read_options: with a policy kind, the options its loader declares (``obs_stats``, ``vecnormalize``,
+            ``activation`` for pgdiag's own).
 
     Returns:
         The agent's frozen policy.
     """
-    from pgdiag.adapters import policies
+    from pgdiag.adapters import policies, policy_loaders
     from pgdiag.policy import FrozenPolicy
 
-    if isinstance(run, str) and run in policies.KINDS and not os.path.isdir(run):
+    if isinstance(run, str) and run in policy_loaders.loaders() and not os.path.isdir(run):
         if not isinstance(iteration, (str, os.PathLike)):
             raise ValueError(f"load_policy({run!r}, PATH): give the file the {run} policy was saved to")
         return policies.frozen(policies.read_policy(run, iteration, **read_options))

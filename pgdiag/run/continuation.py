@@ -3,6 +3,7 @@ and the run started again from its last saved state with each continuation recor
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import time
@@ -16,9 +17,10 @@ from pgdiag.run.start import complete, start
 
 def check_unchanged(resume: str, **given) -> None:
     """A resumed run continues as it was recorded: every setting of how it runs left at its default."""
-    defaults = dict(out=None, chunk_iterations=None, save_checkpoint=False, label=None, batching="vmap",
-                    overwrite=False)
-    changed = [f"{k}={v!r}" for k, v in given.items() if v != defaults[k]]
+    from pgdiag.run.execute import sweep   # its defaults, read from its signature (execute imports this module)
+
+    defaults = inspect.signature(sweep).parameters
+    changed = [f"{k}={v!r}" for k, v in given.items() if v != defaults[k].default]
     if changed:
         raise ConfigError(f"resume={resume!r} continues the run as recorded in it; {', '.join(changed)} cannot "
                           f"be changed (rerun it into a new directory with other settings)")

@@ -24,7 +24,7 @@ import time
 
 import jax
 
-from pgdiag.config import ConfigError
+from pgdiag.config import ConfigError, Range, Setting
 
 ENV = {"coordinator": "PGDIAG_COORDINATOR", "num_processes": "PGDIAG_NUM_PROCESSES",
        "process_id": "PGDIAG_PROCESS_ID"}
@@ -70,7 +70,11 @@ def settings(coordinator=None, num_processes=None, process_id=None) -> dict | No
     return {"coordinator_address": address, "num_processes": n, "process_id": i}
 
 
-def initialize(coordinator=None, num_processes=None, process_id=None, timeout: int = 120) -> bool:
+#: ``initialize``'s wait for every process to join (``--join-timeout``)
+JOIN_TIMEOUT = Setting(120, "Seconds to wait for every process to join.", Range(1))
+
+
+def initialize(coordinator=None, num_processes=None, process_id=None, timeout: int = JOIN_TIMEOUT.default) -> bool:
     """Join the processes of a multi-process run (see the module docstring); True if it did. Call it
     before anything else touches JAX's devices. ``timeout``: seconds to wait for every process."""
     chosen = settings(coordinator, num_processes, process_id)

@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 
 import jax
 
-from pgdiag.config import Config, ConfigError
+from pgdiag.config import Choices, Config, ConfigError, Setting
 from pgdiag.run import provenance, split, store
 from pgdiag.run.trackers import as_callbacks
 from pgdiag.run.continuation import check_unchanged, continue_run, training_manifest
@@ -49,6 +49,11 @@ from pgdiag.metrics import metrics_of
 #: and the only sensible one on accelerators); "map" loops over them inside the
 #: program, so each agent's arithmetic is exactly that of a run alone.
 AGENT_BATCHING = ("vmap", "map")
+#: ``sweep``'s ``batching``, declared once: its default and choices serve the signature, the check and ``--batching``
+BATCHING = Setting("vmap", "vmap: vectorize agents (fast); map: loop over them, each bitwise equal to a run alone.",
+                   Choices(AGENT_BATCHING, noun="batching"))
+#: ``train``'s agent seed (``--seed``)
+SEED = Setting(0, "The agent's seed.")
 
 
 # --- the public entry points -----------------------------------------------------------------
@@ -56,7 +61,7 @@ AGENT_BATCHING = ("vmap", "map")
 def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
           seeds: int | Sequence[int] | None = None, out: str | None = None, *, progress: bool | None = None,
           chunk_iterations: int | None = None, save_checkpoint: bool = False, label: str | None = None,
-          batching: str = "vmap", labels: Sequence[str] | None = None, resume: str | None = None,
+          batching: str = BATCHING.default, labels: Sequence[str] | None = None, resume: str | None = None,
           overwrite: bool = False, loggers=None, callbacks=None) -> store.RunResult:
     """Train every (grid point × seed) agent of ``base`` as one compiled program.
 
@@ -106,8 +111,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     static = base.static
     chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint)
     split.check(static)
-    if batching not in AGENT_BATCHING:
-        raise ConfigError(f"unknown batching {batching!r}; choose one of: {', '.join(AGENT_BATCHING)}")
+    BATCHING.normalize("batching", batching)   # "unknown batching 'x'; choose one of: vmap, map"
     p, physics = _pinned(p, batching)
     manifest = new_manifest(p, label or base.name, chunk_iterations=chunk_iterations, batching=batching,
                             save_checkpoint=bool(save_checkpoint), physics=physics,
@@ -171,7 +175,7 @@ def pin_physics(p: Roster, backend: str) -> Roster:
                                configs=tuple(c.replace(physics=backend) for c in p.configs))
 
 
-def train(config: Config, seed: int = 0, out: str | None = None, **kwargs) -> store.RunResult:
+def train(config: Config, seed: int = SEED.default, out: str | None = None, **kwargs) -> store.RunResult:
     """Train one agent: a sweep of one configuration and one seed.
 
     Args:

@@ -24,7 +24,8 @@ import numpy as np
 
 from pgdiag import stages
 from pgdiag.adapters.archives import ArchiveError
-from pgdiag.adapters.policies import ExternalPolicy, knob_values, obs_stat, read_policy
+from pgdiag.adapters.policy_loaders import loader_options
+from pgdiag.adapters.policies import DEFAULT_ALGORITHM, ExternalPolicy, knob_values, obs_stat, read_policy
 from pgdiag.config import Config, ConfigError, preset
 from pgdiag.optim import adam
 from pgdiag.run import checkpoints, store
@@ -35,20 +36,23 @@ from pgdiag.trainer import make_train
 
 
 def import_policy(source: str | ExternalPolicy, path: str | None = None, *, task: str, out: str,
-                  model: str | None = None, algorithm: str = "ppo", settings: dict | None = None,
+                  model: str | None = None, algorithm: str = DEFAULT_ALGORITHM, settings: dict | None = None,
                   overwrite: bool = False, **read_options) -> store.RunResult:
-    """Write the policy ``source`` (a kind of [`pgdiag.adapters.policies.KINDS`][pgdiag.adapters.policies.KINDS]
-    with its ``path``, or one already read) as a run directory ``out`` on ``task``.
+    """Write the policy ``source`` (a registered kind, [`loaders`][pgdiag.adapters.policy_loaders.loaders], with
+    its ``path``, or one already read) as a run directory ``out`` on ``task``.
 
     Args:
-        source: "brax", "cleanrl" or "sb3" (then ``path`` is the file), or an ExternalPolicy.
+        source: "brax", "cleanrl", "sb3" or a kind registered with
+            [`register_loader`][pgdiag.adapters.policy_loaders.register_loader] (then ``path`` is the file), or an
+            ExternalPolicy.
         task: the pgdiag task the policy acts in (its observation and action sizes must match the policy's).
         out: the new run directory (refused where a run exists, unless ``overwrite``).
         model: the task's MuJoCo model ("gym" for a policy trained on Gymnasium's Hopper-v4/v5, ...).
-        algorithm: the preset whose update and settings the diagnostics use for this agent.
+        algorithm: the preset whose update and settings the diagnostics use for this agent (default: the static
+            settings' default algorithm, ppo).
         settings: static settings or knobs overriding the preset's (and the file's).
-        read_options: ``obs_stats``, ``vecnormalize``, ``activation`` (see
-            [`read_policy`][pgdiag.adapters.policies.read_policy]).
+        read_options: the options the kind's loader declares (``obs_stats``, ``vecnormalize``, ``activation``
+            for pgdiag's own; see [`read_policy`][pgdiag.adapters.policies.read_policy]).
 
     Returns:
         The run, as [`load_run`][pgdiag.run.store.load_run] reads it.
@@ -139,8 +143,9 @@ def file_digest(path: str) -> str:
 
 
 def canonical_options(**options) -> dict:
-    """The options an import was made with, defaults left out (the algorithm "ppo", tanh units, None)."""
-    defaults = {"algorithm": "ppo", "activation": "tanh"}
+    """The options an import was made with, defaults left out (the default algorithm, each loader option's
+    declared default, None)."""
+    defaults = {"algorithm": DEFAULT_ALGORITHM, **{k: o.default for k, o in loader_options().items()}}
     return {k: v for k, v in sorted(options.items()) if v is not None and defaults.get(k) != v}
 
 

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pgdiag import algorithms
-from pgdiag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, check_knob
+from pgdiag.config import KNOB_FIELDS, STATIC_FIELDS, Config, ConfigError, Setting, check_knob
 from pgdiag.metrics import METRICS
 
 #: the metrics table's own columns ([`pgdiag.run.store.metrics_frame`][pgdiag.run.store.metrics_frame]): a grid
@@ -72,10 +72,12 @@ def _grid_value(base: Config, name, value):
 #: seeds are below 2^32: jax.random.PRNGKey keeps 32 bits of a seed (without 64-bit mode), so larger seeds
 #: would alias smaller ones
 SEED_LIMIT = 2 ** 32
+#: ``roster``'s seeds per grid point (``pgdiag sweep --seeds``)
+SEEDS = Setting(1, "Seeds per grid point (0 … n − 1).")
 
 
 def roster(base: Config, grid: Mapping[str, Sequence] | Sequence[Mapping] | None = None,
-           seeds: int | Sequence[int] = 1, labels: Sequence[str] | None = None) -> Roster:
+           seeds: int | Sequence[int] = SEEDS.default, labels: Sequence[str] | None = None) -> Roster:
     """Validate a sweep and list its agents.
 
     ``grid`` is either a mapping knob -> values (the Cartesian product is

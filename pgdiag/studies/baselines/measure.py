@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from pgdiag import envs, stages
 from pgdiag.config import Range, check_record, setting
 from pgdiag.studies.gradients import measure as gradients
-from pgdiag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE
+from pgdiag.diagnostics.subjects import BATCHING, SEED_RANGE
 from pgdiag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
 from pgdiag.diagnostics.streaming import Grid, snap_sizes, stream, with_batch
@@ -111,7 +111,6 @@ class BaselineSettings:
     seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
     batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).",
                             BATCHING)
-    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
     objective: str = setting("surrogate", "CL eq. 15's surrogate, or \"own\": the algorithm's own objective.",
                              gradients.OBJECTIVES)
 
@@ -164,11 +163,12 @@ def resolve(settings: BaselineSettings, statics: list) -> Resolved:
                                                                        first.reset_every_iteration):
             raise DiagnosticError("the runs' batches differ in shape (num_envs, steps_per_env or "
                                   "reset_every_iteration): measure them in separate studies")
-    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
+    exact = envs.exact_answers(first.task, first.policy_hidden, first.network) is not None
     if "exact" in settings.baselines and not exact:
         raise DiagnosticError(f"the 'exact' baseline needs the task's exact answers (declared with the task, "
-                              f"pgdiag.envs.ExactAnswers: the linear-quadratic task's hold for a linear policy), "
-                              f"not task {first.task!r} with hidden sizes {tuple(first.policy_hidden)}")
+                              f"pgdiag.envs.ExactAnswers: the linear-quadratic task's hold for a linear policy "
+                              f"of the 'mlp' network), not task {first.task!r} with hidden sizes "
+                              f"{tuple(first.policy_hidden)} and network {first.network!r}")
     baselines = tuple(dict.fromkeys(tuple(settings.baselines) + (("exact",) if exact else ())))
     own = algorithm_sampling(first)
     train = held = floor = 0

@@ -49,7 +49,7 @@ from pgdiag.diagnostics.sampling import (ADVANTAGES, STARTS, Sampling, algorithm
                                          independent_burn_in, needs_warmup, start_carry)
 from pgdiag.diagnostics.streaming import Grid, GradSums, estimate, merge, snap_sizes, stream, with_batch
 from pgdiag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
-from pgdiag.diagnostics.subjects import BATCHING, RESAMPLES, SEED_RANGE, DiagnosticError, over_subjects, require
+from pgdiag.diagnostics.subjects import BATCHING, SEED_RANGE, DiagnosticError, over_subjects, require
 
 #: advantage modes that need the closed forms of the linear-quadratic task
 EXACT_ADVANTAGES = ("exact", "gae_exact_value")
@@ -86,7 +86,6 @@ class GradientSettings:
                                           "10% of it: a grid with both 1,000 and 1,024 draws a kink, not a point).")
     seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
     batching: str = setting("vmap", "Subjects vmapped together, or \"map\": in turn (less memory).", BATCHING)
-    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
 
     def check(self) -> None:
         """Errors name the value and what is allowed; raised before anything compiles: each field against its
@@ -149,12 +148,12 @@ def resolve(settings: GradientSettings, statics: list) -> Resolved:
                 f"the runs sample differently by default ({mine[:3]} vs {own(s)[:3]} as (start, envs, steps)); "
                 f"set start, envs and steps explicitly to measure them together")
     start, n_envs, steps, batch = mine
-    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
+    exact = envs.exact_answers(first.task, first.policy_hidden, first.network) is not None
     if settings.advantages in EXACT_ADVANTAGES and not exact:
         raise DiagnosticError(f"advantages={settings.advantages!r} needs the task's exact answers (declared with "
                               f"the task, pgdiag.envs.ExactAnswers: the linear-quadratic task's hold for a linear "
-                              f"policy, policy_hidden=()), not task {first.task!r} with hidden sizes "
-                              f"{tuple(first.policy_hidden)}")
+                              f"policy, policy_hidden=(), of the 'mlp' network), not task {first.task!r} with hidden "
+                              f"sizes {tuple(first.policy_hidden)} and network {first.network!r}")
     burn_in = settings.burn_in
     if start == "independent" and not burn_in:
         burn_in = independent_burn_in(first.task)

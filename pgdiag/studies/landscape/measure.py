@@ -157,7 +157,7 @@ def resolve(settings: LandscapeSettings, statics: list) -> Resolved:
         if e not in step_envs:
             step_envs.append(e)
     coords = tuple(float(settings.extent) * i / (settings.points - 1) for i in range(settings.points))
-    exact = envs.exact_answers(first.task, first.policy_hidden) is not None
+    exact = envs.exact_answers(first.task, first.policy_hidden, first.network) is not None
     return Resolved(coords=coords, random_norm=float(settings.random_norm), envs=settings.envs,
                     chunk_steps=settings.chunk_steps, sizes=sizes, max_chunks=max_chunks,
                     step_envs=tuple(step_envs), own=own, exact=exact, length_episodes=settings.length_episodes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pgdiag.config import ConfigError
+from pgdiag.config import Choices, ConfigError, Setting
 from pgdiag.experiments.figures import LABELS
 from pgdiag.stats import PUBLISHED, aai, acli, index_interval, t_interval
 
@@ -17,15 +17,23 @@ REPORTING_NOTES = {
                 "unless no other episode ended in the batch (`mean_return_reference`)"}
 
 
+#: the tables' two rules, declared once: the defaults and choices of the functions here, the targets' and the
+#: command line's ``--statistic`` and ``--reporting``
+STATISTIC = Setting("final", "Per-agent score: mean of the last 5 iterations (final) or max over training (max).",
+                    Choices(("final", "max"), noun="statistic", intro="choose"))
+REPORTING_RULE = Setting("pgdiag", "Which episodes an iteration's mean return counts: every one that ended (pgdiag) "
+                                   "or the original code's rule, as published (original: mean_return_reference).",
+                         Choices(tuple(REPORTING), noun="reporting rule"))
+
+
 def check_rules(statistic: str, reporting: str) -> None:
     """One line naming a statistic or reporting rule the tables do not know, and the ones they do."""
-    if statistic not in ("final", "max"):
-        raise ConfigError(f"unknown statistic {statistic!r}; choose 'final' or 'max'")
-    if reporting not in REPORTING:
-        raise ConfigError(f"unknown reporting rule {reporting!r}; choose one of: {', '.join(REPORTING)}")
+    if statistic not in STATISTIC.allowed.all():
+        raise ConfigError(f"unknown statistic {statistic!r}; choose {' or '.join(map(repr, STATISTIC.allowed.all()))}")
+    REPORTING_RULE.normalize("reporting", reporting)   # "unknown reporting rule 'x'; choose one of: pgdiag, original"
 
 
-def agent_scores(metrics, statistic: str = "final", reporting: str = "pgdiag"):
+def agent_scores(metrics, statistic: str = STATISTIC.default, reporting: str = REPORTING_RULE.default):
     """One score per (task, algorithm, agent): the mean of the last five iterations'
     mean reward (``final``) or the max over training (``max``), the mean reward under
     ``reporting``'s rule (see [`REPORTING`][pgdiag.studies.presets.tables.REPORTING])."""

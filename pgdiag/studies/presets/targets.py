@@ -43,7 +43,8 @@ from pgdiag.studies.presets import evidence as ev
 from pgdiag.experiments.figures import COLORS, LABELS
 from pgdiag.experiments.scales import MID_TRAINING, Scale, pick
 from pgdiag.experiments.target_types import Target
-from pgdiag.studies.presets.tables import (REPORTING, REPORTING_NOTES, agent_scores, check_rules, summarize, table)
+from pgdiag.studies.presets.tables import (REPORTING, REPORTING_NOTES, REPORTING_RULE, STATISTIC, agent_scores,
+                                           check_rules, summarize, table)
 from pgdiag.experiments.training import train_study
 from pgdiag.stats import t_coverage_on_skewed, t_interval
 
@@ -163,7 +164,7 @@ def run(target, scale="smoke", out="results/algorithms", tasks=None, seeds=None,
     tables' ``statistic`` and ``reporting`` rules are checked before training."""
     rules = {k: overrides.pop(k) for k in ("statistic", "reporting") if k in overrides}
     if rules:
-        check_rules(rules.get("statistic", "final"), rules.get("reporting", "pgdiag"))
+        check_rules(rules.get("statistic", STATISTIC.default), rules.get("reporting", REPORTING_RULE.default))
     _study(target, scale, out, tasks, seeds, progress, overrides)
     return target.redraw(out, **rules)
 
@@ -192,8 +193,8 @@ def _coverage_note(summary) -> str:
             f"hold on any population.")
 
 
-def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statistic: str = "final",
-               reporting: str = "pgdiag", *, compared: tuple, title: str, with_aai: bool) -> dict:
+def draw_table(target, from_dir: str, out: str | None = None, tasks=None, statistic: str = STATISTIC.default,
+               reporting: str = REPORTING_RULE.default, *, compared: tuple, title: str, with_aai: bool) -> dict:
     """A table of the ``compared`` presets (Table 2 with AAI and ACLI, Table 3) from the study saved in
     ``from_dir`` (written to ``out``, default ``from_dir``)."""
     check_rules(statistic, reporting)

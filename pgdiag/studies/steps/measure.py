@@ -27,7 +27,7 @@ from jax.flatten_util import ravel_pytree
 
 from pgdiag import networks, stages
 from pgdiag.config import Range, check_record, setting
-from pgdiag.diagnostics.subjects import RESAMPLES, SEED_RANGE
+from pgdiag.diagnostics.subjects import SEED_RANGE
 from pgdiag.diagnostics.sampling import algorithm_sampling, frozen_filters, start_carry
 from pgdiag.diagnostics.subjects import DiagnosticError
 from pgdiag.objectives import kl
@@ -43,7 +43,6 @@ class StepSettings:
     heldout_envs: int = setting(0, "Held-out states: environments × the run's steps_per_env (0: the run's "
                                    "num_envs).", Range(0))
     seed: int = setting(0, "Seed of the study's samples.", SEED_RANGE)
-    resamples: int = setting(500, "Bootstrap resamples of the confidence intervals.", RESAMPLES)
 
     def check(self):
         """Each field against its declaration (the errors name the value and what is allowed)."""
