@@ -177,3 +177,17 @@ def test_registration_checks_the_protocol_before_anything_compiles():
     assert "bad-mean" not in networks.names() and "linear-own" not in networks.names()
     with pytest.raises(NetworkError, match="not one registered network's"):
         networks.policy_apply({"w": jnp.zeros(2)}, jnp.zeros(2), Knobs().as_arrays())
+
+
+def test_registering_and_building_compile_nothing():
+    """The protocol's and the task registry's checks trace shapes only: a run's compile count (its init and chunk
+    programs) is then the same whatever ran before it in the process."""
+    from pgdiag.envs.registry import _check_shapes, build
+    from pgdiag.run.progress import CompileCounter
+
+    env = build("lqr", "auto", 0, "converged", "brax")
+    with CompileCounter() as counter:
+        register_network(_network("counted", "counted_w"))
+        _check_shapes("lqr", env)
+    unregister_network("counted")
+    assert counter.count == 0

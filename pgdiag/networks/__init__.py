@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import jax
 
-from pgdiag.config import Knobs
 # the distributions and the built-in networks' pieces, named as networks.X where the stages use them
 from pgdiag.networks.distributions import (LOG_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob,
                                            squashed_entropy, squashed_log_prob, tanh_log_det_jacobian)
 from pgdiag.networks.mlp import (HIDDEN_GAIN, MLP, POLICY_HEAD_GAIN, VALUE_HEAD_GAIN, activation, init_mlp,
                                  mlp_apply, orthogonal_matrix, orthogonal_or_xavier)
 from pgdiag.networks.protocol import (InitPolicy, InitValue, Network, NetworkError, PolicyApply, Tie, ValueApply,
-                                      get, names, network_of, register_network, unregister_network)
+                                      abstract_knobs, get, names, network_of, register_network, unregister_network)
 from pgdiag.networks.swish import BRAX, BRAX_MIN_STD, init_swish_mlp, swish_mlp_apply
 
 for _network in (MLP, BRAX):
@@ -72,8 +71,8 @@ def env_action(params, u: jax.Array) -> jax.Array:
 
 def action_size(params, obs_size: int) -> int:
     """|A|, from the shapes the policy returns for one observation (traced, not run)."""
-    knobs = Knobs().as_arrays()
-    mean = jax.eval_shape(lambda p: policy_apply(p, jax.numpy.zeros((obs_size,)), knobs), params)[0]
+    obs = jax.ShapeDtypeStruct((obs_size,), jax.numpy.float32)
+    mean = jax.eval_shape(policy_apply, params, obs, abstract_knobs())[0]
     return mean.shape[-1]
 
 

@@ -140,23 +140,28 @@ def unregister_network(name: str) -> None:
     del _REGISTRY[name]
 
 
+def abstract_knobs() -> dict:
+    """The default knobs as shapes and dtypes: what a check traces with, so that it runs (and compiles) nothing."""
+    return {k: jax.ShapeDtypeStruct((), jnp.bool_ if isinstance(v, bool) else jnp.float32)
+            for k, v in Knobs().values().items()}
+
+
 def _check_shapes(network: Network, obs: int = 3, act: int = 2, hidden: tuple = (4,)) -> None:
     """Trace the network's functions once on small shapes (nothing runs) and name what breaks the protocol."""
-    knobs = Knobs().as_arrays()
-    name = network.name
+    knobs, key, name = abstract_knobs(), jax.ShapeDtypeStruct((2,), jnp.uint32), network.name
     try:
-        pi = jax.eval_shape(lambda k: network.init_policy(k, obs, act, hidden, knobs), jax.random.PRNGKey(0))
-        v = jax.eval_shape(lambda k: network.init_value(k, obs, hidden, knobs), jax.random.PRNGKey(0))
+        pi = jax.eval_shape(lambda k, kn: network.init_policy(k, obs, act, hidden, kn), key, knobs)
+        v = jax.eval_shape(lambda k, kn: network.init_value(k, obs, hidden, kn), key, knobs)
         for what, params in (("init_policy", pi), ("init_value", v)):
             if not isinstance(params, Mapping) or network.key not in params:
                 raise NetworkError(f"network {name!r}: {what} must return a dict holding its key "
                                    f"{network.key!r} at the top")
         x = jax.ShapeDtypeStruct((5, obs), jnp.float32)
-        out = jax.eval_shape(lambda p, o: network.policy(p, o, knobs), pi, x)
+        out = jax.eval_shape(network.policy, pi, x, knobs)
         if not (isinstance(out, tuple) and len(out) == 2 and all(a.shape == (5, act) for a in out)):
             raise NetworkError(f"network {name!r}: policy must return (mean, log_std), each [..., action]; for "
                                f"observations [5, {obs}] and {act} actions it returned {out}")
-        values = jax.eval_shape(lambda p, o: network.value(p, o, knobs), v, x)
+        values = jax.eval_shape(network.value, v, x, knobs)
         if getattr(values, "shape", None) != (5,):
             raise NetworkError(f"network {name!r}: value must return V [...] for observations [..., obs]; for "
                                f"[5, {obs}] it returned {values}")
