@@ -9,7 +9,7 @@ The numbers:
 - lines, files: all lines of pgdiag/**/*.py, and how many .py files there are.
 - import circles: strongly connected components of more than one module in the graph of module-level imports
   among pgdiag modules (``import``/``from ... import`` reached from a module's body without entering a function,
-  so ``if``/``try`` blocks count; ``from pgdiag.x import y`` is module ``pgdiag.x.y`` if that is one, else
+  so ``if``/``try`` blocks count, ``if TYPE_CHECKING:`` blocks do not; ``from pgdiag.x import y`` is module ``pgdiag.x.y`` if that is one, else
   ``pgdiag.x``; a package's ``__init__`` is the package's module).
 - longest functions: the top 5 by ``end_lineno - lineno + 1`` (decorators not counted), nested functions counted
   on their own, named ``module:Qual.name``; modules over 300 lines: how many, and the three longest.
@@ -45,9 +45,19 @@ def module_names(tree: Path) -> dict[str, Path]:
     return out
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """An ``if TYPE_CHECKING:`` block: imports for type checkers alone, never run."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(test, "attr", None) == "TYPE_CHECKING")
+
+
 def walk_split(node: ast.AST, in_function: bool = False):
-    """Yield (node, in_function) for every node under ``node``; in_function once a def or lambda is entered."""
+    """Yield (node, in_function) for every node under ``node``; in_function once a def or lambda is entered.
+    ``if TYPE_CHECKING:`` blocks are skipped (what they import is never imported)."""
     for child in ast.iter_child_nodes(node):
+        if _type_checking(child):
+            continue
         yield child, in_function
         inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         yield from walk_split(child, inner)
