@@ -9,8 +9,8 @@ The numbers:
 - lines, files: all lines of pgdiag/**/*.py, and how many .py files there are.
 - import circles: strongly connected components of more than one module in the graph of module-level imports
   among pgdiag modules (``import``/``from ... import`` reached from a module's body without entering a function,
-  so ``if``/``try`` blocks count, ``if TYPE_CHECKING:`` blocks do not; ``from pgdiag.x import y`` is module ``pgdiag.x.y`` if that is one, else
-  ``pgdiag.x``; a package's ``__init__`` is the package's module).
+  so ``if``/``try`` blocks count, ``if TYPE_CHECKING:`` blocks do not; ``from pgdiag.x import y`` is module
+  ``pgdiag.x.y`` if that is one, else ``pgdiag.x``; a package's ``__init__`` is the package's module).
 - longest functions: the top 5 by ``end_lineno - lineno + 1`` (decorators not counted), nested functions counted
   on their own, named ``module:Qual.name``; modules over 300 lines: how many, and the three longest.
 - in-function imports: Import/ImportFrom nodes inside a function (every one that is not module-level above).
