@@ -191,3 +191,11 @@ def test_registering_and_building_compile_nothing():
         _check_shapes("lqr", env)
     unregister_network("counted")
     assert counter.count == 0
+
+
+@pytest.mark.parametrize("network", [networks.MLP, networks.BRAX])
+def test_the_built_in_networks_keep_the_protocol(network):
+    """Registered without the traced check (it would cost every import): it is run here."""
+    from pgdiag.networks.protocol import _check_shapes
+
+    _check_shapes(network)

@@ -29,7 +29,7 @@ from pgdiag.networks.protocol import (InitPolicy, InitValue, Network, NetworkErr
 from pgdiag.networks.swish import BRAX, BRAX_MIN_STD, init_swish_mlp, swish_mlp_apply
 
 for _network in (MLP, BRAX):
-    register_network(_network)
+    register_network(_network, trace=False)   # tests/test_own_network.py traces them
 
 
 def init_policy(key, obs_size: int, action_size: int, hidden: tuple, knobs, network: str = "mlp"):
