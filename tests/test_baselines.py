@@ -405,7 +405,7 @@ def test_the_baseline_memory_counts_the_floor_by_hand():
 def test_resolve_keeps_the_floor_apart_from_the_t_test():
     """LQR PPO's batch (4 × 256 = 1,024 pairs, its chains not reset): 2e5 fit pairs are 196 batches, 20 of them
     (its 10% share) held out for the t-test, 176 train; 7 more for the floor: 203 in all."""
-    static = types.SimpleNamespace(task="lqr", policy_hidden=(), num_envs=4, steps_per_env=256,
+    static = types.SimpleNamespace(task="lqr", policy_hidden=(), network="mlp", num_envs=4, steps_per_env=256,
                                    reset_every_iteration=False, algorithm="ppo")
     r = bl.resolve(bl.BaselineSettings(fit_pairs=200_000, floor_chunks=7), [static])
     assert (r.heldout_chunks, r.floor_chunks, r.kept_out) == (20, 7, 27)
