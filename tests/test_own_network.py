@@ -199,3 +199,15 @@ def test_the_built_in_networks_keep_the_protocol(network):
     from pgdiag.networks.protocol import _check_shapes
 
     _check_shapes(network)
+
+
+def test_the_command_line_lists_a_users_network(tmp_path):
+    """`pgdiag --load FILE networks`: the built-in networks and the file's, each with its key."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pgdiag.cli", "--load", str(EXAMPLES / "own_network.py"), "networks"],
+                         capture_output=True, text=True, check=True).stdout
+    names = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    assert names == ["mlp", "brax", "shared-trunk", "state-sigma"]
+    assert "parameters' key 'trunk'" in out and "tie" in out

@@ -1,6 +1,6 @@
 """The ``pgdiag`` command line.
 
-    pgdiag tasks | knobs | algorithms | presets
+    pgdiag tasks | knobs | algorithms | networks | presets
     pgdiag train --preset ppo --task hopper --set lr_policy=1e-4 --out runs/one
     pgdiag sweep --preset ppo --task hopper --grid value_clipping=off,on \\
                   --grid lr_policy=1e-4,3e-4 --seeds 5 --out runs/sweep
@@ -25,8 +25,9 @@ import sys
 from pgdiag.adapters.pickles import ArchiveError
 from pgdiag.aggregates import REPS
 from pgdiag.cli.options import option
-from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs, cmd_plot,
-                             cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks, cmd_train)
+from pgdiag.cli.runs import (add_distributed, add_log, add_run_args, cmd_algorithms, cmd_export, cmd_knobs,
+                             cmd_networks, cmd_plot, cmd_presets, cmd_rerun, cmd_resume, cmd_show, cmd_sweep, cmd_tasks,
+                             cmd_train)
 from pgdiag.cli.imports import add_import
 from pgdiag.cli.hosts import add_hosts
 from pgdiag.cli.replication import add_replication
@@ -55,6 +56,8 @@ def _add_listings(sub) -> None:
     sub.add_parser("knobs", help="list traced knobs and static settings").set_defaults(func=cmd_knobs)
     sub.add_parser("algorithms", help="list the registered algorithms, their knobs and constraints").set_defaults(
         func=cmd_algorithms)
+    sub.add_parser("networks", help="list the registered networks (the static setting network)").set_defaults(
+        func=cmd_networks)
     p = sub.add_parser("presets", help="list algorithm presets (the papers' hyperparameters)")
     p.add_argument("--algorithm", default=None)
     p.add_argument("--task", default=None)

@@ -137,6 +137,15 @@ def cmd_algorithms(args):
               f"{', '.join(a.static) or '-'}; {bound}")
 
 
+def cmd_networks(args):
+    from pgdiag import networks
+    for name in networks.names():
+        n = networks.get(name)
+        shares = "; shares the policy's parameters (tie)" if n.tie else ""
+        print(f"{name:14s} {n.summary}\n{'':14s} parameters' key {n.key!r}; the task receives "
+              f"{'tanh(u)' if n.squashes else 'u'}{shares}")
+
+
 def cmd_knobs(args):
     print("Traced knobs (sweepable in one compiled program):")
     for name in KNOB_NAMES:
