@@ -88,7 +88,8 @@ def _select(mask, a, b):
 
 
 def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, knobs,
-            num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False, quota=None):
+            num_steps: int, freeze_actions=False, frozen: bool = False, keep_raw_obs: bool = False, quota=None,
+            quota_from: int = 0):
     """Run ``num_steps`` steps in every environment. Returns the new carry and
     filters and the [`Transitions`][pgdiag.rollout.Transitions]. ``freeze_actions`` (bool []) replaces
     actions by zeros, so a diverged agent cannot feed NaNs to the physics;
@@ -96,14 +97,16 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
     (static) also records the unfiltered observations (for exact values). ``quota`` ([N] int32, filters frozen):
     the episodes each environment may still finish; one that has finished them is idle — its state kept, none of
     its episodes ends (``done`` stays False), and a task that ``skips_idle`` does not step it. What is left of
-    the quota afterwards is ``quota − Σ_t done``."""
+    the quota afterwards is ``quota − Σ_t done``. ``quota_from`` (static): only episodes ending at step
+    ``quota_from`` or later count against the quota (every environment steps until then)."""
     num_envs = carry.obs.shape[0]
     if quota is not None and not frozen:
         raise ValueError("a quota of episodes needs frozen filters: an idle environment's observations must not "
                          "reach the statistics")
 
-    def step(c, k):
+    def step(c, x):
         carry, filters, remaining = c
+        k, t = x
         k_act, k_reset = jax.random.split(k)
         action, log_prob = _act(policy_params, carry.obs, k_act, knobs, freeze_actions)
         to_env = networks.env_action(policy_params, action)
@@ -140,11 +143,11 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
                          ep_return=jnp.where(done, 0.0, ep_return),
                          ep_length=jnp.where(done, 0, ep_length))
         if quota is not None:
-            remaining = remaining - done.astype(jnp.int32)
+            remaining = remaining - (done & (t >= quota_from)).astype(jnp.int32)
         return (carry, Filters(obs=obs_stat, ret=ret_stat, rew=rew_stat), remaining), transition
 
     (carry, filters, _), transitions = jax.lax.scan(step, (carry, filters, quota),
-                                                    jax.random.split(key, num_steps))
+                                                    (jax.random.split(key, num_steps), jnp.arange(num_steps)))
     return carry, filters, transitions
 
 

@@ -46,12 +46,15 @@ class Collected:
 
 
 def collect_batch(env: Env, policy, value, carry: EnvCarry, filters: Filters, knobs, key, num_steps: int, *,
-                  frozen: bool = False, freeze_actions=False, keep_raw_obs: bool = False) -> Collected:
+                  frozen: bool = False, freeze_actions=False, keep_raw_obs: bool = False, quota=None,
+                  quota_from: int = 0) -> Collected:
     """Collect ``num_steps`` steps from ``carry`` with ``policy`` and build the
     update batch with ``value`` (ref §2.1 steps 1–3). With ``frozen`` the
-    observation normalizer and reward scaler keep their statistics."""
+    observation normalizer and reward scaler keep their statistics; ``quota``, ``quota_from``: the episodes each
+    environment may still finish before it idles ([`collect`][pgdiag.rollout.collect])."""
     carry, filters, tr = collect(env, policy, carry, filters, key, knobs, num_steps,
-                                 freeze_actions=freeze_actions, frozen=frozen, keep_raw_obs=keep_raw_obs)
+                                 freeze_actions=freeze_actions, frozen=frozen, keep_raw_obs=keep_raw_obs,
+                                 quota=quota, quota_from=quota_from)
     return Collected(carry=carry, filters=filters, transitions=tr, batch=build_batch(value, tr, carry.obs, knobs))
 
 

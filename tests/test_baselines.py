@@ -442,3 +442,43 @@ def test_exact_baseline_only_on_lqr(tmp_path):
     with CompileCounter() as counter, pytest.raises(DiagnosticError, match="linear-quadratic"):
         baseline_study([str(tmp_path)], baselines=("exact",), save=False)
     assert counter.count == 0
+
+
+def test_a_fit_segments_tail_idles_once_the_episode_at_its_last_kept_state_ends():
+    """V*'s fit segments from reset run past their kept states only to complete those states' returns: with a
+    quota of one episode counted from the last kept step, each environment steps exactly as it would without
+    one until the first episode ending at or after that step, and after it is idle (native MuJoCo does not
+    step it: no done, no reward). The kept steps' observations, complete returns and completeness are the
+    same, bit for bit, as those of a segment that stepped every environment to its end."""
+    from pgdiag import preset
+    from pgdiag.rollout import collect, discounted_returns, episode_completes
+
+    env = envs.make("hopper", "native", 1)
+    assert env.skips_idle
+    cfg = preset("ppo", "hopper")
+    knobs = cfg.knobs.as_arrays()
+    agent = make_train(cfg.static).init(jax.random.PRNGKey(3), knobs)   # untrained: it falls within tens of steps
+    kept, total, width = 40, 400, 3
+    k_reset, k_run = jax.random.split(jax.random.PRNGKey(7))
+    carry, _ = reset_envs(env, k_reset, width, agent.filters, knobs, frozen=True)
+
+    @jax.jit
+    def both():
+        run = lambda **q: collect(env, agent.policy, carry, agent.filters, k_run, knobs, total,  # noqa: E731
+                                  frozen=True, **q)[2]
+        return run(), run(quota=jnp.ones(width, jnp.int32), quota_from=kept - 1)
+
+    every, idling = both()
+    done = np.asarray(every.done)
+    for e in range(width):
+        ends = np.flatnonzero(done[kept - 1:, e])
+        assert ends.size, "an untrained Hopper agent ends an episode within 360 steps"
+        last = kept - 1 + ends[0]   # the step the episode running at the last kept state ends
+        for field in ("obs", "action", "reward", "raw_reward", "done"):
+            np.testing.assert_array_equal(np.asarray(getattr(idling, field))[:last + 1, e],
+                                          np.asarray(getattr(every, field))[:last + 1, e])
+        assert not np.asarray(idling.done)[last + 1:, e].any()
+        assert not np.asarray(idling.raw_reward)[last + 1:, e].any()
+    gamma = knobs["gamma"]
+    for fn in (lambda tr: discounted_returns(tr.reward, tr.done, gamma), lambda tr: episode_completes(tr.done)):
+        np.testing.assert_array_equal(np.asarray(fn(idling))[:kept], np.asarray(fn(every))[:kept])

@@ -55,8 +55,13 @@ def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
         k_start, k_roll = jax.random.split(k)
         if r.own.start == "reset":
             carry = start_carry(env, r.own, agent, knobs, k_start)
+        # from reset, the segment's end state is never read again: an environment idles once the episode running
+        # at its last kept state has ended (the tail's later steps reach no kept state's return), and native
+        # MuJoCo does not step it
+        idle = None if r.own.start != "reset" else jnp.ones(carry.obs.shape[0], jnp.int32)
         data = stages.collect_batch(env, agent.policy, agent.value, carry, agent.filters, knobs, k_roll,
-                                    steps + tail, frozen=True, keep_raw_obs=exact_value is not None)
+                                    steps + tail, frozen=True, keep_raw_obs=exact_value is not None,
+                                    quota=idle, quota_from=steps - 1)
         tr = data.transitions
         cut = discounted_returns(tr.reward[:steps], tr.done[:steps], knobs["gamma"])
         out = FitData(obs=env_major(tr.obs), returns=env_major(discounted_returns(tr.reward, tr.done, knobs["gamma"])),
