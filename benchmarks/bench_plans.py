@@ -3,10 +3,12 @@ host's physics costs and set beside what a finished run of the same targets meas
 
 For each program of the targets' plans (`--dry-run`'s, identical programs once): the seconds planned from physics
 alone (this host's recorded step costs, or the steps timed now and recorded: `pgdiag.experiments.costs`), the
-seconds a second plan gives (a new reading of the same record: two dry runs agree when these do), and, with
+seconds a second plan gives (a new reading of the same record: two dry runs agree when these do), the plan
+`--dry-run` gives (which reads the costs this host recorded of its own runs where it has them; on an empty cache,
+``PGDIAG_CACHE`` pointed at a new directory, the physics plan), and, with
 ``--from DIR`` (the output directory of `make closer-look-report SCALE=mid OUT=DIR` or of
 `tools/target_smoke.py --scale mid --out DIR`), the run seconds its saved manifests recorded (compiling apart) and
-measured / planned (the goal: within 1.5× either way).
+measured / planned for both (the goal: within 1.5× either way).
 
     python benchmarks/bench_plans.py [--scale mid] [--from DIR] [--targets NAME ...] [--markdown FILE]
 """
@@ -23,7 +25,9 @@ TARGETS = ("fig-value", "fig-grad-variance", "fig-step-variance", "fig-baselines
 
 
 def planned(names, scale: str) -> list:
-    """[(target, program, first plan s, second plan s)], each program once, from physics costs alone."""
+    """[(target, program, first plan s, second plan s, plan with the record s)], each program once: two plans from
+    physics alone (the second reading what the first timed and recorded) and the plan `--dry-run` gives, which
+    reads the costs this host recorded of its own runs (``$PGDIAG_CACHE/training.json``) where it has them."""
     from pgdiag.experiments import costs, targets
 
     seen, programs = set(), []
@@ -35,7 +39,8 @@ def planned(names, scale: str) -> list:
     first = costs.measured_step_ms()
     plans = [costs.run_seconds(p, first, recorded=False) for _, p in programs]
     second = costs.measured_step_ms()   # a second plan, as a later dry run reads what the first recorded
-    return [(name, p, a, costs.run_seconds(p, second, recorded=False)) for (name, p), a in zip(programs, plans)]
+    return [(name, p, a, costs.run_seconds(p, second, recorded=False), costs.run_seconds(p, second))
+            for (name, p), a in zip(programs, plans)]
 
 
 def measured(root: str) -> dict:
@@ -58,17 +63,18 @@ def measured(root: str) -> dict:
 
 
 def table(rows: list, found: dict | None) -> str:
-    lines = ["| target | program | units | pairs | width | planned (s) | planned again (s) | measured (s) | "
-             "measured / planned |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| target | program | units | pairs | width | planned (s) | planned again (s) | "
+             "planned with the record (s) | measured (s) | measured / planned | measured / planned with the record |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     taken: dict = {}
-    for name, p, a, b in rows:
+    for name, p, a, b, c in rows:
         key = (p.stage, p.pairs)
         i = taken[key] = taken.get(key, -1) + 1   # programs of the same pairs, in plan order
         runs = (found or {}).get(key, [])
         m = runs[i] if i < len(runs) else None
-        ratio = f"{m / a:.2f}" if m is not None and a else ""
+        ratio = lambda x: f"{m / x:.2f}" if m is not None and x else ""  # noqa: E731
         lines.append(f"| {name} | {p.stage} {p.presets} | {p.units} | {p.pairs:,} | {p.width:,} | {a:.1f} | "
-                     f"{b:.1f} | {'' if m is None else f'{m:.1f}'} | {ratio} |")
+                     f"{b:.1f} | {c:.1f} | {'' if m is None else f'{m:.1f}'} | {ratio(a)} | {ratio(c)} |")
     return "\n".join(lines)
 
 

@@ -97,16 +97,14 @@ def collect(env: Env, policy_params, carry: EnvCarry, filters: Filters, key, kno
     (static) also records the unfiltered observations (for exact values). ``quota`` ([N] int32, filters frozen):
     the episodes each environment may still finish; one that has finished them is idle — its state kept, none of
     its episodes ends (``done`` stays False), and a task that ``skips_idle`` does not step it. What is left of
-    the quota afterwards is ``quota − Σ_t done``. ``quota_from`` (static): only episodes ending at step
-    ``quota_from`` or later count against the quota (every environment steps until then)."""
+    the quota afterwards is ``quota − Σ_t done``; only episodes ending at step ``quota_from`` or later count."""
     num_envs = carry.obs.shape[0]
     if quota is not None and not frozen:
         raise ValueError("a quota of episodes needs frozen filters: an idle environment's observations must not "
                          "reach the statistics")
 
     def step(c, x):
-        carry, filters, remaining = c
-        k, t = x
+        (carry, filters, remaining), (k, t) = c, x
         k_act, k_reset = jax.random.split(k)
         action, log_prob = _act(policy_params, carry.obs, k_act, knobs, freeze_actions)
         to_env = networks.env_action(policy_params, action)

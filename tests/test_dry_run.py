@@ -2,6 +2,7 @@
 with half of it available and of a declared 80 GB accelerator, and compiles nothing."""
 
 import dataclasses
+import os
 
 import pytest
 
@@ -323,6 +324,7 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     from pgdiag.run import timings
 
     monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    monkeypatch.setattr(timings, "_busy_seconds", lambda: None)   # the suite's other workers load this host
     base = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=3, num_minibatches=4,
                   ppo_epochs=2, value_epochs=2)
     run = sweep(base, {"value_clipping": [False, True]}, seeds=[0])
@@ -359,7 +361,8 @@ def test_a_sweep_records_its_cost_per_step_and_plans_use_it(tmp_path, monkeypatc
     assert costs.duration([program], lambda *a: 100.0) == pytest.approx(160 * 2.0 / 1e3 + costs.COMPILE_S)
     # without a recorded row: physics × the training allowance
     bare = dry_run.training_program("point_mass", "trpo", other.static, 4, 1 << 40)
-    assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.0 * 2.5 / 1e3 + costs.COMPILE_S)
+    assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.0 * costs.OVERHEAD["train"] / 1e3
+                                                                   + costs.COMPILE_S)
     # split between a host's CPU and its accelerator: physics + the fixed allowance (0.1 ms), not a multiple
     monkeypatch.setattr(costs, "where_here", lambda program: "split")
     assert costs.duration([bare], lambda *a: 1.0) == pytest.approx(160 * 1.1 / 1e3 + costs.COMPILE_S)
@@ -446,7 +449,7 @@ def test_a_plan_costs_each_program_with_its_own_model_and_solver():
 
     (program, _) = targets.get("table-2").dry_run("paper", tasks=("hopper",), memory=1 << 62)
     assert (program.model, program.solver) == ("gym", "converged")
-    assert costs.run_seconds(program, step_ms) == pytest.approx(488 * 2048 * 2.0 * 2.5 / 1e3)
+    assert costs.run_seconds(program, step_ms) == pytest.approx(488 * 2048 * 2.0 * costs.OVERHEAD["train"] / 1e3)
     assert asked == [("hopper", "gym", "converged")]
     fast = targets.get("fig-ablation").dry_run("smoke", memory=1 << 62, solver="fast")
     assert {(p.model, p.solver) for p in fast} == {("brax", "fast")}
@@ -472,3 +475,62 @@ def test_a_dry_run_on_saved_runs_plans_their_agents_at_their_checkpoints(lqr_run
     assert "--run measures existing runs: --scale" in capsys.readouterr().err
     assert main(["fig-step-variance", "--run", str(tmp_path / "none"), "--dry-run"]) == 2
     assert f"fig-step-variance --run: {str(tmp_path / 'none')!r} is not a run directory" in capsys.readouterr().err
+
+
+def test_recorded_costs_make_plans_better_never_worse(tmp_path, monkeypatch):
+    """A program's recorded cost is the least of its last timings (contention only slows a run down: a timing
+    under load after a clean one leaves the plan as it was, a faster one lowers it, and the record keeps the
+    last five); a run other processes loaded is not recorded; rows of another version of pgdiag's source are
+    not read (a plan falls back on physics); and a physics record of batches 256 and up no longer costs a
+    14-environment batch at 256's price (it is timed, and recorded, at the ladder's widths around it)."""
+    import jax
+
+    from pgdiag import preset
+    from pgdiag.envs import crossover
+    from pgdiag.run import timings
+
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    static = preset("trpo", "point_mass", num_envs=1, steps_per_env=32).static
+    for ms in (2.0, 5.0, 3.0):
+        timings.record(static, 8, ms)
+    assert timings.recorded(static) == [(8, 2.0)]
+    for ms in (1.5, 4.0, 4.0, 4.0, 4.0, 4.0):    # 1.5 falls out of the last five
+        timings.record(static, 8, ms)
+    assert timings.recorded(static) == [(8, 4.0)]
+    timings.record(static, 8, 1.0, others=0.6)     # others kept 60% of the host busy: not kept
+    timings.record(static, 8, 1.0, others=0.1)
+    assert timings.recorded(static) == [(8, 1.0)]
+    monkeypatch.setattr(timings, "code_digest", lambda: "another version")
+    assert timings.recorded(static) == []
+    timings.record(static, 8, 7.0)                 # the new code's row replaces the old code's
+    assert timings.recorded(static) == [(8, 7.0)] and len(timings.here()) == 1
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    rows = [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.02 * b} for b in (256, 1024)]
+    crossover.record(crossover.host_key(os.cpu_count() or 1), rows)
+    timed = []
+    monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
+                        timed.append(batch) or 0.1 + 0.02 * batch)
+    step_ms = costs.measured_step_ms("converged")
+    assert step_ms("hopper", 512) == pytest.approx(0.02 * 512) and timed == []     # between recorded batches
+    assert step_ms("hopper", 14) == pytest.approx(0.1 + 0.02 * 14) and timed == [4, 16]
+
+
+def test_the_load_meter_reads_other_processes_share_of_the_host(monkeypatch):
+    """``load_meter``: busy time not this process's, over wall time × cores — by hand with a host whose cores
+    were busy 3 s in 2 s of wall time on 2 cores while this process used 1 s (others: 2 s of 4 = 0.5); None
+    where the host does not say."""
+    from pgdiag.run import timings
+
+    clock = {"busy": 100.0, "own": 10.0, "wall": 50.0}
+    monkeypatch.setattr(timings, "_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setitem(timings._clocks, "own", lambda: clock["own"])
+    monkeypatch.setitem(timings._clocks, "wall", lambda: clock["wall"])
+    monkeypatch.setitem(timings._clocks, "cores", lambda: 2)
+    others = timings.load_meter()
+    clock.update(busy=103.0, own=11.0, wall=52.0)
+    assert others() == pytest.approx(0.5) and timings.loaded(others())
+    clock.update(busy=111.0, own=19.0, wall=60.0)   # 8 s more of this process's own: others still 2 s, of 20
+    assert others() == pytest.approx(0.1) and not timings.loaded(others())
+    monkeypatch.setattr(timings, "_busy_seconds", lambda: None)
+    assert timings.load_meter()() is None and not timings.loaded(None)

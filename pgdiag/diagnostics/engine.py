@@ -153,22 +153,23 @@ def _compile_and_run(study: Diagnostic, shape: Shape, subjects, seed: int, plann
     native physics beside an accelerator on the host's CPU); its timing record says which."""
     run_shape, why = placement.with_physics(shape)
     devices = placement.devices_for(run_shape)
+    others = host_costs.load_meter()   # what other processes take of the host meanwhile
     with Ticker(f"{study.title} {which}", planned_s, bool(progress)) as tick, placed_on(devices):
         out, timing = compile_and_run(study.program(placement.program_shape(run_shape, devices)), subjects,
                                       subject_keys(seed, subjects.rows), shape.pairs, tick.phase)
     return out, {**timing, "physics": run_shape.static.physics, "physics_why": why,
-                 "placement": placement.describe(devices)}
+                 "placement": placement.describe(devices), "others_load": others()}
 
 
 def _record_cost(study: Diagnostic, shape: Shape, timing: dict) -> None:
     """This host's time per costed step of the program, for later plans of programs like it
     ([`pgdiag.run.timings.record_study`][pgdiag.run.timings.record_study]); a run under half a second says more
-    of its fixed costs than of its steps and is not kept."""
+    of its fixed costs than of its steps and is not kept, nor one other processes loaded the host during."""
     steps = host_costs.costed_steps(shape.sequential_steps, shape.pairs, shape.width)
     if timing["run_s"] >= 0.5 and steps > 0:
         s = shape.static
         host_costs.record_study(study.kind, s.task, s.model, s.solver, shape.width, timing["run_s"] * 1e3 / steps,
-                                physics=timing["physics"])
+                                physics=timing["physics"], others=timing.get("others_load"))
 
 
 def _readers(path: str, name: str, reader: str | None) -> list:

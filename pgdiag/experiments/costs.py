@@ -8,10 +8,11 @@ from pgdiag.config import task_kind
 from pgdiag.envs import REGISTRY, crossover, hosts, recorded_physics
 from pgdiag.run import split, timings
 
-#: engine time over raw physics time, per kind of program: training ran at 0.45 × the physics rate of its batch
-#: on the 2-core CPU measured (docs/benchmarks.md, "Where an iteration's time goes"; the update costs about as
-#: much as the rollout), the studies at 0.8–0.85 × (bench_gradients, bench_landscape); rounded up, as margins
-OVERHEAD = {"train": 2.5, "optimize": 1.0, "steps": 2.5}
+#: engine time over raw physics time, per kind of program: the mid report's trainings (7 and 14 agents of one
+#: environment) ran at 3.0–3.6 × the physics of their batch on a 2-core CPU one day and 3.5–4.1 × on a slower one
+#: (benchmarks/results/plans-cpu-2026-11-27.md, plans-cpu-2026-11-29.md: the rollout's fixed costs per step and
+#: the update each cost about what the physics does), so 3.5 plans both within 1.2×; the step study 2.1–2.7 ×
+OVERHEAD = {"train": 3.5, "optimize": 1.0, "steps": 2.5}
 #: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
 #: iteration runs ([`where_here`][pgdiag.experiments.costs.where_here]); added, not multiplied: the update no
 #: longer costs what the rollout does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the
@@ -180,7 +181,7 @@ LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
     """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded per-step
-    cost where the recorded batches reach ``width``
+    cost where the recorded batches span ``width``
     ([`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms]), else measured now on the backend asked for
     (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
     [`LADDER`][pgdiag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond
@@ -243,8 +244,9 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
     part plus a part per environment, which a line through its neighbours follows; scaling the nearest batch's cost
     by the width instead charged 3 environments three times one, though the threads step them side by side); below
     the smallest recorded batch, its cost; beyond the largest, proportional to the width (an upper bound: a step
-    cannot get cheaper per environment than the widest measured), or None with ``beyond=False`` (a bound from 16
-    environments charged 320 on 16 threads 2–6× their measured cost). A pure-JAX task's step is read from ``jax_ms``
+    cannot get cheaper per environment than the widest measured). With ``beyond=False``, None outside the recorded
+    batches: a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost, and 256's cost
+    charged to 14 planned a mid training 12× its length. A pure-JAX task's step is read from ``jax_ms``
     rows, which only a host profile carries (timed when it is saved:
     [`time_pure_jax`][pgdiag.experiments.costs.time_pure_jax]); on this host it is timed when planned."""
     rows = crossover.rows_here(hosts.cores())
@@ -258,7 +260,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
                 ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
-        if not costs or (not beyond and width > max(costs)):
+        if not costs or (not beyond and not min(costs) <= width <= max(costs)):
             return None
         return interpolate(sorted(costs.items()), width)
 

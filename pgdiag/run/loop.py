@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from pgdiag.config import stack_knobs
-from pgdiag.run import checkpoints, programs, split, store
+from pgdiag.run import checkpoints, programs, split, store, timings
 from pgdiag.run.callbacks import Dispatch, Event
 from pgdiag.run.distributed import sync
 from pgdiag.run.interrupts import sigterm_interrupts, wait, writing
@@ -46,6 +46,7 @@ def run_loop(p: Roster, manifest: dict, out: str | None, progress: bool | None, 
     watch = Dispatch(callbacks if lead else [])   # process 0 writes, and tells the watchers
     sync("run start")  # every process has read what process 0 is about to replace
     run.t_start = time.perf_counter()
+    run.others = timings.load_meter()   # what other processes take of the host meanwhile
     with CompileCounter() as counter, sigterm_interrupts():
         try:
             lengths = _start(run, resume)
@@ -116,6 +117,7 @@ class _Loop:
     bar: Progress | None = None
     # (wall seconds, iterations) of each chunk this process ran: the first carries first-call costs
     chunks: list = dataclasses.field(default_factory=list)
+    others: Callable | None = None   # the share of the host other processes have taken since the start
 
     @property
     def static(self):

@@ -32,7 +32,8 @@ def finish(run: "_Loop", counter: CompileCounter, resume: bool) -> None:
         "from_iteration": run.first,
         "compiles": counter.count, "compile_backend_s": counter.seconds,
         "env_steps": done * static.batch_size * n,
-        "env_steps_per_s": done * static.batch_size * n / max(t_end - run.t_start - run.compile_s, 1e-9)})
+        "env_steps_per_s": done * static.batch_size * n / max(t_end - run.t_start - run.compile_s, 1e-9),
+        "others_load": None if run.others is None else run.others()})
     # a resume that failed before it started (a damaged file, a signal while restoring) leaves the
     # directory as it found it
     if run.out is not None and run.lead and (run.first is not None or not resume):
@@ -72,7 +73,7 @@ def _record_cost(run: "_Loop") -> None:
     seconds, its = sum(s for s, _ in later), sum(i for _, i in later)
     if seconds > 0:
         timings.record(static, run.n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env),
-                       replace=len(run.chunks) > 1)
+                       replace=len(run.chunks) > 1, others=run.manifest["timings"]["others_load"])
 
 
 def warn_diverged(run: "_Loop") -> None:
