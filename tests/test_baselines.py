@@ -383,6 +383,22 @@ def test_study_measures_every_baseline_on_the_same_grid_and_saves_it(study, lqr_
     assert row.floor_fitted_mre == pytest.approx(one.floor_fitted_mre.mean())
 
 
+def test_a_subject_measured_with_others_is_the_subject_measured_alone(study, lqr_runs):
+    """Vmapped over its subjects, the study still fits V* one subject after another (a fit stops at its own
+    round, not the slowest subject's): the PPO run's agent measured alone gives the rounds, verdict and errors it
+    was given beside the TRPO run's (float32 programs of another batch: within 1e-5), and its cosines."""
+    alone = baseline_study([lqr_runs["ppo"]], iterations=[5], sizes=(100, 1000, 2048), estimates=4,
+                           fit_pairs=8192, fit_epochs=5, fit_minibatch=512,
+                           baselines=("value", "fitted", "zero", "zero_raw"), save=False)
+    together = study.fits[study.fits.run == alone.fits.run.iloc[0]].reset_index(drop=True)
+    for col in ("fit_rounds_used", "fitted_better", "heldout_chunks"):
+        assert together[col].tolist() == alone.fits[col].tolist()
+    for col in ("fitted_mre", "agent_mre", "fitted_mse", "mse_improvement", "floor_fitted_mre"):
+        np.testing.assert_allclose(alone.fits[col], together[col], rtol=1e-5)
+    pairs = study.pairs[study.pairs.run == alone.fits.run.iloc[0]].reset_index(drop=True)
+    np.testing.assert_allclose(alone.pairs.cosine, pairs.cosine, rtol=1e-5, atol=1e-6)
+
+
 def test_the_baseline_memory_counts_the_floor_by_hand():
     """Policy (4,), value (5,), 3 observations, 1 action, 10 parameters; K = 2 streams of 2 × 4-pair chunks, 2
     sizes, baselines value and fitted (2 heads): a pair differentiated costs 2·3 + 2·1 + 12 + 2 + 3·4 + 3·5 = 49

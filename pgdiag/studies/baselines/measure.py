@@ -53,6 +53,7 @@ from pgdiag.diagnostics.sizes import MAX_PAIRS, PAPER_SIZES
 from pgdiag.diagnostics.sampling import Sampling, algorithm_sampling, frozen_filters
 from pgdiag.diagnostics.streaming import Grid, snap_sizes, stream, with_batch
 from pgdiag.diagnostics.subjects import DiagnosticError, over_subjects, require
+from pgdiag.run.shard import AXIS, over_devices
 from pgdiag.studies.baselines.value_fit import empty_report, fit_data, fit_value
 
 #: value: the agent's network; fitted: V* fit to Monte-Carlo returns; zero: returns in place of advantages, through
@@ -201,17 +202,31 @@ HEADS = {"value": ("gae", True), "fitted": ("gae", True), "zero": ("returns", Tr
          "exact": ("gae_exact_value", True)}
 
 
-def subject_program(env, static, settings: BaselineSettings, r: Resolved):
-    def subject(agent, knobs, key):
+def phases(env, static, settings: BaselineSettings, r: Resolved):
+    """One subject's measurement in three parts, ``(agent, knobs, key)`` first: ``prepare`` (the frozen filters and
+    V*'s fit data), ``fit`` (V*, [`fit_value`][pgdiag.studies.baselines.value_fit.fit_value]) and ``finish`` (every
+    baseline's estimates on the same streams)."""
+    def keys_of(key):
+        return jax.random.split(jax.random.fold_in(key, 0x5EED), 3)   # the fit's data, V*'s fit, the streams
+
+    def exact_of(agent, knobs):
+        return (stages.exact_value(envs.REGISTRY[static.task].exact, agent.policy, agent.filters, knobs)
+                if r.exact else None)
+
+    def prepare(agent, knobs, key):
         agent = agent.replace(filters=frozen_filters(env, r.own, agent, knobs, key))
-        k_fit, k_net, k_streams = jax.random.split(jax.random.fold_in(key, 0x5EED), 3)
+        if "fitted" not in r.baselines:
+            return agent, None
+        return agent, fit_data(env, r, agent, knobs, keys_of(key)[0], exact_of(agent, knobs))
+
+    def fit(agent, knobs, key, data):
+        if data is None:
+            return None, empty_report()
+        return fit_value(static, settings, r, data, agent, knobs, keys_of(key)[1])
+
+    def finish(agent, knobs, key, fitted, report):
+        exact_value, k_streams = exact_of(agent, knobs), keys_of(key)[2]
         keys = jax.vmap(lambda i: jax.random.fold_in(k_streams, i))(jnp.arange(r.estimates))
-        report, fitted = empty_report(), None
-        exact_value = (stages.exact_value(envs.REGISTRY[static.task].exact, agent.policy, agent.filters, knobs)
-                       if r.exact else None)
-        if "fitted" in r.baselines:
-            fitted, report = fit_value(static, settings, r, fit_data(env, r, agent, knobs, k_fit, exact_value),
-                                       agent, knobs, k_net)
         # every baseline on the very same pairs: each stream is sampled once, one advantage head per baseline
         heads = tuple((HEADS[b][0], fitted if b == "fitted" else agent.value, HEADS[b][1]) for b in r.baselines)
         est, _ = jax.vmap(lambda k: stream(env, r.own, r.grid, agent, knobs, k, exact_value=exact_value,
@@ -222,13 +237,36 @@ def subject_program(env, static, settings: BaselineSettings, r: Resolved):
         return {"pairwise": jnp.einsum("kbgp,lbgp->bgkl", unit, unit),
                 "norm": jnp.transpose(jnp.linalg.norm(est, axis=-1), (1, 2, 0)), "fit": report}
 
+    return prepare, fit, finish
+
+
+def subject_program(env, static, settings: BaselineSettings, r: Resolved):
+    """One subject's measurement, ``(agent, knobs, key) -> outputs``: its [`phases`][pgdiag.studies.baselines.
+    measure.phases] in turn."""
+    prepare, fit, finish = phases(env, static, settings, r)
+
+    def subject(agent, knobs, key):
+        agent, data = prepare(agent, knobs, key)
+        return finish(agent, knobs, key, *fit(agent, knobs, key, data))
+
     return subject
 
 
 def program(static, settings: BaselineSettings, r: Resolved):
+    """The study's program over stacked subjects. Vmapped, V*'s fits still run one subject after another: a fit
+    stops at the round its test shows it better, and under vmap every subject would run the rounds of the slowest
+    (one subject of 42 needing 4 rounds made all 42 fit four times)."""
     env = envs.make(static.task, static.physics, static.physics_threads, static.solver, static.model)
-    subject = subject_program(env, static, settings, r)
-    return over_subjects(subject, settings.batching)
+    if settings.batching != "vmap" or "fitted" not in r.baselines:
+        return over_subjects(subject_program(env, static, settings, r), settings.batching)
+    prepare, fit, finish = phases(env, static, settings, r)
+
+    def fn(states, knobs, keys):
+        agents, data = jax.vmap(prepare)(states, knobs, keys)
+        fitted, report = jax.lax.map(lambda a: fit(*a), (agents, knobs, keys, data))
+        return jax.vmap(finish)(agents, knobs, keys, fitted, report)
+
+    return jax.jit(over_devices(fn, jax.sharding.PartitionSpec(AXIS)))
 
 
 def pairs_total(r: Resolved, num_subjects: int) -> int:
