@@ -301,8 +301,9 @@ def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch
 
     physics = lambda *a: 1.0   # noqa: E731
     assert costs.run_seconds(program("gradients"), physics) == pytest.approx(5.0)
-    assert costs.run_seconds(program("landscape"), physics) == pytest.approx(costs.MEASURE_OVERHEAD)
-    assert costs.run_seconds(program("gradients", "walker2d"), physics) == pytest.approx(costs.MEASURE_OVERHEAD)
+    assert costs.run_seconds(program("landscape"), physics) == pytest.approx(costs.OVERHEAD["landscape"])
+    assert costs.run_seconds(program("gradients", "walker2d"), physics) == pytest.approx(costs.OVERHEAD["gradients"])
+    assert costs.run_seconds(program("entropy"), physics) == pytest.approx(costs.MEASURE_OVERHEAD)   # a user's
     # at another width: the recorded row's cost over its physics, times the physics there
     scaled = lambda task, w, *a: 0.1 * w   # noqa: E731
     assert costs.run_seconds(program("gradients", width=80), scaled) == pytest.approx(10.0)
@@ -310,7 +311,7 @@ def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch
     # of its width: 40,000 pairs at width 10 are 4,000 steps, not the 1,000 sequential ones
     wide = dataclasses.replace(program("landscape"), width=10)
     assert costs.steps_of(wide) == 4000
-    assert costs.run_seconds(wide, physics) == pytest.approx(4000 * costs.MEASURE_OVERHEAD / 1e3)
+    assert costs.run_seconds(wide, physics) == pytest.approx(4000 * costs.OVERHEAD["landscape"] / 1e3)
     assert costs.run_seconds(program("steps"), physics) == pytest.approx(costs.OVERHEAD["steps"])
 
 
@@ -401,16 +402,16 @@ def test_the_fixed_allowances_follow_where_the_iteration_runs(monkeypatch):
     # where none decide, as a sweep: on the host's CPU); MJX or Warp where they are faster there (below)
     assert costs.where_here(dataclasses.replace(program(), stage="gradients")) == "host"
     # a measurement of native runs is compiled for the host's CPU (pgdiag.diagnostics.placement): the CPU's multiple
-    # of its physics (at 1 ms of physics: 1.7 ms a step); runs placed on the device (or several processes) step
+    # of its physics (at 1 ms of physics: 1.5 ms a step for the gradient study); runs placed on the device (or several processes) step
     # it by host callback from the accelerator's program: the multiple plus 0.38 ms a step
     native = dataclasses.replace(program(physics="native"), stage="gradients")
     assert costs.where_here(native) == "host"
     assert costs.run_seconds(native, lambda *a: 1.0, recorded=False) == pytest.approx(
-        costs.steps_of(native) * costs.MEASURE_OVERHEAD / 1e3)
+        costs.steps_of(native) * costs.OVERHEAD["gradients"] / 1e3)
     on_device = dataclasses.replace(native, placement="device")
     assert costs.where_here(on_device) == "callback"
     assert costs.run_seconds(on_device, lambda *a: 1.0, recorded=False) == pytest.approx(
-        costs.steps_of(native) * (costs.MEASURE_OVERHEAD + 0.38) / 1e3)
+        costs.steps_of(native) * (costs.OVERHEAD["gradients"] + 0.38) / 1e3)
     assert dry_run.table([native, on_device], lambda *a: 1.0)["path"].tolist() == ["host", "callback"]
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     assert costs.where_here(native) == "callback"

@@ -8,11 +8,14 @@ from pgdiag.config import task_kind
 from pgdiag.envs import REGISTRY, crossover, hosts, recorded_physics
 from pgdiag.run import split, timings
 
-#: engine time over raw physics time, per kind of program: the mid report's trainings (7 and 14 agents of one
-#: environment) ran at 3.0–3.6 × the physics of their batch on a 2-core CPU one day and 3.5–4.1 × on a slower one
-#: (benchmarks/results/plans-cpu-2026-11-27.md, plans-cpu-2026-11-29.md: the rollout's fixed costs per step and
-#: the update each cost about what the physics does), so 3.5 plans both within 1.2×; the step study 2.1–2.7 ×
-OVERHEAD = {"train": 3.5, "optimize": 1.0, "steps": 2.5}
+#: engine time over raw physics time (the physics of its costed steps), per kind of program, from the mid report's
+#: programs on a 2-core CPU on two days whose Hopper steps cost 2.6× apart (benchmarks/results/
+#: plans-cpu-2026-11-27.md and plans-cpu-2026-11-29.md, each multiple the geometric middle of what was measured):
+#: training (7 and 14 agents of one environment) 3.0–5.2 ×: the rollout's fixed costs per step and the update
+#: each cost about what the physics does; the gradient study 1.3–1.6 ×, the baseline study 1.4 × (its V* fits
+#: one subject after another), the landscapes 1.8–2.6 × (their points' return streams); the step study 2.1–2.7 ×,
+#: its time the algorithm's updates on its batches; so each plans within 1.5× on both
+OVERHEAD = {"train": 4.0, "optimize": 1.0, "steps": 2.5, "gradients": 1.5, "baselines": 1.5, "landscape": 2.1}
 #: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
 #: iteration runs ([`where_here`][pgdiag.experiments.costs.where_here]); added, not multiplied: the update no
 #: longer costs what the rollout does, as on a CPU. ``"split"`` (the collection on the host's CPU, the update on the
@@ -28,9 +31,8 @@ OVERHEAD = {"train": 3.5, "optimize": 1.0, "steps": 2.5}
 #: callback, the state to the host and back): 0.36–0.40 ms a step at batch 1 on an H100 host against 0.022–0.086 for
 #: ``mj_step`` (benchmarks/bench_native_placement.py), added to the measurement's own multiple of its physics
 ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3, "callback": 0.38}
-#: a measurement's engine time over the physics of its costed steps: the mid report's gradient, baseline and
-#: landscape programs on the 2-core CPU ran 1.6–2.2 × it (benchmarks/results/plans-cpu-2026-11-27.md); the step
-#: study (``OVERHEAD["steps"]``: 2.1–2.7 × there) spends most of its time in the algorithm's updates on its batches
+#: a measurement's engine time over the physics of its costed steps where ``OVERHEAD`` does not name its kind (a
+#: user's own study): the middle of the built-in measurements'
 MEASURE_OVERHEAD = 1.7
 #: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
 COMPILE_S = 30.0
