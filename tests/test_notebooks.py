@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from pgdiag.config import ConfigError
-from pgdiag.experiments import notebook
+from pgdiag.experiments import costs, notebook
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -91,31 +91,32 @@ def test_an_unknown_scale_is_named():
 
 def test_auto_picks_the_largest_scale_that_fits_the_budget(tmp_path, monkeypatch):
     """At a per-step cost of 1 ms the quickstart's sweep (one training program) takes, by hand: sequential steps
-    × 1 ms × 2.5 (training's overhead over physics) + 30 s of compiling — smoke 30 × 256 steps: 49.2 s; mid
-    100 × 2,048: 542 s; paper 488 × 2,048: 2,528.56 s."""
+    × 1 ms × 4.0 (training's allowance over physics) + 30 s of compiling — smoke 30 × 256 steps: 60.72 s; mid
+    100 × 2,048: 849.2 s; paper 488 × 2,048: 4,027.696 s."""
     monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))   # no training cost recorded by other tests' runs
 
     def one_ms(task, width, *physics):
         return 1.0
 
-    assert notebook.estimate("quickstart", "smoke", one_ms) == pytest.approx(49.2)
-    assert notebook.estimate("quickstart", "mid", one_ms) == pytest.approx(542.0)
-    assert notebook.estimate("quickstart", "paper", one_ms) == pytest.approx(2528.56)
+    assert costs.OVERHEAD["train"] == 4.0
+    assert notebook.estimate("quickstart", "smoke", one_ms) == pytest.approx(60.72)
+    assert notebook.estimate("quickstart", "mid", one_ms) == pytest.approx(849.2)
+    assert notebook.estimate("quickstart", "paper", one_ms) == pytest.approx(4027.696)
     picks = {budget: str(notebook.choose("auto", budget, "quickstart", step_ms=one_ms)).split(" (")[0]
-             for budget in (0.5, 0.8, 1, 10, 42, 43)}
-    assert picks == {0.5: "backend cpu: smoke scale, tiny settings", 0.8: "backend cpu: smoke scale, tiny settings",
-                     1: "backend cpu: smoke scale", 10: "backend cpu: mid scale", 42: "backend cpu: mid scale",
-                     43: "backend cpu: paper scale"}   # under 49.2 s nothing fits: the tiny settings
+             for budget in (0.5, 1, 1.1, 15, 67, 68)}
+    assert picks == {0.5: "backend cpu: smoke scale, tiny settings", 1: "backend cpu: smoke scale, tiny settings",
+                     1.1: "backend cpu: smoke scale", 15: "backend cpu: mid scale", 67: "backend cpu: mid scale",
+                     68: "backend cpu: paper scale"}   # under 60.72 s nothing fits: the tiny settings
     fallback = notebook.choose("auto", 0.5, "quickstart", step_ms=one_ms)
     assert fallback.tiny and fallback.train()["tasks"] == ("point_mass",)
     assert str(fallback).endswith("smoke > 1 min; no scale fits, so the tiny settings)")
     # a cost of `width` ms: a scale is first bounded from one environment's cost (1 ms) and costed in full only
-    # when that bound fits — paper's bound 2,528.56 s fits 60 min, in full (10 agents: 10 ms) 25,015.6 s does
-    # not; mid's bound 542 s fits, in full (6 agents) 3,102 s fits; smoke then stays a bound
-    choice = notebook.choose("auto", 60, "quickstart", step_ms=lambda task, width, *physics: float(width))
+    # when that bound fits — paper's bound 4,027.7 s fits 120 min, in full (10 agents: 10 ms) 40,006.96 s does
+    # not; mid's bound 849.2 s fits, in full (6 agents) 4,945.2 s fits; smoke then stays a bound
+    choice = notebook.choose("auto", 120, "quickstart", step_ms=lambda task, width, *physics: float(width))
     assert [(s, round(t, 2), bound) for s, t, bound in choice.estimates] == [
-        ("paper", 25015.6, False), ("mid", 3102.0, False), ("smoke", 49.2, True)]
-    assert str(choice).startswith("backend cpu: mid scale (auto, budget 60 min; estimated paper 6.9 h, mid 52 min")
+        ("paper", 40006.96, False), ("mid", 4945.2, False), ("smoke", 60.72, True)]
+    assert str(choice).startswith("backend cpu: mid scale (auto, budget 120 min; estimated paper 11.1 h, mid 82 min")
     # a notebook is offered mid where every one of its targets has it (implementation-matters: since fig-ablation
     # and the tables have one), never where one of them lacks it
     scales = [s for s, _, _ in notebook.choose("auto", 1e9, "implementation-matters", step_ms=one_ms).estimates]

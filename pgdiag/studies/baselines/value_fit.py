@@ -37,8 +37,9 @@ class FitData:
 def fit_data(env, r, agent, knobs, key, exact_value=None) -> FitData:
     """``fit_chunks`` batches of the algorithm's shape, each segment run on for the task's episode length (at most
     ``r.tail`` steps) so the returns of its states are complete; only the first ``steps`` states of a segment are
-    kept (from reset, an environment idles once the episode at its last kept state has ended). ``r.fit_lanes`` chains run side by side (each from its own start, continuing from chunk to chunk unless
-    the algorithm resets), so the sequential length is a few segments, not fit_chunks. The last ``r.kept_out``
+    kept (from reset, an environment idles once the episode at its last kept state has ended). ``r.fit_lanes``
+    chains run side by side (each from its own start, continuing from chunk to chunk unless the algorithm resets),
+    so the sequential length is a few segments, not fit_chunks. The last ``r.kept_out``
     batches (the t-test's, then the floor's) are held out, each an independent sample of the policy's batches: from
     reset, any chunk is; otherwise
     ([`Resolved.heldout_apart`][pgdiag.studies.baselines.measure.Resolved.heldout_apart])
