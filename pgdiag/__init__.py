@@ -8,6 +8,10 @@ from pgdiag.run.compile_cache import configure as _compile_cache  # noqa: E402
 
 _compile_cache()  # compiled programs kept across processes (pgdiag.run.compile_cache; PGDIAG_COMPILATION_CACHE=0)
 
+from pgdiag.run.cpu_random import configure as _cpu_random  # noqa: E402
+
+_cpu_random()  # random bits without loops on the CPU, before anything is traced (pgdiag.run.cpu_random)
+
 import warnings as _warnings  # noqa: E402
 
 from pgdiag.errors import Notice, show_notices as _show_notices  # noqa: E402
