@@ -9,7 +9,7 @@ import sys
 
 from pgdiag.run import cpu_random
 
-CHILD = ("import hashlib, json, jax, numpy as np, pgdiag\n"
+CHILD = ("import hashlib, json, jax, numpy as np, pgdiag, pgdiag.run.provenance\n"
          "def draws(k):\n"
          "    ks = jax.random.split(k, 64)\n"
          "    return (jax.random.key_data(ks), jax.vmap(lambda kk: jax.random.normal(kk, (5,)))(ks),\n"
@@ -18,7 +18,8 @@ CHILD = ("import hashlib, json, jax, numpy as np, pgdiag\n"
          "out = f(jax.random.key(11))\n"
          "text = f.lower(jax.random.key(11)).as_text()\n"
          "print(json.dumps({'digest': [hashlib.sha256(np.asarray(o).tobytes()).hexdigest() for o in out],\n"
-         "                  'loops': text.count('stablehlo.while')}))")
+         "                  'loops': text.count('stablehlo.while'),\n"
+         "                  'recorded': pgdiag.run.provenance.device_info()['cpu_threefry']}))")
 
 
 def child(value: str) -> dict:
@@ -31,6 +32,7 @@ def test_the_unrolled_lowering_draws_the_same_bits_without_loops():
     rolled, unrolled = child("0"), child("1")
     assert unrolled["digest"] == rolled["digest"]   # the same bits, drawn by two different programs
     assert rolled["loops"] > 0 and unrolled["loops"] < rolled["loops"]
+    assert (rolled["recorded"], unrolled["recorded"]) == ("rolled", "unrolled")   # as a run's manifest says
 
 
 def test_the_setting_reads_off_and_on(monkeypatch):

@@ -21,6 +21,8 @@ import os
 #: the setting: 0 (JAX's rolled loops) or unset (unrolled, the default)
 ENV = "PGDIAG_UNROLLED_THREEFRY"
 OFF = ("0", "off", "false", "no")
+#: whether the unrolled lowering is registered now (a run's manifest records it: ``device.cpu_threefry``)
+IN_USE = False
 
 
 def wanted() -> bool:
@@ -32,6 +34,7 @@ def use(unrolled: bool) -> bool:
     """Register the unrolled (True) or JAX's rolled (False) lowering for the CPU, for programs lowered from now on;
     returns whether it could (a JAX release without the private names this needs keeps its own lowering, whose
     bits are the same)."""
+    global IN_USE
     try:
         from jax._src.interpreters import mlir
         from jax._src.random import threefry2x32 as threefry
@@ -39,6 +42,7 @@ def use(unrolled: bool) -> bool:
         mlir.register_lowering(threefry.threefry2x32_p, rule, platform="cpu")
     except (ImportError, AttributeError):
         return False
+    IN_USE = unrolled
     return True
 
 

@@ -67,7 +67,10 @@ def physics_info(static, batch: int | None = None) -> dict:
 
 
 def device_info() -> dict:
+    from pgdiag.run import cpu_random
+
     devices = jax.devices()
     return {"backend": jax.default_backend(), "count": len(devices),
             "kinds": sorted({d.device_kind for d in devices}), "host": platform.node(),
-            "cpu_count": os.cpu_count(), "processes": jax.process_count()}
+            "cpu_count": os.cpu_count(), "processes": jax.process_count(),
+            "cpu_threefry": "unrolled" if cpu_random.IN_USE else "rolled"}   # the draws' lowering on the CPU
