@@ -1,6 +1,7 @@
 """Random bits without loops on the CPU (pgdiag.run.cpu_random): the unrolled lowering draws the same bits as JAX's
 rolled one — keys, normals, uniforms, raw bits and a permutation, compared bit for bit across two processes — its
-program has no loops where JAX's has them, and PGDIAG_UNROLLED_THREEFRY=0 keeps JAX's lowering."""
+program has fewer loops than JAX's, a run's manifest records which is in use, and PGDIAG_UNROLLED_THREEFRY=0 keeps
+JAX's lowering."""
 
 import json
 import os
