@@ -93,7 +93,7 @@ test: setup
 NEWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) $(shell command -v python3.12))
 NEWEST_TESTS  ?= tests/test_objectives.py tests/test_normalize.py tests/test_rollout.py tests/test_stages.py \
                  tests/test_trpo.py tests/test_sweep.py tests/test_resume.py tests/test_config.py tests/test_lqr.py \
-                 tests/test_diagnostics.py tests/test_native_ffi.py
+                 tests/test_diagnostics.py tests/test_native_ffi.py tests/test_cpu_random.py
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "test-newest: no Python >= 3.12 here; set NEWEST_PYTHON=..."; exit 0; fi; \
 	test -x .venv-newest/bin/python || $(NEWEST_PYTHON) -m venv .venv-newest; \
