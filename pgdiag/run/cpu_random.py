@@ -49,3 +49,6 @@ def use(unrolled: bool) -> bool:
 def configure() -> bool:
     """Register the unrolled lowering for the CPU unless turned off; returns whether it is in use."""
     return wanted() and use(True)
+
+
+__all__ = ["ENV", "IN_USE", "configure", "use", "wanted"]
