@@ -517,6 +517,28 @@ def test_recorded_costs_make_plans_better_never_worse(tmp_path, monkeypatch):
     assert step_ms("hopper", 14) == pytest.approx(0.1 + 0.02 * 14) and timed == [4, 16]
 
 
+def test_a_long_run_records_what_its_quiet_chunks_cost(tmp_path, monkeypatch):
+    """A run's cost per step is recorded from its chunks after the first that ran with the host to themselves: a
+    chunk during which others took 60% of the host is left out, one at 10% or where the host does not say is kept
+    (by hand: 3 s + 1 s over 2 + 1 iterations of 32 steps = 41.7 ms a step, at 3 agents × 2 environments); a run
+    whose every later chunk ran under load records nothing, and a run of one quiet chunk adds its row."""
+    from types import SimpleNamespace
+
+    from pgdiag import preset
+    from pgdiag.run import run_record, timings
+
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    static = preset("ppo", "point_mass", num_envs=2, steps_per_env=32).static
+    run = SimpleNamespace(static=static, n=3, chunks=[(10.0, 1, 0.0), (2.0, 1, 0.6), (3.0, 2, 0.1), (1.0, 1, None)])
+    run_record._record_cost(run)
+    assert timings.recorded(static) == [(6, pytest.approx(4.0e3 / (3 * 32)))]
+    other = preset("trpo", "point_mass", num_envs=2, steps_per_env=32).static
+    run_record._record_cost(SimpleNamespace(static=other, n=3, chunks=[(10.0, 1, 0.0), (2.0, 1, 0.5)]))
+    assert timings.recorded(other) == []
+    run_record._record_cost(SimpleNamespace(static=other, n=1, chunks=[(0.64, 1, 0.0)]))
+    assert timings.recorded(other) == [(2, pytest.approx(20.0))]
+
+
 def test_the_load_meter_reads_other_processes_share_of_the_host(monkeypatch):
     """``load_meter``: busy time not this process's, over wall time × cores — by hand with a host whose cores
     were busy 3 s in 2 s of wall time on 2 cores while this process used 1 s (others: 2 s of 4 = 0.5); None

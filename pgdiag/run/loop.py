@@ -115,7 +115,8 @@ class _Loop:
     first: int | None = None    # where this process started; None while the start (a restore) has not ended
     status: str = "interrupted"   # what a signal leaves it as
     bar: Progress | None = None
-    # (wall seconds, iterations) of each chunk this process ran: the first carries first-call costs
+    # (wall seconds, iterations, the share of the host others took meanwhile or None) of each chunk this process
+    # ran: the first carries first-call costs
     chunks: list = dataclasses.field(default_factory=list)
     others: Callable | None = None   # the share of the host other processes have taken since the start
 
@@ -201,7 +202,7 @@ def _run_chunk(run: _Loop, length: int) -> None:
     """Train `length` iterations as one compiled call and append their metrics to the history.
 
     The wait polls, so a signal stops the chunk at once (`pgdiag.run.interrupts.wait`)."""
-    t_chunk = time.perf_counter()
+    t_chunk, others = time.perf_counter(), timings.load_meter()
     run.state, metrics = run.compiled(run.chunk_program, run.longest, run.batching)(
         run.state, run.knobs, replicated(np.int32(length)))
     wait((run.state, metrics))
@@ -209,7 +210,7 @@ def _run_chunk(run: _Loop, length: int) -> None:
     run.history = {k: np.concatenate([run.history[k], v], axis=1) if run.history else v
                    for k, v in chunk_metrics.items()}
     run.done += length
-    run.chunks.append((time.perf_counter() - t_chunk, length))
+    run.chunks.append((time.perf_counter() - t_chunk, length, others()))
     ret = chunk_metrics["mean_return"][:, -1]
     if len(run.chunks) == 1 and run.lead:  # a long run says how long it will take (compiled before t_chunk)
         line = estimate(run.manifest["label"], length, time.perf_counter() - t_chunk,

@@ -28,7 +28,8 @@ def finish(run: "_Loop", counter: CompileCounter, resume: bool) -> None:
     run.manifest.update(progress_manifest(run.manifest, done, run.out, run.history))
     run.manifest.update(status=run.status, timings={
         "compile_s": run.compile_s, "run_s": t_end - run.t_start - run.compile_s, "total_s": t_end - run.t_start,
-        "chunk_s": [s for s, _ in run.chunks], "chunk_iterations": [i for _, i in run.chunks],
+        "chunk_s": [c[0] for c in run.chunks], "chunk_iterations": [c[1] for c in run.chunks],
+        "chunk_others_load": [c[2] for c in run.chunks],
         "from_iteration": run.first,
         "compiles": counter.count, "compile_backend_s": counter.seconds,
         "env_steps": done * static.batch_size * n,
@@ -67,13 +68,15 @@ def _last_written(run: "_Loop") -> int:
 
 def _record_cost(run: "_Loop") -> None:
     """This host's cost per step, for later plans: the chunks after the first where there are several (what
-    every later iteration costs); one chunk only where nothing better is kept."""
+    every later iteration costs), each only if other processes left the host alone while it ran
+    ([`timings.loaded`][pgdiag.run.timings.loaded]), so a long run records what its quiet hours cost; one chunk
+    only where nothing better is kept."""
     static = run.static
-    later = run.chunks[1:] or run.chunks
-    seconds, its = sum(s for s, _ in later), sum(i for _, i in later)
+    later = [c for c in run.chunks[1:] or run.chunks if not timings.loaded(c[2])]
+    seconds, its = sum(c[0] for c in later), sum(c[1] for c in later)
     if seconds > 0:
         timings.record(static, run.n * static.num_envs, seconds * 1e3 / (its * static.steps_per_env),
-                       replace=len(run.chunks) > 1, others=run.manifest["timings"]["others_load"])
+                       replace=len(run.chunks) > 1)
 
 
 def warn_diverged(run: "_Loop") -> None:

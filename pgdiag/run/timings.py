@@ -15,7 +15,8 @@ source, [`code_digest`][pgdiag.run.timings.code_digest]: another version's costs
 [`SAMPLES`][pgdiag.run.timings.SAMPLES] timings of its program and plans read their least (contention only ever
 slows a run down); and a run during which other processes kept more than
 [`LOADED`][pgdiag.run.timings.LOADED] of the host's cores busy ([`load_meter`][pgdiag.run.timings.load_meter]) is
-not recorded at all.
+not recorded at all — for a training, chunk by chunk: a long run records what its chunks with the host to
+themselves cost, however busy the host was in its other hours.
 
 Kept in ``$PGDIAG_CACHE/training.json`` (default ``~/.cache/pgdiag``), beside the physics measurements.
 """
