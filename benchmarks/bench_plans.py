@@ -44,19 +44,22 @@ def planned(names, scale: str) -> list:
 
 
 def measured(root: str) -> dict:
-    """(stage, pairs) -> [run seconds] of the programs a finished run of the targets saved under ``root``."""
+    """(stage, pairs, presets) -> [run seconds] of the programs a finished run of the targets saved under ``root``
+    (a training by the presets it trained: TRPO's 7 agents and PPO's without a baseline sample as many pairs)."""
     found: dict = {}
     for path in glob.glob(os.path.join(root, "runs", "*", "manifest.json")):
         with open(path) as f:
-            t = json.load(f).get("timings") or {}
+            manifest = json.load(f)
+        t = manifest.get("timings") or {}
         if t.get("env_steps"):
-            found.setdefault(("train", int(t["env_steps"])), []).append(float(t["run_s"]))
+            key = ("train", int(t["env_steps"]), "+".join(manifest.get("labels") or ()))
+            found.setdefault(key, []).append(float(t["run_s"]))
     for path in glob.glob(os.path.join(root, "runs", "*", "diagnostics", "*", "manifest.json")):
         stage = os.path.basename(os.path.dirname(path)).split("-")[0]
         with open(path) as f:
             timings = json.load(f).get("timings") or []
         for t in timings if isinstance(timings, list) else [timings]:
-            runs = found.setdefault((stage, int(t["pairs"])), [])
+            runs = found.setdefault((stage, int(t["pairs"]), ""), [])
             if float(t["run_s"]) not in runs:   # every subject's run directory keeps the same program's timing
                 runs.append(float(t["run_s"]))
     return found
@@ -68,7 +71,7 @@ def table(rows: list, found: dict | None) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     taken: dict = {}
     for name, p, a, b, c in rows:
-        key = (p.stage, p.pairs)
+        key = (p.stage, p.pairs, p.presets if p.stage == "train" else "")
         i = taken[key] = taken.get(key, -1) + 1   # programs of the same pairs, in plan order
         runs = (found or {}).get(key, [])
         m = runs[i] if i < len(runs) else None

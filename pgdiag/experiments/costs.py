@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 from pgdiag.config import task_kind
 from pgdiag.envs import REGISTRY, crossover, hosts, recorded_physics
+from pgdiag.experiments import train_cost
 from pgdiag.run import split, timings
 
 #: engine time over raw physics time (the physics of its costed steps), per kind of program, from the mid report's
-#: programs on a 2-core CPU on two days whose Hopper steps cost 2.6× apart (benchmarks/results/
-#: plans-cpu-2026-11-27.md and plans-cpu-2026-11-29.md, each multiple the geometric middle of what was measured):
-#: training (7 and 14 agents of one environment) 3.0–5.2 ×: the rollout's fixed costs per step and the update
-#: each cost about what the physics does; the gradient study 1.3–1.6 ×, the baseline study 1.4 × (its V* fits
-#: one subject after another), the landscapes 1.8–2.6 × (their points' return streams); the step study 2.1–2.7 ×,
-#: its time the algorithm's updates on its batches; so each plans within 1.5× on both
+#: programs on a 2-core CPU on two days whose Hopper steps cost 2.6× apart (benchmarks/results/plans-cpu-2026-11-27
+#: and -11-29.md, each the geometric middle of what was measured): the gradient study 1.3–1.6 ×, the baselines 1.4 ×,
+#: the landscapes 1.8–2.6 ×, the step study (its algorithm's updates) 2.1–2.7 ×; training 3.0–5.2 × on Hopper, what
+#: a pure-JAX task's training is charged (a MuJoCo training on a CPU is costed from what its step does,
+#: [`pgdiag.experiments.train_cost`][pgdiag.experiments.train_cost])
 OVERHEAD = {"train": 4.0, "optimize": 1.0, "steps": 2.5, "gradients": 1.5, "baselines": 1.5, "landscape": 2.1}
 #: a training step's cost beyond its physics on a host with an accelerator, in ms per batched step, by where the
 #: iteration runs ([`where_here`][pgdiag.experiments.costs.where_here]); added, not multiplied: the update no
@@ -45,8 +45,8 @@ def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
     step costs) where there is one, else × ``step_ms(task, width, model, solver, physics)`` (the program's physics)
     × the program kind's overhead (a training program on an accelerator host: physics +
     [`ACCELERATOR_FIXED_MS`][pgdiag.experiments.costs.ACCELERATOR_FIXED_MS] for where it runs,
-    [`where_here`][pgdiag.experiments.costs.where_here]); ``recorded=False``: from step costs alone. None where a
-    step cost is unknown."""
+    [`where_here`][pgdiag.experiments.costs.where_here]; a MuJoCo one on a CPU: its physics + its kernels and update,
+    [`train_cost`][pgdiag.experiments.train_cost]); ``recorded=False``: from step costs alone. None where unknown."""
     total = 0.0
     for p in dict.fromkeys(programs):
         seconds = run_seconds(p, step_ms, recorded)
@@ -65,10 +65,12 @@ def run_seconds(program, step_ms, recorded: bool = True) -> float | None:
         physics = step_ms(program.task, program.width, program.model, program.solver, program.physics)
         if physics is None:
             return None
-        where = where_here(program)
-        multiple = physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD)
+        where, multiple = where_here(program), physics * OVERHEAD.get(program.stage, MEASURE_OVERHEAD)
+        cpu = where is None and program.stage == "train" and hosts.backend() == "cpu" \
+            and task_kind(program.task) == "mujoco"
         ms = (multiple + ACCELERATOR_FIXED_MS[where] if where == "callback"
-              else physics + ACCELERATOR_FIXED_MS[where] if where in ("split", "accelerator") else multiple)
+              else physics + ACCELERATOR_FIXED_MS[where] if where in ("split", "accelerator")
+              else cpu and train_cost.step_ms(program, physics, step_ms) or multiple)
     return steps_of(program) * ms / 1e3
 
 
