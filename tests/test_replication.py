@@ -1,5 +1,5 @@
 """A replication part's wall time over the sessions it took (pgdiag.experiments.replication): sessions that ended
-are summed, one the machine cut short (no end) is named and not counted."""
+are summed, one the machine cut short (no end) is named and not counted; its published evidence, gzipped."""
 
 import json
 
@@ -18,3 +18,21 @@ def test_a_parts_wall_time_sums_the_sessions_that_ended(tmp_path):
     text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 1})
     assert text == " over 3 sessions (1 cut short by the machine, their time not counted)"
     assert replication_page._sessions({"sessions": 1, "sessions_cut_short": 0}) == ""
+
+
+def test_published_evidence_is_gzipped_the_same_bytes_each_time(tmp_path):
+    """A part published twice from the same runs writes the same evidence file (no time stamp inside), and the rows
+    read back as written."""
+    import gzip
+
+    text = "evidence,task,value\ntr_log_mean_kl,humanoid,-1.889656901359558\n" * 50
+    written = []
+    for name in ("a", "b"):
+        path = tmp_path / name / "evidence.csv"
+        path.parent.mkdir()
+        path.write_text(text)
+        rep._gzip(str(path))
+        assert not path.exists()
+        written.append((tmp_path / name / "evidence.csv.gz").read_bytes())
+    assert written[0] == written[1]
+    assert gzip.decompress(written[0]).decode() == text

@@ -26,6 +26,7 @@ from pgdiag.config import ConfigError
 ROOT = "replication"
 PAGE = os.path.join("docs", "replication.md")
 RECORD = "part.json"
+EVIDENCE = "evidence.csv.gz"   # a published paper's evidence rows, gzipped
 SCALE = "replication"
 
 
@@ -197,6 +198,7 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
         out = os.path.join(staging, paper)
         report(runs, out, SCALE, paper, studies=studies)
         os.remove(os.path.join(out, "report.md"))   # the page is docs/replication.md, written from these tables
+        _gzip(os.path.join(out, "evidence.csv"))    # its per-iteration rows: megabytes of text, a fifth gzipped
     sessions = _sessions(os.path.join(runs, f"{p.name}.sessions.json"))
     record = {"part": p.name, "targets": list(p.targets), "settings": settings(p), "commit": _commit(),
               "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
@@ -209,6 +211,17 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
         shutil.rmtree(dest)
     os.replace(staging, dest)
     return dest
+
+
+def _gzip(path: str) -> None:
+    """``path`` replaced by ``path.gz``, with no time stamp inside: a part published twice from the same runs writes
+    the same bytes."""
+    import gzip
+
+    with open(path, "rb") as src, open(path + ".gz", "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(path)
 
 
 def published(root: str = ROOT) -> dict:
@@ -238,7 +251,7 @@ def evidence(root: str = ROOT):
     frames: dict = {"cl": [], "im": []}
     for name, record in published(root).items():
         for paper in record["papers"]:
-            frames[paper].append(pd.read_csv(os.path.join(root, name, paper, "evidence.csv")))
+            frames[paper].append(pd.read_csv(os.path.join(root, name, paper, EVIDENCE)))
     return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=COLUMNS) for k, v in frames.items()}
 
 
