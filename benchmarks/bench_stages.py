@@ -8,7 +8,7 @@ compiles it, beside the raw physics of the same batch and two references for the
 host attains on the update's own work outside the engine (both networks' forward and backward passes at the
 minibatch shape, vmapped over the agents, as many steps as the epochs take, a bare descent step between),
 and a lower bound: the update's matmul FLOPs at the rate this CPU reaches on its matmul shape alone. The
-update's FLOPs per sample are counted from the layer shapes (:func:`mlp_macs`).
+update's FLOPs per sample are counted from the layer shapes (``pgdiag.experiments.train_cost.update_flops``).
 
     python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
 """
@@ -23,6 +23,7 @@ from bench_throughput import physics_rate, timed
 
 from pgdiag import make_train, networks, preset, seed_key, stages
 from pgdiag.config import stack_knobs
+from pgdiag.experiments import train_cost
 
 
 def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, float]], float]:
@@ -64,7 +65,7 @@ def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, flo
     ]
     batch = agents * num_envs
     rows.append(("raw physics of the same batch", batch * steps / physics_rate("hopper", batch, steps)))
-    flops = update_flops(static, env, agents * num_envs * steps)
+    flops = agents * num_envs * steps * train_cost.update_flops(static, "hopper")
     mb = num_envs * steps // static.num_minibatches
     rate = matmul_rate(agents, mb, max(static.policy_hidden + static.value_hidden, default=64))
     rows.append((f"networks' forward + backward alone at the update's shapes ({flops / 1e9:.1f} GFLOP; "
@@ -72,20 +73,6 @@ def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, flo
     rows.append((f"update at this CPU's matmul rate on its shapes ({flops / 1e9:.1f} GFLOP at {rate / 1e9:.0f} "
                  "GFLOP/s; a lower bound)", flops / rate))
     return rows, flops
-
-
-def mlp_macs(sizes) -> int:
-    """Multiply-adds per sample of one minibatch step of an MLP with layer widths ``sizes``: the forward
-    pass, the weight gradients (as many) and the input gradients of every layer but the first."""
-    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
-    return 3 * sum(layers) - layers[0]
-
-
-def update_flops(static, env, pairs: int) -> float:
-    """Floating-point operations of the matmuls in both networks' epochs over ``pairs`` samples."""
-    policy = mlp_macs((env.obs_size,) + tuple(static.policy_hidden) + (env.action_size,)) * static.ppo_epochs
-    value = mlp_macs((env.obs_size,) + tuple(static.value_hidden) + (1,)) * static.value_epochs
-    return 2.0 * pairs * (policy + value)
 
 
 def networks_alone(static, rows: int):
