@@ -17,9 +17,10 @@ import dataclasses
 import functools
 import os
 
-from pgdiag.diagnostics import memory, placement, tables
+from pgdiag.diagnostics import memory, pieces, placement, tables
 from pgdiag.diagnostics.protocol import Diagnostic, Group, Measured, Shape, Sizes
 from pgdiag.diagnostics.subjects import (DiagnosticError, compile_and_run, load_subjects, plan_subjects, subject_keys)
+from pgdiag.envs import hosts
 from pgdiag.run import distributed, provenance
 from pgdiag.run import timings as host_costs
 from pgdiag.run.progress import Ticker, attached
@@ -112,11 +113,14 @@ def plan_shapes(study: Diagnostic, task: str, statics: dict, subjects_per_label,
 
 
 def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, before_compiling=None,
-            progress: bool = False, estimate=None):
+            progress: bool = False, estimate=None, keep: str | None = None):
     """Resolve, group, shape (every group's memory checked before the first compile), call
     ``before_compiling()`` if given, compile and run each program once; returns (frames, the manifest's
     [`Record`][pgdiag.diagnostics.protocol.Record], timings). With ``progress``, a bar per program
-    ([`Ticker`][pgdiag.run.progress.Ticker]) against ``estimate(shape)``'s seconds where given."""
+    ([`Ticker`][pgdiag.run.progress.Ticker]) against ``estimate(shape)``'s seconds where given. With ``keep`` (a
+    directory), a program planned over [`pieces.PIECE_S`][pgdiag.diagnostics.pieces.PIECE_S] runs as blocks of
+    its subjects kept there one by one, and blocks kept by an earlier run are read back
+    ([`pgdiag.diagnostics.pieces`][])."""
     import pandas as pd
 
     statics = [run.config(agent).static for run, agent, _ in planned]
@@ -127,24 +131,49 @@ def measure(study: Diagnostic, planned: list, settings, verbose: bool = False, b
         have = placement.memory_bytes(group[0][1])   # where it will run
         haves.append(have)
         g = Group(settings, resolved, tuple(s for _, s in group), len(subjects), Sizes(*subjects.shapes), have)
-        groups.append((subjects, _shaped(study, g, tuple(dict.fromkeys(row["label"] for row in subjects.rows)))))
-    for (_, shape), have in zip(groups, haves):
+        groups.append((subjects, g, _shaped(study, g, _labels(subjects))))
+    for (_, _, shape), have in zip(groups, haves):
         memory.require_memory(shape.bytes, *shape.refusal, have=have)
     if before_compiling is not None:
         before_compiling()
     frames, timings = {t: [] for t in study.tables}, []
-    for i, (subjects, shape) in enumerate(groups, 1):
+    for i, (subjects, g, shape) in enumerate(groups, 1):
         if verbose:
             print(study.describe(shape), flush=True)
-        planned_s = estimate(shape) if (progress and estimate is not None) else None
-        out, timing = _compile_and_run(study, shape, subjects, settings.seed, planned_s, progress,
-                                       f"{i}/{len(groups)}")
-        timings.append(timing)
-        _record_cost(study, shape, timing)
-        for t, f in study.frames(Measured(subjects, shape, out)).items():
-            frames[t].append(f)
-    record = study.record([shape for _, shape in groups])
+        planned_s = estimate(shape) if (progress or keep) and estimate is not None else None
+        count = pieces.settled(keep, pieces.record(study.kind, dataclasses.asdict(settings), subjects.rows),
+                               pieces.count(shape.units, planned_s)) if keep else 1
+        for j, (a, b) in enumerate(pieces.blocks(len(subjects), count), 1):
+            part = subjects if count == 1 else pieces.take(subjects, a, b)
+            part_shape = shape if count == 1 else _shaped(
+                study, dataclasses.replace(g, statics=g.statics[a:b], units=b - a), _labels(part))
+            which = f"{i}/{len(groups)}" + (f" piece {j}/{count}" if count > 1 else "")
+            measured, timing = _measure_block(study, part_shape, part, settings, keep, progress, which,
+                                              estimate if progress else None)
+            timings.append(timing)
+            for t, f in measured.items():
+                frames[t].append(f)
+    record = study.record([shape for _, _, shape in groups])
     return {t: pd.concat(f, ignore_index=True) for t, f in frames.items()}, record, timings
+
+
+def _labels(subjects) -> tuple:
+    return tuple(dict.fromkeys(row["label"] for row in subjects.rows))
+
+
+def _measure_block(study: Diagnostic, shape: Shape, subjects, settings, keep, progress, which: str, estimate):
+    """One program's tables and timing: read back where ``keep`` holds them, else measured (and kept there)."""
+    what = pieces.record(study.kind, dataclasses.asdict(settings), subjects.rows) if keep else None
+    kept = pieces.load(keep, what, study.tables) if keep else None
+    if kept is not None:
+        return kept
+    planned_s = estimate(shape) if estimate is not None else None
+    out, timing = _compile_and_run(study, shape, subjects, settings.seed, planned_s, progress, which)
+    _record_cost(study, shape, timing)
+    measured = study.frames(Measured(subjects, shape, out))
+    if keep:
+        pieces.save(keep, what, measured, timing)
+    return measured, timing
 
 
 def _compile_and_run(study: Diagnostic, shape: Shape, subjects, seed: int, planned_s, progress, which: str):
@@ -214,7 +243,9 @@ def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *,
     (``save``) in each run under ``name``, never over a measurement made otherwise unless ``replace``
     ([`check_replaceable`][pgdiag.diagnostics.engine.check_replaceable]; ``reader``: the study directory that
     will read it). ``progress`` (default: where a person watches, a terminal or a notebook) draws a bar per
-    compiled program, against ``estimate(shape)`` seconds where given (the targets give their plan's)."""
+    compiled program, against ``estimate(shape)`` seconds where given (the targets give their plan's). A saved
+    study's programs planned over [`pieces.PIECE_S`][pgdiag.diagnostics.pieces.PIECE_S] are kept block by block
+    until it is saved whole, so one interrupted resumes ([`pgdiag.diagnostics.pieces`][])."""
     settings = settings_of(study, settings, changes)
     name = name or study.kind
     tables.check_name(name)    # before anything is loaded or compiled
@@ -223,8 +254,10 @@ def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *,
                                     "subjects": [(r.path, a, i) for r, a, i in planned], "save": save,
                                     "replace": replace, "reader": reader})
     guard = functools.partial(check_replaceable, study, planned, settings, name, replace, reader)
+    # blocks are kept on one process only (several processes need not share a file system)
+    keep = pieces.directory(planned[0][0].path, name) if save and hosts.process_count() == 1 else None
     frames, record, timings = measure(study, planned, settings, verbose, guard if save else None,
-                                      attached() if progress is None else progress, estimate)
+                                      attached() if progress is None else progress, estimate, keep)
     manifest = {"format": FORMAT, "study": name, "kind": study.kind, "settings": dataclasses.asdict(settings),
                 "resolved": record.resolved,
                 "subjects": [dict(run=run.path, agent=a, iteration=i) for run, a, i in planned], **record.extra,
@@ -232,6 +265,8 @@ def run(study: Diagnostic, runs, iterations=None, agents=None, settings=None, *,
     result = study.result(manifest=manifest, **{t: frames[t] for t in study.tables})
     if save:
         tables.write_study({t: getattr(result, t) for t in study.tables}, manifest, name)
+        if keep:
+            pieces.clear(keep)
     return result
 
 
