@@ -53,7 +53,7 @@ def cmd_run(args) -> None:
 
         owners: dict = {}
         for name in p.targets:
-            for program in targets.get(name).dry_run(rep.SCALE):
+            for program in targets.get(name).dry_run(p.scale):
                 owners.setdefault(program, []).append(name)
         show_plan(list(owners), None, owners=[", ".join(v) for v in owners.values()])
         return

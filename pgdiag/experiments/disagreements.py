@@ -4,8 +4,8 @@ reproduce, the curve behind it, what would turn the verdict, and whether the mod
 Written by the replication page ([`pgdiag.experiments.replication_page`][pgdiag.experiments.replication_page])
 from the published evidence alone: the curve is the claim's evidence series per iteration (each algorithm's median
 agent with its interquartile band; one point per agent where the series has no iteration), the turn is the rule
-against the interval the test read, and the model pair is the same series on Brax's model at the same run length
-where a published part measured one.
+against the interval the test read, and the model pair is the same statistic on Brax's model and on Gym's, read at
+one run length, where a published part measured Brax's.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def turn(claim, row) -> str:
 
 
 def model_pair(claim, ev, row) -> str:
-    """The same series on Brax's model (same task, algorithm and run length), where a published part holds it."""
+    """The same statistic on Brax's model (same task and algorithm), where a published part holds it, read at one
+    length: where Brax's run is shorter, Gym's agents are read over its iterations too (each agent's value
+    as the claim reduces it, over the claim's point of training)."""
     if "model" not in ev.columns:
         return "no Brax-model pair is published"
     same = ev[(ev.evidence == claim.evidence) & (ev.task == row.task) & (ev.label == row.label)]
@@ -43,14 +45,29 @@ def model_pair(claim, ev, row) -> str:
     if brax.empty:
         return (f"no Brax-model pair is published: Gym's {row.task} is what the paper trained; Brax's model at the "
                 f"same run length would show whether the model explains the difference")
-    per_agent = brax.groupby("agent").value.mean()
-    return (f"on Brax's {row.task} ({len(per_agent)} agents, {run_length(brax)}) the median agent reads "
-            f"{fmt(float(per_agent.median()))}")
+    length = _length(brax)
+    gym = same[same.model == "gym"]
+    if length is not None and "iteration" in gym.columns:
+        gym = gym[gym.iteration.isna() | (gym.iteration < length)]
+    g, b = (_agents(claim, x) for x in (gym, brax))
+    at = f"{length} iterations" if length is not None else "run length not recorded"
+    return (f"at {at} on both models, the median agent reads {fmt(float(np.median(g)))} on Gym's {row.task} "
+            f"({len(g)} agents, its first {at}) and {fmt(float(np.median(b)))} on Brax's ({len(b)} agents)"
+            if len(g) and len(b) else f"on Brax's {row.task} ({at}) no agent was read")
 
 
-def run_length(rows) -> str:
+def _length(rows) -> int | None:
     its = rows.run_iterations.dropna() if "run_iterations" in rows.columns else []
-    return f"{int(its.max())} iterations" if len(its) else "run length not recorded"
+    return int(its.max()) if len(its) else None
+
+
+def _agents(claim, rows) -> np.ndarray:
+    """Each agent's value of ``rows`` as the claim reads it: over its point of training, reduced as it says."""
+    from pgdiag.experiments.claim_tests import per_agent
+    from pgdiag.experiments.scopes import in_window
+
+    values = per_agent(rows[in_window(rows, claim.scope.window)], claim.within)
+    return values[~np.isnan(values)]
 
 
 def _series(claim, ev):

@@ -36,11 +36,15 @@ class Part:
     targets: tuple      # the targets it runs at SCALE=replication (their shared runs trained once)
     what: str           # the papers' figures it covers, in words
     device: str = "cpu"  # where it fits: "cpu" (this 2-core machine, hours) or "gpu" (a 16-core GPU host)
+    scale: str = SCALE   # the targets' scale (the papers' settings; a model pair's, beside them)
 
 
 PARTS = (
     Part("trust-regions", ("fig-trust-region",),
          "CL Figs 9, 29 and IM Figs 2–4 on Gym's Humanoid: PPO, PPO-M and TRPO, 488 iterations, 8 agents each"),
+    Part("brax-pair", ("fig-trust-region",),
+         "the trust-regions part's model pair: the same presets and agents on Brax's Humanoid at 100 iterations, "
+         "against Gym's first 100", scale="brax-pair"),
     Part("landscapes", ("fig-landscape-concentration", "fig-landscape-surrogate"),
          "CL Figs 6, 26, 27 on the trust-regions part's Humanoid runs at iteration 300 (2K/20K/100K pairs a "
          "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
@@ -71,7 +75,7 @@ def settings(p: Part) -> dict:
 
     out = {}
     for name in p.targets:
-        sc = targets.get(name).scales[SCALE]
+        sc = targets.get(name).scales[p.scale]
         out[name] = {"seeds": sc.seeds, "presets": list(sc.presets), "measured": dict(sc.settings),
                      "measured_at": dict(sc.measured_at),
                      "tasks": {t: sc.training(t) for t in sc.tasks_of(name)}}
@@ -82,7 +86,7 @@ def commands(p: Part, runs: str) -> list:
     """The commands that run ``p`` into ``runs`` (each target into ``runs/<study>-replication``, as make writes)."""
     from pgdiag.experiments import targets
 
-    return [f"pgdiag {name} --scale {SCALE} --out {runs}/{targets.get(name).study}-{SCALE} --progress"
+    return [f"pgdiag {name} --scale {p.scale} --out {runs}/{targets.get(name).study}-{p.scale} --progress"
             for name in p.targets]
 
 
@@ -99,7 +103,7 @@ def run(p: Part, runs: str) -> float:
     try:
         for name in p.targets:
             t = targets.get(name)
-            t.train(SCALE, out=os.path.join(runs, f"{t.study}-{SCALE}"), progress=True)
+            t.train(p.scale, out=os.path.join(runs, f"{t.study}-{p.scale}"), progress=True)
     except BaseException as err:   # stopped (a signal, an error): its time still counts, and how it ended is kept
         sessions[-1]["stopped"] = type(err).__name__
         raise
@@ -144,7 +148,7 @@ def plans(host=None) -> dict:
     for p in PARTS:
         owners: dict = {}
         for name in p.targets:
-            for program in targets.get(name).dry_run(SCALE, host=host):
+            for program in targets.get(name).dry_run(p.scale, host=host):
                 owners.setdefault(program, []).append(name)
         with declare(host):
             table = show_plan(list(owners), None, show=False)
@@ -190,13 +194,13 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
     shutil.rmtree(staging, ignore_errors=True)
     studies = {targets.get(n).study for n in p.targets}
     for study in studies:
-        if not os.path.isfile(os.path.join(runs, f"{study}-{SCALE}", "study.json")):
+        if not os.path.isfile(os.path.join(runs, f"{study}-{p.scale}", "study.json")):
             raise ConfigError(f"replication {p.name}: no {study!r} study in {runs}; run `pgdiag replication run "
                               f"{p.name} --runs {runs}` first")
     papers = sorted({paper for n in p.targets for paper in targets.get(n).papers})
     for paper in papers:   # only this part's studies: the run directory holds the other parts' too
         out = os.path.join(staging, paper)
-        report(runs, out, SCALE, paper, studies=studies)
+        report(runs, out, p.scale, paper, studies=studies)
         os.remove(os.path.join(out, "report.md"))   # the page is docs/replication.md, written from these tables
         _gzip(os.path.join(out, "evidence.csv"))    # its per-iteration rows: megabytes of text, a fifth gzipped
     sessions = _sessions(os.path.join(runs, f"{p.name}.sessions.json"))
@@ -204,6 +208,8 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
               "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
               f"{platform.machine()})", "wall_s": wall_s if wall_s is not None else wall(runs, p),
               "sessions": len(sessions), "sessions_cut_short": sum("seconds" not in s for s in sessions),
+              # the commits its sessions ran (the evidence's), beside the one publishing it
+              "session_commits": list(dict.fromkeys(s.get("commit", "unknown") for s in sessions)),
               "runs": os.path.abspath(runs), "papers": papers}
     with open(os.path.join(staging, RECORD), "w") as f:
         json.dump(record, f, indent=1)

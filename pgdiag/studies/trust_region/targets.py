@@ -50,6 +50,14 @@ SCALES = {
                                      "PPO-M and TRPO, 8 agents each, 488 iterations of 1 × 2,048 steps, a held-out "
                                      "batch every 10 iterations, checkpoints after 0/150/300/450 (the runs "
                                      "fig-landscape-concentration measures at 300)."),
+    # the replication's model pair: where a trust-region finding does not reproduce on Gym's Humanoid, the same
+    # agents on Brax's model at one length say whether the model explains it (PPO-M and TRPO anneal nothing, so
+    # Gym's first 100 of 488 iterations are a 100-iteration run of theirs)
+    "brax-pair": Scale(tasks=("humanoid",), seeds=8, overrides={"num_iterations": 100, "heldout_every": 10},
+                       description="The replication's model pair: Brax's Humanoid (276 observations, no contact "
+                                   "forces), PPO, PPO-M and TRPO, 8 agents each, 100 iterations of 1 × 2,048 "
+                                   "steps, a held-out batch every 10 iterations: read against the first 100 of "
+                                   "the replication's 488 iterations on Gym's model."),
 }
 
 
