@@ -36,3 +36,25 @@ def test_published_evidence_is_gzipped_the_same_bytes_each_time(tmp_path):
         written.append((tmp_path / name / "evidence.csv.gz").read_bytes())
     assert written[0] == written[1]
     assert gzip.decompress(written[0]).decode() == text
+
+
+def test_every_part_runs_its_targets_at_its_own_scale():
+    """A part's commands name its scale and its directories; the model pair and the CPU gradient part train
+    nothing of their own that another part does not (the same presets, agents and run length on the same
+    model), and the pair differs from the trust-regions part only in model and length."""
+    from pgdiag.experiments import targets
+
+    for p in rep.PARTS:
+        settings = rep.settings(p)       # every target has the part's scale
+        assert set(settings) == set(p.targets)
+        for line in rep.commands(p, "RUNS"):
+            assert f"--scale {p.scale} " in line and f"-{p.scale} --progress" in line
+    trust, pair = rep.part("trust-regions"), rep.part("brax-pair")
+    gym = targets.get("fig-trust-region").scales[trust.scale].training("humanoid")
+    brax = targets.get("fig-trust-region").scales[pair.scale].training("humanoid")
+    assert gym["model"] == "gym" and "model" not in brax and brax["num_iterations"] == 100
+    assert ({k: v for k, v in gym.items() if k not in ("model", "num_iterations", "checkpoint_at")}
+            == {k: v for k, v in brax.items() if k != "num_iterations"})
+    grads = targets.get("fig-grad-true").scales[rep.part("gradients-cpu").scale]
+    for task, owner in (("humanoid", "fig-trust-region"), ("walker2d", "fig-value"), ("hopper", "fig-value")):
+        assert grads.training(task) == targets.get(owner).scales["replication"].training(task)

@@ -50,6 +50,10 @@ PARTS = (
          "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
     Part("value", ("fig-value", "fig-no-baseline"),
          "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+    Part("gradients-cpu", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
+         "CL Figs 2, 3, 11–13 on the trust-regions and value parts' runs (Gym's three tasks, 488 iterations, "
+         "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",
+         scale="replication-cpu"),
     Part("ablation", ("fig-ablation",), "IM Fig 1 (CL Fig 1: Humanoid) on Gym's Walker2d and Humanoid, the "
          "paper's learning-rate grid and one rate above it, 6 seeds", device="gpu"),
     Part("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),

@@ -44,9 +44,12 @@ def _supplier(claim) -> str:
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
-    for p in rep.PARTS:
-        if t is not None and t.name in p.targets:
-            return f"run `pgdiag replication run {p.name}` ({p.device.upper()})"
+    parts = [p for p in rep.PARTS if t is not None and t.name in p.targets]
+    if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
+        parts.sort(key=lambda p: p.scale != rep.SCALE)
+        return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
+                                    + ("" if p.scale == rep.SCALE else f", the {p.scale} scale") + ")"
+                                    for p in parts)
     return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
             if t else "no target measures it yet")
 
