@@ -44,5 +44,11 @@ def test_a_finding_that_does_not_reproduce_gets_its_curve_turn_and_model_pair(tm
         in text
     assert "lay wholly above 2" in text   # the agents' medians are 1.20–1.27, so the interval is below 1.3
     assert ("at 100 iterations on both models, the median agent reads 0.835 on Gym's humanoid (8 agents, its "
-            "first 100 iterations) and 0.535 on Brax's (8 agents)") in text
+            "first 100 iterations) and 0.535 on Brax's (8 agents): neither meets the rule (> 2) at this length, so "
+            "the model does not explain it there") in text
     assert os.path.getsize(tmp_path / "max-kl-orders-above-bound.png") > 5_000
+    # Brax's agents at 10^2.5: the model could explain it
+    ev = pd.concat([trpo_max_kl("gym", 0.8, late=1.2), trpo_max_kl("brax", 2.5, length=100)], ignore_index=True)
+    row = results[(results.claim == "max-kl-orders-above-bound") & (results.level == "")].iloc[0]
+    assert disagreements.model_pair(claims.by_key("max-kl-orders-above-bound"), ev, row).endswith(
+        "2.54 on Brax's (8 agents): Brax's model meets the rule where Gym's does not, so the model could explain it")

@@ -58,3 +58,23 @@ def test_every_part_runs_its_targets_at_its_own_scale():
     grads = targets.get("fig-grad-true").scales[rep.part("gradients-cpu").scale]
     for task, owner in (("humanoid", "fig-trust-region"), ("walker2d", "fig-value"), ("hopper", "fig-value")):
         assert grads.training(task) == targets.get(owner).scales["replication"].training(task)
+
+
+def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
+    """The landscapes and the CPU gradient part measure runs other CPU parts train: their plans are their
+    measurements alone (the dry run's non-training programs summed by hand here), while the GPU gradient part,
+    on another host, plans its own trainings."""
+    from pgdiag.experiments import targets
+    from pgdiag.experiments.planner import show_plan
+
+    plans = rep.plans()
+    for name in ("landscapes", "gradients-cpu"):
+        p = rep.part(name)
+        programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
+        table = show_plan([x for x in programs if x.stage != "train"], None, show=False)
+        assert abs(plans[name] - float(table["estimated_s"].sum())) < 1e-6 * plans[name]
+    p = rep.part("gradients")
+    programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
+    assert any(x.stage == "train" for x in programs)
+    assert abs(plans["gradients"] - float(show_plan(programs, None, show=False)["estimated_s"].sum())) \
+        < 1e-6 * plans["gradients"]

@@ -57,22 +57,24 @@ def _claim_rows(claim: Claim, evidence) -> list:
     inside, checks = scope_mask(claim, part)
     args = (_floors(claim, evidence),) if claim.kind == "agents" else ()
     rows = EVALUATE[claim.kind](claim, part[inside], *args) if inside.any() else []
+    read = {id(r): inside for r in rows}   # the rows each test read: its run is theirs
     measured = {(r["task"], r["label"]) for r in rows}
     # another experiment is read where the paper read its own (figure's tasks, point of training, sample sizes)
     near = but_the_experiment(checks)
-    elsewhere = [r for sub in (~inside & near, ~inside & ~near) if sub.any()
+    elsewhere = [(r, sub) for sub in (~inside & near, ~inside & ~near) if sub.any()
                  for r in EVALUATE[claim.kind](claim, part[sub], *args)]
-    for r in elsewhere:
+    for r, sub in elsewhere:
         if (r["task"], r["label"]) in measured or r["level"]:
             continue
         measured.add((r["task"], r["label"]))
         mine = part.task.isin(r["task"].split(" − ")).to_numpy()
         where = measured_at(claim, part[mine] if mine.any() else part)
-        read = f"{r['verdict']} {where} (exploratory); " if where and r["verdict"] in VERDICTS[:3] else ""
+        said = f"{r['verdict']} {where} (exploratory); " if where and r["verdict"] in VERDICTS[:3] else ""
         rows.append({**r, "verdict": NOT_HERE, "scope": "exploratory", "p_for": np.nan, "p_against": np.nan,
-                     "why": read + missing(checks, mine if mine.any() else np.ones(len(part), bool))})
-    for r in rows:   # the run each row's task was measured on: "100 iterations, Brax's"
-        r["run"] = run_words(part[part.task.isin(str(r["task"]).split(" − "))])
+                     "why": said + missing(checks, mine if mine.any() else np.ones(len(part), bool))})
+        read[id(rows[-1])] = sub
+    for r in rows:   # the run each row's task was measured on, in the rows its test read: "100 iterations, Brax's"
+        r["run"] = run_words(part[read[id(r)] & part.task.isin(str(r["task"]).split(" − ")).to_numpy()])
     if not rows:   # measured, but nothing the claim's test can read (e.g. no Humanoid to rank the tasks against)
         rows.append({**{c: np.nan for c in COLUMNS}, "paper": claim.paper, "family": claim.family, "role": claim.role,
                      "claim": claim.key, "level": "", "where": claim.where, "task": "/".join(sorted(set(part.task))),

@@ -51,9 +51,24 @@ def model_pair(claim, ev, row) -> str:
         gym = gym[gym.iteration.isna() | (gym.iteration < length)]
     g, b = (_agents(claim, x) for x in (gym, brax))
     at = f"{length} iterations" if length is not None else "run length not recorded"
-    return (f"at {at} on both models, the median agent reads {fmt(float(np.median(g)))} on Gym's {row.task} "
-            f"({len(g)} agents, its first {at}) and {fmt(float(np.median(b)))} on Brax's ({len(b)} agents)"
-            if len(g) and len(b) else f"on Brax's {row.task} ({at}) no agent was read")
+    if not (len(g) and len(b)):
+        return f"on Brax's {row.task} ({at}) no agent was read"
+    gm, bm = float(np.median(g)), float(np.median(b))
+    return (f"at {at} on both models, the median agent reads {fmt(gm)} on Gym's {row.task} ({len(g)} agents, its "
+            f"first {at}) and {fmt(bm)} on Brax's ({len(b)} agents): {_reading(claim, gm, bm)}")
+
+
+def _reading(claim, gym: float, brax: float) -> str:
+    """Whether the model could explain the disagreement, from the two median agents against the rule."""
+    if claim.test == "within":
+        return "the model pair is shown, not read against the band"
+    meets = (lambda v: v > claim.threshold) if claim.test == ">" else (lambda v: v < claim.threshold)  # noqa: E731
+    if meets(brax) and not meets(gym):
+        return "Brax's model meets the rule where Gym's does not, so the model could explain it"
+    if meets(brax) == meets(gym):
+        return (f"{'both meet' if meets(gym) else 'neither meets'} the rule ({claim.rule()}) at this length, so the "
+                f"model does not explain it there")
+    return "Gym's model meets the rule at this length and Brax's does not"
 
 
 def _length(rows) -> int | None:

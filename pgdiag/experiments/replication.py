@@ -143,17 +143,21 @@ PLANS = "plans.json"
 
 def plans(host=None) -> dict:
     """{part: its planned seconds} on this host, or on the host the profile ``host`` declares (None where the
-    profile records no cost for some program): each program once, however many of the part's targets read it."""
+    profile records no cost for some program): each program once, however many of the part's targets read it, and
+    not again in a later part on the same kind of host (the landscapes measure the trust-regions part's runs)."""
     from pgdiag.envs.hosts import declare
     from pgdiag.experiments import targets
     from pgdiag.experiments.planner import show_plan
 
-    out = {}
+    out, earlier = {}, {"cpu": set(), "gpu": set()}
     for p in PARTS:
         owners: dict = {}
         for name in p.targets:
             for program in targets.get(name).dry_run(p.scale, host=host):
-                owners.setdefault(program, []).append(name)
+                # a training an earlier part on the same kind of host runs is trained once, there
+                if program not in earlier[p.device]:
+                    owners.setdefault(program, []).append(name)
+        earlier[p.device] |= set(owners)
         with declare(host):
             table = show_plan(list(owners), None, show=False)
         seconds = table["estimated_s"].to_numpy(float)

@@ -100,7 +100,9 @@ def _parts(records: dict, plans: dict) -> list:
         planned = [_hours(v["seconds"].get(p.name)) for v in plans.values()]
         lines.append(f"| `{p.name}` | {p.what} | {p.device.upper()} | " + " | ".join(planned) +
                      (" | " if planned else "") + f"{done} | `pgdiag replication run {p.name}` |")
-    note = ("A planned time is the dry run's estimate without compiling (`pgdiag replication plan`); \"not "
+    note = ("A planned time is the dry run's estimate without compiling (`pgdiag replication plan`), without the "
+            "trainings an earlier part on the same kind of host runs (the landscapes measure the trust-regions "
+            "part's runs); \"not "
             "costed\": the host's profile records no step cost for some program (`pgdiag host save FILE --scale "
             "replication` on that host records them).")
     return lines + ["", note if plans else "", ""]
