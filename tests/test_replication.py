@@ -78,3 +78,13 @@ def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
     assert any(x.stage == "train" for x in programs)
     assert abs(plans["gradients"] - float(show_plan(programs, None, show=False)["estimated_s"].sum())) \
         < 1e-6 * plans["gradients"]
+
+
+def test_the_cpu_ablation_is_the_replications_walker2d():
+    from pgdiag.experiments import targets
+
+    scales = targets.get("fig-ablation").scales
+    mine, all_ = scales[rep.part("ablation-walker2d").scale], scales[rep.part("ablation").scale]
+    assert mine.tasks_of() == ("walker2d",) and "walker2d" in all_.tasks_of()
+    assert (mine.training("walker2d"), mine.settings, mine.seeds) == (all_.training("walker2d"), all_.settings,
+                                                                     all_.seeds)

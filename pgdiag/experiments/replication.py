@@ -54,6 +54,9 @@ PARTS = (
          "CL Figs 2, 3, 11–13 on the trust-regions and value parts' runs (Gym's three tasks, 488 iterations, "
          "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",
          scale="replication-cpu"),
+    Part("ablation-walker2d", ("fig-ablation",), "IM Fig 1 on Gym's Walker2d alone (the ablation part's share a "
+         "CPU trains), the paper's learning-rate grid and one rate above it, 6 seeds, 488 iterations",
+         scale="replication-walker2d"),
     Part("ablation", ("fig-ablation",), "IM Fig 1 (CL Fig 1: Humanoid) on Gym's Walker2d and Humanoid, the "
          "paper's learning-rate grid and one rate above it, 6 seeds", device="gpu"),
     Part("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),

@@ -44,7 +44,8 @@ def _supplier(claim) -> str:
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
-    parts = [p for p in rep.PARTS if t is not None and t.name in p.targets]
+    parts = [p for p in rep.PARTS if t is not None and t.name in p.targets   # and trains a task the claim reads
+             and set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks)]
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
         parts.sort(key=lambda p: p.scale != rep.SCALE)
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"

@@ -67,6 +67,13 @@ SCALES = {
         description="IM Fig 1 (and CL Fig 1's Humanoid) as the papers ran them: Gym's Walker2d and Humanoid, "
                     "LR {1e-5, 8e-5, 1.5e-4, 2.2e-4} and 3.2e-4 above the paper's top, 6 seeds, T=2048 × 488 "
                     "iterations: 480 agents per task as one compiled sweep."),
+    # the replication's Walker2d alone, what a 2-core CPU trains over several sessions (about 17 h)
+    "replication-walker2d": Scale(
+        tasks=("walker2d",), seeds=6, overrides=_PAPER_BASE, task_overrides={"walker2d": {"model": "gym"}},
+        settings={"grid": {"lr_policy": LEARNING_RATES + (3.2e-4,)}},
+        description="IM Fig 1 on Gym's Walker2d alone, as the replication scale runs it: LR {1e-5, 8e-5, "
+                    "1.5e-4, 2.2e-4} and 3.2e-4 above the paper's top, 6 seeds, T=2048 × 488 iterations: 480 "
+                    "agents as one compiled sweep (its Humanoid is the GPU part's)."),
     "smoke": Scale(
         tasks=("hopper",), seeds=2, settings={"grid": {"lr_policy": LEARNING_RATES}},
         overrides=dict(algorithm="ppo", ppo_epochs=10, value_epochs=10, num_iterations=20, **CPU_SCALE),
