@@ -199,6 +199,8 @@ def test_default_chunks_need_not_divide_the_run():
     from pgdiag.run.progress import chunk_lengths, default_chunk
 
     assert [default_chunk(n) for n in (5, 20, 487, 488, 976)] == [1, 1, 24, 24, 48]
+    # at most 2,048 agent-iterations: the replication's 480-agent ablation 4 (⌊2048/480⌋), 80 agents still 24
+    assert [default_chunk(488, agents=a) for a in (16, 80, 85, 480, 4096)] == [24, 24, 24, 4, 1]
     assert chunk_lengths(0, 487, 24) == [24] * 20 + [7]
     assert chunk_lengths(0, 487, 24, stops=(0, 30, 487)) == [24, 6, 18] + [24] * 18 + [7]
     assert chunk_lengths(30, 487, 24, stops=(30,)) == [18] + [24] * 18 + [7]   # resumed from iteration 30

@@ -109,7 +109,7 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
         return continue_run(resume, base, grid, seeds, labels, progress, watchers)
     p = roster(base, grid, 1 if seeds is None else seeds, labels)
     static = base.static
-    chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint)
+    chunk_iterations = _chunk(static, chunk_iterations, out, save_checkpoint, p.num_agents)
     split.check(static)
     BATCHING.normalize("batching", batching)   # "unknown batching 'x'; choose one of: vmap, map"
     p, physics = _pinned(p, batching)
@@ -119,10 +119,10 @@ def sweep(base: Config | None = None, grid: Mapping[str, Sequence] | Sequence[Ma
     return start(p, manifest, out, progress, overwrite=overwrite, callbacks=watchers)
 
 
-def _chunk(static, chunk_iterations, out, save_checkpoint) -> int:
+def _chunk(static, chunk_iterations, out, save_checkpoint, agents: int = 1) -> int:
     """Iterations per compiled chunk, checked; and checkpoints only with a directory to keep them in."""
     if chunk_iterations is None:
-        chunk_iterations = default_chunk(static.num_iterations)
+        chunk_iterations = default_chunk(static.num_iterations, agents=agents)
     if isinstance(chunk_iterations, bool) or not isinstance(chunk_iterations, int) or chunk_iterations < 1:
         raise ConfigError(f"chunk_iterations must be a positive int, got {chunk_iterations!r}")
     chunk_iterations = min(chunk_iterations, static.num_iterations)

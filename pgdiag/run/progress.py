@@ -187,11 +187,17 @@ def estimate(label: str, done: int, seconds: float, remaining: int, now: float |
             f"for the remaining {remaining} (until about {end})")
 
 
-def default_chunk(num_iterations: int, target_chunks: int = 20) -> int:
+#: the most agent-iterations a default chunk holds: a sweep of hundreds of agents (the 2^4 ablation's 480 at the
+#: papers' length) would otherwise run most of an hour on a laptop between the states a resume starts from
+CHUNK_AGENT_ITERATIONS = 2048
+
+
+def default_chunk(num_iterations: int, target_chunks: int = 20, agents: int = 1) -> int:
     """Iterations per chunk giving at least ``target_chunks`` chunks (progress, and the state a resume
-    starts from, at most about ``1/target_chunks`` of the run apart); the last chunk may be shorter (the
-    chunk program runs any count up to its length: no extra compile)."""
-    return max(1, num_iterations // target_chunks)
+    starts from, at most about ``1/target_chunks`` of the run apart), and at most
+    [`CHUNK_AGENT_ITERATIONS`][pgdiag.run.progress.CHUNK_AGENT_ITERATIONS] over ``agents``; the last chunk may
+    be shorter (the chunk program runs any count up to its length: no extra compile)."""
+    return max(1, min(num_iterations // target_chunks, CHUNK_AGENT_ITERATIONS // max(agents, 1)))
 
 
 def chunk_lengths(start: int, num_iterations: int, chunk: int, stops=()) -> list[int]:
