@@ -25,6 +25,7 @@ import shutil
 import jax
 import numpy as np
 
+from pgdiag.diagnostics.tables import DIAGNOSTICS
 from pgdiag.run import store
 
 #: the longest a program is planned to run before its subjects are split into blocks kept one by one (seconds):
@@ -35,7 +36,7 @@ FORMAT = "pgdiag.piece/1"
 
 def directory(run_path: str, name: str) -> str:
     """Where the blocks of the study ``name`` measured with ``run_path``'s subjects first are kept."""
-    return os.path.join(run_path, "diagnostics", ".pieces", name)
+    return os.path.join(run_path, DIAGNOSTICS, ".pieces", name)
 
 
 def count(units: int, planned_s: float | None, limit: float = PIECE_S) -> int:

@@ -130,8 +130,8 @@ def read_study(run_paths, name: str, tables, kind: str | None = None, title: str
     for run in run_paths:
         manifest = saved_manifest(run, name)
         if manifest is None:
-            have = sorted(os.listdir(os.path.join(run, DIAGNOSTICS))) if os.path.isdir(
-                os.path.join(run, DIAGNOSTICS)) else []
+            where = os.path.join(run, DIAGNOSTICS)   # (a name never starts with '.': .pieces holds kept blocks)
+            have = sorted(d for d in os.listdir(where) if not d.startswith(".")) if os.path.isdir(where) else []
             raise FileNotFoundError(f"no {name!r} diagnostic in {run!r}; diagnostics there: {have or 'none'}")
         if kind is not None and manifest.get("kind") != kind:
             raise DiagnosticError(f"{name!r} in {run!r} is a {manifest.get('kind')!r} study, not a {title}")
