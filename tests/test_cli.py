@@ -147,7 +147,8 @@ def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_:
         main(["fig-ablation", "--scale", "mid", "--dry-run"])
     assert exit_.value.code == 2
-    assert "invalid choice: 'mid' (choose from 'smoke', 'paper', 'replication')" in capsys.readouterr().err
+    assert ("invalid choice: 'mid' (choose from 'smoke', 'paper', 'replication', 'replication-walker2d')"
+            in capsys.readouterr().err)
     with pytest.raises(SystemExit):
         main(["fig-value", "--help"])
     assert "--scale {smoke,mid,paper,replication,tasks}" in capsys.readouterr().out
