@@ -88,3 +88,18 @@ def test_the_cpu_ablation_is_the_replications_walker2d():
     assert mine.tasks_of() == ("walker2d",) and "walker2d" in all_.tasks_of()
     assert (mine.training("walker2d"), mine.settings, mine.seeds) == (all_.training("walker2d"), all_.settings,
                                                                      all_.seeds)
+
+
+def test_a_parts_dry_run_plans_on_a_declared_host(capsys):
+    """`replication run PART --dry-run --host PROFILE` plans on the host the profile declares (its memory, its
+    recorded costs: the H200's records no Gym model, so it says which to record); --host alone runs nothing."""
+    import pytest
+
+    from pgdiag.cli import main
+
+    profile = "benchmarks/results/accelerator-h200-2026-11-28-host.json"
+    main(["replication", "run", "value", "--dry-run", "--host", profile])
+    out = capsys.readouterr().out
+    assert f"declared by {profile}" in out and "none in the profile for hopper, walker2d" in out
+    assert main(["replication", "run", "value", "--host", profile, "--runs", "/nonexistent"]) not in (None, 0)
+    assert "--host plans on another host: it goes with --dry-run" in capsys.readouterr().err

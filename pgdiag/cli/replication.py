@@ -2,6 +2,7 @@
 
     pgdiag replication run trust-regions --runs ~/pgdiag-runs   # train and measure (resumes where it stopped)
     pgdiag replication run value --dry-run                       # its programs on this host, nothing runs
+    pgdiag replication run value --dry-run --host gpu.json       # ... on the host a profile declares
     pgdiag replication publish trust-regions --runs ~/pgdiag-runs  # its tables and figures into replication/
     pgdiag replication page                                      # docs/replication.md from replication/*/
 """
@@ -22,6 +23,8 @@ def add_replication(sub) -> None:
     r.add_argument("part", help="the part: " + ", ".join(_names()))
     r.add_argument("--runs", default=RUNS, help=f"the run directory, outside the repository (default {RUNS})")
     r.add_argument("--dry-run", action="store_true", help="print the part's programs and planned time here")
+    r.add_argument("--host", default=None, metavar="PROFILE",
+                   help="with --dry-run: plan on the host this profile declares (`pgdiag host save`) instead")
     r.set_defaults(func=cmd_run)
     s = how.add_parser("publish", help="copy a part's tables and figures from --runs into replication/<part>/")
     s.add_argument("part")
@@ -47,15 +50,20 @@ def cmd_run(args) -> None:
     from pgdiag.experiments import replication as rep
 
     p = rep.part(args.part)
+    if args.host and not args.dry_run:
+        from pgdiag.config import ConfigError
+        raise ConfigError("--host plans on another host: it goes with --dry-run (a part runs on this one)")
     if args.dry_run:   # each program once, with the targets that read it (shared runs train once)
+        from pgdiag.envs.hosts import declare
         from pgdiag.experiments import targets
         from pgdiag.experiments.planner import show_plan
 
         owners: dict = {}
         for name in p.targets:
-            for program in targets.get(name).dry_run(p.scale):
+            for program in targets.get(name).dry_run(p.scale, host=args.host):
                 owners.setdefault(program, []).append(name)
-        show_plan(list(owners), None, owners=[", ".join(v) for v in owners.values()])
+        with declare(args.host):
+            show_plan(list(owners), None, owners=[", ".join(v) for v in owners.values()])
         return
     print("\n".join(rep.commands(p, args.runs)), flush=True)
     wall = rep.run(p, args.runs)
