@@ -16,6 +16,7 @@ pieces holds what it holds measured in one program, to float32 rounding.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -74,8 +75,6 @@ def blocks(units: int, pieces: int) -> list:
 def take(subjects, start: int, stop: int):
     """The subjects ``start`` … ``stop − 1`` of ``subjects`` (sliced on the host: indexing device arrays would
     compile a program per leaf)."""
-    import dataclasses
-
     cut = lambda x: jax.device_put(np.asarray(x)[start:stop])  # noqa: E731
     return dataclasses.replace(subjects, states=jax.tree.map(cut, subjects.states),
                                knobs=jax.tree.map(cut, subjects.knobs), rows=subjects.rows[start:stop],
