@@ -64,6 +64,10 @@ def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, flo
         ("whole iteration (as training runs it)", timed(whole, state, knobs)),
     ]
     batch = agents * num_envs
+    rows.append(("rollout without MuJoCo (its physics the identity; the rest of the rollout)",
+                 timed(jax.jit(jax.vmap(lambda s, k: stages.collect_batch(_without_physics(), s.policy, s.value,
+                                                                          s.envs, s.filters, k, s.key, steps))),
+                       state, knobs)))
     rows.append(("raw physics of the same batch", batch * steps / physics_rate("hopper", batch, steps)))
     flops = agents * num_envs * steps * train_cost.update_flops(static, "hopper")
     mb = num_envs * steps // static.num_minibatches
@@ -73,6 +77,20 @@ def profile(agents: int, num_envs: int, steps: int) -> tuple[list[tuple[str, flo
     rows.append((f"update at this CPU's matmul rate on its shapes ({flops / 1e9:.1f} GFLOP at {rate / 1e9:.0f} "
                  "GFLOP/s; a lower bound)", flops / rate))
     return rows, flops
+
+
+def _without_physics():
+    """Native Hopper with MuJoCo's step replaced by the identity (the state kept): what the rollout costs
+    besides its physics — the policy, filters, rewards, resets and the update batch."""
+    from pgdiag.envs import mujoco_tasks
+    from pgdiag.envs.mujoco_models import mujoco_task
+
+    real = mujoco_tasks.native_advance
+    mujoco_tasks.native_advance = lambda *a, **k: lambda qpos, qvel, ctrl: {"qpos": qpos, "qvel": qvel}
+    try:
+        return mujoco_tasks.make_mujoco_env(mujoco_task("hopper", "brax"), "native", 0)
+    finally:
+        mujoco_tasks.native_advance = real
 
 
 def networks_alone(static, rows: int):

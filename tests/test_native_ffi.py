@@ -263,3 +263,34 @@ def test_without_a_compiler_native_stepping_falls_back_to_callbacks(tmp_path):
     s = jax.jit(env.step)(env.reset(jax.random.PRNGKey(0)), jnp.full(env.action_size, 0.3, jnp.float32))
     expected = " ".join(repr(float(x)) for x in np.asarray(s.physics["qpos"]))
     assert f"qpos: {expected}" in done.stdout
+
+
+def test_a_pool_steps_alike_whether_its_threads_spin_or_sleep():
+    """A pooled stepper's threads spin a short while between batched steps and sleep when left longer: steps
+    back to back (the workers caught spinning), steps after pauses far longer than the spin (woken from sleep),
+    and steps from several callers at once (one pooled step at a time) all equal the one-thread stepper's; a pool
+    freed while its threads spin, or after they went to sleep, stops."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    task = mujoco_task("hopper", "brax")
+    m = load_model(task)
+    rng = np.random.default_rng(3)
+    batch = 14
+    qpos = (m.qpos0 + rng.uniform(-0.05, 0.05, (batch, m.nq))).astype(np.float32)
+    qvel = rng.uniform(-0.5, 0.5, (batch, m.nv)).astype(np.float32)
+    ctrl = rng.uniform(-1, 1, (batch, m.nu)).astype(np.float32)
+    want = native_ffi.FfiStepper(m, task.n_frames, 1).step_numpy(qpos, qvel, ctrl)
+    pooled = native_ffi.FfiStepper(m, task.n_frames, 3)
+    for pause in [0.0] * 50 + [0.01] * 5:
+        np.testing.assert_array_equal(pooled.step_numpy(qpos, qvel, ctrl), want)
+        time.sleep(pause)
+    with ThreadPoolExecutor(4) as callers:
+        for out in callers.map(lambda _: pooled.step_numpy(qpos, qvel, ctrl), range(40)):
+            np.testing.assert_array_equal(out, want)
+    for pause in (0.0, 0.01):   # freed just after a step (its threads spinning) and after a pause (asleep)
+        doomed = native_ffi.FfiStepper(m, task.n_frames, 3)
+        doomed.step_numpy(qpos, qvel, ctrl)
+        time.sleep(pause)
+        native_ffi.FfiStepper._alive.remove(doomed)
+        doomed.lib.pgd_stepper_free(doomed.handle)

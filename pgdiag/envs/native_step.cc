@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -54,7 +55,10 @@ int FieldSize(const mjModel* m, int field) {
 }
 
 // A fixed set of worker threads that run one job (a function of the share index) at a time; the calling
-// thread takes share 0, so one thread means no pool at all.
+// thread takes share 0, so one thread means no pool at all. A batched step's physics lasts a few hundred
+// microseconds and the program's own kernels between two steps a few dozen, about what waking a sleeping thread
+// takes: so each side spins a short while before it sleeps (a worker after its job, waiting for the next one;
+// the caller after its share, waiting for the others), and only a pool left idle longer sleeps.
 class Pool {
  public:
   explicit Pool(int threads) {
@@ -76,42 +80,61 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &job;
       shares_ = shares;
-      pending_ = shares - 1;
-      ++generation_;
+      pending_.store(shares - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     if (shares > 1) wake_.notify_all();
     job(0);
+    if (Spin([this] { return pending_.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   }
 
  private:
+  // Whether ready() became true within about kSpin of polling (false: the caller goes to sleep).
+  template <typename Ready>
+  static bool Spin(Ready ready) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 0;; ++i) {
+      if (ready()) return true;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+    }
+  }
+
   void Work(int index) {
     uint64_t seen = 0;
     for (;;) {
       const std::function<void(int)>* job;
-      {
+      int shares;
+      if (!Spin([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
         if (stop_) return;
-        seen = generation_;
-        if (index >= shares_) continue;
-        job = job_;
       }
-      (*job)(index);
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (--pending_ == 0) done_.notify_one();
+        std::lock_guard<std::mutex> lock(mu_);  // job_ and shares_ are written under the lock, with generation_
+        if (stop_) return;
+        seen = generation_.load(std::memory_order_acquire);
+        job = job_;
+        shares = shares_;
+      }
+      if (index >= shares) continue;
+      (*job)(index);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // a caller past its spin waits under the lock: wake it
+        done_.notify_one();
       }
     }
   }
 
+  static constexpr std::chrono::microseconds kSpin{200};
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* job_ = nullptr;
-  int shares_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
+  int shares_ = 0;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
 };
 

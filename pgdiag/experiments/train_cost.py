@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from pgdiag.envs import sizes
 
-#: the rollout's cost per batched step beyond its physics (the policy's sampling, the filters, the random draws:
-#: about a hundred small kernels a step), in Hopper steps of the same width: 0.17 ms against 0.21 for 14 agents on
-#: a 2-core CPU (benchmarks/bench_stages.py), with the margin the whole iterations need (their metrics, chunks)
+#: the rollout's cost per batched step beyond the physics of random-action trajectories, in Hopper steps of the same
+#: width: 0.17 ms against 0.21 for 14 agents on a 2-core CPU (benchmarks/bench_stages.py), with the margin the whole
+#: iterations need (their metrics, chunks). Mostly physics: a training's own states (robots falling and reset) step
+#: dearer than those trajectories; the policy, filters and draws cost 0.04 ms
+#: (benchmarks/results/native-pool-cpu-2026-12-07.md)
 ROLLOUT_FIXED = 0.9
 #: the Hopper preset's update (10 policy and 10 value epochs of 32 minibatches, 64 × 64 networks) per batched step,
 #: in Hopper steps of the same width: 0.35 ms against 0.21 for 14 agents, with the same margin
