@@ -6,8 +6,9 @@ them all. With ``PGDIAG_HOST_DEVICES=N`` the sweep's agents are sharded over N C
 and each device runs its block's update on a core of its own. For each device count, in a child process (JAX
 takes its device count only before it starts): a sweep of ``--agents`` PPO agents on native Hopper at the
 papers' batch (1 × 2,048 steps), its steady chunks' time per environment step (compiling excluded), beside the
-physics floor: MuJoCo's own ``rollout`` on one thread over pgdiag's trajectory states, per environment step,
-divided by the cores (every core stepping, nothing else). Sharding changes how many agents one compiled program
+training's floor on the host's cores: MuJoCo's own ``rollout`` on one thread over a training iteration's own
+states (recorded as its rollout steps them), plus the update's networks alone at its shapes at the rate one core
+attains on them, per environment step, divided by the cores (every core busy, nothing waiting). Sharding changes how many agents one compiled program
 batches, so the runs agree to float32 rounding, not bitwise (the table's last column, after the iterations run).
 
     python benchmarks/bench_host_devices.py [--agents 14] [--iterations 20] [--devices 1 2]
@@ -42,14 +43,59 @@ def train(devices: int, agents: int, iterations: int, out: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def floor_us(agents: int, cores: int) -> float:
-    """MuJoCo's one-thread cost per Hopper step on pgdiag's trajectory states, divided by the cores (µs)."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    from bench_floor import floor_ms, pgdiag_trajectory
+def own_states(agents: int):
+    """A PPO iteration's own (qpos, qvel, warm start, control) on native Hopper from fresh agents (robots falling
+    and reset: dearer than random-action trajectories from rest), recorded as the rollout steps them; shaped
+    [steps, agents, ...] for ``bench_floor.floor_ms``."""
+    import jax
+    import jax.numpy as jnp
 
-    _, seen = pgdiag_trajectory("hopper", "brax", agents, 1, 256, 2.0)
-    single_ms, _ = floor_ms("hopper", "brax", seen, cores, 3.0)
-    return single_ms * 1e3 / agents / cores
+    from pgdiag import make_train, preset, seed_key, stages
+    from pgdiag.config import stack_knobs
+
+    cfg = preset("ppo", "hopper", physics="native", physics_threads=1)
+    trainer, seen = make_train(cfg.static), []
+    env = trainer.env
+
+    def step(s, a):  # every environment's state and action, as the rollout steps it
+        jax.debug.callback(lambda *x: seen.append([np.asarray(v) for v in x]), s.physics["qpos"], s.physics["qvel"], a)
+        return env.step(s, a)
+
+    knobs = stack_knobs([cfg.knobs] * agents)
+    state = jax.jit(jax.vmap(trainer.init))(jnp.stack([seed_key(i) for i in range(agents)]), knobs)
+    steps = cfg.static.steps_per_env
+    jax.block_until_ready(jax.jit(jax.vmap(lambda s, k: stages.collect_batch(
+        env.replace(step=step), s.policy, s.value, s.envs, s.filters, k, s.key, steps)))(state, knobs))
+    qpos, qvel, action = (np.concatenate([x[i].reshape(-1, x[i].shape[-1]) for x in seen]) for i in range(3))
+    shaped = lambda x: x[:steps * agents].reshape(steps, agents, -1).astype(np.float64)  # noqa: E731
+    return shaped(qpos), shaped(qvel), np.zeros_like(shaped(qvel)), shaped(action)
+
+
+def floor_us(agents: int, cores: int) -> tuple[float, float]:
+    """(physics, update) floor of a training step on ``cores`` cores, µs per environment step: MuJoCo's one-thread
+    cost on a training iteration's own states, and the update's networks alone at its shapes on one core (the
+    rate this CPU attains on that work, ``bench_stages.networks_alone``), each divided by the cores."""
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from bench_floor import floor_ms
+    from bench_stages import networks_alone
+    from bench_throughput import timed
+
+    from pgdiag import make_train, preset, seed_key, stages
+    from pgdiag.config import stack_knobs
+
+    single_ms, _ = floor_ms("hopper", "brax", own_states(agents), 1, 3.0)
+    cfg = preset("ppo", "hopper", physics="native")
+    trainer, steps = make_train(cfg.static), cfg.static.steps_per_env
+    knobs = stack_knobs([cfg.knobs] * agents)
+    state = jax.jit(jax.vmap(trainer.init))(jnp.stack([seed_key(i) for i in range(agents)]), knobs)
+    data = jax.jit(jax.vmap(lambda s, k: stages.collect_batch(trainer.env, s.policy, s.value, s.envs, s.filters, k,
+                                                              s.key, steps)))(state, knobs)
+    rows = steps // cfg.static.num_minibatches
+    update_s = timed(jax.jit(jax.vmap(networks_alone(cfg.static, rows))), state, data, knobs)
+    return single_ms * 1e3 / agents / cores, update_s * 1e6 / (agents * steps) / cores
 
 
 def main(argv=None) -> int:
@@ -61,7 +107,8 @@ def main(argv=None) -> int:
     import pandas as pd
 
     cores = os.cpu_count() or 1
-    floor = floor_us(args.agents, cores)
+    physics, update = floor_us(args.agents, cores)
+    floor = physics + update
     steps = args.agents * 2048 * max(1, args.iterations // 4)   # environment steps per chunk
     rows, finals = [], {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +121,9 @@ def main(argv=None) -> int:
             rows.append((n, t["devices"], t["compile_s"], 1e6 * steady / steps))
     base = rows[0][3]
     print(f"PPO on native Hopper, {args.agents} agents × 2,048 steps an iteration, {cores} cores; "
-          f"physics floor {floor:.1f} µs a step (MuJoCo's one-thread cost / {cores} cores)\n")
+          f"floor {floor:.1f} µs a step over {cores} cores: physics {physics:.1f} (MuJoCo's one-thread cost on a "
+          f"training iteration's own states / {cores}) + update {update:.1f} (its networks alone at its shapes, "
+          f"one core's rate / {cores})\n")
     print("| PGDIAG_HOST_DEVICES | devices | compile (s) | µs per env step | speed-up | floor / training | "
           "final returns, max |Δ| to the first row |")
     print("|---|---|---|---|---|---|---|")
