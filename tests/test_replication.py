@@ -103,3 +103,29 @@ def test_a_parts_dry_run_plans_on_a_declared_host(capsys):
     assert f"declared by {profile}" in out and "none in the profile for hopper, walker2d" in out
     assert main(["replication", "run", "value", "--host", profile, "--runs", "/nonexistent"]) not in (None, 0)
     assert "--host plans on another host: it goes with --dry-run" in capsys.readouterr().err
+
+
+def test_a_part_runs_on_the_cpu_devices_it_declares():
+    """The CPU ablation shards its agents over 2 CPU devices in every session: a fresh process is given them
+    before JAX starts, its commands say so, and a process whose JAX already has another count is refused in words
+    (its runs would continue as other programs)."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    import pytest
+
+    from pgdiag.config import ConfigError
+
+    walker = rep.part("ablation-walker2d")
+    assert walker.cpu_devices == 2 and all(c.startswith("PGDIAG_HOST_DEVICES=2 pgdiag ")
+                                           for c in rep.commands(walker, "/r"))
+    assert not any("PGDIAG_HOST_DEVICES" in c for c in rep.commands(rep.part("value"), "/r"))
+    code = ("from pgdiag.experiments import replication as rep; rep.use_devices(rep.part('ablation-walker2d')); "
+            "import jax; print(jax.device_count())")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PGDIAG_HOST_DEVICES"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split()[-1] == "2"
+    rep.use_devices(rep.part("value"))   # this process: JAX's one CPU device, as the part asks
+    with pytest.raises(ConfigError, match=r"over 2 CPU device\(s\), this process has 1 .*unset PGDIAG_HOST_DEVICES"):
+        rep.use_devices(dataclasses.replace(rep.part("value"), cpu_devices=2))

@@ -575,3 +575,18 @@ def test_a_full_disk_says_one_line_and_the_run_resumes(tmp_path, monkeypatch, ca
                             + ": no space left on the device"), err
     assert f"resume with: pgdiag resume {out}" in err[0]
     assert resume(out).manifest["status"] == "complete"
+
+
+def test_a_run_continued_on_another_device_count_says_so(capsys):
+    """A run continued on another device count than it began on is other compiled programs from there (its agents
+    sharded into other blocks): one line says so and how to continue it as it began; the same count says nothing."""
+    from pgdiag.run.continuation import _say_if_other_devices
+    from pgdiag.run.provenance import device_info
+
+    now = device_info()["count"]
+    _say_if_other_devices("/r", {"device": {"count": now}})
+    assert capsys.readouterr().out == ""
+    _say_if_other_devices("/r", {"device": {"count": now + 1}})
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and f"began on {now + 1} device(s) and continues on {now}" in line
+    assert f"PGDIAG_HOST_DEVICES={now + 1}" in line

@@ -65,6 +65,7 @@ def cmd_run(args) -> None:
         with declare(args.host):
             show_plan(list(owners), None, owners=[", ".join(v) for v in owners.values()])
         return
+    rep.use_devices(p)
     print("\n".join(rep.commands(p, args.runs)), flush=True)
     wall = rep.run(p, args.runs)
     print(f"published {rep.publish(p, args.runs, wall_s=wall)}")

@@ -37,6 +37,10 @@ class Part:
     what: str           # the papers' figures it covers, in words
     device: str = "cpu"  # where it fits: "cpu" (this 2-core machine, hours) or "gpu" (a 16-core GPU host)
     scale: str = SCALE   # the targets' scale (the papers' settings; a model pair's, beside them)
+    #: the CPU devices its runs shard their agents over (pgdiag.run.host_devices): on 2 cores, 2 run a long
+    #: training's updates side by side, 1.53× faster (benchmarks/results/native-pool-cpu-2026-12-07.md); its
+    #: runs' programs, so every session of the part asks for the same count
+    cpu_devices: int = 1
 
 
 PARTS = (
@@ -55,8 +59,8 @@ PARTS = (
          "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",
          scale="replication-cpu"),
     Part("ablation-walker2d", ("fig-ablation",), "IM Fig 1 on Gym's Walker2d alone (the ablation part's share a "
-         "CPU trains), the paper's learning-rate grid and one rate above it, 6 seeds, 488 iterations",
-         scale="replication-walker2d"),
+         "CPU trains), the paper's learning-rate grid and one rate above it, 6 seeds, 488 iterations, its agents "
+         "over 2 CPU devices", scale="replication-walker2d", cpu_devices=2),
     Part("ablation", ("fig-ablation",), "IM Fig 1 (CL Fig 1: Humanoid) on Gym's Walker2d and Humanoid, the "
          "paper's learning-rate grid and one rate above it, 6 seeds", device="gpu"),
     Part("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
@@ -93,8 +97,25 @@ def commands(p: Part, runs: str) -> list:
     """The commands that run ``p`` into ``runs`` (each target into ``runs/<study>-replication``, as make writes)."""
     from pgdiag.experiments import targets
 
-    return [f"pgdiag {name} --scale {p.scale} --out {runs}/{targets.get(name).study}-{p.scale} --progress"
+    devices = f"PGDIAG_HOST_DEVICES={p.cpu_devices} " if p.cpu_devices > 1 else ""
+    return [f"{devices}pgdiag {name} --scale {p.scale} --out {runs}/{targets.get(name).study}-{p.scale} --progress"
             for name in p.targets]
+
+
+def use_devices(p: Part) -> None:
+    """Give JAX the CPU devices ``p``'s runs were begun on, before anything runs; refused, in words, where JAX
+    already has another count (``PGDIAG_HOST_DEVICES`` set otherwise): the part's runs would continue as other
+    programs."""
+    import jax
+
+    from pgdiag.run import host_devices
+
+    if p.cpu_devices > 1:
+        host_devices.configure(p.cpu_devices)
+    if jax.default_backend() == "cpu" and jax.device_count() != p.cpu_devices:
+        raise ConfigError(f"replication {p.name}: its runs shard their agents over {p.cpu_devices} CPU device(s), "
+                          f"this process has {jax.device_count()} ({host_devices.ENV}="
+                          f"{os.environ.get(host_devices.ENV, 'unset')}); unset {host_devices.ENV} and run it again")
 
 
 def run(p: Part, runs: str) -> float:
@@ -105,7 +126,8 @@ def run(p: Part, runs: str) -> float:
     log = os.path.join(runs, f"{p.name}.sessions.json")
     sessions = _sessions(log)
     start = datetime.datetime.now(datetime.timezone.utc)
-    sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit()})
+    sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit(),
+                     "cpu_devices": p.cpu_devices})
     _write_json(log, sessions)
     try:
         for name in p.targets:
@@ -221,7 +243,7 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
               "sessions": len(sessions), "sessions_cut_short": sum("seconds" not in s for s in sessions),
               # the commits its sessions ran (the evidence's), beside the one publishing it
               "session_commits": list(dict.fromkeys(s.get("commit", "unknown") for s in sessions)),
-              "runs": os.path.abspath(runs), "papers": papers}
+              "runs": os.path.abspath(runs), "cpu_devices": p.cpu_devices, "papers": papers}
     with open(os.path.join(staging, RECORD), "w") as f:
         json.dump(record, f, indent=1)
     if os.path.isdir(dest):   # the published folder is replaced whole, never mixed with an older one

@@ -70,6 +70,7 @@ def continue_run(run_dir, base, grid, seeds, labels, progress, watchers=()) -> s
         if manifest["status"] == "complete":
             return None
         # where and how each continuation ran (the "device" entry stays the first run's)
+        _say_if_other_devices(run_dir, manifest)
         manifest.setdefault("resumed", []).append({
             "after_iteration": manifest["iterations_done"], "device": provenance.device_info(),
             "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -77,3 +78,14 @@ def continue_run(run_dir, base, grid, seeds, labels, progress, watchers=()) -> s
         return manifest
 
     return start(p, current, run_dir, progress, resume=True, callbacks=watchers)
+
+
+def _say_if_other_devices(run_dir: str, manifest: dict) -> None:
+    """One line where a run continues on another device count than it began on: its agents are then sharded into
+    other blocks, so the rest of the run is other compiled programs, equal to an uninterrupted run to float32
+    rounding only (which learning amplifies), not bitwise."""
+    began, now = manifest.get("device", {}).get("count"), provenance.device_info()["count"]
+    if began is not None and began != now:
+        print(f"pgdiag: {run_dir} began on {began} device(s) and continues on {now}: its remaining iterations are "
+              f"other programs, equal to an uninterrupted run to float32 rounding, not bitwise "
+              f"(PGDIAG_HOST_DEVICES={began} continues it as it began)", flush=True)
