@@ -43,17 +43,18 @@ def train(devices: int, agents: int, iterations: int, out: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def own_states(agents: int):
+def own_states(agents: int, **batch):
     """A PPO iteration's own (qpos, qvel, warm start, control) on native Hopper from fresh agents (robots falling
     and reset: dearer than random-action trajectories from rest), recorded as the rollout steps them; shaped
-    [steps, agents, ...] for ``bench_floor.floor_ms``."""
+    [steps, agents × environments, ...] for ``bench_floor.floor_ms``. ``batch``: the preset's ``num_envs`` and
+    ``steps_per_env`` where not the papers' 1 × 2,048."""
     import jax
     import jax.numpy as jnp
 
     from pgdiag import make_train, preset, seed_key, stages
     from pgdiag.config import stack_knobs
 
-    cfg = preset("ppo", "hopper", physics="native", physics_threads=1)
+    cfg = preset("ppo", "hopper", physics="native", physics_threads=1, **batch)
     trainer, seen = make_train(cfg.static), []
     env = trainer.env
 
@@ -67,7 +68,8 @@ def own_states(agents: int):
     jax.block_until_ready(jax.jit(jax.vmap(lambda s, k: stages.collect_batch(
         env.replace(step=step), s.policy, s.value, s.envs, s.filters, k, s.key, steps)))(state, knobs))
     qpos, qvel, action = (np.concatenate([x[i].reshape(-1, x[i].shape[-1]) for x in seen]) for i in range(3))
-    shaped = lambda x: x[:steps * agents].reshape(steps, agents, -1).astype(np.float64)  # noqa: E731
+    width = agents * cfg.static.num_envs
+    shaped = lambda x: x[:steps * width].reshape(steps, width, -1).astype(np.float64)  # noqa: E731
     return shaped(qpos), shaped(qvel), np.zeros_like(shaped(qvel)), shaped(action)
 
 

@@ -9,6 +9,8 @@ host attains on the update's own work outside the engine (both networks' forward
 minibatch shape, vmapped over the agents, as many steps as the epochs take, a bare descent step between),
 and a lower bound: the update's matmul FLOPs at the rate this CPU reaches on its matmul shape alone. The
 update's FLOPs per sample are counted from the layer shapes (``pgdiag.experiments.train_cost.update_flops``).
+Then the rollout, the update and the whole iteration against their floor on the host's cores
+(``bench_host_devices.py``'s: MuJoCo's one-thread cost on the iteration's own states, the networks alone).
 
     python benchmarks/bench_stages.py [--agents 16] [--envs 4] [--steps 256]
 """
@@ -140,6 +142,29 @@ def main():
     both = dict(rows)["both in one loop (update, as training runs them)"]
     print(f"\nthe update: {flops / pairs / 1e3:.0f} kFLOP of matmuls per sample; {flops / both / 1e9:.1f} GFLOP/s "
           f"against {flops / alone / 1e9:.1f} attainable on its shapes: {alone / both:.2f} of the attainable rate")
+    against_floor(dict(rows), alone, args)
+
+
+def against_floor(rows: dict, alone: float, args) -> None:
+    """Each part against its floor on this host's cores (bench_host_devices' definition): the rollout against
+    MuJoCo's own one-thread cost on the iteration's own states, the update against its networks alone, the
+    whole iteration against both, each divided by the cores."""
+    import os
+
+    from bench_floor import floor_ms
+    from bench_host_devices import own_states
+
+    cores = os.cpu_count() or 1
+    states = own_states(args.agents, num_envs=args.envs, steps_per_env=args.steps)
+    physics = floor_ms("hopper", "brax", states, 1, 3.0)[0] * args.steps / 1e3
+    floors = {"rollout (collect_batch)": physics / cores,
+              "both in one loop (update, as training runs them)": alone / cores,
+              "whole iteration (as training runs it)": (physics + alone) / cores}
+    print(f"\nagainst the floor on {cores} cores (MuJoCo's one-thread cost on the iteration's own states, "
+          f"{physics:.3f} s; the update's networks alone, {alone:.3f} s; each over the cores)\n")
+    print("| part | seconds | floor (s) | floor / part |\n|---|---|---|---|")
+    for name, floor in floors.items():
+        print(f"| {name} | {rows[name]:.3f} | {floor:.3f} | {floor / rows[name]:.2f} |")
 
 
 if __name__ == "__main__":
