@@ -58,17 +58,21 @@ def test_every_part_runs_its_targets_at_its_own_scale():
     grads = targets.get("fig-grad-true").scales[rep.part("gradients-cpu").scale]
     for task, owner in (("humanoid", "fig-trust-region"), ("walker2d", "fig-value"), ("hopper", "fig-value")):
         assert grads.training(task) == targets.get(owner).scales["replication"].training(task)
+    baselines = targets.get("fig-baselines").scales[rep.part("baselines").scale]
+    for task in ("walker2d", "hopper"):     # the value part's runs, measured at Fig 5's checkpoints
+        assert baselines.training(task) == targets.get("fig-value").scales["replication"].training(task)
+    assert baselines.checkpoints("baselines") == (150, 300, 450)
 
 
 def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
-    """The landscapes and the CPU gradient part measure runs other CPU parts train: their plans are their
+    """The landscapes, the baselines and the CPU gradient part measure runs other CPU parts train: their plans are their
     measurements alone (the dry run's non-training programs summed by hand here), while the GPU gradient part,
     on another host, plans its own trainings."""
     from pgdiag.experiments import targets
     from pgdiag.experiments.planner import show_plan
 
     plans = rep.plans()
-    for name in ("landscapes", "gradients-cpu"):
+    for name in ("landscapes", "baselines", "gradients-cpu"):
         p = rep.part(name)
         programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
         table = show_plan([x for x in programs if x.stage != "train"], None, show=False)

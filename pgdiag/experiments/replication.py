@@ -54,6 +54,10 @@ PARTS = (
          "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
     Part("value", ("fig-value", "fig-no-baseline"),
          "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+    Part("baselines", ("fig-baselines",),
+         "CL Figs 5, 16 on the value part's runs (Gym's Walker2d and Hopper, 488 iterations, checkpoints "
+         "150/300/450) at the paper's sample sizes (N up to 1e4; V* fit on 5e5 pairs): the baselines' variance "
+         "and the value network's noise floor"),
     Part("gradients-cpu", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
          "CL Figs 2, 3, 11–13 on the trust-regions and value parts' runs (Gym's three tasks, 488 iterations, "
          "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",

@@ -24,7 +24,7 @@ from pgdiag.studies.baselines.diagnostic import BASELINES
 from pgdiag.diagnostics.sizes import PAPER_SIZES
 from pgdiag.experiments import diagnostic_targets, dry_run, figures
 from pgdiag.studies.baselines import evidence as ev
-from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, Scale
+from pgdiag.experiments.scales import MID_CHECKPOINTS, MID_TRAINING, PAPER_CHECKPOINTS, Scale, replication_training
 from pgdiag.experiments.target_types import Measurement, Target
 
 STUDY = "baselines"
@@ -46,6 +46,15 @@ SCALES = {
                     "learns from 5e5 pairs (the ICLR text's number; fit_pairs=5_000_000 for the v4 text's) in "
                     "rounds of "
                     "30 epochs, at most 4, until shown closer to the returns than the agent's network."),
+    # the value part's runs (pgdiag.experiments.replication), measured at Fig 5's checkpoints with the paper's
+    # sample sizes: every setting the paper states fits a CPU
+    "replication": Scale(
+        **replication_training(("walker2d", "hopper")), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
+        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
+        description="CL Figs 5, 16 as the paper ran them: Gym's Walker2d and Hopper, PPO and TRPO of the runs the "
+                    "value part trains (8 agents each), 488 iterations, checkpoints after 150/300/450; K = 10 "
+                    "estimates at N up to 1e4; V* fit on 5e5 pairs in rounds of 30 epochs, at most 4, until shown "
+                    "closer to the returns than the agent's network."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (15, 29)},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2000, 4000, 6000, 8000, 10000), estimates=10,
