@@ -151,7 +151,7 @@ def test_a_target_offers_only_its_own_scales(capsys, monkeypatch):
             in capsys.readouterr().err)
     with pytest.raises(SystemExit):
         main(["fig-value", "--help"])
-    assert "--scale {smoke,mid,paper,replication,tasks}" in capsys.readouterr().out
+    assert "--scale {smoke,mid,paper,replication,replication-humanoid,tasks}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("target", ["fig-ablation", "fig-trust-region", "fig-rewards", "table-2", "table-3",

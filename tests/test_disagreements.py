@@ -21,11 +21,15 @@ def trpo_max_kl(model: str, level: float, length: int = 488, late: float | None 
                          for a in range(8) for i in its])
 
 
-def test_the_turn_is_the_intervals_far_end_past_the_rule_by_hand():
+def test_the_turn_is_the_intervals_end_on_the_wrong_side_of_the_rule_by_hand():
     claim = claims.by_key("max-kl-orders-above-bound")   # > 2
     row = types.SimpleNamespace(low=0.75, high=0.9)
     assert disagreements.turn(claim, row) == ("it would hold if the interval [0.75, 0.9] lay wholly above 2: its "
-                                              "far end is 1.25 past it")
+                                              "lower end is 1.25 below it")
+    claim = claims.by_key("no-baseline-order-worse")    # < −0.8: the upper end, −0.25, is 0.55 above it
+    row = types.SimpleNamespace(low=-0.6, high=-0.25)
+    assert disagreements.turn(claim, row) == ("it would hold if the interval [−0.6, −0.25] lay wholly below −0.8: "
+                                              "its upper end is 0.55 above it")
 
 
 def test_a_finding_that_does_not_reproduce_gets_its_curve_turn_and_model_pair(tmp_path):

@@ -4,7 +4,7 @@ are summed, one the machine cut short (no end) is named and not counted; its pub
 import json
 
 from pgdiag.experiments import replication as rep
-from pgdiag.experiments import replication_page
+from pgdiag.experiments import replication_page, replication_plans
 
 
 def test_a_parts_wall_time_sums_the_sessions_that_ended(tmp_path):
@@ -58,6 +58,8 @@ def test_every_part_runs_its_targets_at_its_own_scale():
     grads = targets.get("fig-grad-true").scales[rep.part("gradients-cpu").scale]
     for task, owner in (("humanoid", "fig-trust-region"), ("walker2d", "fig-value"), ("hopper", "fig-value")):
         assert grads.training(task) == targets.get(owner).scales["replication"].training(task)
+    humanoid = targets.get("fig-value").scales[rep.part("value-humanoid").scale]   # trains nothing of its own
+    assert humanoid.training("humanoid") == targets.get("fig-trust-region").scales["replication"].training("humanoid")
     baselines = targets.get("fig-baselines").scales[rep.part("baselines").scale]
     for task in ("walker2d", "hopper"):     # the value part's runs, measured at Fig 5's checkpoints
         assert baselines.training(task) == targets.get("fig-value").scales["replication"].training(task)
@@ -71,12 +73,15 @@ def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
     from pgdiag.experiments import targets
     from pgdiag.experiments.planner import show_plan
 
-    plans = rep.plans()
+    plans = replication_plans.plans()
     for name in ("landscapes", "baselines", "gradients-cpu"):
         p = rep.part(name)
         programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
         table = show_plan([x for x in programs if x.stage != "train"], None, show=False)
         assert abs(plans[name] - float(table["estimated_s"].sum())) < 1e-6 * plans[name]
+    p = rep.part("value-humanoid")     # the trust-regions part's trainings alone: nothing of its own to run
+    assert {x.stage for t in p.targets for x in targets.get(t).dry_run(p.scale)} == {"train"}
+    assert plans["value-humanoid"] == 0.0
     p = rep.part("gradients")
     programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
     assert any(x.stage == "train" for x in programs)

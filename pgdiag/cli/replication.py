@@ -79,7 +79,7 @@ def cmd_publish(args) -> None:
 
 def cmd_plan(args) -> None:
     from pgdiag.config import ConfigError
-    from pgdiag.experiments import replication as rep
+    from pgdiag.experiments import replication_plans
 
     hosts = {"this host": None}
     for item in args.host:
@@ -87,7 +87,7 @@ def cmd_plan(args) -> None:
         if not name or not path:
             raise ConfigError(f"--host {item!r}: expected NAME=PROFILE, e.g. gpu=host.json")
         hosts[name] = path
-    print(f"wrote {rep.write_plans(hosts)}")
+    print(f"wrote {replication_plans.write_plans(hosts)}")
 
 
 def cmd_page(args) -> None:

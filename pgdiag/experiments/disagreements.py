@@ -26,12 +26,13 @@ def turn(claim, row) -> str:
         return "its interval could not be read"
     if claim.test == "within":
         lo, hi = claim.threshold
-        return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay within [{lo:g}, {hi:g}] "
+        return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay within [{fmt(lo)}, {fmt(hi)}] "
                 f"(its ends are {fmt(max(lo - row.low, 0))} below and {fmt(max(row.high - hi, 0))} above)")
-    side, need = ("below", row.high - claim.threshold) if claim.test == "<" else ("above",
-                                                                                  claim.threshold - row.low)
-    return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay wholly {side} {claim.threshold:g}: "
-            f"its far end is {fmt(need)} past it")
+    if claim.test == "<":
+        return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay wholly below "
+                f"{fmt(claim.threshold)}: its upper end is {fmt(row.high - claim.threshold)} above it")
+    return (f"it would hold if the interval [{fmt(row.low)}, {fmt(row.high)}] lay wholly above {fmt(claim.threshold)}: "
+            f"its lower end is {fmt(claim.threshold - row.low)} below it")
 
 
 def model_pair(claim, ev, row) -> str:

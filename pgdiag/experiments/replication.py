@@ -54,6 +54,8 @@ PARTS = (
          "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
     Part("value", ("fig-value", "fig-no-baseline"),
          "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+    Part("value-humanoid", ("fig-value",), "CL Figs 14, 15 on the trust-regions part's Humanoid runs (their "
+         "held-out batches, every 10 iterations): the value claims' third task", scale="replication-humanoid"),
     Part("baselines", ("fig-baselines",),
          "CL Figs 5, 16 on the value part's runs (Gym's Walker2d and Hopper, 488 iterations, checkpoints "
          "150/300/450) at the paper's sample sizes (N up to 1e4; V* fit on 5e5 pairs): the baselines' variance "
@@ -167,51 +169,6 @@ def wall(runs: str, p: Part) -> float | None:
     return float(sum(ended)) if ended else None
 
 
-PLANS = "plans.json"
-
-
-def plans(host=None) -> dict:
-    """{part: its planned seconds} on this host, or on the host the profile ``host`` declares (None where the
-    profile records no cost for some program): each program once, however many of the part's targets read it, and
-    not again in a later part on the same kind of host (the landscapes measure the trust-regions part's runs)."""
-    from pgdiag.envs.hosts import declare
-    from pgdiag.experiments import targets
-    from pgdiag.experiments.planner import show_plan
-
-    out, earlier = {}, {"cpu": set(), "gpu": set()}
-    for p in PARTS:
-        owners: dict = {}
-        for name in p.targets:
-            for program in targets.get(name).dry_run(p.scale, host=host):
-                # a training an earlier part on the same kind of host runs is trained once, there
-                if program not in earlier[p.device]:
-                    owners.setdefault(program, []).append(name)
-        earlier[p.device] |= set(owners)
-        with declare(host):
-            table = show_plan(list(owners), None, show=False)
-        seconds = table["estimated_s"].to_numpy(float)
-        out[p.name] = float(seconds.sum()) if len(seconds) and (seconds > 0).all() else None
-    return out
-
-
-def write_plans(hosts: dict, root: str = ROOT) -> str:
-    """``root/plans.json``: per host name ({name: profile path or None for this host}) its description and each
-    part's planned seconds — what the page states, planned once and committed (planning times step costs)."""
-    from pgdiag.envs import hosts as host_profiles
-
-    record = {}
-    for name, profile in hosts.items():
-        host = host_profiles.load(profile) if profile else None
-        record[name] = {"profile": profile or "this host", "date": datetime.date.today().isoformat(),
-                        "device": host.device_kind if host else f"CPU ({os.cpu_count()} cores)",
-                        "seconds": plans(profile)}
-    os.makedirs(root, exist_ok=True)
-    path = os.path.join(root, PLANS)
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
-    return path
-
-
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
@@ -298,5 +255,4 @@ def evidence(root: str = ROOT):
     return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=COLUMNS) for k, v in frames.items()}
 
 
-__all__ = ["PAGE", "PARTS", "PLANS", "Part", "ROOT", "commands", "evidence", "part", "plans", "publish", "published",
-           "run", "settings", "write_plans"]
+__all__ = ["PAGE", "PARTS", "Part", "ROOT", "commands", "evidence", "part", "publish", "published", "run", "settings"]

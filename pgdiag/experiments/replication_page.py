@@ -17,6 +17,7 @@ from pgdiag.experiments import claims as claim_specs
 from pgdiag.experiments import disagreements
 from pgdiag.experiments import findings as findings_mod
 from pgdiag.experiments import replication as rep
+from pgdiag.experiments import replication_plans
 from pgdiag.experiments.recorded import fmt
 
 TITLES = {"cl": "A Closer Look at Deep Policy Gradients (Ilyas et al.)",
@@ -27,16 +28,25 @@ HEADER = ("<!-- written by `pgdiag replication page` from replication/*/ (the pu
 
 
 def _measured(rows) -> tuple:
-    """(where, estimate) cells of a finding's tests: those at the paper's settings, else the exploratory ones."""
+    """(where, estimate, reasons, tasks) of a finding's tests: those at the paper's settings, else the exploratory
+    ones; each estimate with its test's verdict where the tests disagree, the reasons a test gives, and the tasks
+    measured at the paper's settings."""
     rows = rows[rows.level == ""]
     if rows.empty:
-        return "", ""
+        return "", "", "", set()
     rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
+    mixed = rows.verdict.nunique() > 1
     where = "; ".join(f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
                                                                    else "") for r in rows.itertuples(index=False))
-    est = "; ".join(f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read"
-                    for r in rows.itertuples(index=False))
-    return where, est
+    est = "; ".join((f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read")
+                    + (f" ({r.verdict})" if mixed else "") for r in rows.itertuples(index=False))
+    whys = dict.fromkeys(r.why for r in rows.itertuples(index=False) if isinstance(r.why, str) and r.why)
+    return where, est, "; ".join(whys), set(rows.task[rows.scope == "paper"])
+
+
+def _statistic(claim) -> str:
+    """What one agent's value is and the rule a finding holds by, as the page writes numbers (a true minus)."""
+    return f"{claim.statistic}; holds if {claim.rule().replace('-', '−')}"
 
 
 def _supplier(claim) -> str:
@@ -56,16 +66,21 @@ def _supplier(claim) -> str:
 
 
 def _section(family: str, found, results) -> list:
-    lines = [f"### {family}", "", "| finding | the paper's setting | measured (task algorithm, agents, run) | "
-             "estimate [interval] | outcome |", "|---|---|---|---|---|"]
+    lines = [f"### {family}", "", "| finding | the paper's setting | statistic and rule | measured (task algorithm, "
+             "agents, run) | estimate [interval] | outcome |", "|---|---|---|---|---|---|"]
     for r in found[found.family == family].itertuples(index=False):
         claim = claim_specs.by_key(r.claim)
-        where, est = _measured(results[results.claim == r.claim])
+        where, est, why, tasks = _measured(results[results.claim == r.claim])
         outcome = f"**{r.outcome}**" + (f" ({r.level})" if r.level else "")
         if r.outcome in (findings_mod.NOT_HERE, "not measured"):
             outcome += f" — {_supplier(claim)}"
-        lines.append(f"| `{r.claim}`: “{claim.quote}” | {claim.scope.describe()} | {where or '—'} | {est or '—'} | "
-                     f"{outcome} |")
+        else:
+            missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
+            outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
+            outcome += f": {why}" if why else ""
+        note = f" (*{claim.note}*)" if claim.note else ""
+        lines.append(f"| `{r.claim}`: “{claim.quote}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
+                     f"{where or '—'} | {est or '—'} | {outcome} |")
     return lines + [""]
 
 
@@ -77,11 +92,12 @@ def _sessions(rec: dict) -> str:
 
 
 def _hours(s) -> str:
-    return "not costed" if s is None else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
+    return ("not costed" if s is None else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min" if s else
+            "nothing to run (it reads an earlier part's runs)")
 
 
 def _plans(root: str) -> dict:
-    path = os.path.join(root, rep.PLANS)
+    path = os.path.join(root, replication_plans.PLANS)
     if not os.path.isfile(path):
         return {}
     with open(path) as f:

@@ -7,11 +7,12 @@ import numpy as np
 from pgdiag.experiments.evidence_rows import training_point
 
 
-#: fig-value's evidence: name -> the held-out metric it reads (pgdiag.metrics.METRICS)
+#: fig-value's evidence: name -> the metric it reads (pgdiag.metrics.METRICS)
 VALUE_SERIES = {"value_heldout_gae_mre": "heldout_value_mre_gae_original",
                 "value_heldout_gae_mre_true": "heldout_value_mre_gae",
                 "value_heldout_truncated_mre": "heldout_value_mre_returns_truncated",
-                "value_heldout_returns_mre": "heldout_value_mre_returns"}
+                "value_heldout_returns_mre": "heldout_value_mre_returns",
+                "value_train_truncated_mre": "value_mre_returns_truncated"}
 
 
 #: the LQR task's noise floor (V^π's own MRE) and the network's on the same states: name -> (floor, network)
@@ -27,8 +28,9 @@ FLOOR_EXCESS = {"value_floor_mre": "value_floor_excess_mre",
 
 
 def value_evidence(metrics) -> list:
-    """From fig-value's training metrics: per agent and iteration where the held-out batch was measured, the
-    errors of the updated value network (the claims' scope chooses the iterations; CL's figures are curves
+    """From fig-value's training metrics: per agent and iteration where each was measured (the held-out batch's
+    every ``heldout_every`` iterations, the training batch's every iteration), the errors of the updated value
+    network (the claims' scope chooses the iterations; CL's figures are curves
     over the whole run):
 
     * ``value_heldout_gae_mre`` — the original's "GAE MRE" (``heldout_value_mre_gae_original``: the value loss
@@ -37,6 +39,8 @@ def value_evidence(metrics) -> list:
     * ``value_heldout_truncated_mre`` — the MRE against returns cut at the batch end, every non-terminal state
       (the original's target: CL's "off by about 50%");
     * ``value_heldout_returns_mre`` — the MRE against complete returns (an extension);
+    * ``value_train_truncated_mre`` — the training batch's MRE against the truncated returns (CL Fig 14's right
+      column), every non-terminal state;
     * ``value_returns_generalization`` — held-out minus training-batch MRE against the truncated returns, both
       over every non-terminal state of the same iteration (the original's selection: neither side selected on
       how its episode ended);

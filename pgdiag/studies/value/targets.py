@@ -86,6 +86,12 @@ SCALES = {
                                      "iterations of 1 × 2,048 steps, PPO and TRPO, 8 agents each (PPO-M trains "
                                      "beside PPO for the other targets), a held-out batch every 10 iterations, "
                                      "checkpoints after 0/150/300/450."),
+    # CL Figs 14, 15's Humanoid: the trust-regions part's runs (the same training, a held-out batch every 10
+    # iterations), read without training anything
+    "replication-humanoid": Scale(**replication_training(("humanoid",)),
+                                  description="CL Figs 14, 15 on Gym's Humanoid as the paper ran it: PPO and TRPO of "
+                                              "the trust-regions part's runs (8 agents each), 488 iterations of "
+                                              "1 × 2,048 steps, a held-out batch every 10 iterations."),
 }
 
 
@@ -227,8 +233,8 @@ TARGETS = (
     Target("fig-value", STUDY, "training", "CL Figs 4/14/15",
            "CL Fig 4/14/15: value-network MRE against its target, the returns and (LQR) the exact V^π",
            scales=SCALES, run=diagnostic_targets.run_training, draw=draw, plan=dry_run.training_plan, evidence=evidence,
-           papers=("cl",), provides=("value_heldout", "value_returns"), presets=ALGORITHMS, options=("algorithm",),
-           notebook="closer-look"),
+           papers=("cl",), provides=("value_heldout", "value_returns", "value_train"), presets=ALGORITHMS,
+           options=("algorithm",), notebook="closer-look"),
 )
 
 __all__ = ["ALGORITHMS", "SCALES", "STUDY", "TARGETS", "curves", "draw", "summary"]

@@ -1,0 +1,62 @@
+"""The replication's plans: each part's planned time on this host and on a declared one, written once into
+``replication/plans.json`` for the page ([`pgdiag.experiments.replication_page`][pgdiag.experiments.replication_page])
+to state (planning times step costs, so the page does not plan)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+import numpy as np
+
+from pgdiag.experiments.replication import PARTS, ROOT
+
+PLANS = "plans.json"
+
+
+def plans(host=None) -> dict:
+    """{part: its planned seconds} on this host, or on the host the profile ``host`` declares (None where the
+    profile records no cost for some program): each program once, however many of the part's targets read it, and
+    not again in a later part on the same kind of host (the landscapes measure the trust-regions part's runs)."""
+    from pgdiag.envs.hosts import declare
+    from pgdiag.experiments import targets
+    from pgdiag.experiments.planner import show_plan
+
+    out, earlier = {}, {"cpu": set(), "gpu": set()}
+    for p in PARTS:
+        owners: dict = {}
+        for name in p.targets:
+            for program in targets.get(name).dry_run(p.scale, host=host):
+                # a training an earlier part on the same kind of host runs is trained once, there
+                if program not in earlier[p.device]:
+                    owners.setdefault(program, []).append(name)
+        earlier[p.device] |= set(owners)
+        seconds = np.zeros(0)
+        if owners:
+            with declare(host):
+                seconds = show_plan(list(owners), None, show=False)["estimated_s"].to_numpy(float)
+        # a part that only reads an earlier part's runs plans nothing (its figures are drawn in seconds)
+        out[p.name] = float(seconds.sum()) if (seconds > 0).all() else None
+    return out
+
+
+def write_plans(hosts: dict, root: str = ROOT) -> str:
+    """``root/plans.json``: per host name ({name: profile path or None for this host}) its description and each
+    part's planned seconds — what the page states, planned once and committed (planning times step costs)."""
+    from pgdiag.envs import hosts as host_profiles
+
+    record = {}
+    for name, profile in hosts.items():
+        host = host_profiles.load(profile) if profile else None
+        record[name] = {"profile": profile or "this host", "date": datetime.date.today().isoformat(),
+                        "device": host.device_kind if host else f"CPU ({os.cpu_count()} cores)",
+                        "seconds": plans(profile)}
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, PLANS)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    return path
+
+
+__all__ = ["PLANS", "plans", "write_plans"]
