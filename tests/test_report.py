@@ -39,7 +39,7 @@ def test_the_page_summarizes_the_findings_then_lists_every_claim_and_what_measur
     assert "| hopper | ppo | virtually uncorrelated with each other (§6) | median agent 0.15 | [0.1, 0.3] (0.938) | " \
            "5 | 3 of 5 | **inconclusive** |" in text
     assert "*Not measured by the studies read: run fig-value (its study, `value`) where the paper made it — " \
-           "Figs 4, 14, 15: humanoid/walker2d/hopper" in text
+           "Figs 4, 15: humanoid/walker2d/hopper" in text
     assert "*Not measured by the studies read: run fig-trust-region" in text
     assert "![fig-grad-variance](figures/fig-grad-variance/fig-grad-variance.png)" in text
     assert "[table-2](figures/table-2/table-2.md)" in text

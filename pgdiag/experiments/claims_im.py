@@ -44,7 +44,7 @@ def _toggle(key: str, toggle: str, words: str) -> tuple:
     return toggle_claims("IM", _S3, "§3, Fig 1", key, toggle, words,
                          f"reward normalization, Adam annealing, and network initialization each [...] were "
                          f"necessary for attaining the highest PPO reward within the tested hyperparameter grid "
-                         f"({words})", _ABLATION)
+                         f"[{words}]", _ABLATION)
 
 
 #: IM Fig 2 is Humanoid-v2's: the KL's trends are stated of it (its caption; §4's "shown in Figure 2"), while the

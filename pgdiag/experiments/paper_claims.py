@@ -27,7 +27,7 @@ WINDOWS = {
              "≥ 0.25 of its start",
     "stepping": "the checkpoints or iterations after the first where an annealed learning rate is still ≥ 0.25 of "
                 "its start (a step annealed away is not the algorithm's step)",
-    "whole": "the whole of training (the figure's curves)",
+    "whole": "the whole run (its statistic reads what it needs of it: a curve, or the final score)",
 }
 
 
