@@ -138,3 +138,37 @@ def test_a_part_runs_on_the_cpu_devices_it_declares():
     rep.use_devices(rep.part("value"))   # this process: JAX's one CPU device, as the part asks
     with pytest.raises(ConfigError, match=r"over 2 CPU device\(s\), this process has 1 .*unset PGDIAG_HOST_DEVICES"):
         rep.use_devices(dataclasses.replace(rep.part("value"), cpu_devices=2))
+
+
+def _value_rows(evidence, task, label, values):
+    import pandas as pd
+
+    return pd.DataFrame({"evidence": evidence, "task": task, "label": label, "agent": [str(i) for i in
+                         range(len(values))], "value": values, "iteration": 150, "progress": 150 / 488,
+                         "lr_share": 1 - 150 / 488, "pairs": float("nan"), "run_iterations": 488, "model": "gym"})
+
+
+def test_a_finding_row_states_its_rule_each_tests_verdict_and_the_tasks_not_measured():
+    """The held-out returns MRE (band [0.25, 0.75]) on 8 Hopper PPO agents at 0.40 … 0.47 over a floor well below
+    (holds), on 8 Walker2d TRPO agents at 0.40 … 0.89 (the interval leaves the band: inconclusive); Humanoid, a task
+    of Figs 4, 15, unmeasured. The original's GAE "MRE" (an extension) is listed apart, never counted."""
+    import numpy as np
+    import pandas as pd
+
+    from pgdiag.experiments import claims, findings
+
+    ev = pd.concat([_value_rows("value_heldout_truncated_mre", "hopper", "ppo", list(np.linspace(0.40, 0.47, 8))),
+                    _value_rows("value_floor_excess_truncated_mre", "hopper", "ppo", [0.2] * 8),
+                    _value_rows("value_heldout_truncated_mre", "walker2d", "trpo", list(np.linspace(0.40, 0.89, 8))),
+                    _value_rows("value_heldout_gae_mre", "hopper", "ppo", [3.0 + i for i in range(8)])])
+    results = claims.evaluate(ev, paper="CL")
+    found = findings.findings(results, "CL")
+    family = claims.by_key("value-off-by-about-half").family
+    row = next(x for x in replication_page._section(family, found, results) if "`value-off-by-about-half`" in x)
+    assert "held-out MRE against the original's returns (cut at the batch end, no bootstrap); holds if within " \
+           "[0.25, 0.75]" in row
+    assert "(holds)" in row and "(inconclusive)" in row
+    assert "on hopper/walker2d (humanoid not measured yet)" in row
+    ext = replication_page._extensions(results, "CL")
+    line = next(x for x in ext if "`value-fits-its-target-original`" in x)
+    assert line.endswith("| does not hold |") and "| 6.5 [" in line and "### Extensions" in ext[0]   # median of 3 … 10

@@ -74,7 +74,9 @@ IM_CLAIMS = (
           "trending down again", "tr_kl_fall", "the fall of log10(mean KL), a five-iteration running mean, from its "
           "peak to the run's end", ">", 0.30103, "\"trending down again\": the mean KL at least halves from its "
           "peak (log10 2) — a flat, noisy curve does not (its running mean's fall is its noise's)",
-          Scope("Fig 2", _FIG2, "whole"), labels=("ppo",)),
+          Scope("Fig 2", _FIG2, "whole"), labels=("ppo",),
+          note="PPO's learning rate anneals to 0 over the run, so its steps, and their KL, shrink to nothing at the "
+               "end; that an optimization and not the core algorithm shapes the KL is IM's point"),
     Claim("ppo-kl-peaks-halfway", "IM", _S4, "§4, Fig 2", "(the same: where the peak lies)", "tr_kl_peak",
           "the progress at which the running mean of log10(mean KL) peaks", "within", (0.25, 0.75),
           "\"halfway\": in the middle half of the run. Not a finding: a curve without a peak puts its maximum "

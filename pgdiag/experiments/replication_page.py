@@ -84,6 +84,26 @@ def _section(family: str, found, results) -> list:
     return lines + [""]
 
 
+def _extensions(results, paper: str) -> list:
+    """The paper's extensions measured at its settings (another estimand beside a finding: the original code's
+    formula, complete returns, an average effect): each test's estimate and verdict, outside Holm's families and
+    never counted."""
+    lines = []
+    for claim in claim_specs.CLAIMS:
+        rows = results[(results.claim == claim.key) & (results.level == "") & (results.scope == "paper")]
+        if claim.role != "extension" or paper not in claim.paper.split() or rows.empty:
+            continue
+        where, est, why, _ = _measured(rows)
+        outcome = rows.verdict.iloc[0] if rows.verdict.nunique() == 1 else "per test, beside its estimate"
+        lines.append(f"| `{claim.key}`: “{claim.quote}” | {_statistic(claim)} | {where} | {est} | {outcome}"
+                     + (f": {why}" if why else "") + " |")
+    head = ["### Extensions", "", "Beside the findings, measured at the papers' settings and not counted: another "
+            "estimand of a finding's sentence (the original code's formula where it differs from the paper's words, "
+            "complete returns, an average effect).", "", "| extension | statistic and rule | measured | estimate "
+            "[interval] | outcome |", "|---|---|---|---|---|"]
+    return head + lines + [""] if lines else []
+
+
 def _sessions(rec: dict) -> str:
     n, cut = rec.get("sessions", 0), rec.get("sessions_cut_short", 0)
     if n <= 1:
@@ -148,6 +168,7 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
             f"{n} {o}" for o, n in counts.items()) + ".", ""]
         for family in dict.fromkeys(found.family):
             lines += _section(family, found, results)
+        lines += _extensions(results, name)
         lines += disagreements.section(found, results, ev[paper], FIGURES, figures)
     return "\n".join(lines).rstrip() + "\n"
 
