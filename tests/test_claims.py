@@ -208,14 +208,14 @@ def test_the_largest_cosine_gap_of_a_noise_ratio_by_brute_force():
 
 
 def test_marginal_at_2k_reads_the_cosine_gap_not_the_ratio():
-    """A value network that halves the noise energy (ratio 2) at every N: at 2K, where the noise is 8× the signal
-    (ρ = 8 with the network, 16 without), the cosines 1/9 and 1/17 differ by 0.052 — marginal, as CL Fig 5 shows
-    — and the claim holds; where ρ = 1/√2 the same ratio opens the largest gap, (√2 − 1)/(√2 + 1) = 0.172, and
-    it does not hold."""
+    """On Walker2d (Fig 5's task), a value network that halves the noise energy (ratio 2) at every N: at 2K, where
+    the noise is 8× the signal (ρ = 8 with the network, 16 without), the cosines 1/9 and 1/17 differ by 0.052 —
+    marginal, as CL Fig 5 shows — and the claim holds; where ρ = 1/√2 the same ratio opens the largest gap,
+    (√2 − 1)/(√2 + 1) = 0.172, and it does not hold."""
     claim = claims.by_key("value-baseline-marginal-at-2k")
     for rho, verdict in ((8.0, "holds"), (2 ** -0.5, "does not hold")):
         gap = 1 / (1 + rho) - 1 / (1 + 2 * rho)
-        ev = _ev(claim.evidence, list(gap + np.linspace(-0.002, 0.002, 8)), pairs=2_048)
+        ev = _ev(claim.evidence, list(gap + np.linspace(-0.002, 0.002, 8)), pairs=2_048, task="walker2d")
         assert claims.evaluate(ev, claims=[claim]).verdict.iloc[0] == verdict, (rho, gap)
 
 
