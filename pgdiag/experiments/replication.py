@@ -57,9 +57,9 @@ PARTS = (
     Part("value-humanoid", ("fig-value",), "CL Figs 14, 15 on the trust-regions part's Humanoid runs (their "
          "held-out batches, every 10 iterations): the value claims' third task", scale="replication-humanoid"),
     Part("baselines", ("fig-baselines",),
-         "CL Figs 5, 16 on the value part's runs (Gym's Walker2d, and Hopper beside it; 488 iterations, "
-         "checkpoints 150/300/450) at the paper's sample sizes (N up to 1e4; V* fit on 5e5 pairs): the baselines' "
-         "variance and the value network's noise floor"),
+         "CL Figs 5, 16 on the value part's runs (Gym's Walker2d, and Hopper for the value findings' noise floor "
+         "there; 488 iterations, checkpoints 150/300/450) at the paper's sample sizes (N up to 1e4; V* fit on 5e5 "
+         "pairs): the baselines' variance and the value network's noise floor"),
     Part("gradients-cpu", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
          "CL Figs 2, 3, 11–13 on the trust-regions and value parts' runs (Gym's three tasks, 488 iterations, "
          "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",

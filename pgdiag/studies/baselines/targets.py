@@ -52,8 +52,8 @@ SCALES = {
     "replication": Scale(
         **replication_training(("walker2d", "hopper")), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
         settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
-        description="CL Figs 5, 16 as the paper ran them: Gym's Walker2d (and Hopper beside it, exploratory: the "
-                    "figures show Walker2d), PPO and TRPO of the runs the "
+        description="CL Figs 5, 16 as the paper ran them: Gym's Walker2d (and Hopper, for the value findings' "
+                    "noise floor there; its baseline rows exploratory), PPO and TRPO of the runs the "
                     "value part trains (8 agents each), 488 iterations, checkpoints after 150/300/450; K = 10 "
                     "estimates at N up to 1e4; V* fit on 5e5 pairs in rounds of 30 epochs, at most 4, until shown "
                     "closer to the returns than the agent's network."),
