@@ -58,6 +58,9 @@ def test_every_part_runs_its_targets_at_its_own_scale():
     grads = targets.get("fig-grad-true").scales[rep.part("gradients-cpu").scale]
     for task, owner in (("humanoid", "fig-trust-region"), ("walker2d", "fig-value"), ("hopper", "fig-value")):
         assert grads.training(task) == targets.get(owner).scales["replication"].training(task)
+    others = targets.get("fig-trust-region").scales[rep.part("trust-regions-others").scale]   # nor does this
+    for task in ("walker2d", "hopper"):
+        assert others.training(task) == targets.get("fig-value").scales["replication"].training(task)
     humanoid = targets.get("fig-value").scales[rep.part("value-humanoid").scale]   # trains nothing of its own
     assert humanoid.training("humanoid") == targets.get("fig-trust-region").scales["replication"].training("humanoid")
     baselines = targets.get("fig-baselines").scales[rep.part("baselines").scale]
@@ -79,9 +82,10 @@ def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
         programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
         table = show_plan([x for x in programs if x.stage != "train"], None, show=False)
         assert abs(plans[name] - float(table["estimated_s"].sum())) < 1e-6 * plans[name]
-    p = rep.part("value-humanoid")     # the trust-regions part's trainings alone: nothing of its own to run
-    assert {x.stage for t in p.targets for x in targets.get(t).dry_run(p.scale)} == {"train"}
-    assert plans["value-humanoid"] == 0.0
+    for name in ("value-humanoid", "trust-regions-others"):   # other parts' trainings alone: nothing of their own
+        p = rep.part(name)
+        assert {x.stage for t in p.targets for x in targets.get(t).dry_run(p.scale)} == {"train"}
+        assert plans[name] == 0.0
     p = rep.part("gradients")
     programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
     assert any(x.stage == "train" for x in programs)

@@ -54,6 +54,9 @@ PARTS = (
          "point); the surrogate at 0 and 300 with mid-scale sample sizes"),
     Part("value", ("fig-value", "fig-no-baseline"),
          "CL Figs 4, 14, 15 and §5.2's agents without a baseline on Gym's Walker2d and Hopper, 488 iterations"),
+    Part("trust-regions-others", ("fig-trust-region",), "IM Fig 3 on the value part's Walker2d and Hopper runs "
+         "(their training metrics): IM's ratio and KL-region findings on their other tasks",
+         scale="replication-others"),
     Part("value-humanoid", ("fig-value",), "CL Figs 14, 15 on the trust-regions part's Humanoid runs (their "
          "held-out batches, every 10 iterations): the value claims' third task", scale="replication-humanoid"),
     Part("baselines", ("fig-baselines",),

@@ -50,6 +50,11 @@ SCALES = {
                                      "PPO-M and TRPO, 8 agents each, 488 iterations of 1 × 2,048 steps, a held-out "
                                      "batch every 10 iterations, checkpoints after 0/150/300/450 (the runs "
                                      "fig-landscape-concentration measures at 300)."),
+    # IM Fig 3's other tasks: the value part's runs (the same trainings), read without training anything
+    "replication-others": Scale(**replication_training(("walker2d", "hopper")),
+                                description="IM Fig 3 as the paper ran it: Gym's Walker2d and Hopper, PPO, PPO-M and "
+                                            "TRPO of the value part's runs (8 agents each), 488 iterations of "
+                                            "1 × 2,048 steps, a held-out batch every 10 iterations."),
     # the replication's model pair: where a trust-region finding does not reproduce on Gym's Humanoid, the same
     # agents on Brax's model at one length say whether the model explains it (PPO-M and TRPO anneal nothing, so
     # Gym's first 100 of 488 iterations are a 100-iteration run of theirs)
