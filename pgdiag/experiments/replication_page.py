@@ -152,7 +152,8 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
     ev = rep.evidence(root)
     lines = [HEADER, "", "# What we found: both papers at their own settings", "",
              "Each finding below is tested where the paper made it — its figure's tasks, point of training and "
-             "sample sizes, the paper's run length (CL: 488 iterations of 2,048 steps) and Gym's MuJoCo models — on "
+             "sample sizes, the paper's run length (CL: 488 iterations of 2,048 steps; IM: 500 of 2,000, the same "
+             "million steps, which CL's 488 iterations count as) and Gym's MuJoCo models — on "
              "the agents as units, after Holm's adjustment over its section ([how the claims are read](claims.md)). "
              "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
              "has measured at the paper's settings names the command that does. The parts run on this project's "
