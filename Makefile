@@ -153,8 +153,9 @@ implementation-matters-report: fig-ablation table-2 fig-trust-region fig-theorem
 # The replication (docs/replication.md): one part of both papers' claims at the papers' own settings — Gym's
 # models, CL's 488 iterations, the agents each section needs — trained and measured into RUNS (outside the
 # repository; an interrupted part resumes), then its tables and figures published into replication/PART/ and the
-# page written again. PART=trust-regions (Humanoid, ~3 h here), value (Walker2d, Hopper, ~2.5 h), brax-pair,
-# trust-regions-others, value-humanoid, baselines, gradients-cpu, landscapes or ablation-walker2d (`pgdiag replication plan` plans every part).
+# page written again. PART=trust-regions (Humanoid), value (Walker2d, Hopper), brax-pair, trust-regions-others,
+# value-humanoid, baselines, baselines-humanoid, gradients-cpu, landscapes or ablation-walker2d (`pgdiag replication
+# plan` plans every part, docs/replication.md states the plans).
 PART ?= trust-regions
 RUNS ?= ../pgdiag-runs/replication
 replication: setup

@@ -149,8 +149,8 @@ def test_value_evidence_is_one_row_per_measured_iteration_by_hand():
     """Iterations 0–9 of a 10-iteration run, held-out measured on odd iterations (7's complete-returns MRE NaN):
     each measured iteration is a row with its point of training. The original's GAE "MRE" 0.9 at 1, 3 and 0.05 at
     5, 7, 9: mean (1.8 + 0.15)/5 = 0.39; complete returns 0.5 at 5, 9 only; truncated held-out 0.6 + 0.01·it
-    against the training batch's 0.2 + 0.01·it: generalization 0.4 at each odd iteration. Not the LQR task: no
-    floor rows."""
+    against the training batch's 0.2 + 0.01·it: generalization 0.4 at each odd iteration, the training batch's
+    own 0.25 over them. Not the LQR task: no floor rows."""
     it = np.arange(10)
     late, held = it >= 5, it % 2 == 1
     m = pd.DataFrame({"task": "hopper", "algorithm": "ppo", "agent": 0, "iteration": it, "num_iterations": 10,
@@ -167,6 +167,9 @@ def test_value_evidence_is_one_row_per_measured_iteration_by_hand():
     assert sorted(r["iteration"] for r in rows if r["evidence"] == "value_heldout_returns_mre") == [5, 9]
     assert _per_agent(rows, "value_heldout_truncated_mre") == {"0": pytest.approx(0.65)}
     assert _per_agent(rows, "value_returns_generalization") == {"0": pytest.approx(0.4)}
+    # the training batch's (Fig 14) at the held-out iterations 1, 3, …, 9 alone: 0.2 + 0.01 · 5 = 0.25
+    assert _per_agent(rows, "value_train_truncated_mre") == {"0": pytest.approx(0.25)}
+    assert sorted(r["iteration"] for r in rows if r["evidence"] == "value_train_truncated_mre") == [1, 3, 5, 7, 9]
     first = next(r for r in rows if r["iteration"] == 3)
     assert first["progress"] == pytest.approx(0.3) and first["lr_share"] == pytest.approx(0.7)
     assert not any(r["evidence"].startswith("value_floor") for r in rows)

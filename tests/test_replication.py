@@ -63,6 +63,9 @@ def test_every_part_runs_its_targets_at_its_own_scale():
         assert others.training(task) == targets.get("fig-value").scales["replication"].training(task)
     humanoid = targets.get("fig-value").scales[rep.part("value-humanoid").scale]   # trains nothing of its own
     assert humanoid.training("humanoid") == targets.get("fig-trust-region").scales["replication"].training("humanoid")
+    floor = targets.get("fig-baselines").scales[rep.part("baselines-humanoid").scale]
+    assert floor.training("humanoid") == humanoid.training("humanoid") and floor.checkpoints("baselines") == (
+        150, 300, 450)
     baselines = targets.get("fig-baselines").scales[rep.part("baselines").scale]
     for task in ("walker2d", "hopper"):     # the value part's runs, measured at Fig 5's checkpoints
         assert baselines.training(task) == targets.get("fig-value").scales["replication"].training(task)
@@ -77,7 +80,7 @@ def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
     from pgdiag.experiments.planner import show_plan
 
     plans = replication_plans.plans()
-    for name in ("landscapes", "baselines", "gradients-cpu"):
+    for name in ("landscapes", "baselines-humanoid", "baselines", "gradients-cpu"):
         p = rep.part(name)
         programs = list(dict.fromkeys(x for t in p.targets for x in targets.get(t).dry_run(p.scale)))
         table = show_plan([x for x in programs if x.stage != "train"], None, show=False)

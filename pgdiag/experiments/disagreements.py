@@ -87,7 +87,9 @@ def _agents(claim, rows) -> np.ndarray:
 
 
 def _series(claim, ev):
-    return ev[(ev.evidence == claim.evidence) & ((ev.model == "gym") if "model" in ev.columns else True)]
+    """The claim's evidence on Gym's models and, where its figure names tasks, on those alone."""
+    keep = (ev.evidence == claim.evidence) & ((ev.model == "gym") if "model" in ev.columns else True)
+    return ev[keep & (ev.task.isin(claim.scope.tasks) if claim.scope.tasks else True)]
 
 
 def curve(claim, ev, path: str) -> str:

@@ -58,7 +58,10 @@ PARTS = (
          "(their training metrics): IM's ratio and KL-region findings on their other tasks",
          scale="replication-others"),
     Part("value-humanoid", ("fig-value",), "CL Figs 14, 15 on the trust-regions part's Humanoid runs (their "
-         "held-out batches, every 10 iterations): the value claims' third task", scale="replication-humanoid"),
+         "value errors, every 10 iterations): the value claims' third task", scale="replication-humanoid"),
+    Part("baselines-humanoid", ("fig-baselines",), "the value findings' noise floor on the trust-regions part's "
+         "Humanoid runs (the baselines part's measurement there; its baseline rows exploratory: CL Figs 5, 16 show "
+         "Walker2d)", scale="replication-humanoid"),
     Part("baselines", ("fig-baselines",),
          "CL Figs 5, 16 on the value part's runs (Gym's Walker2d, and Hopper for the value findings' noise floor "
          "there; 488 iterations, checkpoints 150/300/450) at the paper's sample sizes (N up to 1e4; V* fit on 5e5 "

@@ -40,17 +40,29 @@ def _measured(rows) -> tuple:
                                                                    else "") for r in rows.itertuples(index=False))
     est = "; ".join((f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read")
                     + (f" ({r.verdict})" if mixed else "") for r in rows.itertuples(index=False))
-    whys = dict.fromkeys(r.why for r in rows.itertuples(index=False) if isinstance(r.why, str) and r.why)
-    return where, est, "; ".join(whys), set(rows.task[rows.scope == "paper"])
+    whys = {}    # a reason once, with the tests that give it
+    for r in rows.itertuples(index=False):
+        if isinstance(r.why, str) and r.why:
+            whys.setdefault(r.why, []).append(f"{r.task} {r.label}")
+    why = "; ".join(f"{', '.join(who)}: {text}" for text, who in whys.items())
+    # a task-against-task row names both ("humanoid − walker2d"): each was measured
+    tasks = {t for x in rows.task[rows.scope == "paper"] for t in str(x).split(" − ")}
+    return _cell(where), _cell(est), _cell(why), tasks
+
+
+def _cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table: a bar inside it (|x|, an absolute value) would end the cell."""
+    return text.replace("|", "\\|")
 
 
 def _statistic(claim) -> str:
     """What one agent's value is and the rule a finding holds by, as the page writes numbers (a true minus)."""
-    return f"{claim.statistic}; holds if {claim.rule().replace('-', '−')}"
+    return _cell(f"{claim.statistic}; holds if {claim.rule().replace('-', '−')}")
 
 
-def _supplier(claim) -> str:
-    """The part that measures ``claim`` at the papers' settings, as a command; else the target that provides it."""
+def _supplier(claim, published=()) -> str:
+    """The part that measures ``claim`` at the papers' settings, as a command (again, where the part was published
+    before its evidence held what the claim reads); else the target that provides it."""
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
@@ -59,13 +71,15 @@ def _supplier(claim) -> str:
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
         parts.sort(key=lambda p: p.scale != rep.SCALE)
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
-                                    + ("" if p.scale == rep.SCALE else f", the {p.scale} scale") + ")"
-                                    for p in parts)
+                                    + ("" if p.scale == rep.SCALE else f", the {p.scale} scale")
+                                    + ("; published before its evidence held this: run it again" if p.name in published
+                                       else "")
+                                    + ")" for p in parts)
     return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
             if t else "no target measures it yet")
 
 
-def _section(family: str, found, results) -> list:
+def _section(family: str, found, results, published=()) -> list:
     lines = [f"### {family}", "", "| finding | the paper's setting | statistic and rule | measured (task algorithm, "
              "agents, run) | estimate [interval] | outcome |", "|---|---|---|---|---|---|"]
     for r in found[found.family == family].itertuples(index=False):
@@ -73,13 +87,13 @@ def _section(family: str, found, results) -> list:
         where, est, why, tasks = _measured(results[results.claim == r.claim])
         outcome = f"**{r.outcome}**" + (f" ({r.level})" if r.level else "")
         if r.outcome in (findings_mod.NOT_HERE, "not measured"):
-            outcome += f" — {_supplier(claim)}"
+            outcome += f" — {_supplier(claim, published)}"
         else:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
             outcome += f": {why}" if why else ""
-        note = f" (*{claim.note}*)" if claim.note else ""
-        lines.append(f"| `{r.claim}`: “{claim.quote}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
+        note = f" (*{_cell(claim.note)}*)" if claim.note else ""
+        lines.append(f"| `{r.claim}`: “{_cell(claim.quote)}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
                      f"{where or '—'} | {est or '—'} | {outcome} |")
     return lines + [""]
 
@@ -95,7 +109,7 @@ def _extensions(results, paper: str) -> list:
             continue
         where, est, why, _ = _measured(rows)
         outcome = rows.verdict.iloc[0] if rows.verdict.nunique() == 1 else "per test, beside its estimate"
-        lines.append(f"| `{claim.key}`: “{claim.quote}” | {_statistic(claim)} | {where} | {est} | {outcome}"
+        lines.append(f"| `{claim.key}`: “{_cell(claim.quote)}” | {_statistic(claim)} | {where} | {est} | {outcome}"
                      + (f": {why}" if why else "") + " |")
     head = ["### Extensions", "", "Beside the findings, measured at the papers' settings and not counted: another "
             "estimand of a finding's sentence (the original code's formula where it differs from the paper's words, "
@@ -168,7 +182,7 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
         lines += [f"## {TITLES[paper]}", "", "Findings: " + ", ".join(
             f"{n} {o}" for o, n in counts.items()) + ".", ""]
         for family in dict.fromkeys(found.family):
-            lines += _section(family, found, results)
+            lines += _section(family, found, results, set(records))
         lines += _extensions(results, name)
         lines += disagreements.section(found, results, ev[paper], FIGURES, figures)
     return "\n".join(lines).rstrip() + "\n"

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from pgdiag.experiments.replication import PARTS, ROOT
+from pgdiag.experiments import replication as rep
 
 PLANS = "plans.json"
 
@@ -24,7 +24,7 @@ def plans(host=None) -> dict:
     from pgdiag.experiments.planner import show_plan
 
     out, earlier = {}, {"cpu": set(), "gpu": set()}
-    for p in PARTS:
+    for p in rep.PARTS:
         owners: dict = {}
         for name in p.targets:
             for program in targets.get(name).dry_run(p.scale, host=host):
@@ -41,7 +41,7 @@ def plans(host=None) -> dict:
     return out
 
 
-def write_plans(hosts: dict, root: str = ROOT) -> str:
+def write_plans(hosts: dict, root: str = rep.ROOT) -> str:
     """``root/plans.json``: per host name ({name: profile path or None for this host}) its description and each
     part's planned seconds — what the page states, planned once and committed (planning times step costs)."""
     from pgdiag.envs import hosts as host_profiles

@@ -94,7 +94,7 @@ PAPER_CHECKPOINTS = (0, 150, 300, 450)
 #: The replication's training (``SCALE=replication``): the papers' experiment as they ran it, on a CPU where it
 #: fits — Gym's MuJoCo models (``model='gym'``, as the papers had them), CL's run length and checkpoints, a held-out
 #: batch every 10 iterations (the original's log_every), 8 agents per preset (the fewest whose sign tests can pass
-#: Holm's first step over a section of 7 findings, 2^−8 ≤ 0.05/7:
+#: Holm's first step over the largest section, CL §5.2's 8 findings, 2^−8 ≤ 0.05/8:
 #: [`agents_for`][pgdiag.experiments.findings.agents_for]).
 #: The model is set per task (pure-JAX tasks have none), so a target's LQR runs stay on the default.
 def replication_training(tasks: tuple, presets: tuple = ("ppo", "ppo-m", "trpo"), seeds: int = 8) -> dict:

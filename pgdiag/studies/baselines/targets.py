@@ -57,6 +57,14 @@ SCALES = {
                     "value part trains (8 agents each), 488 iterations, checkpoints after 150/300/450; K = 10 "
                     "estimates at N up to 1e4; V* fit on 5e5 pairs in rounds of 30 epochs, at most 4, until shown "
                     "closer to the returns than the agent's network."),
+    # the value findings' noise floor on Humanoid (CL Figs 14, 15): the trust-regions part's runs, at Fig 5's
+    # checkpoints and sample sizes (its baseline rows exploratory: Figs 5, 16 show Walker2d)
+    "replication-humanoid": Scale(
+        **replication_training(("humanoid",)), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
+        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
+        description="The value findings' noise floor on Gym's Humanoid: PPO and TRPO of the runs the trust-regions "
+                    "part trains (8 agents each), 488 iterations, checkpoints after 150/300/450, measured as the "
+                    "replication scale measures Walker2d."),
     "smoke": Scale(
         tasks=("hopper", "lqr"), seeds=2, overrides={**CPU_SCALE, "num_iterations": 30, "checkpoint_at": (15, 29)},
         settings={"baselines": dict(sizes=(100, 300, 1000, 2000, 4000, 6000, 8000, 10000), estimates=10,

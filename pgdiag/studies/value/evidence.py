@@ -7,12 +7,11 @@ import numpy as np
 from pgdiag.experiments.evidence_rows import training_point
 
 
-#: fig-value's evidence: name -> the metric it reads (pgdiag.metrics.METRICS)
+#: fig-value's evidence: name -> the held-out metric it reads (pgdiag.metrics.METRICS)
 VALUE_SERIES = {"value_heldout_gae_mre": "heldout_value_mre_gae_original",
                 "value_heldout_gae_mre_true": "heldout_value_mre_gae",
                 "value_heldout_truncated_mre": "heldout_value_mre_returns_truncated",
-                "value_heldout_returns_mre": "heldout_value_mre_returns",
-                "value_train_truncated_mre": "value_mre_returns_truncated"}
+                "value_heldout_returns_mre": "heldout_value_mre_returns"}
 
 
 #: the LQR task's noise floor (V^π's own MRE) and the network's on the same states: name -> (floor, network)
@@ -28,9 +27,8 @@ FLOOR_EXCESS = {"value_floor_mre": "value_floor_excess_mre",
 
 
 def value_evidence(metrics) -> list:
-    """From fig-value's training metrics: per agent and iteration where each was measured (the held-out batch's
-    every ``heldout_every`` iterations, the training batch's every iteration), the errors of the updated value
-    network (the claims' scope chooses the iterations; CL's figures are curves
+    """From fig-value's training metrics: per agent and iteration where the held-out batch was measured, the
+    errors of the updated value network (the claims' scope chooses the iterations; CL's figures are curves
     over the whole run):
 
     * ``value_heldout_gae_mre`` — the original's "GAE MRE" (``heldout_value_mre_gae_original``: the value loss
@@ -40,7 +38,7 @@ def value_evidence(metrics) -> list:
       (the original's target: CL's "off by about 50%");
     * ``value_heldout_returns_mre`` — the MRE against complete returns (an extension);
     * ``value_train_truncated_mre`` — the training batch's MRE against the truncated returns (CL Fig 14's right
-      column), every non-terminal state;
+      column), every non-terminal state, at the same iterations;
     * ``value_returns_generalization`` — held-out minus training-batch MRE against the truncated returns, both
       over every non-terminal state of the same iteration (the original's selection: neither side selected on
       how its episode ended);
@@ -62,6 +60,8 @@ def value_evidence(metrics) -> list:
     series = {name: col(c) for name, c in VALUE_SERIES.items()}
     series["value_returns_generalization"] = col("heldout_value_mre_returns_truncated") - \
         col("value_mre_returns_truncated")
+    series["value_train_truncated_mre"] = np.where(np.isfinite(col("heldout_value_mre_returns_truncated")),
+                                                   col("value_mre_returns_truncated"), np.nan)
     for (floor_name, agent_name), (floor, network) in FLOOR_SERIES.items():
         both = np.isfinite(col(floor)) & np.isfinite(col(network))
         series[floor_name], series[agent_name] = (np.where(both, col(c), np.nan) for c in (floor, network))

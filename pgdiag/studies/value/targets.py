@@ -65,7 +65,7 @@ FLOOR = "noise floor (V^π)"
 SCALES = {
     "paper": Scale(tasks=("humanoid", "walker2d", "hopper", "lqr"), seeds=8, overrides={"heldout_every": 10},
                    description="PPO and TRPO presets on Humanoid, Walker2d, Hopper (488 iterations) and the LQR "
-                               "task; 8 agents each (the fewest whose sign tests can pass Holm over a section's 7 "
+                               "task; 8 agents each (the fewest whose sign tests can pass Holm over a section's 8 "
                                "findings); a held-out batch every 10 "
                                "iterations (the original's "
                                "log_every)."),
