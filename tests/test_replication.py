@@ -18,6 +18,10 @@ def test_a_parts_wall_time_sums_the_sessions_that_ended(tmp_path):
     text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 1})
     assert text == " over 3 sessions (1 cut short by the machine, their time not counted)"
     assert replication_page._sessions({"sessions": 1, "sessions_cut_short": 0}) == ""
+    text = replication_page._sessions({"sessions": 2, "sessions_cut_short": 0, "session_cpus": ["A (avx2)",
+                                                                                               "B (avx512f)"]})
+    assert text == " over 2 sessions, on 2 CPU models (A (avx2); B (avx512f): its runs equal one CPU's to float32 " \
+                   "rounding)"
 
 
 def test_published_evidence_is_gzipped_the_same_bytes_each_time(tmp_path):

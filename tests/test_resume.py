@@ -590,3 +590,36 @@ def test_a_run_continued_on_another_device_count_says_so(capsys):
     line = capsys.readouterr().out
     assert line.count("\n") == 1 and f"began on {now + 1} device(s) and continues on {now}" in line
     assert f"PGDIAG_HOST_DEVICES={now + 1}" in line
+
+
+def test_a_run_continued_on_another_cpu_model_says_so(capsys, monkeypatch):
+    """XLA compiles for the host's CPU: a run whose last session ran on another model (other vector instructions)
+    continues as other programs. One line names both; the same model, or a manifest from before the model was
+    recorded, says nothing. The model is read from /proc/cpuinfo (its name, the widest vector set)."""
+    from pgdiag.run import provenance
+    from pgdiag.run.continuation import _say_if_other_devices
+
+    monkeypatch.setattr(provenance, "cpu_model", lambda: "B (avx512f)")
+    count = provenance.device_info()["count"]
+    for manifest in ({"device": {"count": count, "cpu": "B (avx512f)"}}, {"device": {"count": count}},
+                     {"device": {"count": count, "cpu": "A (avx2)"}, "resumed": [{"device": {"cpu": "B (avx512f)"}}]}):
+        _say_if_other_devices("/r", manifest)
+        assert capsys.readouterr().out == ""
+    _say_if_other_devices("/r", {"device": {"count": count, "cpu": "B (avx512f)"},
+                                 "resumed": [{"device": {"cpu": "A (avx2)"}}]})
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and "ran on A (avx2) and continues on B (avx512f)" in line
+
+
+def test_the_cpu_model_names_the_widest_vector_instructions(tmp_path, monkeypatch):
+    import builtins
+
+    from pgdiag.run import provenance
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n\n"
+                    "processor\t: 1\nmodel name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(info if f == "/proc/cpuinfo" else f, *a, **k))
+    monkeypatch.setattr(provenance.platform, "processor", lambda: "")
+    assert provenance.cpu_model() == "Some CPU (avx2)"

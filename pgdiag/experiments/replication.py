@@ -134,12 +134,13 @@ def run(p: Part, runs: str) -> float:
     """Run ``p``'s targets into ``runs`` (resuming what an earlier call left), each call recorded as a session in
     ``runs/<part>.sessions.json`` (its start, and its end once it ends); returns the wall time of all sessions."""
     from pgdiag.experiments import targets
+    from pgdiag.run import provenance
 
     log = os.path.join(runs, f"{p.name}.sessions.json")
     sessions = _sessions(log)
     start = datetime.datetime.now(datetime.timezone.utc)
     sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit(),
-                     "cpu_devices": p.cpu_devices})
+                     "cpu_devices": p.cpu_devices, "cpu": provenance.cpu_model()})
     _write_json(log, sessions)
     try:
         for name in p.targets:
@@ -188,6 +189,7 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
     ``root/<part>/`` beside a record of the host, date, commit, wall time and settings; returns that folder."""
     from pgdiag.experiments import targets
     from pgdiag.experiments.report import report
+    from pgdiag.run import provenance
 
     dest = os.path.join(root, p.name)
     staging = dest + ".new"
@@ -206,10 +208,12 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
     sessions = _sessions(os.path.join(runs, f"{p.name}.sessions.json"))
     record = {"part": p.name, "targets": list(p.targets), "settings": settings(p), "commit": _commit(),
               "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
-              f"{platform.machine()})", "wall_s": wall_s if wall_s is not None else wall(runs, p),
+              f"{provenance.cpu_model()})", "wall_s": wall_s if wall_s is not None else wall(runs, p),
               "sessions": len(sessions), "sessions_cut_short": sum("seconds" not in s for s in sessions),
-              # the commits its sessions ran (the evidence's), beside the one publishing it
+              # the commits its sessions ran (the evidence's), beside the one publishing it, and their CPUs (XLA
+              # compiles for each: a run continued on another model is equal to float32 rounding, not bitwise)
               "session_commits": list(dict.fromkeys(s.get("commit", "unknown") for s in sessions)),
+              "session_cpus": list(dict.fromkeys(s.get("cpu", "unknown") for s in sessions)),
               "runs": os.path.abspath(runs), "cpu_devices": p.cpu_devices, "papers": papers}
     with open(os.path.join(staging, RECORD), "w") as f:
         json.dump(record, f, indent=1)

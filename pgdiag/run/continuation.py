@@ -81,11 +81,17 @@ def continue_run(run_dir, base, grid, seeds, labels, progress, watchers=()) -> s
 
 
 def _say_if_other_devices(run_dir: str, manifest: dict) -> None:
-    """One line where a run continues on another device count than it began on: its agents are then sharded into
-    other blocks, so the rest of the run is other compiled programs, equal to an uninterrupted run to float32
-    rounding only (which learning amplifies), not bitwise."""
+    """One line where a run continues on another device count than it began on (its agents are then sharded into
+    other blocks), or on another CPU model than its last session's: the rest of the run is then other compiled
+    programs, equal to an uninterrupted run to float32 rounding only (which learning amplifies), not bitwise."""
     began, now = manifest.get("device", {}).get("count"), provenance.device_info()["count"]
     if began is not None and began != now:
         print(f"pgdiag: {run_dir} began on {began} device(s) and continues on {now}: its remaining iterations are "
               f"other programs, equal to an uninterrupted run to float32 rounding, not bitwise "
               f"(PGDIAG_HOST_DEVICES={began} continues it as it began)", flush=True)
+    # XLA compiles for the host's CPU: on another model (other vector instructions) the same program rounds otherwise
+    last = (manifest.get("resumed") or [{}])[-1].get("device") or manifest.get("device", {})
+    cpu_then, cpu_now = last.get("cpu"), provenance.cpu_model()
+    if cpu_then and cpu_then != cpu_now:
+        print(f"pgdiag: {run_dir} ran on {cpu_then} and continues on {cpu_now}: XLA compiles for each CPU, so its "
+              f"remaining iterations equal an uninterrupted run to float32 rounding, not bitwise", flush=True)

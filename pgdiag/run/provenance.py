@@ -66,11 +66,33 @@ def physics_info(static, batch: int | None = None) -> dict:
     return info
 
 
+#: vector instruction sets, widest first: XLA compiles a CPU program for the widest the host has
+_ISAS = ("avx512f", "avx2", "avx", "sse4_2", "sve", "asimd")
+
+
+def cpu_model() -> str:
+    """The host CPU's model name and its widest vector instructions (Linux's /proc/cpuinfo; the machine type
+    elsewhere). XLA compiles for them, so one program rounds differently on another CPU."""
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and name in (platform.processor(), platform.machine()):
+                    name = value.strip()
+                elif key.strip() in ("flags", "Features"):
+                    flags |= set(value.split())
+    except OSError:
+        pass
+    isa = next((i for i in _ISAS if i in flags), "")
+    return f"{name} ({isa})" if isa else name
+
+
 def device_info() -> dict:
     from pgdiag.run import cpu_random
 
     devices = jax.devices()
     return {"backend": jax.default_backend(), "count": len(devices),
             "kinds": sorted({d.device_kind for d in devices}), "host": platform.node(),
-            "cpu_count": os.cpu_count(), "processes": jax.process_count(),
+            "cpu_count": os.cpu_count(), "cpu": cpu_model(), "processes": jax.process_count(),
             "cpu_threefry": "unrolled" if cpu_random.IN_USE else "rolled"}   # the draws' lowering on the CPU
