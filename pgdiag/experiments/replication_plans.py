@@ -45,12 +45,13 @@ def write_plans(hosts: dict, root: str = rep.ROOT) -> str:
     """``root/plans.json``: per host name ({name: profile path or None for this host}) its description and each
     part's planned seconds — what the page states, planned once and committed (planning times step costs)."""
     from pgdiag.envs import hosts as host_profiles
+    from pgdiag.run import provenance
 
     record = {}
     for name, profile in hosts.items():
         host = host_profiles.load(profile) if profile else None
         record[name] = {"profile": profile or "this host", "date": datetime.date.today().isoformat(),
-                        "device": host.device_kind if host else f"CPU ({os.cpu_count()} cores)",
+                        "device": host.device_kind if host else f"{provenance.cpu_model()}, {os.cpu_count()} cores",
                         "seconds": plans(profile)}
     os.makedirs(root, exist_ok=True)
     path = os.path.join(root, PLANS)
