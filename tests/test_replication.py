@@ -183,3 +183,18 @@ def test_a_finding_row_states_its_rule_each_tests_verdict_and_the_tasks_not_meas
     ext = replication_page._extensions(results, "CL")
     line = next(x for x in ext if "`value-fits-its-target-original`" in x)
     assert line.endswith("| does not hold |") and "| 6.5 [" in line and "### Extensions" in ext[0]   # median of 3 … 10
+
+
+def test_a_part_says_which_claims_it_decides(capsys):
+    """The baselines part gives CL §5.2's three baseline findings (Walker2d, Fig 5's task), V*'s extension and the
+    noise floor the value band is tested above; IM Fig 3's other tasks give IM's two findings read there, none of
+    CL §5.4's (Fig 9: Humanoid); the dry run prints them under its plan."""
+    from pgdiag.cli import main
+
+    assert rep.decides(rep.part("baselines")) == {
+        "finding": ["value-baseline-helps", "value-baseline-marginal-at-2k", "true-value-baseline-helps-more"],
+        "extension": ["value-not-the-true-value"],
+        "floor": ["value-off-by-about-half", "value-off-by-about-half-complete"]}
+    assert rep.decides(rep.part("trust-regions-others")) == {"finding": ["ratios-leave-region", "kl-region-kept"]}
+    main(["replication", "run", "trust-regions-others", "--dry-run"])
+    assert "findings it decides: ratios-leave-region, kl-region-kept" in capsys.readouterr().out

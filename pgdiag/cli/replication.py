@@ -64,6 +64,10 @@ def cmd_run(args) -> None:
                 owners.setdefault(program, []).append(name)
         with declare(args.host):
             show_plan(list(owners), None, owners=[", ".join(v) for v in owners.values()])
+        words = {"finding": "findings it decides", "extension": "extensions it measures",
+                 "floor": "claims whose noise floor it measures"}
+        for role, keys in rep.decides(p).items():
+            print(f"{words[role]}: {', '.join(keys)}")
         return
     rep.use_devices(p)
     print("\n".join(rep.commands(p, args.runs)), flush=True)

@@ -91,6 +91,24 @@ def part(name: str) -> Part:
     raise ConfigError(f"unknown replication part {name!r}; parts are: {', '.join(p.name for p in PARTS)}")
 
 
+def decides(p: Part) -> dict:
+    """{"finding"/"extension"/"floor": claim keys} ``p`` measures: the claims whose evidence (or noise floor) its
+    targets provide, on a task they run where the claim's figure names tasks (a row on another task is
+    exploratory and decides nothing)."""
+    from pgdiag.experiments import claims, targets
+
+    out: dict = {"finding": [], "extension": [], "floor": []}
+    for claim in claims.CLAIMS:
+        for name in p.targets:
+            t = targets.get(name)
+            if not t.provides or (claim.tasks and not set(t.scales[p.scale].tasks_of(name)) & set(claim.tasks)):
+                continue
+            for role, series in ((claim.role, claim.evidence), ("floor", claim.floor)):
+                if series and series.startswith(t.provides) and claim.key not in out[role]:
+                    out[role].append(claim.key)
+    return {role: keys for role, keys in out.items() if keys}
+
+
 def settings(p: Part) -> dict:
     """What a part runs, as its targets declare it at the replication scale: per target, each task's training
     settings, the agents and the presets. A published part whose record differs was run with other settings."""
