@@ -60,20 +60,23 @@ def _statistic(claim) -> str:
     return _cell(f"{claim.statistic}; holds if {claim.rule().replace('-', '−')}")
 
 
-def _supplier(claim, published=()) -> str:
+def _supplier(claim, published=(), read=False) -> str:
     """The part that measures ``claim`` at the papers' settings, as a command (again, where the part was published
-    before its evidence held what the claim reads); else the target that provides it."""
+    before its evidence held what the claim reads; where it was published and its tests ``read`` the claim only
+    elsewhere, that it did); else the target that provides it."""
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
     parts = [p for p in rep.PARTS if t is not None and t.name in p.targets   # and trains a task the claim reads
              and set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks)]
+    if parts and read and all(p.name in published for p in parts):
+        return "published: " + ", ".join(f"`{p.name}`" for p in parts) + " read it only there"
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
         parts.sort(key=lambda p: p.scale != rep.SCALE)
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
                                     + ("" if p.scale == rep.SCALE else f", the {p.scale} scale")
-                                    + ("; published before its evidence held this: run it again" if p.name in published
-                                       else "")
+                                    + ("; published before its evidence held this: run it again"
+                                       if p.name in published and not read else "")
                                     + ")" for p in parts)
     return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
             if t else "no target measures it yet")
@@ -87,7 +90,9 @@ def _section(family: str, found, results, published=()) -> list:
         where, est, why, tasks = _measured(results[results.claim == r.claim])
         outcome = f"**{r.outcome}**" + (f" ({r.level})" if r.level else "")
         if r.outcome in (findings_mod.NOT_HERE, "not measured"):
-            outcome += f" — {_supplier(claim, published)}"
+            # a part published before its evidence held the claim is run again; one whose rows lie elsewhere
+            # (another task, other sample sizes) says where, and which part measures it
+            outcome += (f": {why}" if why else "") + f" — {_supplier(claim, published, read=bool(where))}"
         else:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
