@@ -35,11 +35,22 @@ NAMES = {"value": "agent's value net V_t", "fitted": "fitted value net (\"true\"
          "exact": "exact V^π (LQR)"}
 
 
+#: the paper's measurement (CL Fig 5): K = 10 estimates at N up to 1e4, V* fit on 5e5 pairs in rounds of 30 epochs
+_PAPER_MEASURES = {"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000,
+                                     fit_epochs=30)}
+
+
+def _replication(tasks: tuple, description: str) -> Scale:
+    """The replication's runs on ``tasks`` measured as the paper measured, at Fig 5's checkpoints (150/300/450)."""
+    return Scale(**replication_training(tasks), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
+                 settings=_PAPER_MEASURES, description=description)
+
+
 SCALES = {
     "paper": Scale(
         tasks=("walker2d", "lqr"), seeds=8, overrides={"checkpoint_at": (150, 300, 450)},
         task_overrides={"lqr": {"checkpoint_at": (20, 40)}},
-        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
+        settings=_PAPER_MEASURES,
         description="PPO and TRPO presets on Walker2d (CL Figs 5, 16: both captioned Walker2d-v2) and the LQR "
                     "task, 8 agents each (the fewest "
                     "whose sign tests can pass Holm over a section's findings), checkpoints after "
@@ -49,20 +60,18 @@ SCALES = {
                     "30 epochs, at most 4, until shown closer to the returns than the agent's network."),
     # the value part's runs (pgdiag.experiments.replication), measured at Fig 5's checkpoints with the paper's
     # sample sizes: every setting the paper states fits a CPU
-    "replication": Scale(
-        **replication_training(("walker2d", "hopper")), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
-        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
-        description="CL Figs 5, 16 as the paper ran them: Gym's Walker2d (and Hopper, for the value findings' "
+    "replication": _replication(
+        ("walker2d", "hopper"),
+        "CL Figs 5, 16 as the paper ran them: Gym's Walker2d (and Hopper, for the value findings' "
                     "noise floor there; its baseline rows exploratory), PPO and TRPO of the runs the "
                     "value part trains (8 agents each), 488 iterations, checkpoints after 150/300/450; K = 10 "
                     "estimates at N up to 1e4; V* fit on 5e5 pairs in rounds of 30 epochs, at most 4, until shown "
                     "closer to the returns than the agent's network."),
     # the value findings' noise floor on Humanoid (CL Figs 14, 15): the trust-regions part's runs, at Fig 5's
     # checkpoints and sample sizes (its baseline rows exploratory: Figs 5, 16 show Walker2d)
-    "replication-humanoid": Scale(
-        **replication_training(("humanoid",)), measured_at={"baselines": PAPER_CHECKPOINTS[1:]},
-        settings={"baselines": dict(sizes=PAPER_SIZES["baselines"], estimates=10, fit_pairs=500_000, fit_epochs=30)},
-        description="The value findings' noise floor on Gym's Humanoid: PPO and TRPO of the runs the trust-regions "
+    "replication-humanoid": _replication(
+        ("humanoid",),
+        "The value findings' noise floor on Gym's Humanoid: PPO and TRPO of the runs the trust-regions "
                     "part trains (8 agents each), 488 iterations, checkpoints after 150/300/450, measured as the "
                     "replication scale measures Walker2d."),
     "smoke": Scale(
