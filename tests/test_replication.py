@@ -125,6 +125,41 @@ def test_a_parts_dry_run_plans_on_a_declared_host(capsys):
     assert "--host plans on another host: it goes with --dry-run" in capsys.readouterr().err
 
 
+def test_a_profile_widened_by_a_floor_table_gains_only_the_models_it_lacked(tmp_path):
+    """benchmarks/profile_with_floor.py: bench_floor's `pgdiag ms` rows join a profile as native_ms rows under the
+    threads their table ran on, a later table's row replacing an earlier one's, never one of the profile's own;
+    the result is a profile a plan reads (by hand: Gym's Hopper at 240 on 16 threads costs 1.761 ms)."""
+    import importlib.util
+    import pathlib
+
+    import pytest
+
+    spec = importlib.util.spec_from_file_location(
+        "profile_with_floor", pathlib.Path(__file__).parent.parent / "benchmarks" / "profile_with_floor.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    head = "| task | model | batch | mj_step ms | rollout ms | pgdiag ms | mj_step / pgdiag |\n|---|---|---|---|---|---|---|\n"
+    floor = tmp_path / "floor.md"
+    floor.write_text("# one thread\n\n" + head + "| hopper | gym | 64 | 4.9 | 4.9 | 4.697 | 1.05 |\n\nprose\n\n" + head
+                     + "| hopper | gym | 1,024 | 76.1 | 8.3 | 14.921 | 5.10 |\n| hopper | brax | 1,024 | 1 | 1 | 9.9 | 1 |\n"
+                     + "\n" + head + "| hopper | gym | 1,024 | 75.5 | 7.9 | 8.512 | 8.87 |\n"
+                     + "| hopper | gym | 240 | 17.1 | 2.1 | 1.761 | 9.75 |\n")
+    out = tmp_path / "new.json"
+    base = "benchmarks/results/accelerator-h200-2026-11-28-host.json"
+    assert tool.main([base, str(floor), "--tables", "1=1", "2=16", "3=16", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["physics"]
+    gym16 = {r["batch"]: r["native_ms"] for r in rows["16"] if r.get("model") == "gym"}
+    assert gym16 == {1024: 8.512, 240: 1.761}          # the chunked table's 1,024 replaced the fixed shares'
+    assert [r["native_ms"] for r in rows["1"] if r.get("model") == "gym"] == [4.697]
+    assert 9.9 not in [r.get("native_ms") for r in rows["16"]]   # Brax's Hopper: the profile's own rows stand
+    with pytest.raises(SystemExit, match="exists"):
+        tool.main([base, str(floor), "--tables", "1=1", "--out", str(out)])
+    from pgdiag.envs import hosts
+    from pgdiag.experiments import costs
+    with hosts.declare(hosts.load(str(out))):
+        assert costs.recorded_step_ms(model="gym")("hopper", 240) == pytest.approx(1.761)
+
+
 def test_a_part_runs_on_the_cpu_devices_it_declares():
     """The CPU ablation shards its agents over 2 CPU devices in every session: a fresh process is given them
     before JAX starts, its commands say so, and a process whose JAX already has another count is refused in words
@@ -198,3 +233,18 @@ def test_a_part_says_which_claims_it_decides(capsys):
     assert rep.decides(rep.part("trust-regions-others")) == {"finding": ["ratios-leave-region", "kl-region-kept"]}
     main(["replication", "run", "trust-regions-others", "--dry-run"])
     assert "findings it decides: ratios-leave-region, kl-region-kept" in capsys.readouterr().out
+
+
+def test_an_unmeasured_finding_names_its_parts_with_their_planned_times():
+    """A gradient finding not measured names the GPU part with its time on the declared host and the CPU part with
+    the project CPU's (both from the plans file, by hand: 3600 s is 1.0 h, 1,800 s 30 min)."""
+    from pgdiag.experiments import claims
+
+    plans = {"this host": {"profile": "this host", "seconds": {"gradients-cpu": 1800.0, "gradients": 7.0e5}},
+             "H200 host": {"profile": "h200.json", "seconds": {"gradients": 3600.0, "gradients-cpu": 60.0}}}
+    text = replication_page._supplier(claims.by_key("gradients-poorly-concentrated"), plans=plans)
+    assert "`pgdiag replication run gradients` (GPU, planned 1.0 h on the H200 host)" in text
+    assert "`pgdiag replication run gradients-cpu` (CPU, the replication-cpu scale, planned 30 min on this " \
+           "project's CPU)" in text
+    assert "planned" not in replication_page._supplier(claims.by_key("gradients-poorly-concentrated"))
+    assert "The declared hosts' profiles: H200 host: `h200.json`." in replication_page._profiles(plans)

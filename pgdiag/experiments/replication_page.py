@@ -60,10 +60,11 @@ def _statistic(claim) -> str:
     return _cell(f"{claim.statistic}; holds if {claim.rule().replace('-', '−')}")
 
 
-def _supplier(claim, published=(), read=False) -> str:
+def _supplier(claim, published=(), read=False, plans=None) -> str:
     """The part that measures ``claim`` at the papers' settings, as a command (again, where the part was published
     before its evidence held what the claim reads; where it was published and its tests ``read`` the claim only
-    elsewhere, that it did); else the target that provides it."""
+    elsewhere, that it did), with its planned time where it would run (``plans``: replication/plans.json); else the
+    target that provides it."""
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
@@ -75,6 +76,7 @@ def _supplier(claim, published=(), read=False) -> str:
         parts.sort(key=lambda p: p.scale != rep.SCALE)
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
                                     + ("" if p.scale == rep.SCALE else f", the {p.scale} scale")
+                                    + _planned_for(p, plans or {})
                                     + ("; published before its evidence held this: run it again"
                                        if p.name in published and not read else "")
                                     + ")" for p in parts)
@@ -82,7 +84,18 @@ def _supplier(claim, published=(), read=False) -> str:
             if t else "no target measures it yet")
 
 
-def _section(family: str, found, results, published=()) -> list:
+def _planned_for(part, plans: dict) -> str:
+    """``part``'s planned time on the hosts of its kind in ``plans``: a GPU part's on the declared hosts, a CPU
+    part's on this host (its runs' plan; nothing where no plan costs it)."""
+    gpu = part.device == "gpu"
+    where = {name: "this project's CPU" if name == "this host" else f"the {name}" for name in plans}
+    times = [f"{_hours(v['seconds'].get(part.name))} on {where[name]}"
+             for name, v in plans.items() if (v.get("profile") != "this host") == gpu
+             and part.name in v.get("seconds", {})]
+    return f", planned {' / '.join(times)}" if times else ""
+
+
+def _section(family: str, found, results, published=(), plans=None) -> list:
     lines = [f"### {family}", "", "| finding | the paper's setting | statistic and rule | measured (task algorithm, "
              "agents, run) | estimate [interval] | outcome |", "|---|---|---|---|---|---|"]
     for r in found[found.family == family].itertuples(index=False):
@@ -92,7 +105,7 @@ def _section(family: str, found, results, published=()) -> list:
         if r.outcome in (findings_mod.NOT_HERE, "not measured"):
             # a part published before its evidence held the claim is run again; one whose rows lie elsewhere
             # (another task, other sample sizes) says where, and which part measures it
-            outcome += (f": {why}" if why else "") + f" — {_supplier(claim, published, read=bool(where))}"
+            outcome += (f": {why}" if why else "") + f" — {_supplier(claim, published, read=bool(where), plans=plans)}"
         else:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
@@ -163,14 +176,20 @@ def _parts(records: dict, plans: dict) -> list:
             "trainings an earlier part on the same kind of host runs (the landscapes measure the trust-regions "
             "part's runs) and as if on one CPU device (a part over 2 trains about 1.5× faster on 2 cores); \"not "
             "costed\": the host's profile records no step cost for some program (`pgdiag host save FILE --scale "
-            "replication` on that host records them).")
+            "replication` on that host records them)." + _profiles(plans))
     return lines + ["", note if plans else "", ""]
+
+
+def _profiles(plans: dict) -> str:
+    """The profiles the declared hosts' columns read (this host's column reads what it has recorded)."""
+    named = [f"{name}: `{v['profile']}`" for name, v in plans.items() if v.get("profile") != "this host"]
+    return f" The declared hosts' profiles: {'; '.join(named)}." if named else ""
 
 
 def page(root: str = rep.ROOT, figures: str | None = None) -> str:
     """The replication page from the parts published under ``root`` (with ``figures``, the curves of the findings
     that do not reproduce are written there)."""
-    records = rep.published(root)
+    records, plans = rep.published(root), _plans(root)
     ev = rep.evidence(root)
     lines = [HEADER, "", "# What we found: both papers at their own settings", "",
              "Each finding below is tested where the paper made it — its figure's tasks, point of training and "
@@ -180,7 +199,7 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
              "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
              "has measured at the paper's settings names the command that does. The parts run on this project's "
              "own CPU where they fit, resuming over days; the GPU parts wait for a host.", "",
-             "## Parts", ""] + _parts(records, _plans(root))
+             "## Parts", ""] + _parts(records, plans)
     for paper in ("cl", "im"):
         name = paper.upper()
         results = claim_specs.evaluate(ev[paper], paper=name) if len(ev[paper]) else \
@@ -190,7 +209,7 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
         lines += [f"## {TITLES[paper]}", "", "Findings: " + ", ".join(
             f"{n} {o}" for o, n in counts.items()) + ".", ""]
         for family in dict.fromkeys(found.family):
-            lines += _section(family, found, results, set(records))
+            lines += _section(family, found, results, set(records), plans)
         lines += _extensions(results, name)
         lines += disagreements.section(found, results, ev[paper], FIGURES, figures)
     return "\n".join(lines).rstrip() + "\n"
