@@ -346,3 +346,23 @@ def test_a_toggle_whose_best_configuration_loses_is_not_crucial():
             ev = _ev(claim.evidence, list(sign * (50 + np.arange(8.0))), task="humanoid",
                      run=(claim.scope.iterations, "gym"))
             assert claims.evaluate(ev, claims=[claim]).verdict.iloc[0] == verdict
+
+
+def test_often_is_read_as_most_of_a_findings_tests_by_hand():
+    """"Often" (holds_on="most"): 8 agents at 0.1 on Humanoid and Walker2d (each test's p for the rule < 0.5 is
+    2^-8) and at 0.9 on Hopper (p against 2^-8). Holding on 2 of 3 needs the 2nd smallest p_for times the 2 nulls
+    that may be true: 2·2^-8 ≈ 0.0078 → reproduced; failing on 2 needs the 2nd smallest p_against (1) → never. Read
+    on all three (the intersection–union test), Hopper fails it: 3·2^-8 ≈ 0.0117 → not reproduced."""
+    import dataclasses
+
+    base = claims.by_key("gradients-poorly-concentrated")
+    _, point, _ = _where(base)
+    ev = pd.concat([_ev(base.evidence, [v] * 8, task=t, point=point) for t, v in
+                    (("humanoid", 0.1), ("walker2d", 0.1), ("hopper", 0.9))])
+    for holds_on, outcome, p_for, p_against in (("most", "reproduced", 2 * 2 ** -8, 1.0),
+                                                 ("all", "not reproduced", 1.0, 3 * 2 ** -8)):
+        claim = dataclasses.replace(base, holds_on=holds_on, stronger=())
+        row = findings.findings(claims.evaluate(ev, claims=[claim]), claims=[claim]).iloc[0]
+        assert (row.outcome, row.p_for, row.p_against) == (outcome, pytest.approx(p_for), pytest.approx(p_against))
+    assert claims.by_key("noclip-matches-ppo").rule().endswith("on most of its tests (a majority of its tasks and "
+                                                               "algorithms)")

@@ -81,7 +81,7 @@ def _all(values: dict, expected: float) -> bool:
 
 def test_gradient_evidence_by_hand():
     """Agent a's cosines are the table's plus 0.01·a; the truth's ceiling is 1/√2. At the batch size at
-    checkpoint 10: 0.2 + 0.01a; change 0.2 − 0.6 = −0.4; to the gradient (cosine to the truth over the ceiling)
+    checkpoint 10: 0.2 + 0.01a; change 0.2 − 0.6 = −0.4; to the gradient (its change −0.1·√2) (cosine to the truth over the ceiling)
     (0.3 + 0.01a)·√2 at the batch, (0.9 + 0.01a)·√2 at the largest N; it reaches 1/√2 where the cosine to the
     truth reaches 0.5, between N = 1,000 (0.3 + 0.01a) and 4,000 (0.5 + 0.01a), log-linearly at
     N = 1000 · 4^(1 − 0.05a) → 4^(1 − 0.05a) × the batch (4× for agent 0). Every row carries its checkpoint:
@@ -95,6 +95,7 @@ def test_gradient_evidence_by_hand():
     assert _values(rows, "grad_pairwise_at_batch", 0)["runs/ppo:0"] == pytest.approx(0.6)
     assert {r["progress"] for r in rows if r["evidence"] == "grad_pairwise_at_batch"} == {0.0, 0.5}
     assert _all(_values(rows, "grad_pairwise_change"), -0.4)
+    assert _all(_values(rows, "grad_true_change"), (0.3 - 0.4) * 2 ** 0.5)   # at the batch: 0.3 + 0.01a after 0.4 + 0.01a
     assert _values(rows, "grad_true_at_batch", 10)["runs/ppo:0"] == pytest.approx(0.3 * 2 ** 0.5)
     assert _values(rows, "grad_true_at_largest", 10)["runs/ppo:2"] == pytest.approx(0.92 * 2 ** 0.5)
     assert _values(rows, "grad_true_samples_ratio", 10) == {f"runs/ppo:{a}": pytest.approx(4 ** (1 - 0.05 * a))

@@ -90,7 +90,7 @@ def test_an_order_of_magnitude_is_read_as_below_a_fifth(variant, verdict):
     """Eight agents each: PPO at 1 ± 0.1 of its median, the variant at a tenth (holds) or a half (does not hold)
     of it; the mean difference −0.9 or −0.5 against the rule < −0.8."""
     claim = claims.by_key("no-baseline-order-worse")
-    common = dict(evidence=claim.evidence, task="hopper", iteration=np.nan, progress=np.nan, lr_share=np.nan,
+    common = dict(evidence=claim.evidence, task="walker2d", iteration=np.nan, progress=np.nan, lr_share=np.nan,
                   pairs=np.nan, run_iterations=488, model="gym")
     ev = pd.concat([pd.DataFrame(dict(common, label=label, agent=[str(i) for i in range(8)],
                                       value=list(centre + np.linspace(-0.1, 0.1, 8))))

@@ -245,6 +245,17 @@ def test_an_unmeasured_finding_names_its_parts_with_their_planned_times():
     text = replication_page._supplier(claims.by_key("gradients-poorly-concentrated"), plans=plans)
     assert "`pgdiag replication run gradients` (GPU, planned 1.0 h on the H200 host)" in text
     assert "`pgdiag replication run gradients-cpu` (CPU, the replication-cpu scale, planned 30 min on this " \
-           "project's CPU)" in text
+           "project's CPU; N up to 8,192" in text
     assert "planned" not in replication_page._supplier(claims.by_key("gradients-poorly-concentrated"))
     assert "The declared hosts' profiles: H200 host: `h200.json`." in replication_page._profiles(plans)
+
+
+def test_a_part_that_measures_a_finding_in_part_says_where_it_falls_short():
+    """The surrogate's alignment (CL Figs 7, 8, 17–25: three tasks) is measured by the landscapes part on Humanoid
+    alone, its steps at the mid scale's sample sizes; Walker2d and Hopper have no part: each said in words."""
+    from pgdiag.experiments import claims
+
+    text = replication_page._supplier(claims.by_key("surrogate-aligned-early"))
+    assert "`pgdiag replication run landscapes` (CPU; on humanoid only; its surrogate steps from the mid scale's " \
+           "sample sizes, not the paper's 1e6 pairs a point)" in text
+    assert text.endswith("; hopper/walker2d: no replication part yet")

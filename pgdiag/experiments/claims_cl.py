@@ -63,10 +63,13 @@ CL_CLAIMS = (
           reason(NOISE_EQUALS_SIGNAL), _GRAD,
           stronger=(Level("virtually uncorrelated with each other (§6)", "<", _PAIRWISE_FOUR,
                           reason(NOISE_FOUR_TIMES)),)),
-    Claim("gradients-worsen-over-training", "CL", _S51, "§5.1, Figs 2/3",
-          "the estimation task becomes more difficult further into training", "grad_pairwise_change",
-          "mean pairwise cosine at the batch size, the last checkpoint minus the initial policy's", "<", 0.0,
-          "a sign: concentration falls over the successive checkpoints", Scope("Figs 2, 11", _TASKS, "whole")),
+    # Fig 3's caption: the estimation task is the convergence to the true gradient (Fig 12: the other tasks)
+    Claim("gradients-worsen-over-training", "CL", _S51, "§5.1, Figs 3/12",
+          "the estimation task becomes more difficult further into training", "grad_true_change",
+          "mean cosine of the K estimates to the true gradient over the truth's own ceiling at the batch size, the "
+          "last checkpoint minus the initial policy's", "<", 0.0,
+          "a sign: the estimates at the batch size lie farther from the true gradient later",
+          Scope("Figs 3, 12", _TASKS, "whole")),
     Claim("gradients-far-from-true", "CL", _S51, "§5.1, Figs 3/12; §6",
           "although it is possible to obtain empirically estimate the true gradient, this requires several-fold "
           "more samples than are used commonly", "grad_true_at_batch",
@@ -90,7 +93,7 @@ CL_CLAIMS = (
           stronger=(Level("\"hovers around zero\" (Walker2d, Humanoid)", "within", (-0.2, 0.2),
                           "|c| ≤ 0.2: the steps share at most a fifth of their energy", ("walker2d", "humanoid")),)),
     Claim("gradients-harder-on-harder-tasks", "CL", _S51, "§5.1, Figs 2/11",
-          "For other tasks – such as Walker2d-v2 and Hopper-v2 – the plots have similar trends, except that "
+          "For other tasks – such as Walker2d-v2 and Hopper-v2 – the plots [...] have similar trends, except that "
           "gradient variance is slightly lower", "grad_pairwise_at_batch",
           "mean pairwise cosine at the batch size: Humanoid's median agent minus the easier task's", "<", 0.0,
           "a sign (\"slightly\"): lower concentration on Humanoid", Scope("Figs 2, 11", _TASKS, "after-first"),
@@ -163,8 +166,8 @@ CL_CLAIMS = (
           "\"almost an order of magnitude worse\": the mean agent without a baseline more than 0.8 of PPO's median "
           "score below PPO's mean agent (below a fifth of PPO's where PPO's mean is its median; a tenth would be "
           "−0.9)",
-          Scope("§5.2's text (no figure or task named; the section's Walker2d and Hopper)", ("walker2d", "hopper"),
-                "whole"), kind="means",
+          Scope("§5.2's text (no figure or task named; the task of the baseline study it closes, Figs 5, 16)",
+                _FIG5, "whole"), kind="means",
           labels=("ppo-nobaseline",), versus="ppo"),
     # --- §5.3: landscapes -------------------------------------------------------------------------------
     Claim("landscape-noisy-at-small-n", "CL", _S53, "§5.3, Figs 6/26/27",
@@ -190,19 +193,25 @@ CL_CLAIMS = (
     Claim("surrogate-misleads-later", "CL", _S53, "§5.3, Figs 7/8",
           "we often observe that directions that increase the surrogate reward lead to a decrease of the true "
           "reward", "landscape_true_step_own", "the same, later in training", "<", 0.0,
-          "a sign: the step lowers the true reward", _LAND),
+          "a sign: the step lowers the true reward (\"often\": on most of its tasks and algorithms)", _LAND,
+          holds_on="most"),
     Claim("ppo-step-lowers-true-reward-with-many-samples", "CL", _S53, "§5.3, Figs 8/17/18",
           "in the case of PPO (and PPO-M) we consistently observe landscapes where the step direction leads to "
           "lower true reward, even in the high-sample regime", "landscape_true_step_many",
           "the true return's change along a step from several orders of magnitude more pairs, in standard "
-          "errors", "<", 0.0, "a sign", Scope("Figs 8, 17, 18", _TASKS, "stepping", _MANY, "steps from ~1e6 pairs"),
+          "errors", "<", 0.0, "a sign", Scope("Figs 8, 17, 18, 20, 21, 23, 24", _TASKS, "stepping", _MANY,
+                                              "steps from ~1e6 pairs"),
           labels=("ppo", "ppo-m")),
     Claim("trpo-surrogate-tracks-true-with-many-samples", "CL", _S53, "§5.3, Figs 7/19",
           "PPO and TRPO turn out to behave rather differently. In the case of TRPO, the update direction leads to "
           "a surrogate reward that matches the true reward much more closely", "landscape_true_step_many",
-          "the true return's change along a many-sample step in standard errors: TRPO's median agent minus PPO's",
-          ">", 0.0, "a contrast: TRPO's step raises the true reward more than PPO's",
-          Scope("Figs 7, 19", _TASKS, "stepping", _MANY, "steps from ~1e6 pairs"), kind="groups",
+          "the true return's change along a many-sample step (which raises the surrogate: the step maximizes it) "
+          "in standard errors: TRPO's median agent minus PPO's", ">", 0.0,
+          "a contrast: along the direction both surrogates rise, TRPO's true reward rises with it more than PPO's "
+          "(the surrogate is in normalized-advantage units: how closely it matches reads off the true reward's "
+          "sign and size along the step)",
+          Scope("Figs 7, 19, 22, 25 (TRPO); 8, 17, 20, 23 (PPO)", _TASKS, "stepping", _MANY,
+                "steps from ~1e6 pairs"), kind="groups",
           labels=("trpo",), versus="ppo"),
     # --- §5.4: trust regions ----------------------------------------------------------------------------
     Claim("ppo-max-ratio-leaves-region", "CL", _S54, "§5.4, Fig 9",
@@ -230,7 +239,7 @@ CL_CLAIMS = (
           "median over iterations of the mean KL over TRPO's δ on the task", ">", 1.0,
           "lost: above the bound TRPO enforces on the same task", Scope("Fig 9", ("humanoid",), "after-first"),
           labels=("ppo-m",), within="median",
-          note="IM (Fig 2) reads the same plot the other way: \"both PPO and PPO-M constrain the KL well "
+          note="IM (Fig 2) reads the same plot the other way: \"both PPO and PPO-M constraint [sic] the KL well "
                "(compared to the TRPO bound of 0.07)\" — see IM's kl-region-kept"),
     Claim("ppo-m-kl-above-ppo", "CL", _S54, "§5.4, Fig 9", "while PPO constrains the mean KL well, PPO-M does not",
           "tr_log_mean_kl", "median over iterations of log10(mean KL): PPO-M's median agent minus PPO's", ">",
@@ -240,7 +249,8 @@ CL_CLAIMS = (
     Claim("trpo-kl-holds-on-heldout", "CL", _S54, "§5.4, Fig 29",
           "the mean-KL constraint does generalize to unseen set of trajectories", "tr_heldout_within_bound",
           "fraction of held-out checks whose mean KL is at most δ", ">", 0.8,
-          "\"nearly always stays within the desired mean KL trust region\" (Fig 29)",
+          "\"nearly always stays within the desired mean KL trust region\" (Fig 29); δ is the original code's "
+          "0.07 on Humanoid, which Fig 29's caption gives as 0.06 (IM Fig 2: 0.07)",
           Scope("Fig 29", ("humanoid",), "after-first"), labels=("trpo",)),
     # --- Theorem 5.1: checks, not findings ----------------------------------------------------------------
     Claim("theorem-first-step-unclipped", "CL IM", "Theorem 5.1", "Theorem 5.1, §5.4",

@@ -53,12 +53,31 @@ def _claim_outcome(claim, rows) -> dict:
             return {**out, "outcome": NOT_HERE, "why": "; ".join(sorted({w for w in main.why if w}))}
         return {**out, "outcome": "not measured"}
     k = len(tested)
+    if claim.holds_on == "most":
+        p_for, p_against = _majority(tested, len(few))
+        why = (f"it must hold on most tests; {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had "
+               f"too few agents ({_few(claim, few)})") if len(few) else ""
+        return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": p_against, "why": why,
+                "_levels": [], "_sizes": _sizes(tested)}
     # the intersection–union test needs every test the paper's scope has: one with too few agents cannot pass
     p_for = 1.0 if len(few) else float(tested.p_for.max())
     why = (f"every test must hold, and {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had too few "
            f"agents ({_few(claim, few)})") if len(few) else ""
     return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": float(min(1.0, k * tested.p_against.min())),
             "why": why, "_levels": _level_p(claim, rows, tested), "_sizes": _sizes(tested)}
+
+
+def _majority(tested, few: int) -> tuple:
+    """(p_for, p_against) of "holds on most of the n tests" (k = n // 2 + 1 of them; a test with too few agents
+    counts as neither). Holding on k needs k tests' rejections, of which one at least is a true null when at most
+    k − 1 hold: the k-th smallest p_for times the n − k + 1 nulls that may be true is a valid p-value (Bonferroni
+    over them; k = n is the intersection–union test's largest p). Failing on n − k + 1 likewise: the (n − k + 1)-th
+    smallest p_against times k."""
+    n = len(tested) + few
+    k = n // 2 + 1
+    p_for = sorted(tested.p_for.astype(float)) + [1.0] * few
+    p_against = sorted(tested.p_against.astype(float)) + [1.0] * few
+    return float(min(1.0, (n - k + 1) * p_for[k - 1])), float(min(1.0, k * p_against[n - k]))
 
 
 def _sizes(tested) -> list:
@@ -158,7 +177,7 @@ def _multiplicity(out: list, by_claim: dict, alpha: float) -> None:
                             + detectable(by_claim[o["claim"]][0].kind, o.get("_sizes", []), alpha / len(members)))
 
 
-def findings(results, paper: str | None = None, alpha: float = ALPHA):
+def findings(results, paper: str | None = None, alpha: float = ALPHA, claims=None):
     """One row per finding (claims whose role is "finding") of ``paper`` (default both): its outcome, the level
     reached, its p-values before and after Holm, the tests it rests on, and why it has no verdict.
 
@@ -166,6 +185,7 @@ def findings(results, paper: str | None = None, alpha: float = ALPHA):
         results: [`evaluate`][pgdiag.experiments.claims.evaluate]'s table.
         paper: ``"CL"`` or ``"IM"``; None: both.
         alpha: the family-wise level of the Holm correction.
+        claims: the claims whose findings to count (as ``evaluate`` tested them); None: every claim.
 
     Returns:
         A DataFrame with one row per finding.
@@ -173,7 +193,7 @@ def findings(results, paper: str | None = None, alpha: float = ALPHA):
     import pandas as pd
 
     out, by_claim = [], {}
-    for claim in CLAIMS:
+    for claim in claims if claims is not None else CLAIMS:
         if claim.role != "finding" or (paper and paper not in claim.paper.split()):
             continue
         rows = results[results.claim == claim.key]

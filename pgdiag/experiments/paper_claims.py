@@ -98,9 +98,11 @@ class Claim:
     floor: str = ""          # the paired excess over the noise floor a band needs (the network's error minus a perfect
     #                          value function's on the same states; a band not shown above the floor is no finding)
     note: str = ""           # what the page says beside the rule (e.g. a paper that disagrees)
+    holds_on: str = "all"    # "all" of its tests (the intersection–union test), or "most" ("often": a majority)
 
     def rule(self) -> str:
-        return _rule(self.test, self.threshold)
+        return _rule(self.test, self.threshold) + (" on most of its tests (a majority of its tasks and "
+                                                   "algorithms)" if self.holds_on == "most" else "")
 
     @property
     def tasks(self) -> tuple:

@@ -27,19 +27,35 @@ HEADER = ("<!-- written by `pgdiag replication page` from replication/*/ (the pu
           "publish a part and write the page again -->")
 
 
-def _measured(rows) -> tuple:
+#: a test's verdict as the finding's outcome it would give alone
+_AS_OUTCOME = {"holds": "reproduced", "does not hold": "not reproduced"}
+
+
+def _measured(rows, outcome: str = "") -> tuple:
     """(where, estimate, reasons, tasks) of a finding's tests: those at the paper's settings, else the exploratory
-    ones; each estimate with its test's verdict where the tests disagree, the reasons a test gives, and the tasks
-    measured at the paper's settings."""
+    ones; each estimate with its test's verdict where the tests disagree or agree on another verdict than the
+    finding's ``outcome`` (each test alone leans one way, Holm over the section leaves the finding inconclusive),
+    the reasons a test gives, and the tasks measured at the paper's settings."""
     rows = rows[rows.level == ""]
     if rows.empty:
         return "", "", "", set()
-    rows = rows[rows.scope == "paper"] if (rows.scope == "paper").any() else rows
-    mixed = rows.verdict.nunique() > 1
-    where = "; ".join(f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
-                                                                   else "") for r in rows.itertuples(index=False))
-    est = "; ".join((f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read")
-                    + (f" ({r.verdict})" if mixed else "") for r in rows.itertuples(index=False))
+    paper = rows.scope == "paper"
+    # beside the tests at the paper's settings, the exploratory ones (another task of the same run: shown, not
+    # counted), so that a row the finding's scope leaves out is still read on the page
+    aside = rows[~paper] if paper.any() else rows.iloc[:0]
+    rows = rows[paper] if paper.any() else rows
+    mixed = rows.verdict.nunique() > 1 or (outcome in ("reproduced", "not reproduced", "inconclusive")
+                                           and _AS_OUTCOME.get(rows.verdict.iloc[0], "inconclusive") != outcome)
+
+    def listed(frame, tag: str = "") -> tuple:
+        where = [f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
+                                                            else "") + tag for r in frame.itertuples(index=False)]
+        est = [(f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read")
+               + (f" ({r.verdict})" if mixed and not tag else "") + tag for r in frame.itertuples(index=False)]
+        return where, est
+
+    (where, est), (w2, e2) = listed(rows), listed(aside, " *exploratory*")
+    where, est = "; ".join(where + w2), "; ".join(est + e2)
     whys = {}    # a reason once, with the tests that give it
     for r in rows.itertuples(index=False):
         if isinstance(r.why, str) and r.why:
@@ -74,12 +90,18 @@ def _supplier(claim, published=(), read=False, plans=None) -> str:
         return "published: " + ", ".join(f"`{p.name}`" for p in parts) + " read it only there"
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
         parts.sort(key=lambda p: p.scale != rep.SCALE)
+        covered = {p.name: set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks) for p in parts}
+        missing = set(claim.scope.tasks) - set().union(*covered.values())
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
                                     + ("" if p.scale == rep.SCALE else f", the {p.scale} scale")
                                     + _planned_for(p, plans or {})
+                                    + (f"; on {'/'.join(sorted(covered[p.name]))} only"
+                                       if covered[p.name] < set(claim.scope.tasks) else "")
+                                    + (f"; {p.short_of}" if p.short_of else "")
                                     + ("; published before its evidence held this: run it again"
                                        if p.name in published and not read else "")
-                                    + ")" for p in parts)
+                                    + ")" for p in parts) \
+            + (f"; {'/'.join(sorted(missing))}: no replication part yet" if missing else "")
     return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
             if t else "no target measures it yet")
 
@@ -100,7 +122,7 @@ def _section(family: str, found, results, published=(), plans=None) -> list:
              "agents, run) | estimate [interval] | outcome |", "|---|---|---|---|---|---|"]
     for r in found[found.family == family].itertuples(index=False):
         claim = claim_specs.by_key(r.claim)
-        where, est, why, tasks = _measured(results[results.claim == r.claim])
+        where, est, why, tasks = _measured(results[results.claim == r.claim], r.outcome)
         outcome = f"**{r.outcome}**" + (f" ({r.level})" if r.level else "")
         if r.outcome in (findings_mod.NOT_HERE, "not measured"):
             # a part published before its evidence held the claim is run again; one whose rows lie elsewhere
@@ -110,6 +132,7 @@ def _section(family: str, found, results, published=(), plans=None) -> list:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
             outcome += f": {why}" if why else ""
+            outcome += f" ({_cell(r.why)})" if isinstance(r.why, str) and r.why else ""
         note = f" (*{_cell(claim.note)}*)" if claim.note else ""
         lines.append(f"| `{r.claim}`: “{_cell(claim.quote)}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
                      f"{where or '—'} | {est or '—'} | {outcome} |")
@@ -193,8 +216,12 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
     ev = rep.evidence(root)
     lines = [HEADER, "", "# What we found: both papers at their own settings", "",
              "Each finding below is tested where the paper made it — its figure's tasks, point of training and "
-             "sample sizes, the paper's run length (CL: 488 iterations of 2,048 steps; IM: 500 of 2,000, the same "
-             "million steps, which CL's 488 iterations count as) and Gym's MuJoCo models — on "
+             "sample sizes, the paper's run length as the original code ran it (neither paper's text gives one: the "
+             "camera-ready code trains 488 iterations of 2,048 steps, which CL's scopes name, the review-period code "
+             "500 of 2,000, which IM's name — the same million steps, so a 488-iteration run counts for both; which "
+             "version drew which figure is not known), the camera-ready code's hyperparameters (CL's appendix table "
+             "lists other learning rates for some presets: [docs/semantics.md](semantics.md)) and Gym's MuJoCo "
+             "models — on "
              "the agents as units, after Holm's adjustment over its section ([how the claims are read](claims.md)). "
              "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
              "has measured at the paper's settings names the command that does. The parts run on this project's "

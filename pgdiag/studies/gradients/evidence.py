@@ -23,11 +23,17 @@ def gradient_pairwise_evidence(studies: dict) -> list:
         pairs = st.pairs.groupby(["label", "run", "agent", "iteration", "n"])["cosine"].mean().reset_index()
         at_b = with_point(with_unit(pairs[pairs.n == b]))
         rows += rows_of("grad_pairwise_at_batch", task, at_b, "cosine", "unit", pairs=b)
-        first, last = at_b.iteration.min(), at_b.iteration.max()
-        if first != last:
-            wide = at_b.pivot_table(index=["label", "unit"], columns="iteration", values="cosine").reset_index()
-            rows += rows_of("grad_pairwise_change", task, wide.assign(value=wide[last] - wide[first]), "value", "unit")
+        rows += _change("grad_pairwise_change", task, at_b, "cosine")
     return rows
+
+
+def _change(name: str, task: str, at_b, column: str) -> list:
+    """Per agent, ``column`` at its last checkpoint minus at the initial policy's (its first): none with one."""
+    first, last = at_b.iteration.min(), at_b.iteration.max()
+    if at_b.empty or first == last:
+        return []
+    wide = at_b.pivot_table(index=["label", "unit"], columns="iteration", values=column).reset_index()
+    return rows_of(name, task, wide.assign(value=wide[last] - wide[first]), "value", "unit")
 
 
 def _ceilings(st):
@@ -40,8 +46,8 @@ def _ceilings(st):
 
 def gradient_true_evidence(studies: dict, notes: list | None = None) -> list:
     """From gradient studies: per agent and checkpoint, the mean cosine to the true gradient over the truth's own
-    ceiling (≈ the cosine to the gradient itself, [`levels`][pgdiag.experiments.levels]) at the batch size and at
-    the largest N, and the N where it reaches
+    ceiling (≈ the cosine to the gradient itself, [`levels`][pgdiag.experiments.levels]) at the batch size (and
+    per agent its last checkpoint's minus the initial policy's) and at the largest N, and the N where it reaches
     [`TRUE_LEVEL`][pgdiag.studies.gradients.evidence.TRUE_LEVEL] over the batch size. A truth from
     fewer than TRUE_RATIO × the largest N pairs, or without a ceiling (no split-half), gives no evidence (said in
     ``notes``)."""
@@ -63,7 +69,9 @@ def gradient_true_evidence(studies: dict, notes: list | None = None) -> list:
         true = with_point(with_unit(true.merge(ceilings, on=["run", "agent", "iteration"])))
         true = true.assign(to_gradient=true.to_true / true.truth_ceiling)
         true = true[np.isfinite(true.to_gradient)]
-        rows += rows_of("grad_true_at_batch", task, true[true.n == b], "to_gradient", "unit", pairs=b)
+        at_b = true[true.n == b]
+        rows += rows_of("grad_true_at_batch", task, at_b, "to_gradient", "unit", pairs=b)
+        rows += _change("grad_true_change", task, at_b, "to_gradient")
         rows += rows_of("grad_true_at_largest", task, true[true.n == true.n.max()], "to_gradient", "unit",
                       pairs=float(true.n.max()))
         for (label, unit, it), d in true.groupby(["label", "unit", "iteration"], sort=True):

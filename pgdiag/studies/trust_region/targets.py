@@ -46,7 +46,7 @@ SCALES = {
                                "shape: PPO, PPO-M and TRPO, 7 agents each, 100 iterations of 1 × 2,048 steps, a "
                                "held-out batch every 10 iterations; the runs fig-landscape-concentration measures."),
     "replication": Scale(**replication_training(("humanoid",)),
-                         description="CL Figs 9, 29 and IM Figs 2–4 as the papers ran them: Gym's Humanoid, PPO, "
+                         description="CL Figs 9, 29 and IM Figs 2, 4 as the papers ran them: Gym's Humanoid, PPO, "
                                      "PPO-M and TRPO, 8 agents each, 488 iterations of 1 × 2,048 steps, a held-out "
                                      "batch every 10 iterations, checkpoints after 0/150/300/450 (the runs "
                                      "fig-landscape-concentration measures at 300)."),
