@@ -259,3 +259,28 @@ def test_a_part_that_measures_a_finding_in_part_says_where_it_falls_short():
     assert "`pgdiag replication run landscapes` (CPU; on humanoid only; its surrogate steps from the mid scale's " \
            "sample sizes, not the paper's 1e6 pairs a point)" in text
     assert text.endswith("; hopper/walker2d: no replication part yet")
+
+
+def test_a_row_outside_the_findings_tasks_is_shown_beside_it_and_an_inconclusive_one_says_why():
+    """Without a baseline, 8 Walker2d agents at 0.1 … 0.3 of PPO's median score against PPO's 1 (differences
+    −0.9 … −0.7 straddle the rule < −0.8: inconclusive, with the effect its test detects) and 8 Hopper agents at
+    0.55 (−0.45; Hopper lies outside the study the sentence closes: shown beside it as exploratory, never counted)."""
+    import numpy as np
+    import pandas as pd
+
+    from pgdiag.experiments import claims, findings
+
+    def group(task, label, values):
+        return _value_rows("nobaseline_score_relative", task, label, values)
+
+    ev = pd.concat([group("walker2d", "ppo", [1.0] * 8), group("walker2d", "ppo-nobaseline", list(np.linspace(
+                    0.1, 0.3, 8))), group("hopper", "ppo", [1.0] * 8), group("hopper", "ppo-nobaseline", [0.55] * 8)])
+    results = claims.evaluate(ev, paper="CL")
+    found = findings.findings(results, "CL")
+    family = claims.by_key("no-baseline-order-worse").family
+    row = next(x for x in replication_page._section(family, found, results) if "`no-baseline-order-worse`" in x)
+    cells = row.split(" | ")
+    assert "walker2d ppo-nobaseline − ppo, 8 agents" in cells[3] and \
+        "hopper ppo-nobaseline − ppo, 8 agents, 488 iterations, Gym's *exploratory*" in cells[3]
+    assert "−0.45 [" in cells[4] and cells[4].endswith("*exploratory*")
+    assert "**inconclusive**" in cells[5] and "detects with probability 0.8" in cells[5]
