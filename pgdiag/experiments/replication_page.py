@@ -110,9 +110,10 @@ def _planned_for(part, plans: dict) -> str:
     """``part``'s planned time on the hosts of its kind in ``plans``: a GPU part's on the declared hosts, a CPU
     part's on this host (its runs' plan; nothing where no plan costs it)."""
     gpu = part.device == "gpu"
-    where = {name: "this project's CPU" if name == "this host" else f"the {name}" for name in plans}
+    here = {name: v.get("profile") == replication_plans.HERE for name, v in plans.items()}
+    where = {name: "this project's CPU" if here[name] else f"the {name}" for name in plans}
     times = [f"{_hours(v['seconds'].get(part.name))} on {where[name]}"
-             for name, v in plans.items() if (v.get("profile") != "this host") == gpu
+             for name, v in plans.items() if here[name] != gpu
              and part.name in v.get("seconds", {})]
     return f", planned {' / '.join(times)}" if times else ""
 
@@ -205,7 +206,7 @@ def _parts(records: dict, plans: dict) -> list:
 
 def _profiles(plans: dict) -> str:
     """The profiles the declared hosts' columns read (this host's column reads what it has recorded)."""
-    named = [f"{name}: `{v['profile']}`" for name, v in plans.items() if v.get("profile") != "this host"]
+    named = [f"{name}: `{v['profile']}`" for name, v in plans.items() if v.get("profile") != replication_plans.HERE]
     return f" The declared hosts' profiles: {'; '.join(named)}." if named else ""
 
 

@@ -13,6 +13,8 @@ import numpy as np
 from pgdiag.experiments import replication as rep
 
 PLANS = "plans.json"
+#: the profile a plan made on the machine that wrote plans.json records (its own recorded costs, no file)
+HERE = "this host"
 
 
 def plans(host=None) -> dict:
@@ -50,7 +52,7 @@ def write_plans(hosts: dict, root: str = rep.ROOT) -> str:
     record = {}
     for name, profile in hosts.items():
         host = host_profiles.load(profile) if profile else None
-        record[name] = {"profile": profile or "this host", "date": datetime.date.today().isoformat(),
+        record[name] = {"profile": profile or HERE, "date": datetime.date.today().isoformat(),
                         "device": host.device_kind if host else f"{provenance.cpu_model()}, {os.cpu_count()} cores",
                         "seconds": plans(profile)}
     os.makedirs(root, exist_ok=True)
