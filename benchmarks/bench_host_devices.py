@@ -11,7 +11,8 @@ states (recorded as its rollout steps them), plus the update's networks alone at
 attains on them, per environment step, divided by the cores (every core busy, nothing waiting). Sharding changes how many agents one compiled program
 batches, so the runs agree to float32 rounding, not bitwise (the table's last column, after the iterations run).
 
-    python benchmarks/bench_host_devices.py [--agents 14] [--iterations 20] [--devices 1 2]
+    python benchmarks/bench_host_devices.py [--agents 14] [--iterations 20] [--devices 1 2] [--task hopper]
+        [--model brax]
 """
 
 from __future__ import annotations
@@ -28,23 +29,23 @@ import numpy as np
 CHILD = """
 import json, sys
 from pgdiag import preset, sweep
-out, agents, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-run = sweep(preset("ppo", "hopper", num_iterations=iterations, heldout_every=iterations), seeds=agents, out=out,
+out, agents, iterations, task, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+run = sweep(preset("ppo", task, model=model, num_iterations=iterations, heldout_every=iterations), seeds=agents, out=out,
             chunk_iterations=max(1, iterations // 4))
 print(json.dumps({"chunk_s": run.manifest["timings"]["chunk_s"], "compile_s": run.manifest["timings"]["compile_s"],
                   "devices": run.manifest["device"]["count"]}))
 """
 
 
-def train(devices: int, agents: int, iterations: int, out: str) -> dict:
+def train(devices: int, agents: int, iterations: int, out: str, task: str, model: str) -> dict:
     env = dict(os.environ, PGDIAG_HOST_DEVICES=str(devices), JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", CHILD, out, str(agents), str(iterations)], env=env, check=True,
+    done = subprocess.run([sys.executable, "-c", CHILD, out, str(agents), str(iterations), task, model], env=env, check=True,
                           capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def own_states(agents: int, **batch):
-    """A PPO iteration's own (qpos, qvel, warm start, control) on native Hopper from fresh agents (robots falling
+def own_states(agents: int, task: str = "hopper", model: str = "brax", **batch):
+    """A PPO iteration's own (qpos, qvel, warm start, control) on native ``task`` from fresh agents (robots falling
     and reset: dearer than random-action trajectories from rest), recorded as the rollout steps them; shaped
     [steps, agents × environments, ...] for ``bench_floor.floor_ms``. ``batch``: the preset's ``num_envs`` and
     ``steps_per_env`` where not the papers' 1 × 2,048."""
@@ -54,7 +55,7 @@ def own_states(agents: int, **batch):
     from pgdiag import make_train, preset, seed_key, stages
     from pgdiag.config import stack_knobs
 
-    cfg = preset("ppo", "hopper", physics="native", physics_threads=1, **batch)
+    cfg = preset("ppo", task, model=model, physics="native", physics_threads=1, **batch)
     trainer, seen = make_train(cfg.static), []
     env = trainer.env
 
@@ -73,7 +74,7 @@ def own_states(agents: int, **batch):
     return shaped(qpos), shaped(qvel), np.zeros_like(shaped(qvel)), shaped(action)
 
 
-def floor_us(agents: int, cores: int) -> tuple[float, float]:
+def floor_us(agents: int, cores: int, task: str = "hopper", model: str = "brax") -> tuple[float, float]:
     """(physics, update) floor of a training step on ``cores`` cores, µs per environment step: MuJoCo's one-thread
     cost on a training iteration's own states, and the update's networks alone at its shapes on one core (the
     rate this CPU attains on that work, ``bench_stages.networks_alone``), each divided by the cores."""
@@ -88,8 +89,8 @@ def floor_us(agents: int, cores: int) -> tuple[float, float]:
     from pgdiag import make_train, preset, seed_key, stages
     from pgdiag.config import stack_knobs
 
-    single_ms, _ = floor_ms("hopper", "brax", own_states(agents), 1, 3.0)
-    cfg = preset("ppo", "hopper", physics="native")
+    single_ms, _ = floor_ms(task, model, own_states(agents, task, model), 1, 3.0)
+    cfg = preset("ppo", task, model=model, physics="native")
     trainer, steps = make_train(cfg.static), cfg.static.steps_per_env
     knobs = stack_knobs([cfg.knobs] * agents)
     state = jax.jit(jax.vmap(trainer.init))(jnp.stack([seed_key(i) for i in range(agents)]), knobs)
@@ -105,24 +106,26 @@ def main(argv=None) -> int:
     parser.add_argument("--agents", type=int, default=14)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--devices", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    parser.add_argument("--task", default="hopper")
+    parser.add_argument("--model", default="brax", help="brax or gym (the papers' models)")
     args = parser.parse_args(argv)
     import pandas as pd
 
     cores = os.cpu_count() or 1
-    physics, update = floor_us(args.agents, cores)
+    physics, update = floor_us(args.agents, cores, args.task, args.model)
     floor = physics + update
     steps = args.agents * 2048 * max(1, args.iterations // 4)   # environment steps per chunk
     rows, finals = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in dict.fromkeys(args.devices):
             out = os.path.join(tmp, f"d{n}")
-            t = train(n, args.agents, args.iterations, out)
+            t = train(n, args.agents, args.iterations, out, args.task, args.model)
             steady = float(np.median(t["chunk_s"][1:] or t["chunk_s"]))   # the first chunk's time is not steady
             finals[n] = pd.read_parquet(os.path.join(out, "metrics.parquet")).query(
                 f"iteration == {args.iterations - 1}").sort_values("agent").mean_return.to_numpy()
             rows.append((n, t["devices"], t["compile_s"], 1e6 * steady / steps))
     base = rows[0][3]
-    print(f"PPO on native Hopper, {args.agents} agents × 2,048 steps an iteration, {cores} cores; "
+    print(f"PPO on native {args.task} ({args.model}'s model), {args.agents} agents × 2,048 steps an iteration, {cores} cores; "
           f"floor {floor:.1f} µs a step over {cores} cores: physics {physics:.1f} (MuJoCo's one-thread cost on a "
           f"training iteration's own states / {cores}) + update {update:.1f} (its networks alone at its shapes, "
           f"one core's rate / {cores})\n")
