@@ -201,7 +201,8 @@ def _parts(records: dict, plans: dict) -> list:
             "part's runs) and as if on one CPU device (over 2 a training ran 1.14–1.23× faster on 2 cores on Gym's "
             "Walker2d and Humanoid, whose physics uses both cores already, 1.5× on Brax's Hopper: "
             "benchmarks/results/host-devices-gym-cpu-2026-12-07.md); \"not costed\": the host's profile records "
-            "no step cost for some program (`pgdiag host save FILE --scale replication` on that host records them)." + _profiles(plans))
+            "no step cost for some program (`pgdiag host save FILE --scale replication` on that host records "
+            "them)." + _profiles(plans))
     return lines + ["", note if plans else "", ""]
 
 
