@@ -366,3 +366,18 @@ def test_often_is_read_as_most_of_a_findings_tests_by_hand():
         assert (row.outcome, row.p_for, row.p_against) == (outcome, pytest.approx(p_for), pytest.approx(p_against))
     assert claims.by_key("noclip-matches-ppo").rule().endswith("on most of its tests (a majority of its tasks and "
                                                                "algorithms)")
+
+
+def test_a_statistic_no_agent_resolves_is_said_so_not_called_unmeasured():
+    """value-baseline-helps on Walker2d (its paper's task) where no agent's cosines clear 0.2 at 10,000 pairs: the
+    ratio is NaN for all eight, so the test has no agent — "too few agents", saying why — and is not read as a task
+    no part measured. Beside six agents wholly above 1.25 on Hopper (outside its scope), the finding still waits."""
+    claim = next(c for c in claims.CLAIMS if c.key == "value-baseline-helps")
+    nan = _ev(claim.evidence, [np.nan] * 8, task="walker2d", pairs=10_000)
+    hopper = _ev(claim.evidence, [2.0] * 6, task="hopper", pairs=10_000)
+    tests = claims.evaluate(pd.concat([nan, hopper]), claims=[claim])
+    walker = tests[tests.task == "walker2d"].iloc[0]
+    assert walker.verdict == "too few agents" and walker.agree == "0 of 8" and walker.scope == "paper"
+    assert "no value on any of its 8 agents" in walker.why and "at least 0.2" in walker.why
+    found = findings.findings(tests, "CL", claims=[claim]).iloc[0]
+    assert found.outcome == "too few agents" and found.why.startswith("walker2d ppo: its statistic has no value")

@@ -161,6 +161,7 @@ def _agents_rows(claim: Claim, part, floors) -> list:
     for (task, label), group in part.groupby(["task", "label"], sort=True):
         values = per_agent(group, claim.within)
         if np.isnan(values).all():
+            rows.append(_undefined(claim, task, label, values.size))
             continue
         floor = floors.get((task, label))
         row = _agents_test(claim, task, label, values, claim.test, claim.threshold, floor=floor)
@@ -169,6 +170,15 @@ def _agents_rows(claim: Claim, part, floors) -> list:
             if row["verdict"] == "holds" and (not level.tasks or task in level.tasks):
                 rows.append(_agents_test(claim, task, label, values, level.test, level.threshold, level))
     return rows
+
+
+def _undefined(claim: Claim, task: str, label: str, n: int) -> dict:
+    """A test none of whose ``n`` agents has a value of the statistic (measured, but not resolved where it is
+    read): no agent to test, and the page says why rather than that the task was not measured."""
+    why = f"its statistic has no value on any of its {n} agents" + (
+        f" ({claim.undefined})" if claim.undefined else "")
+    return _row(claim, task, label, stats.Interval(np.nan, np.nan, np.nan, 0, np.nan), f"0 of {n}", "too few agents",
+                "median agent", why=why)
 
 
 def _units(values, est: Estimand) -> tuple:

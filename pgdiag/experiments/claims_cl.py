@@ -16,6 +16,9 @@ _PAIRWISE = pairwise_level(NOISE_EQUALS_SIGNAL)                 # 0.5
 _PAIRWISE_FOUR = pairwise_level(NOISE_FOUR_TIMES)               # 0.2
 _TO_GRADIENT = to_gradient_level(NOISE_EQUALS_SIGNAL)           # 0.707
 _TO_GRADIENT_FOUR = to_gradient_level(NOISE_FOUR_TIMES)         # 0.447
+#: where a ratio of two baselines' noise energies has no value (pgdiag.studies.baselines.evidence.RATIO_MIN_COSINE)
+_RATIO_UNDEFINED = (f"a ratio is read only where both baselines' mean pairwise cosines are at least "
+                    f"{_PAIRWISE_FOUR:.2g}: below it ρ = 1/c − 1 is lost in the noise of the K estimates' cosines")
 #: a variance ratio (a baseline's noise energy over another's at one N; both estimate one gradient, so the
 #: ratio of their noise-to-signal ratios ρ = 1/c − 1): "marginal" below 1.25 (the noise falls by less than a
 #: fifth), "noticeable" from 1.25, "significant" from 2 (halved)
@@ -144,7 +147,7 @@ CL_CLAIMS = (
           "function", "baseline_variance_ratio_value", "noise energy with returns (zero baseline) over with the "
           "agent's value network, ρ = 1/c − 1 from the pairwise cosines (both ≥ 0.2), at the figure's largest N", ">",
           NOTICEABLE, "\"noticeably\": the noise energy falls by a fifth or more",
-          Scope("Figs 5, 16", _FIG5, "after-first", _UP_TO_10K, "N up to 10,000")),
+          Scope("Figs 5, 16", _FIG5, "after-first", _UP_TO_10K, "N up to 10,000"), undefined=_RATIO_UNDEFINED),
     Claim("value-baseline-marginal-at-2k", "CL", _S52, "§5.2, Figs 5/16",
           "even though this difference is rather marginal in the most relevant, small-sample regime (2K)",
           "baseline_cosine_gap_value", "mean pairwise cosine with the agent's value network minus with returns "
@@ -158,7 +161,7 @@ CL_CLAIMS = (
           "noise energy with the agent's network over with V* at ~2K pairs, where V* was shown the better value "
           "function (paired t-test on held-out chunks)", ">", SIGNIFICANT,
           "\"significantly\": V* halves the noise energy (\"especially true in the sample regime in which we "
-          "operate\")", Scope("Figs 5, 16", _FIG5, "after-first", _AT_2K, "N ≈ 2K")),
+          "operate\")", Scope("Figs 5, 16", _FIG5, "after-first", _AT_2K, "N ≈ 2K"), undefined=_RATIO_UNDEFINED),
     Claim("no-baseline-order-worse", "CL", _S52, "§5.2",
           "our experiments show that agents trained without a baseline function attain almost an order of magnitude "
           "worse final reward", "nobaseline_score_relative", "final score over PPO's median score: PPO without a "

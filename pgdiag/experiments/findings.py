@@ -90,6 +90,12 @@ def _sizes(tested) -> list:
 
 
 def _few(claim, rows) -> str:
+    undefined = {}    # tests whose statistic no agent has: why, not a count of agents (each reason once)
+    for r in rows[rows.verdict == "too few agents"].itertuples(index=False) if len(rows) else ():
+        if isinstance(r.why, str) and r.why:
+            undefined.setdefault(r.why, []).append(f"{r.task} {r.label}")
+    if undefined:
+        return "; ".join(f"{', '.join(who)}: {text}" for text, who in undefined.items())
     least = int(rows.agents.min()) if len(rows) else 0
     unit = "algorithm" if claim.kind == "agents" else "group"
     return (f"{least} agents where a verdict needs {MIN_AGENTS} per {unit}; a section of m findings needs "

@@ -99,6 +99,7 @@ class Claim:
     #                          value function's on the same states; a band not shown above the floor is no finding)
     note: str = ""           # what the page says beside the rule (e.g. a paper that disagrees)
     holds_on: str = "all"    # "all" of its tests (the intersection–union test), or "most" ("often": a majority)
+    undefined: str = ""      # where its statistic has no value (said when a test has no agent with one)
 
     def rule(self) -> str:
         return _rule(self.test, self.threshold) + (" on most of its tests (a majority of its tasks and "

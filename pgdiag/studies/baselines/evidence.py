@@ -67,7 +67,8 @@ def baseline_ratio_evidence(studies: dict) -> list:
     noise-to-signal energy ρ = 1/c − 1 of one over the other's (every baseline estimates the same gradient, so this
     is their noise energies' ratio, [`levels`][pgdiag.experiments.levels]) — with returns over with the agent's
     network (``baseline_variance_ratio_value``), and with the agent's network over with V* where V* was shown the
-    better value function (``baseline_variance_ratio_fitted``), each where both cosines are well above 0; and the
+    better value function (``baseline_variance_ratio_fitted``), each where both cosines are well above 0 (NaN
+    elsewhere: measured, not resolved); and the
     gap in mean pairwise cosine of the agent's network over returns (``baseline_cosine_gap_value``: what the
     figure shows at one N, defined at any noise level)."""
     rows = []
@@ -84,4 +85,4 @@ def baseline_ratio_evidence(studies: dict) -> list:
             better = fits[fits.fitted_better.astype(bool)][["run", "agent", "iteration"]]
             ok = _ratio(per, rho, "fitted", "value").merge(better, on=["run", "agent", "iteration"])
             rows += rows_of("baseline_variance_ratio_fitted", task, ok, "ratio", "unit")
-    return [r for r in rows if not np.isnan(r["value"])]
+    return rows       # a ratio not read (NaN) stays: a test whose agents have none says so
