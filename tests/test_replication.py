@@ -17,6 +17,14 @@ def test_a_parts_wall_time_sums_the_sessions_that_ended(tmp_path):
     assert rep.wall(str(tmp_path / "none"), part) is None
     text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 1})
     assert text == " over 3 sessions (1 cut short by the machine, their time not counted)"
+    # a session cut short after it began keeping records counts to its last one
+    sessions[0]["last_seconds"] = 600.0
+    (tmp_path / f"{part.name}.sessions.json").write_text(json.dumps(sessions))
+    assert rep.wall(str(tmp_path), part) == 7800.0
+    text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 1, "sessions_uncounted": 0})
+    assert text == " over 3 sessions (1 cut short by the machine, counted to their last record)"
+    text = replication_page._sessions({"sessions": 3, "sessions_cut_short": 2, "sessions_uncounted": 1})
+    assert text == " over 3 sessions (2 cut short by the machine, 1 counted to their last record, 1 not counted)"
     assert replication_page._sessions({"sessions": 1, "sessions_cut_short": 0}) == ""
     text = replication_page._sessions({"sessions": 2, "sessions_cut_short": 0, "session_cpus": ["A (avx2)",
                                                                                                "B (avx512f)"]})
@@ -284,3 +292,26 @@ def test_a_row_outside_the_findings_tasks_is_shown_beside_it_and_an_inconclusive
         "hopper ppo-nobaseline − ppo, 8 agents, 488 iterations, Gym's *exploratory*" in cells[3]
     assert "−0.45 [" in cells[4] and cells[4].endswith("*exploratory*")
     assert "**inconclusive**" in cells[5] and "detects with probability 0.8" in cells[5]
+
+
+def test_a_running_session_records_its_time_as_it_goes(tmp_path, monkeypatch):
+    """While a part runs, its session records every HEARTBEAT_S how long it has run, so a machine that stops it
+    without a word loses at most that much: read from the log mid-run, then the end replaces it."""
+    import time
+    import types
+
+    from pgdiag.experiments import targets
+
+    part, log = rep.PARTS[0], tmp_path / f"{rep.PARTS[0].name}.sessions.json"
+    seen = []
+
+    def train(scale, out, progress):
+        time.sleep(0.5)
+        seen.append(json.loads(log.read_text())[-1])
+
+    monkeypatch.setattr(rep.sessions, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(targets, "get", lambda name: types.SimpleNamespace(study="s", train=train))
+    total = rep.run(part, str(tmp_path))
+    assert "seconds" not in seen[0] and 0.05 <= seen[0]["last_seconds"] <= 0.5 * len(part.targets)
+    final = json.loads(log.read_text())[-1]
+    assert final["seconds"] >= 0.5 * len(part.targets) and total == final["seconds"]

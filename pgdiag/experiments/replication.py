@@ -22,6 +22,7 @@ import shutil
 import subprocess
 
 from pgdiag.config import ConfigError
+from pgdiag.experiments import replication_sessions as sessions
 
 ROOT = "replication"
 PAGE = os.path.join("docs", "replication.md")
@@ -155,48 +156,22 @@ def use_devices(p: Part) -> None:
 
 def run(p: Part, runs: str) -> float:
     """Run ``p``'s targets into ``runs`` (resuming what an earlier call left), each call recorded as a session in
-    ``runs/<part>.sessions.json`` (its start, and its end once it ends); returns the wall time of all sessions."""
+    ``runs/<part>.sessions.json`` ([`replication_sessions`][pgdiag.experiments.replication_sessions]); returns the
+    wall time of all sessions."""
     from pgdiag.experiments import targets
     from pgdiag.run import provenance
 
-    log = os.path.join(runs, f"{p.name}.sessions.json")
-    sessions = _sessions(log)
-    start = datetime.datetime.now(datetime.timezone.utc)
-    sessions.append({"start": start.isoformat(timespec="seconds"), "host": platform.node(), "commit": _commit(),
-                     "cpu_devices": p.cpu_devices, "cpu": provenance.cpu_model()})
-    _write_json(log, sessions)
-    try:
+    record = {"host": platform.node(), "commit": _commit(), "cpu_devices": p.cpu_devices, "cpu": provenance.cpu_model()}
+    with sessions.recorded(sessions.log(runs, p.name), record):
         for name in p.targets:
             t = targets.get(name)
             t.train(p.scale, out=os.path.join(runs, f"{t.study}-{p.scale}"), progress=True)
-    except BaseException as err:   # stopped (a signal, an error): its time still counts, and how it ended is kept
-        sessions[-1]["stopped"] = type(err).__name__
-        raise
-    finally:
-        sessions[-1]["seconds"] = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds()
-        _write_json(log, sessions)
     return wall(runs, p)
 
 
-def _sessions(path: str) -> list:
-    if not os.path.isfile(path):
-        return []
-    with open(path) as f:
-        return list(json.load(f))
-
-
-def _write_json(path: str, record) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(path + ".tmp", path)
-
-
 def wall(runs: str, p: Part) -> float | None:
-    """The wall time of ``p``'s sessions in ``runs`` that ended (a session the machine cut short has no end:
-    its time is not known and not counted; `published` records how many there were)."""
-    ended = [s["seconds"] for s in _sessions(os.path.join(runs, f"{p.name}.sessions.json")) if "seconds" in s]
-    return float(sum(ended)) if ended else None
+    """The wall time of ``p``'s sessions in ``runs``, each to its end or its last record."""
+    return sessions.wall(sessions.log(runs, p.name))
 
 
 def _commit() -> str:
@@ -228,15 +203,11 @@ def publish(p: Part, runs: str, root: str = ROOT, wall_s: float | None = None) -
         report(runs, out, p.scale, paper, studies=studies)
         os.remove(os.path.join(out, "report.md"))   # the page is docs/replication.md, written from these tables
         _gzip(os.path.join(out, "evidence.csv"))    # its per-iteration rows: megabytes of text, a fifth gzipped
-    sessions = _sessions(os.path.join(runs, f"{p.name}.sessions.json"))
+    held = sessions.read(sessions.log(runs, p.name))
     record = {"part": p.name, "targets": list(p.targets), "settings": settings(p), "commit": _commit(),
               "date": datetime.date.today().isoformat(), "host": f"{platform.node()} ({os.cpu_count()} cores, "
               f"{provenance.cpu_model()})", "wall_s": wall_s if wall_s is not None else wall(runs, p),
-              "sessions": len(sessions), "sessions_cut_short": sum("seconds" not in s for s in sessions),
-              # the commits its sessions ran (the evidence's), beside the one publishing it, and their CPUs (XLA
-              # compiles for each: a run continued on another model is equal to float32 rounding, not bitwise)
-              "session_commits": list(dict.fromkeys(s.get("commit", "unknown") for s in sessions)),
-              "session_cpus": list(dict.fromkeys(s.get("cpu", "unknown") for s in sessions)),
+              **sessions.summary(held),
               "runs": os.path.abspath(runs), "cpu_devices": p.cpu_devices, "papers": papers}
     with open(os.path.join(staging, RECORD), "w") as f:
         json.dump(record, f, indent=1)

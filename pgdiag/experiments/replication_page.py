@@ -162,10 +162,13 @@ def _extensions(results, paper: str) -> list:
 
 def _sessions(rec: dict) -> str:
     n, cut = rec.get("sessions", 0), rec.get("sessions_cut_short", 0)
+    lost = rec.get("sessions_uncounted", cut)     # a record from before sessions kept their last time
     cpus = [c for c in rec.get("session_cpus", ()) if c != "unknown"]
     if n <= 1:
         return ""
-    return (f" over {n} sessions" + (f" ({cut} cut short by the machine, their time not counted)" if cut else "")
+    counted = ("their time not counted" if lost == cut else "counted to their last record" if not lost else
+               f"{cut - lost} counted to their last record, {lost} not counted")
+    return (f" over {n} sessions" + (f" ({cut} cut short by the machine, {counted})" if cut else "")
             + (f", on {len(cpus)} CPU models ({'; '.join(cpus)}: its runs equal one CPU's to float32 rounding)"
                if len(cpus) > 1 else ""))
 
