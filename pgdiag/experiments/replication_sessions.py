@@ -63,7 +63,8 @@ def recorded(path: str, record: dict):
     try:
         yield
     except BaseException as err:
-        sessions[-1]["stopped"] = type(err).__name__
+        with lock:
+            sessions[-1]["stopped"] = type(err).__name__
         raise
     finally:
         done.set()
