@@ -381,3 +381,19 @@ def test_a_statistic_no_agent_resolves_is_said_so_not_called_unmeasured():
     assert "no value on any of its 8 agents" in walker.why and "at least 0.2" in walker.why
     found = findings.findings(tests, "CL", claims=[claim]).iloc[0]
     assert found.outcome == "too few agents" and found.why.startswith("walker2d ppo: its statistic has no value")
+
+
+def test_a_test_left_with_few_agents_by_its_statistic_says_how_many_had_one():
+    """gradients-worsen-over-training where the true gradient's ceiling is 0 at the last checkpoint for six of eight
+    agents (their change is NaN): 2 agents remain, too few, and the row and the finding say that 2 of 8 had a value
+    and why — where a run of 4 agents in all gets the count alone."""
+    claim = next(c for c in claims.CLAIMS if c.key == "gradients-worsen-over-training")
+    sparse = _ev(claim.evidence, [-0.3, -0.2] + [np.nan] * 6, task="walker2d")
+    tests = claims.evaluate(sparse, claims=[claim])
+    row = tests[tests.scope == "paper"].iloc[0]
+    assert row.verdict == "too few agents" and row.agree == "2 of 2"
+    assert row.why.startswith("its statistic has a value on 2 of its 8 agents (it needs the true gradient resolved")
+    found = findings.findings(tests, "CL", claims=[claim]).iloc[0]
+    assert found.outcome == "too few agents" and found.why.startswith("walker2d ppo: its statistic has a value on 2")
+    four = claims.evaluate(_ev(claim.evidence, [-0.3, -0.2, -0.1, -0.4], task="walker2d"), claims=[claim])
+    assert four.iloc[0].why == "" and findings.findings(four, "CL", claims=[claim]).iloc[0].why.startswith("4 agents")

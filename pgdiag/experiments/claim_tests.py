@@ -124,13 +124,14 @@ def _row(claim: Claim, task: str, label: str, iv, agree: str, verdict: str, esti
 
 
 def _agents_test(claim, task, label, values, test, threshold, level=None, floor=None) -> dict:
-    values = values[~np.isnan(values)]
+    total, values = values.size, values[~np.isnan(values)]
     iv = stats.median_interval(values)
     on = int(agrees(values, test, threshold).sum())
     few = values.size < MIN_AGENTS
     verdict = "too few agents" if few else _side(iv.low, iv.high, test, threshold)
     p = (np.nan, np.nan) if few else _sign_p(values, test, threshold)
-    why = ""
+    # too few because the statistic has no value on the others (measured, not resolved): said, with why
+    why = _defined_on(claim, values.size, total) if few and values.size < total else ""
     if verdict == "holds" and claim.floor and level is None:
         verdict, why, p_floor = _floor_check(floor)
         p = (max(p[0], p_floor), p[1])      # both must hold: the intersection–union test's p is the larger
@@ -172,13 +173,18 @@ def _agents_rows(claim: Claim, part, floors) -> list:
     return rows
 
 
+def _defined_on(claim: Claim, k: int, n: int) -> str:
+    """Why a test has ``k`` of its ``n`` agents: the statistic has a value on those alone."""
+    head = f"its statistic has no value on any of its {n} agents" if k == 0 else \
+        f"its statistic has a value on {k} of its {n} agents"
+    return head + (f" ({claim.undefined})" if claim.undefined else "")
+
+
 def _undefined(claim: Claim, task: str, label: str, n: int) -> dict:
     """A test none of whose ``n`` agents has a value of the statistic (measured, but not resolved where it is
     read): no agent to test, and the page says why rather than that the task was not measured."""
-    why = f"its statistic has no value on any of its {n} agents" + (
-        f" ({claim.undefined})" if claim.undefined else "")
     return _row(claim, task, label, stats.Interval(np.nan, np.nan, np.nan, 0, np.nan), f"0 of {n}", "too few agents",
-                "median agent", why=why)
+                "median agent", why=_defined_on(claim, 0, n))
 
 
 def _units(values, est: Estimand) -> tuple:

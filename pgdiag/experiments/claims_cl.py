@@ -72,7 +72,9 @@ CL_CLAIMS = (
           "mean cosine of the K estimates to the true gradient over the truth's own ceiling at the batch size, the "
           "last checkpoint minus the initial policy's", "<", 0.0,
           "a sign: the estimates at the batch size lie farther from the true gradient later",
-          Scope("Figs 3, 12", _TASKS, "whole")),
+          Scope("Figs 3, 12", _TASKS, "whole"),
+          undefined="it needs the true gradient resolved at the initial policy and at the last checkpoint: a truth "
+                    "whose two halves' cosine (its ceiling) is not above 0 is no truth to read against"),
     Claim("gradients-far-from-true", "CL", _S51, "§5.1, Figs 3/12; §6",
           "although it is possible to obtain empirically estimate the true gradient, this requires several-fold "
           "more samples than are used commonly", "grad_true_at_batch",

@@ -55,14 +55,12 @@ def _claim_outcome(claim, rows) -> dict:
     k = len(tested)
     if claim.holds_on == "most":
         p_for, p_against = _majority(tested, len(few))
-        why = (f"it must hold on most tests; {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had "
-               f"too few agents ({_few(claim, few)})") if len(few) else ""
+        why = _short("it must hold on most tests", claim, few)
         return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": p_against, "why": why,
                 "_levels": [], "_sizes": _sizes(tested)}
     # the intersection–union test needs every test the paper's scope has: one with too few agents cannot pass
     p_for = 1.0 if len(few) else float(tested.p_for.max())
-    why = (f"every test must hold, and {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had too few "
-           f"agents ({_few(claim, few)})") if len(few) else ""
+    why = _short("every test must hold", claim, few)
     return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": float(min(1.0, k * tested.p_against.min())),
             "why": why, "_levels": _level_p(claim, rows, tested), "_sizes": _sizes(tested)}
 
@@ -89,18 +87,31 @@ def _sizes(tested) -> list:
     return out
 
 
+def _short(lead: str, claim, few) -> str:
+    """Why tests with too few agents keep a finding from its verdict: ``lead``, then which tests and why (a test
+    whose statistic some agents lack names itself in its reason)."""
+    if not len(few):
+        return ""
+    if all(isinstance(w, str) and w for w in few.why):
+        return f"{lead}: {_few(claim, few)}"
+    return f"{lead}, and {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had too few agents " \
+           f"({_few(claim, few)})"
+
+
 def _few(claim, rows) -> str:
-    undefined = {}    # tests whose statistic no agent has: why, not a count of agents (each reason once)
-    for r in rows[rows.verdict == "too few agents"].itertuples(index=False) if len(rows) else ():
+    few = rows[rows.verdict == "too few agents"] if len(rows) else rows
+    undefined = {}    # tests whose statistic some agents lack: why, beside the count (each reason once)
+    for r in few.itertuples(index=False):
         if isinstance(r.why, str) and r.why:
             undefined.setdefault(r.why, []).append(f"{r.task} {r.label}")
-    if undefined:
-        return "; ".join(f"{', '.join(who)}: {text}" for text, who in undefined.items())
+    said = "; ".join(f"{', '.join(who)}: {text}" for text, who in undefined.items())
+    if undefined and all(isinstance(w, str) and w for w in few.why):
+        return said
     least = int(rows.agents.min()) if len(rows) else 0
     unit = "algorithm" if claim.kind == "agents" else "group"
     return (f"{least} agents where a verdict needs {MIN_AGENTS} per {unit}; a section of m findings needs "
             f"{agents_for(2, kind=claim.kind)} (m = 2) to {agents_for(8, kind=claim.kind)} (m = 8) before Holm "
-            f"can pass any")
+            f"can pass any") + (f"; {said}" if said else "")
 
 
 def smallest_p(kind: str, n: int) -> float:

@@ -132,8 +132,9 @@ def _section(family: str, found, results, published=(), plans=None) -> list:
         else:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
-            outcome += f": {why}" if why else ""
-            outcome += f" ({_cell(r.why)})" if isinstance(r.why, str) and r.why and _cell(r.why) not in why else ""
+            full = _cell(r.why) if isinstance(r.why, str) and r.why else ""
+            outcome += f": {why}" if why and why not in full else ""    # the finding's reason may quote its tests'
+            outcome += f" ({full})" if full and full not in why else ""
         note = f" (*{_cell(claim.note)}*)" if claim.note else ""
         lines.append(f"| `{r.claim}`: “{_cell(claim.quote)}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
                      f"{where or '—'} | {est or '—'} | {outcome} |")
