@@ -87,25 +87,35 @@ def _sizes(tested) -> list:
     return out
 
 
+def reasons(rows) -> str:
+    """Each reason in ``rows``' why once, after the tests that give it ("hopper ppo, walker2d ppo: …")."""
+    grouped: dict = {}
+    for r in rows.itertuples(index=False):
+        if isinstance(r.why, str) and r.why:
+            grouped.setdefault(r.why, []).append(f"{r.task} {r.label}")
+    return "; ".join(f"{', '.join(who)}: {text}" for text, who in grouped.items())
+
+
+def _explained(few) -> bool:
+    """Whether every test with too few agents says why (its statistic has no value on the rest)."""
+    return bool(len(few)) and all(isinstance(w, str) and w for w in few.why)
+
+
 def _short(lead: str, claim, few) -> str:
     """Why tests with too few agents keep a finding from its verdict: ``lead``, then which tests and why (a test
     whose statistic some agents lack names itself in its reason)."""
     if not len(few):
         return ""
-    if all(isinstance(w, str) and w for w in few.why):
-        return f"{lead}: {_few(claim, few)}"
+    if _explained(few):
+        return f"{lead}: {reasons(few)}"
     return f"{lead}, and {', '.join(f'{r.task} {r.label}' for r in few.itertuples())} had too few agents " \
            f"({_few(claim, few)})"
 
 
 def _few(claim, rows) -> str:
     few = rows[rows.verdict == "too few agents"] if len(rows) else rows
-    undefined = {}    # tests whose statistic some agents lack: why, beside the count (each reason once)
-    for r in few.itertuples(index=False):
-        if isinstance(r.why, str) and r.why:
-            undefined.setdefault(r.why, []).append(f"{r.task} {r.label}")
-    said = "; ".join(f"{', '.join(who)}: {text}" for text, who in undefined.items())
-    if undefined and all(isinstance(w, str) and w for w in few.why):
+    said = reasons(few)
+    if _explained(few):
         return said
     least = int(rows.agents.min()) if len(rows) else 0
     unit = "algorithm" if claim.kind == "agents" else "group"
@@ -231,4 +241,4 @@ def summary(found):
     return counts.reindex(columns=[o for o in OUTCOMES if o in counts.columns]).reset_index()
 
 
-__all__ = ["ALPHA", "COLUMNS", "OUTCOMES", "agents_for", "findings", "smallest_p", "summary"]
+__all__ = ["ALPHA", "COLUMNS", "OUTCOMES", "agents_for", "findings", "reasons", "smallest_p", "summary"]

@@ -56,11 +56,7 @@ def _measured(rows, outcome: str = "") -> tuple:
 
     (where, est), (w2, e2) = listed(rows), listed(aside, " *exploratory*")
     where, est = "; ".join(where + w2), "; ".join(est + e2)
-    whys = {}    # a reason once, with the tests that give it
-    for r in rows.itertuples(index=False):
-        if isinstance(r.why, str) and r.why:
-            whys.setdefault(r.why, []).append(f"{r.task} {r.label}")
-    why = "; ".join(f"{', '.join(who)}: {text}" for text, who in whys.items())
+    why = findings_mod.reasons(rows)    # a reason once, with the tests that give it
     # a task-against-task row names both ("humanoid − walker2d"): each was measured
     tasks = {t for x in rows.task[rows.scope == "paper"] for t in str(x).split(" − ")}
     return _cell(where), _cell(est), _cell(why), tasks
