@@ -10,7 +10,10 @@ with the numbers each gives alone.
 
 from __future__ import annotations
 
+import math
+
 import jax
+import jax.numpy as jnp
 
 from pgdiag import networks
 from pgdiag.objectives import value_loss
@@ -18,8 +21,38 @@ from pgdiag.optim import apply_update
 from pgdiag.rollout import UpdateBatch
 
 
+def shuffle_rounds(n: int) -> tuple[int, int]:
+    """``(index_bits, rounds)`` of [`shuffle`][pgdiag.algorithms.epochs.shuffle] for ``n`` items: the bits a
+    position takes, and the fewest rounds whose keys together have ≥ 3·log2(n) bits, the bound
+    ``jax.random.permutation`` keeps (its ``exponent = 3``): the chance that two items tie in every round, the
+    only way the order is not uniform, is then below C(n, 2)/n³ < 1/(2n)."""
+    index_bits = max(1, (n - 1).bit_length())
+    return index_bits, math.ceil(3 * math.log2(max(n, 2)) / max(32 - index_bits, 1))
+
+
+def shuffle(key, n: int):
+    """A uniformly random permutation of ``range(n)`` (int32), by ``jax.random.permutation``'s algorithm: rounds
+    of a stable sort of the current order on fresh random keys. Each round's key is a random uint32 whose low
+    bits are replaced by the item's current position, so one sort of a single uint32 operand does a round where
+    ``jax.random.permutation`` sorts a key-value pair, which XLA:CPU does about 4× slower (docs/benchmarks.md,
+    "The minibatch shuffle"). The keys keep 32 − ⌈log2 n⌉ bits, and the rounds are as many as
+    [`shuffle_rounds`][pgdiag.algorithms.epochs.shuffle_rounds] says; past 2^24 items (8 key bits) it is
+    ``jax.random.permutation`` itself."""
+    index_bits, rounds = shuffle_rounds(n)
+    if index_bits > 24:
+        return jax.random.permutation(key, n).astype(jnp.int32)
+    low = jnp.uint32((1 << index_bits) - 1)
+    order = position = jnp.arange(n, dtype=jnp.uint32)
+    for k in jax.random.split(key, rounds):
+        packed = (jax.random.bits(k, (n,), jnp.uint32) & ~low) | position
+        order = order[jax.lax.sort(packed) & low]   # ties in the key go by position: a stable sort
+    return order.astype(jnp.int32)
+
+
 def minibatch_indices(key, batch_size: int, num_minibatches: int):
-    return jax.random.permutation(key, batch_size).reshape(num_minibatches, -1)
+    """One epoch's ``num_minibatches`` minibatches: a [`shuffle`][pgdiag.algorithms.epochs.shuffle] of the
+    batch, split in order (the original's np.array_split of a shuffled index array, ref §2.4)."""
+    return shuffle(key, batch_size).reshape(num_minibatches, -1)
 
 
 def lockstep_epochs(minibatches, carries, keys, batch_size: int, epochs: int, num_minibatches: int):
