@@ -315,3 +315,36 @@ def test_a_running_session_records_its_time_as_it_goes(tmp_path, monkeypatch):
     assert "seconds" not in seen[0] and 0.05 <= seen[0]["last_seconds"] <= 0.5 * len(part.targets)
     final = json.loads(log.read_text())[-1]
     assert final["seconds"] >= 0.5 * len(part.targets) and total == final["seconds"]
+
+
+def test_a_finding_without_agents_says_why_once():
+    """value-baseline-helps where no Walker2d agent's cosines clear 0.2 (the ratio is NaN on all 8): the outcome cell
+    gives the reason its test and the finding share, once — not the bare verdict."""
+    import numpy as np
+    import pandas as pd
+
+    from pgdiag.experiments import claims, findings
+
+    claim = claims.by_key("value-baseline-helps")
+    ev = pd.DataFrame({"evidence": claim.evidence, "task": "walker2d", "label": "ppo", "agent": [str(i) for i in
+                       range(8)], "value": np.nan, "iteration": 300, "progress": 300 / 488, "lr_share": 1 - 300 / 488,
+                       "pairs": 10_000, "run_iterations": 488, "model": "gym"})
+    results = claims.evaluate(ev, paper="CL")
+    found = findings.findings(results, "CL")
+    row = next(x for x in replication_page._section(claim.family, found, results) if "`value-baseline-helps`" in x)
+    outcome = row.split(" | ")[-1]
+    assert outcome.startswith("**too few agents**: walker2d ppo: its statistic has no value on any of its 8 agents")
+    assert outcome.count("no value on any") == 1
+
+
+def test_a_published_part_that_fell_short_is_not_offered_again():
+    """gradients-converge-with-samples read by the published gradients-cpu part at its own sample sizes only: the
+    page offers the GPU part and says the CPU part was published, with what it falls short of — not "run" it."""
+    from pgdiag.experiments import claims
+
+    claim = claims.by_key("gradients-converge-with-samples")
+    text = replication_page._supplier(claim, published={"gradients-cpu"}, read=True)
+    assert text.startswith("run `pgdiag replication run gradients` (GPU")
+    assert "run gradients-cpu" not in text and "(published: `gradients-cpu`, N up to 8,192" in text
+    assert replication_page._supplier(claim, published={"gradients-cpu", "gradients"}, read=True) == \
+        "published: `gradients-cpu`, `gradients` read it only there"

@@ -146,8 +146,8 @@ def _floor_check(excess) -> tuple:
     excess = np.asarray(excess if excess is not None else (), np.float64)
     excess = excess[~np.isnan(excess)]
     if excess.size < MIN_AGENTS:
-        return "inconclusive", f"no noise floor measured on {MIN_AGENTS}+ agents (run fig-baselines, or the LQR " \
-                               f"task's fig-value)", 1.0
+        return "inconclusive", f"no noise floor measured on {MIN_AGENTS}+ agents (run fig-baselines: the " \
+                               f"replication's baselines parts; or the LQR task's fig-value)", 1.0
     iv = stats.median_interval(excess)
     p = stats.sign_test_p(excess, 0.0, ">")
     if not iv.low > 0:

@@ -103,7 +103,9 @@ class Claim:
 
     def rule(self) -> str:
         return _rule(self.test, self.threshold) + (" on most of its tests (a majority of its tasks and "
-                                                   "algorithms)" if self.holds_on == "most" else "")
+                                                   "algorithms)" if self.holds_on == "most" else "") \
+            + (", and above the noise floor (the error minus a perfect value function's on the same states, "
+               "> 0)" if self.floor else "")
 
     @property
     def tasks(self) -> tuple:

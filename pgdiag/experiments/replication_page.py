@@ -75,19 +75,20 @@ def _statistic(claim) -> str:
 def _supplier(claim, published=(), read=False, plans=None) -> str:
     """The part that measures ``claim`` at the papers' settings, as a command (again, where the part was published
     before its evidence held what the claim reads; where it was published and its tests ``read`` the claim only
-    elsewhere, that it did), with its planned time where it would run (``plans``: replication/plans.json); else the
-    target that provides it."""
+    elsewhere, that it did, beside the parts still to run), with its planned time where it would run (``plans``:
+    replication/plans.json); else the target that provides it."""
     from pgdiag.experiments import targets
 
     t = next((t for t in targets.TARGETS.values() if t.provides and claim.evidence.startswith(t.provides)), None)
     parts = [p for p in rep.PARTS if t is not None and t.name in p.targets   # and trains a task the claim reads
              and set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks)]
-    if parts and read and all(p.name in published for p in parts):
+    done = [p for p in parts if read and p.name in published]   # run, and its tests read the claim elsewhere
+    if parts and len(done) == len(parts):
         return "published: " + ", ".join(f"`{p.name}`" for p in parts) + " read it only there"
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
-        parts.sort(key=lambda p: p.scale != rep.SCALE)
         covered = {p.name: set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks) for p in parts}
         missing = set(claim.scope.tasks) - set().union(*covered.values())
+        parts = sorted((p for p in parts if p not in done), key=lambda p: p.scale != rep.SCALE)
         return "run " + " or ".join(f"`pgdiag replication run {p.name}` ({p.device.upper()}"
                                     + ("" if p.scale == rep.SCALE else f", the {p.scale} scale")
                                     + _planned_for(p, plans or {})
@@ -97,7 +98,8 @@ def _supplier(claim, published=(), read=False, plans=None) -> str:
                                     + ("; published before its evidence held this: run it again"
                                        if p.name in published and not read else "")
                                     + ")" for p in parts) \
-            + (f"; {'/'.join(sorted(missing))}: no replication part yet" if missing else "")
+            + (f"; {'/'.join(sorted(missing))}: no replication part yet" if missing else "") \
+            + "".join(f" (published: `{p.name}`" + (f", {p.short_of}" if p.short_of else "") + ")" for p in done)
     return (f"{t.name} at the papers' settings: no replication part yet (its paper scale on a 16-core GPU host)"
             if t else "no target measures it yet")
 
@@ -129,8 +131,10 @@ def _section(family: str, found, results, published=(), plans=None) -> list:
             missing = [t for t in claim.scope.tasks if tasks and t not in tasks]
             outcome += (f" on {'/'.join(sorted(tasks))} ({'/'.join(missing)} not measured yet)" if missing else "")
             full = _cell(r.why) if isinstance(r.why, str) and r.why else ""
-            outcome += f": {why}" if why and why not in full else ""    # the finding's reason may quote its tests'
-            outcome += f" ({full})" if full and full not in why else ""
+            if why and full and (why in full or full in why):   # the finding's reason may quote its tests': once
+                outcome += f": {max(why, full, key=len)}"
+            else:
+                outcome += (f": {why}" if why else "") + (f" ({full})" if full else "")
         note = f" (*{_cell(claim.note)}*)" if claim.note else ""
         lines.append(f"| `{r.claim}`: “{_cell(claim.quote)}”{note} | {claim.scope.describe()} | {_statistic(claim)} | "
                      f"{where or '—'} | {est or '—'} | {outcome} |")
