@@ -112,10 +112,17 @@ class Claim:
         return self.scope.tasks
 
 
+def _number(x) -> str:
+    """A threshold as a reader takes it in: exact where short (0.25, 1.25, 1e-04), else to three figures with ≈
+    (1/√2 as ≈0.707; the claim's reason gives where it comes from)."""
+    exact = f"{x:g}"
+    return exact if len(exact.lstrip("-")) <= 6 else f"≈{x:.3g}"
+
+
 def _rule(test, threshold) -> str:
     if test == "within":
-        return f"within [{threshold[0]:g}, {threshold[1]:g}]"
-    return f"{test} {threshold:g}"
+        return f"within [{_number(threshold[0])}, {_number(threshold[1])}]"
+    return f"{test} {_number(threshold)}"
 
 
 __all__ = ["Claim", "KINDS", "Level", "MODELS", "ROLES", "RUN_LENGTH_TOLERANCE", "Scope", "WINDOWS"]
