@@ -75,3 +75,13 @@ def test_the_mean_tests_detectable_difference_by_simulation():
 def test_a_row_with_failed_seeds_left_out_keeps_both_group_sizes():
     rows = pd.DataFrame({"agree": ["7 vs 6 agents (1 failed seed left out)", "5 of 7"], "agents": [6, 7]})
     assert findings._sizes(rows) == [(7, 6), (7,)]
+
+
+def test_the_power_note_says_how_many_agents_must_agree():
+    """By hand: at α/m = 0.05/6, 8 of 8 agents give p = 1/256 = 0.0039 and 7 of 8 give 9/256 = 0.035, so all 8 must
+    agree; 10 of 11 give 12/2048 = 0.0059 (9 of 10: 11/1024 = 0.011), so 11 agents let one disagree. At 0.05,
+    7 of 8 (0.035) pass."""
+    from pgdiag.experiments.findings import _agreeing
+
+    assert _agreeing(8, 0.05 / 6) == "it passes only when all 8 agree; 11 agents would let one disagree"
+    assert _agreeing(8, 0.05) == "it passes when 7 of 8 agree"

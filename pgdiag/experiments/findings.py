@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+import math
+
 import numpy as np
 
 from pgdiag import multiplicity, stats
@@ -141,6 +143,19 @@ def agents_for(m: int, alpha: float = ALPHA, kind: str = "agents") -> int:
     return n
 
 
+def _agreeing(n: int, alpha: float) -> str:
+    """How many of ``n`` agents the sign test needs on the claim's side to pass at ``alpha``, and how many agents
+    would let one disagree: P(at least k of n) = Σ C(n, i) / 2^n ≤ α."""
+    def need(n):
+        return next((k for k in range(n + 1) if sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n <= alpha), None)
+
+    k = need(n)
+    if k < n:
+        return f"it passes when {k} of {n} agree"
+    m = next(m for m in range(n, 200) if (need(m) or m + 1) <= m - 1)
+    return f"it passes only when all {n} agree; {m} agents would let one disagree"
+
+
 def detectable(kind: str, sizes, alpha: float, power: float = 0.8) -> str:
     """What a test with these agents could have seen: the effect its smallest test (fewest agents) detects with
     probability ``power`` at level ``alpha`` (Holm's first step, α/m: what passes whatever the family's other
@@ -152,7 +167,7 @@ def detectable(kind: str, sizes, alpha: float, power: float = 0.8) -> str:
         q = stats.sign_test_detectable(n[0], alpha, power)
         return (f"{n[0]} agents cannot reach p ≤ {alpha:.3g} even when all agree" if np.isnan(q) else
                 f"at {n[0]} agents the test detects with probability {power:g} a claim that holds for ≥ {q:.0%} "
-                f"of agents (sign test at α/m = {alpha:.3g})")
+                f"of agents (sign test at α/m = {alpha:.3g}: {_agreeing(n[0], alpha)})")
     na, nb = (n * 2)[:2]
     if kind in ("means", "min-mean-difference"):
         return (f"at {na} v {nb} agents the test detects with probability {power:g} a difference of mean agents of "
