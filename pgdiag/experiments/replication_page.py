@@ -188,7 +188,7 @@ def _plans(root: str) -> dict:
 
 
 def _parts(records: dict, plans: dict) -> list:
-    heads = [f"planned on {name} ({v['device']}, {v['date']})" for name, v in plans.items()]
+    heads = [f"planned on {name} ({v['device']}; planned {v['date']})" for name, v in plans.items()]
     lines = ["| part | what it measures | where | " + " | ".join(heads + ["published (host, date, commit, wall "
                                                                             "time)", "command"]) + " |",
              "|---" * (5 + len(heads)) + "|"]
