@@ -397,3 +397,17 @@ def test_a_test_left_with_few_agents_by_its_statistic_says_how_many_had_one():
     assert found.outcome == "too few agents" and found.why.startswith("walker2d ppo: its statistic has a value on 2")
     four = claims.evaluate(_ev(claim.evidence, [-0.3, -0.2, -0.1, -0.4], task="walker2d"), claims=[claim])
     assert four.iloc[0].why == "" and findings.findings(four, "CL", claims=[claim]).iloc[0].why.startswith("4 agents")
+
+
+def test_a_finding_waiting_on_a_sparse_test_names_the_others_that_fall_short():
+    """gradients-worsen-over-training with Walker2d PPO left at 2 agents (its statistic NaN on 6) and Hopper PPO's
+    8 agents straddling the rule (< 0: −0.3 … 0.3, inconclusive): the finding's reason names both, not only the
+    sparse one — fixing Walker2d alone would not decide it."""
+    claim = next(c for c in claims.CLAIMS if c.key == "gradients-worsen-over-training")
+    sparse = _ev(claim.evidence, [-0.3, -0.2] + [np.nan] * 6, task="walker2d")
+    straddle = _ev(claim.evidence, list(np.linspace(-0.3, 0.3, 8)), task="hopper")
+    tests = claims.evaluate(pd.concat([sparse, straddle]), claims=[claim])
+    found = findings.findings(tests, "CL", claims=[claim]).iloc[0]
+    assert found.outcome == "inconclusive"
+    assert found.why.startswith("every test must hold (hopper ppo inconclusive): walker2d ppo: its statistic has a "
+                                "value on 2 of its 8 agents")

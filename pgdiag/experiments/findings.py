@@ -62,7 +62,10 @@ def _claim_outcome(claim, rows) -> dict:
                 "_levels": [], "_sizes": _sizes(tested)}
     # the intersection–union test needs every test the paper's scope has: one with too few agents cannot pass
     p_for = 1.0 if len(few) else float(tested.p_for.max())
-    why = _short("every test must hold", claim, few)
+    short = tested[tested.verdict != "holds"]   # the tests that fall short besides those with too few agents
+    lead = "every test must hold" + (f" ({', '.join(f'{r.task} {r.label} {r.verdict}' for r in short.itertuples())})"
+                                     if len(short) else "")
+    why = _short(lead, claim, few)
     return {**out, "outcome": "inconclusive", "p_for": p_for, "p_against": float(min(1.0, k * tested.p_against.min())),
             "why": why, "_levels": _level_p(claim, rows, tested), "_sizes": _sizes(tested)}
 
