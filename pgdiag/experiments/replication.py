@@ -76,9 +76,9 @@ PARTS = (
          "checkpoints 0/150/300/450) with the mid scale's sample sizes (N up to 8,192, truth from 81,920)",
          scale="replication-cpu", short_of="N up to 8,192 and a truth from 81,920 pairs, not the paper's 1e6 and "
                                            "1e7"),
-    Part("ablation-walker2d", ("fig-ablation",), "IM Fig 1 on Gym's Walker2d alone (the half of the `ablation` "
-         "part a 2-core CPU can train), the paper's learning-rate grid and one rate above it, 6 seeds, 488 iterations, its agents "
-         "over 2 CPU devices", scale="replication-walker2d", cpu_devices=2),
+    Part("ablation-walker2d", ("fig-ablation",), "IM Fig 1 on Gym's Walker2d alone (the half of the "
+         "`ablation` part a 2-core CPU can train), the paper's learning-rate grid and one rate above it, 6 seeds, "
+         "488 iterations, its agents over 2 CPU devices", scale="replication-walker2d", cpu_devices=2),
     Part("ablation", ("fig-ablation",), "IM Fig 1 (CL Fig 1: Humanoid) on Gym's Walker2d and Humanoid, the "
          "paper's learning-rate grid and one rate above it, 6 seeds", device="gpu"),
     Part("gradients", ("fig-grad-variance", "fig-grad-true", "fig-step-variance"),
