@@ -348,3 +348,8 @@ def test_a_published_part_that_fell_short_is_not_offered_again():
     assert "run gradients-cpu" not in text and "(published: `gradients-cpu`, N up to 8,192" in text
     assert replication_page._supplier(claim, published={"gradients-cpu", "gradients"}, read=True) == \
         "published: `gradients-cpu`, `gradients` read it only there"
+    # a finding only a CPU part at other sample sizes reads (the landscapes' steps from ~1e6 pairs): the target
+    steps = claims.by_key("trpo-surrogate-tracks-true-with-many-samples")
+    assert replication_page._supplier(steps, published={"landscapes"}, read=True) == "published: `landscapes` read " \
+        "it only there; at the papers' settings: `pgdiag fig-landscape-surrogate --scale paper` on a 16-core GPU " \
+        "host (no replication part yet)"

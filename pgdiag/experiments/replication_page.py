@@ -84,7 +84,10 @@ def _supplier(claim, published=(), read=False, plans=None) -> str:
              and set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks)]
     done = [p for p in parts if read and p.name in published]   # run, and its tests read the claim elsewhere
     if parts and len(done) == len(parts):
-        return "published: " + ", ".join(f"`{p.name}`" for p in parts) + " read it only there"
+        return "published: " + ", ".join(f"`{p.name}`" for p in parts) + " read it only there" + (
+            "" if any(p.scale == rep.SCALE and not p.short_of for p in parts) else   # none at the papers' settings
+            f"; at the papers' settings: `pgdiag {t.name} --scale paper` on a 16-core GPU host (no replication part "
+            "yet)")
     if parts:   # the papers' settings first, then a part at another scale (a CPU's sample sizes, a model pair)
         covered = {p.name: set(t.scales[p.scale].tasks_of(t.name)) & set(claim.scope.tasks) for p in parts}
         missing = set(claim.scope.tasks) - set().union(*covered.values())
