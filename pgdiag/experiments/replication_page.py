@@ -225,17 +225,16 @@ def page(root: str = rep.ROOT, figures: str | None = None) -> str:
     records, plans = rep.published(root), _plans(root)
     ev = rep.evidence(root)
     lines = [HEADER, "", "# What we found: both papers at their own settings", "",
-             "Each finding below is tested where the paper made it — its figure's tasks, point of training and "
-             "sample sizes, the paper's run length as the original code ran it (neither paper's text gives one: the "
-             "camera-ready code trains 488 iterations of 2,048 steps, which CL's scopes name, the review-period code "
-             "500 of 2,000, which IM's name — the same million steps, so a 488-iteration run counts for both; which "
-             "version drew which figure is not known), the camera-ready code's hyperparameters (CL's appendix table "
-             "lists other learning rates for some presets: [docs/semantics.md](semantics.md)) and Gym's MuJoCo "
-             "models — on "
-             "the agents as units, after Holm's adjustment over its section ([how the claims are read](claims.md)). "
-             "A row measured on another experiment is shown as exploratory and never counted; a finding no part "
-             "has measured at the paper's settings names the command that does. The parts run on this project's "
-             "own CPU where they fit, resuming over days; the GPU parts wait for a host.", "",
+             "Each finding below is tested where the paper made it: its figure's tasks, point of training and "
+             "sample sizes, on Gym's MuJoCo models, with the camera-ready code's hyperparameters (CL's appendix "
+             "table lists other learning rates for some presets: [docs/semantics.md](semantics.md)) and the run "
+             "length the original code trains. Neither paper's text gives that length: the camera-ready code trains "
+             "488 iterations of 2,048 steps (CL's scopes name it), the review-period code 500 of 2,000 (IM's name "
+             "it); both are the same million steps, so a 488-iteration run counts for both. Each test takes the "
+             "agents as its units, and each finding is adjusted by Holm over its section ([how the claims are "
+             "read](claims.md)). A row measured on another experiment is shown as exploratory and never counted; a "
+             "finding no part has measured at the paper's settings names the command that does. The parts run on "
+             "this project's own CPU where they fit, resuming over days; the GPU parts wait for a host.", "",
              "## Parts", ""] + _parts(records, plans)
     for paper in ("cl", "im"):
         name = paper.upper()
