@@ -48,8 +48,9 @@ def _measured(rows, outcome: str = "") -> tuple:
                                            and _AS_OUTCOME.get(rows.verdict.iloc[0], "inconclusive") != outcome)
 
     def listed(frame, tag: str = "") -> tuple:
-        where = [f"{r.task} {r.label}, {r.agents} agents" + (f", {r.run}" if isinstance(r.run, str) and r.run
-                                                            else "") + tag for r in frame.itertuples(index=False)]
+        where = [f"{r.task} {r.label}, {r.agents} agent{'' if r.agents == 1 else 's'}"
+                 + (f", {r.run}" if isinstance(r.run, str) and r.run else "") + tag
+                 for r in frame.itertuples(index=False)]
         est = [(f"{fmt(r.value)} [{fmt(r.low)}, {fmt(r.high)}]" if r.agents else "nothing its test can read")
                + (f" ({r.verdict})" if mixed and not tag else "") + tag for r in frame.itertuples(index=False)]
         return where, est
