@@ -25,9 +25,9 @@ The page says how many agents a family needs ([`agents_for`][pgdiag.experiments.
 
 from __future__ import annotations
 
-import re
-
+import itertools
 import math
+import re
 
 import numpy as np
 
@@ -147,15 +147,15 @@ def agents_for(m: int, alpha: float = ALPHA, kind: str = "agents") -> int:
 
 
 def _agreeing(n: int, alpha: float) -> str:
-    """How many of ``n`` agents the sign test needs on the claim's side to pass at ``alpha``, and how many agents
-    would let one disagree: P(at least k of n) = Σ C(n, i) / 2^n ≤ α."""
-    def need(n):
-        return next((k for k in range(n + 1) if sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n <= alpha), None)
+    """How many of ``n`` agents the sign test needs on the claim's side to pass at ``alpha`` (the caller has checked
+    that all ``n`` can), and how many agents would let one disagree: P(at least k of n) = Σ C(n, i) / 2^n ≤ α."""
+    def tail(n, k):
+        return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
 
-    k = need(n)
+    k = min(k for k in range(n + 1) if tail(n, k) <= alpha)
     if k < n:
         return f"it passes when {k} of {n} agree"
-    m = next(m for m in range(n, 200) if (need(m) or m + 1) <= m - 1)
+    m = next(m for m in itertools.count(n + 1) if tail(m, m - 1) <= alpha)
     return f"it passes only when all {n} agree; {m} agents would let one disagree"
 
 
