@@ -1,15 +1,23 @@
 """Fixtures shared by several test modules."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 # physics="auto" reads the physics measurements recorded on this host (pgdiag.envs.crossover); the
-# tests (and the processes they start) get an empty store of their own instead of the user's
+# tests (and the processes they start) get an empty store of their own instead of the user's, removed when
+# the test process ends
 os.environ["PGDIAG_CACHE"] = tempfile.mkdtemp(prefix="pgdiag-cache-")
+atexit.register(shutil.rmtree, os.environ["PGDIAG_CACHE"], ignore_errors=True)
 
 # The suite is the CPU's: on a host with an accelerator it runs on the host's CPU too (and so do the processes
 # it starts), so that what it asserts of a CPU host holds there; JAX_PLATFORMS set beforehand overrides
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# ... on one CPU device (a CPU-only host's default is two: pgdiag.run.host_devices), its small programs compiled
+# once rather than partitioned over two; the tests of two or more devices ask for them (tests/test_devices.py)
+os.environ.setdefault("PGDIAG_HOST_DEVICES", "1")
 
 # JAX's persistent compilation cache stays off unless JAX_COMPILATION_CACHE_DIR is set: writing a cache entry
 # serializes the compiled CPU executable, and that serialization (jax 0.10, XLA:CPU) crashed a worker with a

@@ -156,10 +156,10 @@ def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch
     from pgdiag.diagnostics.memory import available_memory, fmt_bytes
     from pgdiag.envs import crossover
 
-    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only,
-    crossover.record(crossover.host_key(os.cpu_count() or 1),   # both models (Table 2 trains Gym's)
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only, both
+    crossover.record(crossover.host_key(os.cpu_count() or 1),   # models (Table 2 trains Gym's), spanning every width
                      [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0,
-                       **extra} for b in (1, 64) for extra in ({}, {"model": "gym"})])
+                       **extra} for b in (1, 64, 4096) for extra in ({}, {"model": "gym"})])
     with CompileCounter() as counter:
         assert main(["fig-grad-variance", "--dry-run", "--scale", "mid"]) == 0
     assert counter.count == 0
@@ -234,6 +234,49 @@ def test_a_program_asking_for_a_backend_is_costed_on_it(tmp_path, monkeypatch):
                         timed.append((backend, batch)) or 2.0)
     assert costs.measured_step_ms("converged")("hopper", 4, physics="mjx") == pytest.approx(2.0)
     assert timed == [("mjx", 4)]
+
+
+def test_a_training_s_update_is_costed_over_its_cpu_devices(monkeypatch):
+    """The Hopper preset's update is 1.9 native Hopper steps of the program's width on one CPU device (one core);
+    sharded over two CPU devices on 2 cores it runs on both: the smoke ablation's step, 1.0 ms of physics and
+    1.0 ms a gauge step, is 1.0 + 0.9 + 1.9 = 3.8 ms on one device, 1.0 + 0.9 + 1.9 / 2 = 2.85 ms on two, and
+    one agent (nothing to shard) or one core keeps 3.8."""
+    from pgdiag.envs import hosts
+    from pgdiag.experiments import targets, train_cost
+
+    (program,) = targets.get("fig-ablation").dry_run("smoke", memory=1 << 62)
+    one = lambda *a: 1.0   # noqa: E731
+    for devices, cores, agents, ms in ((1, 2, 128, 3.8), (2, 2, 128, 2.85), (2, 2, 1, 3.8), (2, 1, 128, 3.8),
+                                       (4, 16, 128, 1.0 + 0.9 + 1.9 / 4)):
+        monkeypatch.setattr(hosts, "cpu_device_count", lambda: devices)
+        monkeypatch.setattr(hosts, "cores", lambda: cores)
+        assert train_cost.step_ms(dataclasses.replace(program, units=agents), 1.0, one) == pytest.approx(ms)
+
+
+def test_a_plan_after_wide_studies_times_a_narrow_training_rather_than_charge_it_their_step(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """A report's studies record this host's physics at 420-7,168 environments; a 14-agent training planned next
+    is timed at the ladder's 4 and 16 (and interpolated), not charged the 1,024-wide step's 7.9 ms."""
+    import os
+
+    from pgdiag.envs import crossover
+    from pgdiag.experiments.planner import show_plan
+    from pgdiag.experiments import targets
+
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    crossover.record(crossover.host_key(os.cpu_count() or 1),
+                     [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": ms}
+                      for b, ms in ((1024, 7.9), (4096, 31.0))])
+    timed = []
+    monkeypatch.setattr(crossover, "step_ms", lambda task, backend, threads, solver, batch, **kw:
+                        timed.append(batch) or 0.01 * batch)
+    programs = [p for p in targets.get("fig-value").dry_run("mid", memory=1 << 62) if p.width == 14]
+    frame = show_plan(programs, None, show=False)
+    assert sorted(set(timed)) == [4, 16]
+    physics = 0.04 + 0.12 * 10 / 12                  # the ladder's line at 14: 0.14 ms
+    every = programs[0].spec[0].static.heldout_every
+    ms = physics * (1 + 1 / every if every else 1) + physics * (0.9 + 1.9)   # train_cost: one CPU device here
+    assert frame.estimated_s.iloc[0] == pytest.approx(programs[0].sequential_steps * ms / 1e3, abs=0.05)  # 0.1 s
 
 
 def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):

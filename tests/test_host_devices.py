@@ -15,9 +15,13 @@ def _clean(monkeypatch, flags=""):
     monkeypatch.setenv("XLA_FLAGS", flags)
 
 
-def test_a_cpu_only_host_keeps_jax_s_one_device(monkeypatch):
+def test_a_cpu_only_host_gets_two_devices_whatever_its_cores(monkeypatch):
     _clean(monkeypatch)
     monkeypatch.setattr(host_devices, "_accelerator_present", lambda: False)
+    for cores in (1, 2, 16):
+        monkeypatch.setattr(os, "cpu_count", lambda: cores)
+        assert host_devices.wanted() == 2
+    _clean(monkeypatch, "--xla_force_host_platform_device_count=4")   # the user's own count stands
     assert host_devices.wanted() is None
 
 
@@ -73,5 +77,6 @@ def test_importing_pgdiag_sets_the_count_before_jax_starts_and_keeps_it_after():
     """On a 16-core host the native backend's default threads are the cores shared among the devices: 4 CPU
     devices, 4 threads each; one device, 16."""
     assert _devices_after_import({host_devices.ENV: "4"}) == [4, 4]
+    assert _devices_after_import({host_devices.ENV: "", "JAX_PLATFORMS": "cpu"}) == [2, 8]   # a CPU-only host's
     # JAX already ran something: its backends are up and keep their one CPU device; the import does not fail
     assert _devices_after_import({host_devices.ENV: "4"}, before="jax.numpy.zeros(1).block_until_ready()") == [1, 16]

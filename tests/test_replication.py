@@ -189,6 +189,10 @@ def test_a_part_runs_on_the_cpu_devices_it_declares():
     env = {k: v for k, v in __import__("os").environ.items() if k != "PGDIAG_HOST_DEVICES"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split()[-1] == "2"
+    # a part begun on one device gets one, not a CPU-only host's default of two
+    out = subprocess.run([sys.executable, "-c", code.replace("ablation-walker2d", "value")], capture_output=True,
+                         text=True, env={**env, "JAX_PLATFORMS": "cpu"}, check=True)
+    assert out.stdout.split()[-1] == "1"
     rep.use_devices(rep.part("value"))   # this process: JAX's one CPU device, as the part asks
     with pytest.raises(ConfigError, match=r"over 2 CPU device\(s\), this process has 1 .*unset PGDIAG_HOST_DEVICES"):
         rep.use_devices(dataclasses.replace(rep.part("value"), cpu_devices=2))

@@ -240,7 +240,7 @@ def measured_step_ms(solver: str = "converged", model: str = "brax"):
     return step_ms
 
 
-def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True):
+def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: bool = True, below: bool = True):
     """``step_ms(task, width, model=model, solver=solver, physics="auto")`` from this host's recorded physics
     measurements of the model and solver setting (a declared host's: [`pgdiag.envs.hosts`][pgdiag.envs.hosts]), or
     None where none is recorded. At each recorded batch the cost of the backend asked for (``physics``), or for
@@ -250,7 +250,8 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
     the smallest recorded batch, its cost; beyond the largest, proportional to the width (an upper bound: a step
     cannot get cheaper per environment than the widest measured). With ``beyond=False``, None outside the recorded
     batches: a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost, and 256's cost
-    charged to 14 planned a mid training 12× its length. A pure-JAX task's step is read from ``jax_ms``
+    charged to 14 planned a mid training 12× its length (``below=False``: None below the smallest alone, as
+    a plan on this host reads them). A pure-JAX task's step is read from ``jax_ms``
     rows, which only a host profile carries (timed when it is saved:
     [`time_pure_jax`][pgdiag.experiments.costs.time_pure_jax]); on this host it is timed when planned."""
     rows = crossover.rows_here(hosts.cores())
@@ -264,7 +265,7 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
                 ms = min(r.get(f"{b}_ms", float("inf")) for b in backends)
                 if math.isfinite(ms):
                     costs[r["batch"]] = ms
-        if not costs or (not beyond and not min(costs) <= width <= max(costs)):
+        if not costs or (not beyond and width > max(costs)) or (not (beyond and below) and width < min(costs)):
             return None
         return interpolate(sorted(costs.items()), width)
 

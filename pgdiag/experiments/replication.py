@@ -146,8 +146,7 @@ def use_devices(p: Part) -> None:
 
     from pgdiag.run import host_devices
 
-    if p.cpu_devices > 1:
-        host_devices.configure(p.cpu_devices)
+    host_devices.configure(p.cpu_devices)   # the part's count, not the host's default (a CPU-only host's is 2)
     if jax.default_backend() == "cpu" and jax.device_count() != p.cpu_devices:
         raise ConfigError(f"replication {p.name}: its runs shard their agents over {p.cpu_devices} CPU device(s), "
                           f"this process has {jax.device_count()} ({host_devices.ENV}="

@@ -54,7 +54,8 @@ def step_ms(program, physics_ms: float, step_ms) -> float | None:
     batches' share, plus [`ROLLOUT_FIXED`][pgdiag.experiments.train_cost.ROLLOUT_FIXED] and
     [`UPDATE`][pgdiag.experiments.train_cost.UPDATE] × its update's FLOPs over the Hopper preset's, both in the
     [`GAUGE`][pgdiag.experiments.train_cost.GAUGE]'s step at the program's width (``step_ms``, the plan's physics
-    costs); None without the program's settings or the gauge's cost."""
+    costs), the update shared by its [`learners`][pgdiag.experiments.train_cost.learners]; None without the program's
+    settings or the gauge's cost."""
     if program.spec is None:
         return None
     static = program.spec[0].static
@@ -64,7 +65,17 @@ def step_ms(program, physics_ms: float, step_ms) -> float | None:
         return None
     heldout = 1.0 + (1.0 / static.heldout_every if static.heldout_every else 0.0)
     update = UPDATE * update_flops(static, program.task) / HOPPER_FLOPS
-    return physics_ms * heldout + gauge * (ROLLOUT_FIXED + update)
+    return physics_ms * heldout + gauge * (ROLLOUT_FIXED + update / learners(program.units))
 
 
-__all__ = ["GAUGE", "HOPPER_FLOPS", "ROLLOUT_FIXED", "UPDATE", "mlp_macs", "step_ms", "update_flops"]
+def learners(agents: int) -> int:
+    """The cores an update of ``agents`` agents runs on, on a CPU: one per CPU device holding agents, at most one
+    per core. One device runs its small kernels on one core while the physics (costed apart, over every core)
+    uses them all; sharded over two, a mid training of 14 Hopper agents ran 1.56× faster on 2 cores, 55 s against
+    86 (benchmarks/results/mid-report-cpu-2026-12-07-night.md)."""
+    from pgdiag.envs import hosts
+
+    return max(1, min(hosts.cpu_device_count(), hosts.cores(), agents))
+
+
+__all__ = ["GAUGE", "HOPPER_FLOPS", "ROLLOUT_FIXED", "UPDATE", "learners", "mlp_macs", "step_ms", "update_flops"]

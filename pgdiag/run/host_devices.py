@@ -1,11 +1,17 @@
-"""The host's CPU as one JAX device per core where an accelerator does the learning.
+"""The host's CPU as several JAX devices: one per core where an accelerator does the learning, two on a CPU-only host.
 
 JAX gives the CPU one device, and one CPU device runs a program's small operations one after another (its thread
 pool splits only large ones): the policy networks of 320 one-environment agents, evaluated once per step, cost as
 much as their physics. A split run ([`pgdiag.run.split`][pgdiag.run.split]) shards its collection over the CPU's
 devices, so on a host with an accelerator ``import pgdiag`` asks JAX for one CPU device per core — before JAX
-starts its backends, the only time it can be asked. A CPU-only host keeps JAX's one CPU device (nothing there is
-split). ``PGDIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: JAX's default);
+starts its backends, the only time it can be asked.
+
+A CPU-only host gets [`CPU_ONLY`][pgdiag.run.host_devices.CPU_ONLY] = 2 devices, and a sweep's or a study's agents
+are sharded over them: the learning update, which one device runs on one core while the physics uses them all, then
+runs on two (a mid training of 14 Hopper agents 1.5× faster on 2 cores, the baseline study 1.2×:
+``benchmarks/bench_host_devices.py``). Two, not one per core, so that a seed's result is the same on every
+CPU-only host, a laptop's, CI's or a server's: the count decides how agents are batched, and so the float32
+rounding. ``PGDIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: JAX's default, one device);
 [`configure`][pgdiag.run.host_devices.configure] asks from Python, before JAX has run anything.
 """
 
@@ -18,6 +24,8 @@ import os
 import pkgutil
 
 ENV = "PGDIAG_HOST_DEVICES"
+#: the CPU devices of a host without an accelerator (its results the same whatever its cores)
+CPU_ONLY = 2
 
 #: device files that say an accelerator is present: NVIDIA, AMD, TPU
 _DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/accel0", "/dev/vfio/0")
@@ -38,8 +46,9 @@ def _accelerator_present() -> bool:
 
 
 def wanted() -> int | None:
-    """The CPU device count to ask JAX for: ``$PGDIAG_HOST_DEVICES``, else one per core where an accelerator
-    is present and the XLA flags name no count, else ``None`` (JAX's default)."""
+    """The CPU device count to ask JAX for: ``$PGDIAG_HOST_DEVICES``, else ``None`` (JAX's own) where the XLA
+    flags name a count, else one per core where an accelerator is present and
+    [`CPU_ONLY`][pgdiag.run.host_devices.CPU_ONLY] where none is."""
     value = os.environ.get(ENV, "").strip()
     if value:
         if not value.isdigit() or int(value) < 1:
@@ -47,17 +56,18 @@ def wanted() -> int | None:
         return int(value)
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
         return None
-    return (os.cpu_count() or 1) if _accelerator_present() else None
+    return (os.cpu_count() or 1) if _accelerator_present() else CPU_ONLY
 
 
 def configure(count: int | None = None) -> bool:
-    """Give JAX's CPU backend ``count`` devices (default: [`wanted`][pgdiag.run.host_devices.wanted]); whether it
-    was asked. Where JAX has already started its backends the count cannot change: the CPU keeps the devices it
-    has."""
+    """Give JAX's CPU backend ``count`` devices (default: [`wanted`][pgdiag.run.host_devices.wanted], where one
+    leaves JAX's own count alone); whether it was asked. Where JAX has already started its backends the count
+    cannot change: the CPU keeps the devices it has."""
     import jax
 
+    asked = count is not None
     count = wanted() if count is None else count
-    if count is None or count < 2:
+    if count is None or (count < 2 and not asked):   # one device: JAX's own (or the XLA flags') count stands
         return False
     try:
         jax.config.update("jax_num_cpu_devices", count)

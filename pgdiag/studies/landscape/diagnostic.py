@@ -122,23 +122,35 @@ class LandscapeStudy:
     #                   CL Fig 6: "typically an order of magnitude lower"), step_kl, kl_bound, clip_eps,
     #                   constraint, constraint_value, diverged
 
+    # the tables' planes and agreements once worked out (the tables are read, never changed, once loaded)
+    _cache: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
     @property
     def sizes(self) -> list:
         return list(self.manifest["resolved"]["sizes"])
 
+    def _planes(self, table: str) -> dict:
+        """``table``'s rows grouped by plane (subject, step and, for the returns, n), each in (x, y) order: one
+        pass over the table, so a figure of many planes does not select each from the whole table."""
+        if table not in self._cache:
+            frame = getattr(self, table)
+            keys = ["run", "agent", "iteration", "step_pairs"] + (["n"] if table == "returns" else [])
+            ordered = frame.sort_values(keys + ["x", "y"], kind="stable")
+            self._cache[table] = {key: part for key, part in ordered.groupby(keys, sort=False)}
+        return self._cache[table]
+
     def grid(self, subject: dict, step_pairs: int, n: int | None = None, column: str = "mean"):
         """One plane as a [x, y] array: ``column`` of the returns at ``n`` pairs (default: the largest), or a
         column of the surface (surrogate, unclipped, kl, exact). ``subject``: run, agent, iteration."""
-        frame = self.surface if column in ("surrogate", "unclipped", "kl", "exact") else self.returns
-        sel = (frame.run == subject["run"]) & (frame.agent == subject["agent"]) & \
-              (frame.iteration == subject["iteration"]) & (frame.step_pairs == step_pairs)
-        if frame is self.returns:
+        key = (subject["run"], subject["agent"], subject["iteration"], step_pairs)
+        if column in ("surrogate", "unclipped", "kl", "exact"):
+            part = self._planes("surface").get(key)
+        else:
             if n is not None and n not in self.sizes:
                 raise DiagnosticError(f"n={n!r} was not measured; the study's sizes are {self.sizes}")
-            sel &= frame.n == (n or self.sizes[-1])
-        part = frame[sel].sort_values(["x", "y"])
+            part = self._planes("returns").get(key + (n or self.sizes[-1],))
         G = len(self.manifest["resolved"]["coords"])
-        if len(part) != G * G:
+        if part is None or len(part) != G * G:
             raise DiagnosticError(f"no plane of {column!r} for {subject} at step_pairs={step_pairs!r} in this "
                                   f"study")
         return part[column].to_numpy().reshape(G, G)
@@ -149,6 +161,11 @@ class LandscapeStudy:
         effect: the true return at (1, 0) minus (0, 0) with its standard error, beside the surrogate's change (NaN
         where the grid has no x = 1); the step's norm and its ratio to the random direction's, and the pairs a
         point's true return used on average (asked: ``n``)."""
+        if ("agreement", n) not in self._cache:
+            self._cache[("agreement", n)] = self._agreement(n)
+        return self._cache[("agreement", n)].copy()
+
+    def _agreement(self, n: int | None):
         import pandas as pd
 
         coords = np.asarray(self.manifest["resolved"]["coords"])

@@ -23,6 +23,7 @@ alone.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -68,13 +69,14 @@ def fixed_batch(task: str, seed: int = 0):
     cfg = preset("ppo", task)
     trainer = make_train(cfg.static)
     knobs = cfg.knobs.as_arrays()
-    state = trainer.init(seed_key(seed), knobs)
+    # one compiled program, not the initialization's operations one by one (each its own small compile)
+    state = jax.jit(trainer.init)(seed_key(seed), knobs)
     data = jax.jit(lambda s, k, key: stages.collect_batch(trainer.env, s.policy, s.value, s.envs, s.filters, k, key,
                                                           cfg.steps_per_env))(state, knobs, seed_key(seed + 1))
     return cfg, state.policy, data.batch, knobs
 
 
-def _optimizer(kind: str, lr: float):
+def _optimizer(kind: str, lr):
     return {"sgd": optax.sgd(lr), "adam": optax.adam(lr, eps=1e-5), "momentum": optax.sgd(lr, momentum=0.9)}[kind]
 
 
@@ -100,20 +102,37 @@ def optimize(params, batch, knobs, eps, optimizer, steps: int):
     return jnp.concatenate([record(params)[None], trace])  # row 0 = the start
 
 
+@functools.partial(jax.jit, static_argnames=("kind", "steps"))
+def _optimize_at(params, batch, knobs, eps, lr, kind: str, steps: int):
+    """[`optimize`][pgdiag.studies.theorem.targets.optimize] with optimizer ``kind`` at learning rate ``lr``, an
+    argument of the compiled program: one compile per kind, whatever its rates."""
+    return optimize(params, batch, knobs, eps, _optimizer(kind, lr), steps)
+
+
+@jax.jit
+def _ceiling(batch, eps):
+    adv = normalize_advantages(batch.advantages)
+    return jnp.mean(jnp.where(adv > 0, (1 + eps) * adv, (1 - eps) * adv))
+
+
 def clipped_ceiling(batch, eps) -> float:
     """The supremum of L^C over all ratios: every sample at the clip boundary in its
     advantage's direction, mean(where(Â > 0, (1+ε)Â, (1−ε)Â))."""
-    adv = normalize_advantages(batch.advantages)
-    return float(jnp.mean(jnp.where(adv > 0, (1 + eps) * adv, (1 - eps) * adv)))
+    return float(_ceiling(batch, eps))
 
 
-def first_step_check(params, batch, knobs, eps):
-    """Relative difference between the gradients of L^C and L at θ_old (0 by the theorem)."""
+@jax.jit
+def _first_step(params, batch, knobs, eps):
     g_clip = jax.grad(lambda p: surrogates(p, batch, knobs, eps)[0])(params)
     g_plain = jax.grad(lambda p: surrogates(p, batch, knobs, eps)[1])(params)
     a = jnp.concatenate([x.ravel() for x in jax.tree.leaves(g_clip)])
     b = jnp.concatenate([x.ravel() for x in jax.tree.leaves(g_plain)])
-    return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
+    return jnp.linalg.norm(a - b) / jnp.linalg.norm(b)
+
+
+def first_step_check(params, batch, knobs, eps):
+    """Relative difference between the gradients of L^C and L at θ_old (0 by the theorem)."""
+    return float(_first_step(params, batch, knobs, eps))
 
 
 COLUMNS = ("clipped_objective", "unclipped_objective", "max_ratio", "min_ratio", "mean_kl", "fraction_outside")
@@ -140,8 +159,7 @@ def run(target, scale="smoke", out=None, tasks=None, seeds=None, progress=None, 
     ceiling = clipped_ceiling(batch, eps)
     frames = []
     for name, kind, lr in OPTIMIZERS:
-        trace = np.asarray(jax.jit(optimize, static_argnums=(4, 5))(params, batch, knobs, eps,
-                                                                   _optimizer(kind, lr), steps))
+        trace = np.asarray(_optimize_at(params, batch, knobs, eps, jnp.float32(lr), kind=kind, steps=steps))
         frame = pd.DataFrame(trace, columns=COLUMNS).assign(optimizer=f"{name} lr={lr:g}", step=np.arange(len(trace)))
         frames.append(frame)
     # the study record's write waits for this one, so every process then reads the traces
