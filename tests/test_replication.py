@@ -183,7 +183,7 @@ def test_a_part_runs_on_the_cpu_devices_it_declares():
     walker = rep.part("ablation-walker2d")
     assert walker.cpu_devices == 2 and all(c.startswith("PGDIAG_HOST_DEVICES=2 pgdiag ")
                                            for c in rep.commands(walker, "/r"))
-    assert not any("PGDIAG_HOST_DEVICES" in c for c in rep.commands(rep.part("value"), "/r"))
+    assert all(c.startswith("PGDIAG_HOST_DEVICES=1 pgdiag ") for c in rep.commands(rep.part("value"), "/r"))
     code = ("from pgdiag.experiments import replication as rep; rep.use_devices(rep.part('ablation-walker2d')); "
             "import jax; print(jax.device_count())")
     env = {k: v for k, v in __import__("os").environ.items() if k != "PGDIAG_HOST_DEVICES"}

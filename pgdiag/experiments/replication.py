@@ -133,7 +133,7 @@ def commands(p: Part, runs: str) -> list:
     """The commands that run ``p`` into ``runs`` (each target into ``runs/<study>-replication``, as make writes)."""
     from pgdiag.experiments import targets
 
-    devices = f"PGDIAG_HOST_DEVICES={p.cpu_devices} " if p.cpu_devices > 1 else ""
+    devices = f"PGDIAG_HOST_DEVICES={p.cpu_devices} "   # the part's count, whatever this host's default
     return [f"{devices}pgdiag {name} --scale {p.scale} --out {runs}/{targets.get(name).study}-{p.scale} --progress"
             for name in p.targets]
 
