@@ -73,7 +73,8 @@ def test_record_replaces_a_batch_and_keeps_other_hosts(tmp_path):
     assert crossover.load("host A", str(tmp_path / "bad.json")) == []      # unreadable: measure again
 
 
-def test_a_cpu_host_without_measurements_uses_native():
+def test_a_cpu_host_without_measurements_uses_native(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))   # no measurements (other tests' plans record theirs)
     backend, threads, why = envs.choose_physics("hopper", "auto", 0, "converged", 4)
     assert backend == "native" and threads >= 1 and "CPU host" in why
     assert envs.choose_physics("hopper", "mjx", 0, "converged", 4)[:2] == ("mjx", 0)   # asked for: as asked
@@ -94,9 +95,10 @@ def test_measure_record_then_decide_from_the_record(tmp_path, monkeypatch):
     assert envs.choose_physics("hopper", "auto", 2, "converged", 4)[2].startswith("CPU host")  # another host key
 
 
-def test_a_sweep_is_pinned_to_the_backend_auto_chose(tmp_path):
+def test_a_sweep_is_pinned_to_the_backend_auto_chose(tmp_path, monkeypatch):
     """The manifest's base configuration names the backend (resume and rerun keep it); ``physics``
     says what was asked for, for which batch and why."""
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path / "cache"))   # a host without measurements
     cfg = preset("ppo", "hopper", num_iterations=1, num_envs=2, steps_per_env=16, num_minibatches=2,
                  ppo_epochs=1, value_epochs=1)
     run = sweep(cfg, {"lr_policy": [1e-4, 3e-4]}, seeds=2, out=str(tmp_path / "run"))
