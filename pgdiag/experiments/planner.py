@@ -32,8 +32,8 @@ def show_plan(programs: list, have: int | None = None, solver: str = "converged"
     from pgdiag.experiments import costs, dry_run
 
     # this host's recorded costs, but timed now below the narrowest recorded batch: a plan after a report's studies,
-    # whose physics were recorded at 420-7,168 environments, charged a 14-agent training the 1,024-wide step (about
-    # 60× its own); a declared host's profile, which nothing here can time, is read below its rows too
+    # whose physics were recorded at 256 environments and more, charged a 14-agent training the 256-wide step (13×
+    # its own); a declared host's profile, which nothing here can time, is read below its rows too
     recorded = costs.recorded_step_ms(solver, model, below=hosts.declared() is not None)
     timed_now, timed = costs.measured_step_ms(solver, model), set()
 
