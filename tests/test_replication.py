@@ -194,8 +194,22 @@ def test_a_part_runs_on_the_cpu_devices_it_declares():
                          text=True, env={**env, "JAX_PLATFORMS": "cpu"}, check=True)
     assert out.stdout.split()[-1] == "1"
     rep.use_devices(rep.part("value"))   # this process: JAX's one CPU device, as the part asks
-    with pytest.raises(ConfigError, match=r"over 2 CPU device\(s\), this process has 1 .*unset PGDIAG_HOST_DEVICES"):
+    with pytest.raises(ConfigError, match=r"over 2 CPU device\(s\), this process has 1 \(JAX started before"):
         rep.use_devices(dataclasses.replace(rep.part("value"), cpu_devices=2))
+
+
+def test_a_part_on_a_gpu_host_keeps_its_cpu_device_per_core(monkeypatch):
+    """A host with an accelerator collects over one CPU device per core: no part's count replaces them, and its
+    commands name none."""
+    import pytest
+
+    from pgdiag.run import host_devices
+
+    monkeypatch.setattr(host_devices, "_accelerator_present", lambda: True)
+    monkeypatch.setattr(host_devices, "configure", lambda count=None: pytest.fail(f"configure({count}) called"))
+    for name in ("ablation", "value", "ablation-walker2d"):
+        rep.use_devices(rep.part(name))
+        assert not any("PGDIAG_HOST_DEVICES" in c for c in rep.commands(rep.part(name), "/r"))
 
 
 def _value_rows(evidence, task, label, values):

@@ -10,8 +10,8 @@ split training run spreads its collection ([`pgdiag.run.split.collectors`][pgdia
 
 A study of runs left at ``physics="auto"`` steps the backend a sweep would pick at the program's width
 ([`with_physics`][pgdiag.diagnostics.placement.with_physics]). The runs' ``placement`` setting says where:
-``"auto"`` on the host's CPU where the default device is an accelerator (or a CPU-only host was asked for several
-CPU devices, [`pgdiag.run.host_devices`][pgdiag.run.host_devices]), the physics is native and the study runs
+``"auto"`` on the host's CPU where the default device is an accelerator (or a CPU-only host has several CPU
+devices, two by default: [`pgdiag.run.host_devices`][pgdiag.run.host_devices]), the physics is native and the study runs
 on one process; ``"split"`` there always; ``"device"`` on the default devices (by callback on an accelerator).
 MJX, Warp and the pure-JAX tasks stay on the default devices.
 """
@@ -35,7 +35,7 @@ def on_host(static) -> bool:
     if static.placement == "split":
         return True
     physics, _ = envs.resolve_physics(static.task, static.physics, static.physics_threads, static.model)
-    # a CPU-only host asked for several CPU devices (PGDIAG_HOST_DEVICES) spreads its subjects over them too
+    # a CPU-only host's several CPU devices (two by default: pgdiag.run.host_devices) take its subjects too
     return physics == "native" and (hosts.backend() != "cpu" or hosts.cpu_device_count() > 1)
 
 

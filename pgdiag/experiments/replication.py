@@ -133,7 +133,10 @@ def commands(p: Part, runs: str) -> list:
     """The commands that run ``p`` into ``runs`` (each target into ``runs/<study>-replication``, as make writes)."""
     from pgdiag.experiments import targets
 
-    devices = f"PGDIAG_HOST_DEVICES={p.cpu_devices} "   # the part's count, whatever this host's default
+    from pgdiag.run import host_devices
+
+    # on a CPU-only host, the part's count whatever the host's default; a GPU host keeps its device per core
+    devices = f"PGDIAG_HOST_DEVICES={p.cpu_devices} " if host_devices.cpu_only() else ""
     return [f"{devices}pgdiag {name} --scale {p.scale} --out {runs}/{targets.get(name).study}-{p.scale} --progress"
             for name in p.targets]
 
@@ -146,11 +149,13 @@ def use_devices(p: Part) -> None:
 
     from pgdiag.run import host_devices
 
+    if not host_devices.cpu_only():   # a GPU host: its CPU devices collect, one per core, whatever the part's
+        return
     host_devices.configure(p.cpu_devices)   # the part's count, not the host's default (a CPU-only host's is 2)
     if jax.default_backend() == "cpu" and jax.device_count() != p.cpu_devices:
         raise ConfigError(f"replication {p.name}: its runs shard their agents over {p.cpu_devices} CPU device(s), "
-                          f"this process has {jax.device_count()} ({host_devices.ENV}="
-                          f"{os.environ.get(host_devices.ENV, 'unset')}); unset {host_devices.ENV} and run it again")
+                          f"this process has {jax.device_count()} (JAX started before the part could ask for its "
+                          f"count); run it again in a new process")
 
 
 def run(p: Part, runs: str) -> float:

@@ -9,9 +9,10 @@ starts its backends, the only time it can be asked.
 A CPU-only host gets [`CPU_ONLY`][pgdiag.run.host_devices.CPU_ONLY] = 2 devices, and a sweep's or a study's agents
 are sharded over them: the learning update, which one device runs on one core while the physics uses them all, then
 runs on two (a mid training of 14 Hopper agents 1.5× faster on 2 cores, the baseline study 1.2×:
-``benchmarks/bench_host_devices.py``). Two, not one per core, so that a seed's result is the same on every
-CPU-only host, a laptop's, CI's or a server's: the count decides how agents are batched, and so the float32
-rounding. ``PGDIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: JAX's default, one device);
+``benchmarks/bench_host_devices.py``). Two, not one per core, so that a seed's result does not depend on the
+host's core count: the count decides how agents are batched, and so the float32 rounding (the CPU's own model
+still decides its instructions). ``PGDIAG_HOST_DEVICES=N`` asks for ``N`` anywhere (``1``: none added, JAX's own
+count: one, unless the XLA flags name another);
 [`configure`][pgdiag.run.host_devices.configure] asks from Python, before JAX has run anything.
 """
 
@@ -43,6 +44,12 @@ def _accelerator_present() -> bool:
     if not plugins and importlib.util.find_spec("libtpu") is None:
         return False
     return any(os.path.exists(f) for f in _DEVICE_FILES) or bool(glob.glob("/dev/accel*"))
+
+
+def cpu_only() -> bool:
+    """Whether this host has no accelerator for JAX (its CPU devices: [`CPU_ONLY`][pgdiag.run.host_devices.CPU_ONLY]
+    unless asked)."""
+    return not _accelerator_present()
 
 
 def wanted() -> int | None:

@@ -153,7 +153,7 @@ class LandscapeStudy:
         if part is None or len(part) != G * G:
             raise DiagnosticError(f"no plane of {column!r} for {subject} at step_pairs={step_pairs!r} in this "
                                   f"study")
-        return part[column].to_numpy().reshape(G, G)
+        return part[column].to_numpy(copy=True).reshape(G, G)   # the cached table's stays as it is
 
     def agreement(self, n: int | None = None):
         """Per plane (subject × step): the sign agreement of surrogate and true return along the step
