@@ -156,10 +156,10 @@ def test_the_cli_prints_the_plan_without_compiling(capsys, tmp_path, monkeypatch
     from pgdiag.diagnostics.memory import available_memory, fmt_bytes
     from pgdiag.envs import crossover
 
-    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only, both
-    crossover.record(crossover.host_key(os.cpu_count() or 1),   # models (Table 2 trains Gym's), spanning every width
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))    # this host's recorded step costs: Hopper's only,
+    crossover.record(crossover.host_key(os.cpu_count() or 1),   # both models (Table 2 trains Gym's)
                      [{"task": "hopper", "solver": "converged", "batch": b, "native_ms": 0.1 * b, "mjx_ms": 9.0,
-                       **extra} for b in (1, 64, 4096) for extra in ({}, {"model": "gym"})])
+                       **extra} for b in (1, 64) for extra in ({}, {"model": "gym"})])
     with CompileCounter() as counter:
         assert main(["fig-grad-variance", "--dry-run", "--scale", "mid"]) == 0
     assert counter.count == 0
@@ -276,7 +276,7 @@ def test_a_plan_after_wide_studies_times_a_narrow_training_rather_than_charge_it
     physics = 0.04 + 0.12 * 10 / 12                  # the ladder's line at 14: 0.14 ms
     every = programs[0].spec[0].static.heldout_every
     ms = physics * (1 + 1 / every if every else 1) + physics * (0.9 + 1.9)   # train_cost: one CPU device here
-    assert frame.estimated_s.iloc[0] == pytest.approx(programs[0].sequential_steps * ms / 1e3, abs=0.05)  # 0.1 s
+    assert frame.estimated_s.iloc[0] == pytest.approx(programs[0].sequential_steps * ms / 1e3, abs=0.05)  # the table rounds to 0.1 s
 
 
 def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):

@@ -250,8 +250,8 @@ def recorded_step_ms(solver: str = "converged", model: str = "brax", beyond: boo
     the smallest recorded batch, its cost; beyond the largest, proportional to the width (an upper bound: a step
     cannot get cheaper per environment than the widest measured). With ``beyond=False``, None outside the recorded
     batches: a bound from 16 environments charged 320 on 16 threads 2–6× their measured cost, and 256's cost
-    charged to 14 planned a mid training 12× its length (``below=False``: None below the smallest alone, as
-    a plan on this host reads them). A pure-JAX task's step is read from ``jax_ms``
+    charged to 14 planned a mid training 12× its length (``below=False`` with ``beyond``: None below the
+    smallest alone, as a plan on this host reads them). A pure-JAX task's step is read from ``jax_ms``
     rows, which only a host profile carries (timed when it is saved:
     [`time_pure_jax`][pgdiag.experiments.costs.time_pure_jax]); on this host it is timed when planned."""
     rows = crossover.rows_here(hosts.cores())
