@@ -276,7 +276,8 @@ def test_a_plan_after_wide_studies_times_a_narrow_training_rather_than_charge_it
     physics = 0.04 + 0.12 * 10 / 12                  # the ladder's line at 14: 0.14 ms
     every = programs[0].spec[0].static.heldout_every
     ms = physics * (1 + 1 / every if every else 1) + physics * (0.9 + 1.9)   # train_cost: one CPU device here
-    assert frame.estimated_s.iloc[0] == pytest.approx(programs[0].sequential_steps * ms / 1e3, abs=0.05)  # the table rounds to 0.1 s
+    # the table rounds to 0.1 s
+    assert frame.estimated_s.iloc[0] == pytest.approx(programs[0].sequential_steps * ms / 1e3, abs=0.05)
 
 
 def test_a_plan_measures_widths_beyond_the_recorded_batches(tmp_path, monkeypatch):
