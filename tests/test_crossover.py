@@ -109,7 +109,7 @@ def test_a_sweep_is_pinned_to_the_backend_auto_chose(tmp_path, monkeypatch):
     from pgdiag.run import store
     assert store.requested_config(m) == json.loads(json.dumps(cfg.to_dict()))
     from pgdiag.cli.runs import _summary
-    assert "physics: native, " in _summary(run) and "(auto: CPU host without physics measurements" in _summary(run)
+    assert "physics: native, " in _summary(run) and "(auto: CPU host without physics measurements at " in _summary(run)
     # resuming with the configuration as asked for is accepted (the run is complete: nothing to do)
     again = sweep(cfg, {"lr_policy": [1e-4, 3e-4]}, seeds=2, resume=str(tmp_path / "run"))
     assert again.manifest["status"] == "complete" and again.metrics.equals(run.metrics)

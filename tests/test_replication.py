@@ -371,3 +371,32 @@ def test_a_published_part_that_fell_short_is_not_offered_again():
     assert replication_page._supplier(steps, published={"landscapes"}, read=True) == "published: `landscapes` read " \
         "it only there; at the papers' settings: `pgdiag fig-landscape-surrogate --scale paper` on a 16-core GPU " \
         "host (no replication part yet)"
+
+
+def test_each_part_is_planned_on_the_cpu_devices_it_runs_on(monkeypatch):
+    """On a CPU-only host a part on another count than this process's is planned in a process of its own, given
+    that count (it decides the update's cost and which recorded costs apply); the others are planned here."""
+    import json
+    import subprocess
+
+    from pgdiag.run import host_devices
+
+    apart = []
+    monkeypatch.setattr(host_devices, "_accelerator_present", lambda: False)
+    monkeypatch.setattr(replication_plans, "_planned_apart", lambda n, names: apart.append((n, names)) or
+                        {name: 1.0 for name in names})
+    monkeypatch.setattr(replication_plans, "_planned", lambda p, host, earlier: 2.0)
+    out = replication_plans.plans()
+    assert apart == [(2, ["ablation-walker2d"])]
+    assert out["ablation-walker2d"] == 1.0 and all(v == 2.0 for k, v in out.items() if k != "ablation-walker2d")
+    assert list(out) == [p.name for p in rep.PARTS]
+    monkeypatch.undo()
+
+    def child(args, env, **kw):   # what the new process is asked, and given
+        seen.update(code=args[-1], devices=env[host_devices.ENV])
+        return subprocess.CompletedProcess(args, 0, stdout="pgdiag: a line\n" + json.dumps({"x": 3.5}), stderr="")
+
+    seen: dict = {}
+    monkeypatch.setattr(subprocess, "run", child)
+    assert replication_plans._planned_apart(2, ["x"]) == {"x": 3.5}
+    assert seen["devices"] == "2" and "plans(only=['x'])" in seen["code"]

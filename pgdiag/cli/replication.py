@@ -54,6 +54,8 @@ def cmd_run(args) -> None:
         from pgdiag.config import ConfigError
         raise ConfigError("--host plans on another host: it goes with --dry-run (a part runs on this one)")
     if args.dry_run:   # each program once, with the targets that read it (shared runs train once)
+        if not args.host:   # planned on the CPU devices the part runs on (the update's cost, the recorded costs)
+            rep.use_devices(p)
         from pgdiag.envs.hosts import declare
         from pgdiag.experiments import targets
         from pgdiag.experiments.planner import show_plan

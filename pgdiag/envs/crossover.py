@@ -265,7 +265,8 @@ def _choose_here(task, solver, batch, threads, model="brax"):
     if hosts.declared():   # a plan for another host times nothing here
         return "native", "no measurement at this batch in the declared host's profile: native MuJoCo"
     if hosts.backend() == "cpu":
-        return "native", "CPU host without physics measurements: native MuJoCo (the faster backend on CPUs)"
+        return "native", (f"CPU host without physics measurements at {threads} thread(s): native MuJoCo (the "
+                          f"faster backend on CPUs)")
     return measure_and_record(task, solver, batch, threads, model)
 
 

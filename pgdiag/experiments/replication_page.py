@@ -206,9 +206,8 @@ def _parts(records: dict, plans: dict) -> list:
                      (" | " if planned else "") + f"{done} | `pgdiag replication run {p.name}` |")
     note = ("A planned time is the dry run's estimate without compiling (`pgdiag replication plan`), without the "
             "trainings an earlier part on the same kind of host runs (the landscapes measure the trust-regions "
-            "part's runs) and as if on one CPU device (over 2 a training ran 1.14–1.23× faster on 2 cores on Gym's "
-            "Walker2d and Humanoid, whose physics uses both cores already, 1.5× on Brax's Hopper: "
-            "benchmarks/results/host-devices-gym-cpu-2026-12-07.md); \"not costed\": the host's profile records "
+            "part's runs) and, on a CPU-only host, on the CPU devices the part runs on (one each, two for the Walker2d "
+            "ablation's 480 agents); \"not costed\": the host's profile records "
             "no step cost for some program (`pgdiag host save FILE --scale replication` on that host records "
             "them)." + _profiles(plans))
     return lines + ["", note if plans else "", ""]
