@@ -29,15 +29,18 @@ def test_sweep_on_two_devices_matches_one_device(tmp_path):
         from pgdiag import preset, sweep
         cfg = preset("ppo", "point_mass", num_envs=2, steps_per_env=32, num_iterations=2, num_minibatches=4,
                      ppo_epochs=2, value_epochs=2)
-        run = sweep(cfg, {"lr_policy": [1e-4, 3e-4, 1e-3]}, seeds=[0], batching=sys.argv[1])
-        print(json.dumps({"devices": jax.device_count(), "agents": run.num_agents,
+        from pgdiag.run import CompileCounter
+        with CompileCounter() as compiled:
+            run = sweep(cfg, {"lr_policy": [1e-4, 3e-4, 1e-3]}, seeds=[0], batching=sys.argv[1])
+        print(json.dumps({"devices": jax.device_count(), "agents": run.num_agents, "compiles": compiled.count,
+                          "final": [x.shape[0] for x in jax.tree.leaves(run.final_state)],
                           "returns": run.metrics.value_loss.tolist()}))
     """)
     path = tmp_path / "two_devices.py"
     path.write_text(script)
 
     def run(flags, batching):
-        env = {**os.environ, "XLA_FLAGS": _flags(flags)}
+        env = {**os.environ, "XLA_FLAGS": _flags(flags), "PGDIAG_COMPILATION_CACHE": "0"}   # every program compiled
         out = subprocess.run([sys.executable, str(path), batching], capture_output=True, text=True, env=env,
                              timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
@@ -47,6 +50,9 @@ def test_sweep_on_two_devices_matches_one_device(tmp_path):
     one = run("", "map")
     assert two["devices"] == 2 and one["devices"] == 1
     assert two["agents"] == one["agents"] == 3  # the padding agent is dropped
+    assert set(two["final"]) == {3}
+    # the same programs: dropping the padding agent compiles nothing (sliced on the devices, one gather per leaf)
+    assert two["compiles"] == one["compiles"]
     assert_frames_close(pd.DataFrame({"value_loss": two["returns"]}), pd.DataFrame({"value_loss": one["returns"]}))
 
 

@@ -36,7 +36,7 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
 
         states = gather(states)
     if jax.tree.leaves(states)[0].shape[0] != num_agents:
-        states = jax.tree.map(lambda x: x[:num_agents], states)
+        states = jax.tree.map(lambda x: x[:num_agents], jax.device_get(states))   # on the host: no compile per leaf
     target = checkpoint_dir(path, iteration)
     # orbax's synchronous checkpointer (the same files as its StandardCheckpointer): when an asynchronous save
     # fails, its commit threads wait on a signal that never comes, and the interpreter never exits
