@@ -400,3 +400,16 @@ def test_each_part_is_planned_on_the_cpu_devices_it_runs_on(monkeypatch):
     monkeypatch.setattr(subprocess, "run", child)
     assert replication_plans._planned_apart(2, ["x"]) == {"x": 3.5}
     assert seen["devices"] == "2" and "plans(only=['x'])" in seen["code"]
+
+
+def test_no_training_is_shared_across_cpu_device_counts():
+    """Parts on other CPU device counts are planned in processes of their own, each leaving out only the trainings
+    an earlier part of its own count runs: that is right while no CPU training is read by parts of two counts."""
+    from pgdiag.experiments import targets
+
+    trains: dict = {}
+    for p in rep.PARTS:
+        if p.device == "cpu":
+            trains.setdefault(p.cpu_devices, set()).update(
+                x for t in p.targets for x in targets.get(t).dry_run(p.scale) if x.stage == "train")
+    assert sorted(trains) == [1, 2] and not trains[1] & trains[2]
