@@ -51,7 +51,8 @@ def test_sweep_on_two_devices_matches_one_device(tmp_path):
     assert two["devices"] == 2 and one["devices"] == 1
     assert two["agents"] == one["agents"] == 3  # the padding agent is dropped
     assert set(two["final"]) == {3}
-    # the same programs: dropping the padding agent compiles nothing (sliced on the devices, one gather per leaf)
+    # the same programs: dropping the padding agent compiles nothing (sliced on the devices, it compiled a gather
+    # per leaf)
     assert two["compiles"] == one["compiles"]
     assert_frames_close(pd.DataFrame({"value_loss": two["returns"]}), pd.DataFrame({"value_loss": one["returns"]}))
 

@@ -2,6 +2,7 @@
 are summed, one the machine cut short (no end) is named and not counted; its published evidence, gzipped."""
 
 import json
+import os
 
 from pgdiag.experiments import replication as rep
 from pgdiag.experiments import replication_page, replication_plans
@@ -84,13 +85,16 @@ def test_every_part_runs_its_targets_at_its_own_scale():
     assert baselines.checkpoints("baselines") == (150, 300, 450)
 
 
-def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs():
+def test_a_parts_plan_leaves_out_the_trainings_an_earlier_part_runs(monkeypatch):
     """The landscapes, the baselines and the CPU gradient part measure runs other CPU parts train: their plans are their
     measurements alone (the dry run's non-training programs summed by hand here), while the GPU gradient part,
     on another host, plans its own trainings."""
     from pgdiag.experiments import targets
     from pgdiag.experiments.planner import show_plan
 
+    # the parts on another CPU device count (the Walker2d ablation) are not read here
+    monkeypatch.setattr(replication_plans, "_planned_apart", lambda n: {p.name: None for p in rep.PARTS
+                                                                         if p.cpu_devices == n})
     plans = replication_plans.plans()
     for name in ("landscapes", "baselines-humanoid", "baselines", "gradients-cpu"):
         p = rep.part(name)
@@ -374,42 +378,44 @@ def test_a_published_part_that_fell_short_is_not_offered_again():
 
 
 def test_each_part_is_planned_on_the_cpu_devices_it_runs_on(monkeypatch):
-    """On a CPU-only host a part on another count than this process's is planned in a process of its own, given
-    that count (it decides the update's cost and which recorded costs apply); the others are planned here."""
-    import json
-    import subprocess
-
+    """On a CPU-only host the parts on another count than this process's are planned in a process of their own
+    (the count decides the update's cost and which recorded costs apply); the others are planned here."""
+    from pgdiag.envs import hosts
     from pgdiag.run import host_devices
 
     apart = []
     monkeypatch.setattr(host_devices, "_accelerator_present", lambda: False)
-    monkeypatch.setattr(replication_plans, "_planned_apart", lambda n, names: apart.append((n, names)) or
-                        {name: 1.0 for name in names})
+    monkeypatch.setattr(hosts, "cpu_device_count", lambda: 1)
+    monkeypatch.setattr(replication_plans, "_planned_apart", lambda n: apart.append(n) or
+                        {p.name: 1.0 for p in rep.PARTS if p.cpu_devices == n})
     monkeypatch.setattr(replication_plans, "_planned", lambda p, host, earlier: 2.0)
     out = replication_plans.plans()
-    assert apart == [(2, ["ablation-walker2d"])]
+    assert apart == [2] and list(out) == [p.name for p in rep.PARTS]
     assert out["ablation-walker2d"] == 1.0 and all(v == 2.0 for k, v in out.items() if k != "ablation-walker2d")
-    assert list(out) == [p.name for p in rep.PARTS]
-    monkeypatch.undo()
-
-    def child(args, env, **kw):   # what the new process is asked, and given
-        seen.update(code=args[-1], devices=env[host_devices.ENV])
-        return subprocess.CompletedProcess(args, 0, stdout="pgdiag: a line\n" + json.dumps({"x": 3.5}), stderr="")
-
-    seen: dict = {}
-    monkeypatch.setattr(subprocess, "run", child)
-    assert replication_plans._planned_apart(2, ["x"]) == {"x": 3.5}
-    assert seen["devices"] == "2" and "plans(only=['x'])" in seen["code"]
 
 
-def test_no_training_is_shared_across_cpu_device_counts():
-    """Parts on other CPU device counts are planned in processes of their own, each leaving out only the trainings
-    an earlier part of its own count runs: that is right while no CPU training is read by parts of two counts."""
+def test_a_planning_process_gets_the_count_it_plans_for():
+    """The process planning a count's parts is given that count before JAX starts, even where the inherited XLA
+    flags ask for another (JAX would otherwise keep them, and the process would plan on the wrong count)."""
+    import subprocess
+    import sys
+
+    code = ("from pgdiag.experiments import replication_plans as r; r._plans = lambda parts, host: "
+            "[p.name for p in parts]; import jax; print(r.planned_at(1)[:2], jax.device_count())")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PGDIAG_HOST_DEVICES": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "['trust-regions', 'brax-pair'] 1"
+
+
+def test_no_program_is_shared_across_cpu_device_counts():
+    """Parts on other CPU device counts are planned in processes of their own, each leaving out only the programs
+    an earlier part of its own count runs: that is right while no CPU program is read by parts of two counts."""
     from pgdiag.experiments import targets
 
     trains: dict = {}
     for p in rep.PARTS:
         if p.device == "cpu":
             trains.setdefault(p.cpu_devices, set()).update(
-                x for t in p.targets for x in targets.get(t).dry_run(p.scale) if x.stage == "train")
+                x for t in p.targets for x in targets.get(t).dry_run(p.scale))
     assert sorted(trains) == [1, 2] and not trains[1] & trains[2]

@@ -266,7 +266,7 @@ def _choose_here(task, solver, batch, threads, model="brax"):
         return "native", "no measurement at this batch in the declared host's profile: native MuJoCo"
     if hosts.backend() == "cpu":
         return "native", (f"CPU host without physics measurements at {threads} thread(s): native MuJoCo (the "
-                          f"faster backend on CPUs)")
+                          "faster backend on CPUs)")
     return measure_and_record(task, solver, batch, threads, model)
 
 

@@ -17,30 +17,34 @@ PLANS = "plans.json"
 HERE = "this host"
 
 
-def plans(host=None, only=None) -> dict:
+def plans(host=None) -> dict:
     """{part: its planned seconds} on this host, or on the host the profile ``host`` declares (None where the
     profile records no cost for some program): each program once, however many of the part's targets read it, and
     not again in a later part on the same kind of host (the landscapes measure the trust-regions part's runs).
-    ``only``: those parts' names alone.
 
     On this host, a CPU-only one, each part is planned on the CPU devices it runs on
-    ([`Part.cpu_devices`][pgdiag.experiments.replication.Part]): a part on another count than this process's is
-    planned in a process of its own, since the count decides the update's cost and which recorded costs apply."""
-    import jax
-
+    ([`Part.cpu_devices`][pgdiag.experiments.replication.Part]): the parts on another count than this process's
+    in a process of its own ([`planned_at`][pgdiag.experiments.replication_plans.planned_at]), since the count
+    decides the update's cost and which recorded costs apply. No program is read by parts of two counts
+    (tests/test_replication.py), so each count's parts leave out only their own earlier parts' programs."""
+    from pgdiag.envs import hosts
     from pgdiag.run import host_devices
 
-    out, earlier, apart = {}, {"cpu": set(), "gpu": set()}, {}
-    for p in rep.PARTS:
-        if only is not None and p.name not in only:
-            continue
-        if host is None and host_devices.cpu_only() and p.cpu_devices != jax.device_count():
-            apart.setdefault(p.cpu_devices, []).append(p.name)   # no training is shared across counts
-            continue
-        out[p.name] = _planned(p, host, earlier)
-    for count, names in apart.items():
-        out.update(_planned_apart(count, names))
-    return {p.name: out[p.name] for p in rep.PARTS if p.name in out}
+    if host is not None or not host_devices.cpu_only():
+        return _plans(rep.PARTS, host)
+    out = {}
+    for count in sorted({p.cpu_devices for p in rep.PARTS}):
+        out.update(_plans(_of(count), None) if count == hosts.cpu_device_count() else _planned_apart(count))
+    return {p.name: out[p.name] for p in rep.PARTS}
+
+
+def _of(count: int) -> list:
+    return [p for p in rep.PARTS if p.cpu_devices == count]
+
+
+def _plans(parts, host) -> dict:
+    earlier: dict = {"cpu": set(), "gpu": set()}
+    return {p.name: _planned(p, host, earlier) for p in parts}
 
 
 def _planned(p, host, earlier: dict) -> float | None:
@@ -64,21 +68,39 @@ def _planned(p, host, earlier: dict) -> float | None:
     return float(seconds.sum()) if (seconds > 0).all() else None
 
 
-def _planned_apart(count: int, names: list) -> dict:
-    """[`plans`][pgdiag.experiments.replication_plans.plans] of the parts ``names`` in a new process on ``count``
-    CPU devices."""
+#: the line a planning process writes its result on (whatever else it prints)
+_RESULT = "pgdiag replication plans: "
+
+
+def planned_at(count: int) -> dict:
+    """The plans of the parts on ``count`` CPU devices, in a process that has not started JAX: given that count
+    first (whatever ``XLA_FLAGS`` or ``PGDIAG_HOST_DEVICES`` say), refused where JAX has started on another."""
+    from pgdiag.envs import hosts
+    from pgdiag.errors import ConfigError
+    from pgdiag.run import host_devices
+
+    host_devices.configure(count)
+    if hosts.cpu_device_count() != count:
+        raise ConfigError(f"planning the parts on {count} CPU device(s) in a process that has "
+                          f"{hosts.cpu_device_count()}: run it in a new process")
+    return _plans(_of(count), None)
+
+
+def _planned_apart(count: int) -> dict:
+    """[`planned_at`][pgdiag.experiments.replication_plans.planned_at] ``count`` in a new process (what it says on
+    stderr shown as it goes)."""
     import subprocess
     import sys
 
-    from pgdiag.run import host_devices
-
-    code = ("import json; from pgdiag.experiments import replication_plans as r; "
-            f"print(json.dumps(r.plans(only={names!r})))")
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, host_devices.ENV: str(count)},
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"planning {', '.join(names)} on {count} CPU device(s) failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    code = ("import json, sys; from pgdiag.experiments import replication_plans as r; "
+            "print(r._RESULT + json.dumps(r.planned_at(int(sys.argv[1]))))")
+    done = subprocess.run([sys.executable, "-c", code, str(count)], stdout=subprocess.PIPE, text=True,
+                          timeout=3600)
+    lines = [x for x in done.stdout.splitlines() if x.startswith(_RESULT)]
+    if done.returncode or not lines:
+        raise RuntimeError(f"planning the parts on {count} CPU device(s) in a process of their own failed "
+                           f"(exit {done.returncode}); its output ends:\n{done.stdout[-2000:]}")
+    return json.loads(lines[-1][len(_RESULT):])
 
 
 def write_plans(hosts: dict, root: str = rep.ROOT) -> str:
@@ -100,4 +122,4 @@ def write_plans(hosts: dict, root: str = rep.ROOT) -> str:
     return path
 
 
-__all__ = ["PLANS", "plans", "write_plans"]
+__all__ = ["PLANS", "planned_at", "plans", "write_plans"]
