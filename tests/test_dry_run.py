@@ -321,6 +321,39 @@ def test_a_step_timed_for_a_plan_is_recorded_so_the_next_plan_agrees(tmp_path, m
     assert costs.measured_step_ms("fast")("hopper", 16) == pytest.approx(4.0) and len(timed) == 2  # its own row
 
 
+def test_a_step_timed_beside_other_work_serves_this_process_but_is_not_recorded(tmp_path, monkeypatch):
+    """A native step timed for a plan while other processes keep the host busy (by hand: 2 s of wall time on 2
+    cores, this process 1 s, the host 4 s busy: others 3 of 4 = 0.75 > LOADED) serves this process's plans and is
+    not recorded: a new process times it again, on a quiet host (others 0), records it, and the next reads it."""
+    import jax
+
+    from pgdiag.envs import crossover
+    from pgdiag.run import timings
+
+    clock = {"busy": 100.0, "own": 10.0, "wall": 50.0}
+    monkeypatch.setattr(timings, "_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setitem(timings._clocks, "own", lambda: clock["own"])
+    monkeypatch.setitem(timings._clocks, "wall", lambda: clock["wall"])
+    monkeypatch.setitem(timings._clocks, "cores", lambda: 2)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.setenv("PGDIAG_CACHE", str(tmp_path))
+    monkeypatch.setattr(costs, "_TIMED", {})
+    runs = iter([(3.0, 4.0), (0.0, 1.0)])   # (others' busy seconds while timing, the ms it times)
+
+    def step_ms(task, backend, threads, solver, batch, **kw):
+        others, ms = next(runs)
+        clock.update(busy=clock["busy"] + 1.0 + others, own=clock["own"] + 1.0, wall=clock["wall"] + 2.0)
+        return ms
+
+    monkeypatch.setattr(crossover, "step_ms", step_ms)
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(4.0)
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(4.0)   # this process: as timed
+    costs._TIMED.clear()   # a new process: nothing recorded, so timed again
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(1.0)
+    costs._TIMED.clear()
+    assert costs.measured_step_ms("converged")("hopper", 16) == pytest.approx(1.0)   # recorded: nothing timed
+
+
 def test_a_study_program_records_its_cost_and_plans_use_it(tmp_path, monkeypatch):
     """Each study program's run over its sequential steps is recorded for this host (a run under half a second is
     not: its fixed costs, not its steps), by the physics it stepped, and a plan of a program like it — the same

@@ -36,6 +36,7 @@ ACCELERATOR_FIXED_MS = {"split": 0.1, "accelerator": 0.3, "callback": 0.38}
 MEASURE_OVERHEAD = 1.7
 #: seconds allowed per compiled program (an MJX task compiles in 10–50 s, native and pure-JAX ones faster)
 COMPILE_S = 30.0
+_TIMED: dict = {}   # {physics record's path: {(task, width, model, solver, physics): ms}} this process timed
 
 
 def duration(programs: list, step_ms, recorded: bool = True) -> float | None:
@@ -185,46 +186,45 @@ LADDER = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 def measured_step_ms(solver: str = "converged", model: str = "brax"):
     """``step_ms(task, width, model=model, solver=solver, physics="auto")`` for this device: the recorded per-step
-    cost where the recorded batches span ``width``
-    ([`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms]), else measured now on the backend asked for
-    (``physics``; for ``"auto"`` the one ``physics=auto`` picks here), at the two
-    [`LADDER`][pgdiag.experiments.costs.LADDER] widths around ``width`` (linear between them, proportional beyond
-    the last), each timed once per host: a MuJoCo task's measurement is recorded for this host
-    ([`pgdiag.envs.crossover.record`][pgdiag.envs.crossover.record]), so a later plan reads it, and two plans of
-    the same program agree."""
+    cost where the recorded batches span ``width`` ([`recorded_step_ms`][pgdiag.experiments.costs.recorded_step_ms]),
+    else timed now (``physics``; ``"auto"``: what ``physics=auto`` picks) at the two LADDER widths around ``width``
+    (linear between, proportional beyond), once per process, and recorded for this host unless other processes kept
+    it busy meanwhile ([`pgdiag.envs.crossover.record`][pgdiag.envs.crossover.record]): later plans read it."""
     import os
 
     import jax
 
     if hosts.declared():   # a plan for another host times nothing here: its profile's rows, widened beyond them
         return recorded_step_ms(solver, model)
-    recorded, cache = recorded_step_ms(solver, model, beyond=False), {}
+    recorded, cache = recorded_step_ms(solver, model, beyond=False), _TIMED.setdefault(crossover.cache_path(), {})
     threads = os.cpu_count() or 1
 
     def at(task, width, model, solver, physics):
         key = (task, width, model, solver, physics)
         if key not in cache:
+            others = timings.load_meter()   # the share of the cores other processes take while it is timed
             cpu_native = jax.default_backend() == "cpu" and physics in ("auto", "native")
             if REGISTRY[task].kind == "mujoco" and physics != "auto" and not cpu_native:   # the backend asked for
                 cache[key] = crossover.step_ms(task, physics, threads, solver, width, model=model)
             elif REGISTRY[task].kind == "mujoco" and jax.default_backend() != "cpu":
                 # both backends, recorded for this host as `physics=auto` would measure them
                 row = crossover.measure(task, solver, width, threads, model=model)
-                keep(row)
+                keep(row, others())
                 cache[key] = min(row[f"{b}_ms"] for b in crossover.BACKENDS if f"{b}_ms" in row)
             elif REGISTRY[task].kind == "mujoco":   # native MuJoCo on a CPU (auto's choice there): recorded alone
                 cache[key] = crossover.step_ms(task, "native", threads, solver, width, model=model)
                 keep({"task": task, "solver": solver, "batch": int(width), "native_ms": cache[key],
-                      **({"model": model} if model != "brax" else {})})
+                      **({"model": model} if model != "brax" else {})}, others())
             else:  # a pure-JAX task has no physics setting (and costs microseconds to time)
                 cache[key] = crossover.step_ms(task, "auto", threads, solver, width)
         return cache[key]
 
-    def keep(row):   # recorded for this host: the next plan reads it instead of timing it again
-        try:
-            crossover.record(crossover.host_key(threads), [row])
-        except OSError:
-            pass  # an unwritable cache costs a measurement next time, nothing else
+    def keep(row, others):   # recorded for this host, unless timed beside other work: the next plan reads it
+        if not timings.loaded(others):
+            try:
+                crossover.record(crossover.host_key(threads), [row])
+            except OSError:
+                pass  # an unwritable cache costs a measurement next time, nothing else
 
     def step_ms(task, width, model=model, solver=solver, physics="auto"):
         ms = recorded(task, width, model, solver, physics)
