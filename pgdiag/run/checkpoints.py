@@ -35,8 +35,8 @@ def save_states(path: str, iteration: int, states, num_agents: int) -> None:
         from pgdiag.run.shard import gather
 
         states = gather(states)
-    if jax.tree.leaves(states)[0].shape[0] != num_agents:
-        states = jax.tree.map(lambda x: x[:num_agents], jax.device_get(states))   # on the host: no compile per leaf
+    if jax.tree.leaves(states)[0].shape[0] != num_agents:   # on the host: for the disk, without a compile per leaf
+        states = jax.tree.map(lambda x: x[:num_agents], jax.device_get(states))
     target = checkpoint_dir(path, iteration)
     # orbax's synchronous checkpointer (the same files as its StandardCheckpointer): when an asynchronous save
     # fails, its commit threads wait on a signal that never comes, and the interpreter never exits

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec
 
 from pgdiag.config import stack_knobs
 from pgdiag.run import checkpoints, programs, split, store, timings
@@ -27,7 +26,7 @@ from pgdiag.run.rosters import Roster
 from pgdiag.run.run_record import finish, progress_manifest, warn_diverged
 from pgdiag.run.progress import CompileCounter, Progress, attached, chunk_lengths, estimate
 from pgdiag.run.programs import init_program
-from pgdiag.run.shard import gather, pad_and_shard, replicated
+from pgdiag.run.shard import gather, pad_and_shard, replicated, unpadded
 from pgdiag.metrics import metrics_of
 from pgdiag.trainer import seed_key
 
@@ -251,18 +250,9 @@ def _result(run: _Loop) -> store.RunResult:
     if jax.process_count() > 1:  # every agent's final state on every process
         state = gather(state)
     sync("run written")  # the others may now read the run directory
-    final = jax.tree.map(lambda x: _unpadded(x, n), state) if run.n_padded != n else state
+    final = unpadded(state, n) if run.n_padded != n else state
     return store.RunResult(manifest=run.manifest, metrics=store.metrics_frame(run.p, run.history), path=run.out,
                            final_state=final)
-
-
-def _unpadded(x, n: int):
-    """``x``'s first ``n`` agents, on the devices ``x`` is on. A leaf sharded over several devices is sliced on the
-    host and placed back whole on them, as a slice there leaves it: sliced there, each leaf's shape compiles a
-    cross-device gather of its own (48 programs at the end of a 7-agent training on 2 CPU devices)."""
-    if isinstance(x, jax.Array) and isinstance(x.sharding, NamedSharding) and len(x.sharding.device_set) > 1:
-        return jax.device_put(np.asarray(x)[:n], NamedSharding(x.sharding.mesh, PartitionSpec()))
-    return x[:n]
 
 
 __all__ = ["run_loop"]
